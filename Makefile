@@ -1,0 +1,34 @@
+# diffgenome developer targets. PYTHON=/path/to/python picks the interpreter; VENV the folder.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: venv test test-slow lint format demo bench bench-quick schema clean
+
+venv:
+	@sh scripts/venv $(VENV)
+
+test: venv
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check diffgenome tests experiments
+	$(VENV)/bin/ruff format --check diffgenome tests experiments
+	$(VENV)/bin/mypy --strict diffgenome
+
+format: venv
+	$(VENV)/bin/ruff check --fix diffgenome tests experiments
+	$(VENV)/bin/ruff format diffgenome tests experiments
+
+schema: venv
+	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-1.schema.json
+	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-1.schema.json
+
+demo: venv
+	$(PY) experiments/demo.py
+
+bench: venv
+	$(PY) experiments/bench.py
+
+clean:
+	rm -rf .venv .venv-* .diffgenome build *.egg-info

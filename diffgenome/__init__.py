@@ -1,0 +1,7 @@
+"""diffgenome: record what every test really does, and diff it between commits.
+
+This top-level module stays empty on purpose: the recording side is imported inside the
+user's test process, where only the standard library and pytest may be assumed.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,300 @@
+"""The ``diffgenome`` command: parses arguments, loads from the store, hands off to render.
+
+Each subcommand is a :class:`Command` in ``COMMANDS``: a name, a function that adds its
+arguments, and a function that runs it and returns the exit code. A new subcommand (``diff``)
+is one more entry; ``--store`` and the error handling come with it. Every user or input
+error leaves as one line, ``diffgenome: error: <what is wrong>; <what to do>``, and exit
+status 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from pydantic import BaseModel, ValidationError
+from rich.console import Console, RenderableType
+
+from diffgenome import __version__
+from diffgenome.analysis import render
+from diffgenome.analysis.models import GenomeDocument, Run, TestRecord
+from diffgenome.analysis.schema import SCHEMAS, schema_text
+from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.protocol.formats import GENOME_FORMAT, FormatError
+from diffgenome.protocol.store import DEFAULT_DIR, StoreError
+
+PROG = "diffgenome"
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user or input error; the message is ``<what is wrong>; <what to do>``."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is raised (and reported as one line) instead of printed."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message}; see `{self.prog} --help`")
+
+
+# -- helpers shared by commands -----------------------------------------------------------
+
+
+def default_store() -> str:
+    """``.diffgenome`` at the top of the git work tree around the current folder, else here."""
+    root = os.getcwd()
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        done = None
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        root = done.stdout.strip()
+    return os.path.join(root, DEFAULT_DIR)
+
+
+def open_store(args: argparse.Namespace) -> StoreReader:
+    return StoreReader.open(args.store or default_store())
+
+
+def _git_commit(spec: str) -> str | None:
+    if not spec or spec.startswith("-"):
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", spec + "^{commit}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and sha else None
+
+
+def resolve_run(reader: StoreReader, spec: str) -> str:
+    """A run id for ``spec``: what the store resolves, else a git revision (``HEAD~1``,
+    a branch) of the repository around the current folder, looked up by its commit."""
+    try:
+        return reader.resolve(spec)
+    except UnknownRunError:
+        sha = _git_commit(spec)
+        if sha is None or sha == spec:
+            raise
+    try:
+        return reader.resolve(sha)
+    except UnknownRunError:
+        raise CliError(
+            f"no run of {spec} (commit {sha[:12]}) in the store; record that commit first "
+            "or list the runs with `diffgenome runs`"
+        ) from None
+
+
+def validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "document"
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Write to stdout for None or "-", else to ``output`` atomically (never half a file)."""
+    data = text.encode("utf-8")
+    if output in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    assert output is not None
+    tmp = f"{output}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, output)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise CliError(
+            f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
+        ) from None
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _print(renderable: RenderableType) -> None:
+    console().print(renderable)
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def schema_json(kind: str) -> str:
+    """The JSON Schema of a published format, byte-stable for the copies in docs/schema/."""
+    return schema_text(kind)
+
+
+def _configure_schema(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=sorted(SCHEMAS), help="which document format")
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    write_output(schema_json(args.kind), None)
+    return EXIT_OK
+
+
+def _configure_runs(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _run_runs(args: argparse.Namespace) -> int:
+    with open_store(args) as reader:
+        runs = reader.runs()
+    _print(render.runs_table(runs))
+    return EXIT_OK
+
+
+def _configure_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run id or prefix, 'latest', or a commit")
+    parser.add_argument("test", nargs="?", help="test id, or a unique part of one")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    with open_store(args) as reader:
+        run_id = resolve_run(reader, args.run)
+        run = _validated(Run, reader.run(run_id), f"run {run_id}")
+        if args.test is None:
+            _print(render.run_tests_table(run, reader.test_summaries(run_id)))
+            return EXIT_OK
+        test_id = _find_test(reader.test_ids(run_id), args.test, run_id)
+        (test,) = reader.tests(run_id, [test_id])
+    record = _validated(TestRecord, test, f"run {run_id}: test {test_id}")
+    _print(render.genome_tree(run, record))
+    return EXIT_OK
+
+
+def _find_test(ids: list[str], wanted: str, run_id: str) -> str:
+    if wanted in ids:
+        return wanted
+    matches = [test_id for test_id in ids if wanted in test_id]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CliError(
+            f"run {run_id} has no test matching {wanted!r}; "
+            f"list its tests with `diffgenome show {run_id}`"
+        )
+    shown = ", ".join(matches[:3]) + (f" and {len(matches) - 3} more" if len(matches) > 3 else "")
+    raise CliError(f"{wanted!r} matches several tests ({shown}); give the exact test id")
+
+
+def _configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run id or prefix, 'latest', or a commit")
+    parser.add_argument("-o", "--output", help="file to write; '-' or none: standard output")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    with open_store(args) as reader:
+        run_id = resolve_run(reader, args.run)
+        document = reader.document(run_id)
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    try:
+        GenomeDocument.model_validate_json(text)
+    except ValidationError as exc:
+        raise CliError(
+            f"run {run_id} does not form a valid {GENOME_FORMAT} document "
+            f"({validation_message(exc)}); record the run again with this diffgenome"
+        ) from None
+    write_output(text + "\n", args.output)
+    return EXIT_OK
+
+
+def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise CliError(
+            f"{what} is not valid {GENOME_FORMAT} ({validation_message(exc)}); "
+            "record the run again with this diffgenome"
+        ) from None
+
+
+COMMANDS: list[Command] = [
+    Command("runs", "list the recorded runs, newest first", _configure_runs, _run_runs),
+    Command("show", "show a run's tests, or one test's genome", _configure_show, _run_show),
+    Command("export", f"write a run as a {GENOME_FORMAT} document", _configure_export, _run_export),
+    Command("schema", "print the JSON Schema of a document format", _configure_schema, _run_schema),
+]
+
+
+def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, description="Record what every test really does, and diff it between commits."
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--store",
+        metavar="PATH",
+        help=f"store folder (default: {DEFAULT_DIR}/ at the top of the git repository)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS if commands is None else commands:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.help, parents=[common]
+        )
+        command.configure(sub)
+        sub.set_defaults(handler=command.run)
+    return parser
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except (CliError, StoreError, FormatError) as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:
+        # The reader of our output (``| head``) went away; that is not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

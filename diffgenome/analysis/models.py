@@ -1,0 +1,235 @@
+"""Pydantic models of the published formats; the JSON Schemas in docs/schema/ come from here.
+
+Field names are the contract that other tools and languages read. Identities (symbols, sites,
+node paths) never contain line numbers; ``Symbol.line`` is a location for people only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from diffgenome.protocol.formats import DIFF_FORMAT, GENOME_FORMAT
+
+assert GENOME_FORMAT == "diffgenome-genome/1" and DIFF_FORMAT == "diffgenome-diff/1"
+
+Origin = Literal["repo", "test", "external", "unknown"]
+Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=False)
+
+
+class Run(_Model):
+    """Metadata of one recorded pytest session."""
+
+    id: str
+    commit: str | None = Field(description="git commit sha of the recorded tree, if known")
+    dirty: bool | None = Field(description="uncommitted changes were present when recorded")
+    python: str = Field(description="implementation and version, e.g. 'CPython 3.13.0'")
+    platform: str
+    started_at: str = Field(description="ISO 8601 UTC")
+    finished_at: str | None = None
+    complete: bool = Field(
+        True, description="false when the session crashed or was interrupted: never read as whole"
+    )
+    incomplete_reasons: list[str] = []
+    config: dict[str, object] = Field(
+        description="recording configuration (roots, bounds, egress policy, ...)"
+    )
+    selection: list[str] = Field([], description="pytest arguments that chose the tests")
+    key_fingerprint: str | None = Field(
+        None, description="fingerprint of the digest key: digests compare only when equal"
+    )
+    tool: str | None = Field(None, description="the recorder that wrote the run")
+
+
+class Collector(_Model):
+    name: str
+    plane: Literal["symbol", "os"]
+    fidelity: Literal["complete", "partial"]
+    notes: list[str] = []
+
+
+class Symbol(_Model):
+    id: str = Field(description="py:<module>.<qualname>[#ordinal]; never a line number")
+    origin: Origin
+    path: str | None = Field(None, description="file relative to the repository root")
+    line: int | None = Field(None, description="first line, for people; not part of identity")
+    kind: str
+
+
+class ValueShape(_Model):
+    """One distinct value seen: its type shape and a keyed digest (null: not canonicalisable)."""
+
+    shape: str
+    digest: str | None = None
+
+
+class Overflow(_Model):
+    """What did not fit a bounded set: how many observations, and a keyed fingerprint of them."""
+
+    count: int
+    digest: str | None = None
+
+
+class StateFact(_Model):
+    when: Literal["entry", "exit"]
+    target: str = Field(description="'self.<field>' or '<module>.<global>'")
+    bucket: str = Field(description="none|bool:true|bool:false|zero|pos|neg|empty|nonempty|...")
+
+
+class CallNode(_Model):
+    id: int
+    parent: int | None
+    type: Literal["call"]
+    symbol: str
+    count: int
+    exits: dict[str, int] = Field(
+        {}, description="'returned', 'yielded' or 'raised:<exception symbol>' -> count"
+    )
+    args: list[ValueShape] = []
+    args_overflow: Overflow | None = None
+    results: list[ValueShape] = []
+    results_overflow: Overflow | None = None
+    state: list[StateFact] = []
+    state_overflow: Overflow | None = None
+    via: str | None = Field(None, description="'thread' or 'task' when started elsewhere")
+
+
+class SubstitutionNode(_Model):
+    id: int
+    parent: int | None
+    type: Literal["substitution"]
+    mechanism: Literal["mock_object", "interposition", "fake", "stub", "unknown"]
+    substitute: str = Field(description="what stood in: a stand-in type or a test symbol")
+    claimed_target: str | None = Field(description="symbol of the real code it replaces")
+    relation: Literal["spec", "patch-target", "instance-attribute", "monkeypatch", "none"]
+    path: str = Field(description="attribute path on the stand-in; '()' for a return value")
+    count: int
+    args: list[ValueShape] = []
+    args_overflow: Overflow | None = None
+    exits: dict[str, int] = {}
+    signature_mismatch: bool = False
+
+
+class OsEventNode(_Model):
+    id: int
+    parent: int | None
+    type: Literal["os_event"]
+    kind: str = Field(description="connect|dns|bind|listen|sendto|subprocess|...")
+    target: str = Field(description="host as written and port, or program name")
+    outcome: str = Field(description="'allowed', 'refused:egress-guard', 'untraced-child', ...")
+    count: int
+
+
+Node = Annotated[CallNode | SubstitutionNode | OsEventNode, Field(discriminator="type")]
+
+
+class BranchOutcomes(_Model):
+    true: int = 0
+    false: int = 0
+
+
+class Branch(_Model):
+    node: int
+    site: str = Field(description="<symbol>/<kind>[<ordinal>]; never a line number")
+    symbol: str
+    kind: Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
+    predicate: str = Field(description="source text of the condition, for people")
+    outcomes: BranchOutcomes
+
+
+class PhaseGenome(_Model):
+    nodes: list[Node] = []
+    branches: list[Branch] = []
+
+
+class TestRecord(_Model):
+    id: str = Field(description="pytest node id relative to the repository root")
+    outcome: Outcome
+    verified: bool
+    unverified_reasons: list[str] = []
+    phases: dict[Literal["setup", "call", "teardown"], PhaseGenome] = {}
+
+
+class GenomeDocument(_Model):
+    """``diffgenome-genome/1``: one recorded run."""
+
+    format: Literal["diffgenome-genome/1"] = "diffgenome-genome/1"
+    run: Run
+    collectors: list[Collector] = []
+    symbols: list[Symbol] = []
+    tests: list[TestRecord] = []
+
+
+# --- diffgenome-diff/1 -------------------------------------------------------------------
+
+
+class DiffSide(_Model):
+    run: str | None
+    commit: str | None
+    rev: str
+
+
+class DiffSummary(_Model):
+    tests: int = 0
+    unchanged: int = 0
+    changed: int = 0
+    added: int = 0
+    removed: int = 0
+    unverified: int = 0
+    unstable: int = 0
+
+
+class Change(_Model):
+    kind: str
+    phase: str | None = None
+    path: list[str] = []
+    symbol: str | None = None
+    site: str | None = None
+    predicate: str | None = None
+    base: object = None
+    head: object = None
+
+
+class OutcomePair(_Model):
+    base: str | None = None
+    head: str | None = None
+
+
+class TestDiff(_Model):
+    id: str
+    status: Literal["unchanged", "changed", "added", "removed", "unverified", "unstable"]
+    outcome: OutcomePair
+    reasons: list[str] = []
+    changes: list[Change] = []
+
+
+class CodeChange(_Model):
+    symbol: str
+    change: Literal["added", "removed", "modified"]
+    tests_base: list[str] = []
+    tests_head: list[str] = []
+    sites: list[dict[str, object]] = []
+    gaps: list[str] = []
+
+
+class Drift(_Model):
+    claimed_target: str
+    tests: list[str] = []
+    evidence: list[str] = []
+
+
+class DiffDocument(_Model):
+    """``diffgenome-diff/1``: how behaviour changed between two recordings."""
+
+    format: Literal["diffgenome-diff/1"] = "diffgenome-diff/1"
+    base: DiffSide
+    head: DiffSide
+    summary: DiffSummary
+    tests: list[TestDiff] = []
+    code_changes: list[CodeChange] = []
+    drift: list[Drift] = []

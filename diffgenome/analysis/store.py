@@ -1,0 +1,577 @@
+"""The store reader: turns what the writers left in SQLite back into genome/1 documents.
+
+It opens the database read-only and never changes it, so it is safe to point at a store that
+is being recorded into, at a copy, or at something that is not a store at all. Whatever is
+wrong with the file becomes a one-line ``StoreError``. A run is read as complete only when
+its recorder said so in ``finish_run``; a run still marked running whose writer processes
+are all gone is reported as interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+from urllib.parse import quote
+
+from diffgenome.protocol.formats import GENOME_FORMAT, STORE_FORMAT, FormatError, check_format
+from diffgenome.protocol.store import (
+    BUSY_TIMEOUT_S,
+    DB_FILE,
+    META_FORMAT_KEY,
+    REASON_INTERRUPTED,
+    STATUS_COMPLETE,
+    STATUS_INCOMPLETE,
+    STATUS_RUNNING,
+    StoreError,
+    header_problem,
+    process_token,
+)
+
+__all__ = ["RunSummary", "StoreError", "StoreReader", "TestSummary", "UnknownRunError"]
+
+_HEX = frozenset("0123456789abcdef")
+_MIN_COMMIT_PREFIX = 4
+
+_RUN_SELECT = (
+    "SELECT id, started_at, finished_at, commit_sha, dirty, python, platform, status, reasons,"
+    " config, selection, collectors, key_fingerprint, tool, recording_key, extra,"
+    " owner_pid, owner_host, owner_token FROM runs"
+)
+
+
+class UnknownRunError(StoreError):
+    """Nothing in the store answers to the run spec (as opposed to a spec that is ambiguous)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of the run list: enough to choose a run without loading its tests."""
+
+    id: str
+    started_at: str
+    finished_at: str | None
+    commit: str | None
+    dirty: bool | None
+    status: str
+    reasons: tuple[str, ...]
+    tests: int
+    python: str
+    platform: str
+    tool: str | None
+    recording_key: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.status == STATUS_COMPLETE
+
+
+@dataclass(frozen=True)
+class TestSummary:
+    """A test's verdict without its genome, for listings that need not inflate phases."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    id: str
+    outcome: str
+    verified: bool
+    unverified_reasons: tuple[str, ...]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class StoreReader:
+    """Read-only access to one store; open with :meth:`open`."""
+
+    path: str
+    db_path: str
+
+    def __init__(self, path: str, db_path: str, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.db_path = db_path
+        self._conn = conn
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str, timeout: float = BUSY_TIMEOUT_S) -> StoreReader:
+        """Open the store folder ``path`` (or a ``genome.sqlite`` file directly) for reading."""
+        db_path = _locate(path)
+        _check_header(db_path)
+        conn = _connect(db_path, timeout, immutable=False)
+        try:
+            _check_format(conn, db_path)
+        except StoreError:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            conn.close()
+            if not _needs_immutable(exc, db_path):
+                raise _sql_error(exc, db_path) from None
+            # A read-only folder where no writer left the WAL index: nobody can be writing,
+            # so the file can be read as it is.
+            conn = _connect(db_path, timeout, immutable=True)
+            try:
+                _check_format(conn, db_path)
+            except StoreError:
+                conn.close()
+                raise
+            except sqlite3.Error as err:
+                conn.close()
+                raise _sql_error(err, db_path) from None
+        return cls(os.path.dirname(db_path) or ".", db_path, conn)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def runs(self) -> list[RunSummary]:
+        """All runs, newest first."""
+        with self._snapshot():
+            counts = dict(
+                self._conn.execute("SELECT run_id, COUNT(*) FROM tests GROUP BY run_id").fetchall()
+            )
+            rows = self._conn.execute(
+                _RUN_SELECT + " ORDER BY started_at DESC, rowid DESC"
+            ).fetchall()
+            return [self._summary(row, int(counts.get(row[0], 0))) for row in rows]
+
+    def resolve(self, spec: str) -> str:
+        """A run id from an id, a unique id prefix, "latest", or a recorded commit (prefix)."""
+        spec = spec.strip()
+        runs = self.runs()
+        if not runs:
+            raise UnknownRunError(f"the store {self.path} has no runs; record one first")
+        by_id = {run.id: run for run in runs}
+        if spec in by_id:
+            return spec
+        if spec == "latest":
+            complete = [run for run in runs if run.complete]
+            return (complete or runs)[0].id
+        candidates: dict[str, str] = {}
+        for run in runs:
+            if spec and run.id.startswith(spec):
+                candidates.setdefault(run.id, f"run {run.id}")
+        lowered = spec.lower()
+        if len(lowered) >= _MIN_COMMIT_PREFIX and set(lowered) <= _HEX:
+            commits = {r.commit for r in runs if r.commit and r.commit.lower().startswith(lowered)}
+            if len(commits) > 1:
+                raise StoreError(
+                    f"{spec!r} matches several recorded commits ({_few(sorted(commits))}); "
+                    "give more characters of the commit"
+                )
+            for commit in commits:
+                newest = next(r for r in runs if r.commit == commit)  # runs are newest first
+                candidates.setdefault(newest.id, f"commit {commit[:12]} (run {newest.id})")
+        if len(candidates) == 1:
+            return next(iter(candidates))
+        if not candidates:
+            raise UnknownRunError(
+                f"no run matches {spec!r} (not a run id, id prefix, 'latest' or recorded "
+                "commit); list the runs with `diffgenome runs`"
+            )
+        raise StoreError(
+            f"{spec!r} is ambiguous: it matches {_few(sorted(candidates.values()))}; "
+            "give more characters"
+        )
+
+    def summary(self, run_id: str) -> RunSummary:
+        with self._snapshot():
+            row = self._run_row(run_id)
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM tests WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            return self._summary(row, int(count))
+
+    def find_recording(self, recording_key: str) -> str | None:
+        """The newest complete run recorded under ``recording_key``, to reuse instead of
+        recording the same commit, selection and configuration again."""
+        for (run_id,) in self._query(
+            "SELECT id FROM runs WHERE recording_key = ? AND status = ?"
+            " ORDER BY started_at DESC, rowid DESC",
+            (recording_key, STATUS_COMPLETE),
+        ):
+            return str(run_id)
+        return None
+
+    def key_fingerprint(self, run_id: str) -> str | None:
+        with self._snapshot():
+            value = self._run_row(run_id)[12]
+        return None if value is None else str(value)
+
+    # -- documents -------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> dict[str, object]:
+        """The genome/1 ``run`` object, with ``complete`` and reasons as the store sees them."""
+        with self._snapshot():
+            return self._run_object(self._run_row(run_id))
+
+    def collectors(self, run_id: str) -> list[dict[str, object]]:
+        with self._snapshot():
+            row = self._run_row(run_id)
+        return [c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)]
+
+    def symbols(self, run_id: str) -> list[dict[str, object]]:
+        with self._snapshot():
+            self._run_row(run_id)
+            return self._symbols(run_id)
+
+    def test_ids(self, run_id: str) -> list[str]:
+        with self._snapshot():
+            self._run_row(run_id)
+            rows = self._conn.execute(
+                "SELECT id FROM tests WHERE run_id = ? ORDER BY id", (run_id,)
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def test_summaries(self, run_id: str) -> list[TestSummary]:
+        with self._snapshot():
+            self._run_row(run_id)
+            rows = self._conn.execute(
+                "SELECT id, outcome, verified, unverified_reasons FROM tests WHERE run_id = ?"
+                " ORDER BY id",
+                (run_id,),
+            ).fetchall()
+        return [
+            TestSummary(
+                id=str(test_id),
+                outcome=str(outcome),
+                verified=bool(verified),
+                unverified_reasons=tuple(
+                    str(r) for r in _json(reasons, list, run_id, f"test {test_id!r}")
+                ),
+            )
+            for test_id, outcome, verified, reasons in rows
+        ]
+
+    def tests(self, run_id: str, ids: Iterable[str] | None = None) -> list[dict[str, object]]:
+        """genome/1 test objects sorted by id; only ``ids`` when given (unknown ids skipped)."""
+        with self._snapshot():
+            self._run_row(run_id)
+            return list(self._tests(run_id, None if ids is None else set(ids)))
+
+    def document(self, run_id: str) -> dict[str, object]:
+        """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot."""
+        with self._snapshot():
+            row = self._run_row(run_id)
+            return {
+                "format": GENOME_FORMAT,
+                "run": self._run_object(row),
+                "collectors": [
+                    c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
+                ],
+                "symbols": self._symbols(run_id),
+                "tests": list(self._tests(run_id, None)),
+            }
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        try:
+            return list(self._conn.execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            raise _sql_error(exc, self.db_path) from None
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self._conn, self.db_path)
+
+    def _run_row(self, run_id: str) -> tuple[object, ...]:
+        row = self._conn.execute(_RUN_SELECT + " WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UnknownRunError(
+                f"no run {run_id!r} in {self.path}; list the runs with `diffgenome runs`"
+            )
+        return tuple(row)
+
+    def _status(self, row: tuple[object, ...]) -> tuple[str, list[str]]:
+        run_id, status = str(row[0]), row[7]
+        reasons = [str(r) for r in _json(row[8], list, run_id, "reasons")]
+        if status == STATUS_COMPLETE:
+            return STATUS_COMPLETE, []
+        if status != STATUS_RUNNING:
+            return STATUS_INCOMPLETE, reasons or ["the recorder reported the run as incomplete"]
+        writers = [(row[16], row[17], row[18])]
+        missing: list[str] = []
+        for worker, pid, host, token, left_at in self._conn.execute(
+            "SELECT worker, pid, host, token, left_at FROM workers WHERE run_id = ?"
+            " ORDER BY worker",
+            (run_id,),
+        ):
+            if left_at is None:
+                writers.append((pid, host, token))
+                missing.append(f"worker {worker} did not finish")
+        if any(_alive(pid, host, token) for pid, host, token in writers):
+            return STATUS_RUNNING, ["running: the recording is still in progress"]
+        return STATUS_INCOMPLETE, [REASON_INTERRUPTED, *missing]
+
+    def _summary(self, row: tuple[object, ...], tests: int) -> RunSummary:
+        status, reasons = self._status(row)
+        return RunSummary(
+            id=str(row[0]),
+            started_at=str(row[1]),
+            finished_at=_opt_str(row[2]),
+            commit=_opt_str(row[3]),
+            dirty=None if row[4] is None else bool(row[4]),
+            status=status,
+            reasons=tuple(reasons),
+            tests=tests,
+            python=str(row[5]),
+            platform=str(row[6]),
+            tool=_opt_str(row[13]),
+            recording_key=_opt_str(row[14]),
+        )
+
+    def _run_object(self, row: tuple[object, ...]) -> dict[str, object]:
+        run_id = str(row[0])
+        status, reasons = self._status(row)
+        extra = _json(row[15], dict, run_id, "run fields")
+        run: dict[str, object] = dict(extra)
+        run.update(
+            {
+                "id": run_id,
+                "commit": _opt_str(row[3]),
+                "dirty": None if row[4] is None else bool(row[4]),
+                "python": str(row[5]),
+                "platform": str(row[6]),
+                "started_at": str(row[1]),
+                "finished_at": _opt_str(row[2]),
+                "complete": status == STATUS_COMPLETE,
+                "incomplete_reasons": reasons,
+                "config": _json(row[9], dict, run_id, "config"),
+                "selection": [str(s) for s in _json(row[10], list, run_id, "selection")],
+                "key_fingerprint": _opt_str(row[12]),
+                "tool": _opt_str(row[13]),
+            }
+        )
+        return run
+
+    def _symbols(self, run_id: str) -> list[dict[str, object]]:
+        symbols = []
+        for symbol_id, doc in self._conn.execute(
+            "SELECT id, doc FROM symbols WHERE run_id = ? ORDER BY id", (run_id,)
+        ):
+            symbols.append(_json(doc, dict, run_id, f"symbol {symbol_id!r}"))
+        return symbols
+
+    def _tests(self, run_id: str, ids: set[str] | None) -> Iterator[dict[str, object]]:
+        cursor = self._conn.execute(
+            "SELECT id, outcome, verified, unverified_reasons, extra, phases FROM tests"
+            " WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        for test_id, outcome, verified, unverified, extra, phases in cursor:
+            if ids is not None and test_id not in ids:
+                continue
+            what = f"test {test_id!r}"
+            test: dict[str, object] = dict(_json(extra, dict, run_id, what))
+            test.update(
+                {
+                    "id": str(test_id),
+                    "outcome": str(outcome),
+                    "verified": bool(verified),
+                    "unverified_reasons": [str(r) for r in _json(unverified, list, run_id, what)],
+                    "phases": _json(_inflate(phases, run_id, what), dict, run_id, what),
+                }
+            )
+            yield test
+
+
+class _Snapshot:
+    """One read transaction, so that a document never mixes two states of a live run."""
+
+    def __init__(self, conn: sqlite3.Connection, db_path: str) -> None:
+        self._conn, self._db = conn, db_path
+        self._outer = False
+
+    def __enter__(self) -> None:
+        self._outer = not self._conn.in_transaction
+        if self._outer:
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise _sql_error(exc, self._db) from None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._outer and self._conn.in_transaction:
+            self._conn.execute("COMMIT")
+        if isinstance(exc, sqlite3.Error):
+            raise _sql_error(exc, self._db) from None
+
+
+def _locate(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StoreError(
+            f"no diffgenome store at {path}; record a run first or pass --store PATH"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store folder {path}: {exc.strerror or exc}; fix its permissions"
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
+        return path
+    db_path = os.path.join(path, DB_FILE)
+    try:
+        os.stat(db_path)
+    except FileNotFoundError:
+        try:
+            os.listdir(path)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot read the store folder {path}: {exc.strerror or exc}; fix its permissions"
+            ) from None
+        raise StoreError(
+            f"no diffgenome store in {path} ({DB_FILE} is missing); "
+            "record a run first or pass --store PATH"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store folder {path}: {exc.strerror or exc}; fix its permissions"
+        ) from None
+    return db_path
+
+
+def _check_header(db_path: str) -> None:
+    try:
+        with open(db_path, "rb") as handle:
+            head = handle.read(100)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read {db_path}: {exc.strerror or exc}; fix the store's permissions"
+        ) from None
+    try:
+        wal = os.stat(db_path + "-wal").st_size > 0
+    except OSError:
+        wal = False
+    if size == 0:
+        raise StoreError(f"{db_path} is empty, not a diffgenome store; record a run first")
+    problem = header_problem(head, size, wal)
+    if problem:
+        raise StoreError(f"{db_path} {problem}; restore it from a copy or record again")
+
+
+def _connect(db_path: str, timeout: float, immutable: bool) -> sqlite3.Connection:
+    uri = "file:" + quote(os.path.abspath(db_path)) + "?mode=ro"
+    if immutable:
+        uri += "&immutable=1"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    except sqlite3.Error as exc:
+        raise _sql_error(exc, db_path) from None
+    return conn
+
+
+def _check_format(conn: sqlite3.Connection, db_path: str) -> None:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not {"meta", "runs", "workers", "symbols", "tests"} <= tables:
+        raise StoreError(
+            f"{db_path} is an SQLite database but not a diffgenome store; "
+            "pass the folder of a diffgenome store"
+        )
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_FORMAT_KEY,)).fetchone()
+    try:
+        check_format(None if row is None else row[0], STORE_FORMAT)
+    except FormatError as exc:
+        raise StoreError(f"{db_path}: {exc}") from None
+
+
+def _needs_immutable(exc: sqlite3.Error, db_path: str) -> bool:
+    text = str(exc)
+    folder = os.path.dirname(os.path.abspath(db_path))
+    return ("readonly" in text or "unable to open" in text) and not os.access(folder, os.W_OK)
+
+
+def _sql_error(exc: sqlite3.Error, db_path: str) -> StoreError:
+    text = _one_line(exc)
+    if "locked" in text or "busy" in text:
+        return StoreError(
+            f"{db_path} is locked by another process ({text}); "
+            "try again when the recording has finished"
+        )
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreError(f"{db_path} is damaged ({text}); restore it from a copy or record again")
+    if "unable to open" in text or "readonly" in text:
+        return StoreError(f"cannot open {db_path} ({text}); check the store's permissions")
+    return StoreError(f"cannot read {db_path} ({text}); check the store or record again")
+
+
+def _inflate(blob: object, run_id: str, what: str) -> str:
+    if not isinstance(blob, bytes):
+        raise _corrupt(run_id, what, "phases are not a compressed blob")
+    try:
+        return zlib.decompress(blob).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise _corrupt(run_id, what, _one_line(exc)) from None
+
+
+def _json[T](text: object, kind: type[T], run_id: str, what: str) -> T:
+    try:
+        value = json.loads(text) if isinstance(text, (str, bytes)) else text
+    except ValueError as exc:
+        raise _corrupt(run_id, what, _one_line(exc)) from None
+    if not isinstance(value, kind):
+        raise _corrupt(run_id, what, f"expected a JSON {kind.__name__}")
+    return value
+
+
+def _corrupt(run_id: str, what: str, detail: str) -> StoreError:
+    return StoreError(f"run {run_id}: {what} has a corrupt record ({detail}); record the run again")
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _few(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _alive(pid: object, host: object, token: object) -> bool:
+    """Whether a recorded writer process may still be running; unknown counts as alive."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if host != os.uname().nodename:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    except OSError:
+        return True
+    if isinstance(token, str):
+        current = process_token(pid)
+        if current is not None and current != token:
+            return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read(4096).rpartition(b")")[2].split()[:1]
+    except OSError:
+        return True
+    return state not in ([b"Z"], [b"X"])  # a zombie has finished writing

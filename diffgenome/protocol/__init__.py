@@ -1,0 +1,15 @@
+"""The language-neutral protocol: the only thing the recording and analysis sides share.
+
+Standard library only. Formats are named and versioned as ``<name>/<major>``; adding optional
+fields keeps the major version, changing a field's meaning bumps it.
+"""
+
+from diffgenome.protocol.formats import (
+    DIFF_FORMAT,
+    GENOME_FORMAT,
+    STORE_FORMAT,
+    FormatError,
+    check_format,
+)
+
+__all__ = ["DIFF_FORMAT", "GENOME_FORMAT", "STORE_FORMAT", "FormatError", "check_format"]

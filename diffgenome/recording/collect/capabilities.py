@@ -1,0 +1,52 @@
+"""The one table of what differs between CPython versions in sys.monitoring.
+
+Everything version-specific in the collector reads this table instead of testing
+``sys.version_info`` itself, so a new CPython needs one new row, not a hunt.
+
+Python 3.14 (BRANCH_LEFT/BRANCH_RIGHT, ``clear_tool_id``) is written from the documentation
+and has NOT been run here: no 3.14 interpreter exists on the machines this is developed on.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the running interpreter's sys.monitoring offers the collector."""
+
+    version: tuple[int, int]
+    #: Events that report decision outcomes. 3.12/3.13 have one BRANCH event for both
+    #: directions; 3.14 splits it into BRANCH_LEFT (not taken) and BRANCH_RIGHT (taken),
+    #: each of which can be disabled alone.
+    branch_events: tuple[int, ...]
+    #: 3.14 adds ``sys.monitoring.clear_tool_id``; before it, ``free_tool_id`` leaves
+    #: callbacks and events registered, so the collector must clear them itself.
+    has_clear_tool_id: bool
+    #: Whether this row was exercised by the test suite on a real interpreter.
+    tested: bool
+
+
+def _detect() -> Capabilities:
+    version = (sys.version_info[0], sys.version_info[1])
+    events = sys.monitoring.events
+    if version >= (3, 14):
+        left = getattr(events, "BRANCH_LEFT", 0)
+        right = getattr(events, "BRANCH_RIGHT", 0)
+        return Capabilities(
+            version=version,
+            branch_events=(left, right) if left and right else (events.BRANCH,),
+            has_clear_tool_id=hasattr(sys.monitoring, "clear_tool_id"),
+            tested=False,
+        )
+    return Capabilities(
+        version=version,
+        branch_events=(events.BRANCH,),
+        has_clear_tool_id=False,
+        tested=version in ((3, 12), (3, 13)),
+    )
+
+
+CAPABILITIES = _detect()

@@ -1,0 +1,482 @@
+"""Egress guard: see every network attempt of the test process, and refuse or record it.
+
+Why audit hooks
+    Patching ``socket.socket.connect`` (the pytest-socket approach) misses every reference taken
+    before the patch (``from socket import create_connection``, a bound method stored by a
+    client library at import), every name lookup, and every C caller of ``_socket``. PEP 578
+    audit events are raised by CPython itself inside ``_socket`` *before* the system call, on the
+    thread that makes it, whatever reference the caller holds. Raising from the hook aborts the
+    operation, so a refused connect or lookup never leaves the process.
+
+Why a singleton dispatcher
+    Audit hooks can never be removed. The module therefore adds exactly one hook per process
+    (``_dispatch``) and gates it: it checks the event name against a frozenset (the hook sees every
+    ``open``, ``import``, ``compile`` ... of the process) and then one attribute, the active guard.
+    Guards are cheap objects that the plugin activates and deactivates around each test; the
+    last activated guard wins and deactivating it restores the one it displaced.
+
+What it does
+    kinds       audit events
+    connect     socket.connect (also connect_ex)
+    sendto      socket.sendto, socket.sendmsg with an address
+    bind        socket.bind
+    dns         socket.getaddrinfo, socket.gethostbyname (also _ex), socket.gethostbyaddr,
+                socket.getnameinfo
+    subprocess  subprocess.Popen, os.system, os.exec, os.posix_spawn (also posix_spawnp),
+                os.spawn (Windows), os.startfile; on POSIX ``os.spawn*`` is fork+exec written in
+                Python, so it is seen as the ``os.fork`` of ``os._spawnvef``.
+
+    policy      loopback target            anything else
+    loopback    allowed, recorded          refused before the system call, recorded
+    block       refused, recorded          refused, recorded
+    allow       allowed, recorded          allowed, recorded
+
+    Loopback means 127.0.0.0/8, ::1 (also IPv4-mapped), "localhost" and names ending in
+    ".localhost". Numeric hosts need no resolver, so a lookup of one is judged like a connect to
+    it; any other name is refused under loopback/block before a resolver is asked, because the
+    hook runs before the C call. A connect to a *name* is judged by the name as written
+    ("x:80" is refused, "localhost:80" allowed under loopback; but see below for its lookup).
+    Binding follows the same table on purpose: a loopback bind (a test's own server) is allowed
+    under every policy but block, while a wildcard bind ("", "0.0.0.0", "::") listens on every
+    interface and is refused under loopback and block.
+    Non-IP families other than AF_UNIX (AF_PACKET, AF_NETLINK, AF_VSOCK, ...) are refused under
+    loopback/block: the guard fails closed on what it cannot judge, and so does an internal
+    error while judging a network event (counted in ``errors``, target "?").
+
+    AF_UNIX sockets and ``socket.socketpair()`` never leave the machine (asyncio's self-pipe,
+    Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
+    recorded with outcome "untraced-child" and never refused: the child is not traced and not
+    guarded.
+
+What it does NOT reach
+    * Child processes: they start without the hook and may do anything (recorded, not guarded).
+      Forked children (``os.fork``, multiprocessing "fork") do inherit the hook and the active
+      guard, so their attempts are refused, but what they record stays in the child's memory.
+    * C extensions that call libc themselves (libpq, libcurl, gRPC core, ...), raw system calls
+      through ctypes or cffi: no socket audit event is raised.
+    * A host *name* passed straight to ``connect``/``sendto``/``bind`` (not through
+      ``create_connection`` or ``getaddrinfo``) is resolved by ``_socket`` before it raises the
+      audit event: the connection is refused, but that lookup has already reached the resolver.
+      http.client, urllib, urllib3 and asyncio all call ``getaddrinfo`` first, which is guarded.
+    * Traffic on a socket connected before activation (``send`` has no audit event), sockets
+      built from inherited descriptors (``socket.fromfd``), ``accept`` on a listening socket.
+    * Other interpreters in the process: ``sys.addaudithook`` is per interpreter.
+    * Resolver leaks at the edges: glibc may ask DNS about "x.localhost", and a reverse lookup
+      of a loopback address (``gethostbyaddr``) may consult a resolver. Non-canonical numeric
+      forms ("127.1") are treated as names and refused under loopback.
+    * On Windows ``socketpair`` is emulated with a loopback connect, which is then seen.
+"""
+
+from __future__ import annotations
+
+import _socket
+import errno as _errno
+import ipaddress
+import os
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Final
+
+from diffgenome.protocol.vocab import EGRESS_POLICIES
+
+__all__ = [
+    "OUTCOME_ALLOWED",
+    "OUTCOME_REFUSED",
+    "OUTCOME_UNTRACED",
+    "EgressGuard",
+    "EgressRefused",
+    "Recorder",
+]
+
+#: (kind, target, outcome); called on the thread that made the attempt.
+Recorder = Callable[[str, str, str], None]
+
+OUTCOME_ALLOWED: Final = "allowed"
+OUTCOME_REFUSED: Final = "refused:egress-guard"
+OUTCOME_UNTRACED: Final = "untraced-child"
+
+_EVENT_KINDS: Final[dict[str, str]] = {
+    "socket.connect": "connect",
+    "socket.sendto": "sendto",
+    "socket.sendmsg": "sendto",
+    "socket.bind": "bind",
+    "socket.getaddrinfo": "dns",
+    "socket.gethostbyname": "dns",
+    "socket.gethostbyaddr": "dns",
+    "socket.getnameinfo": "dns",
+    "subprocess.Popen": "subprocess",
+    "os.system": "subprocess",
+    "os.exec": "subprocess",
+    "os.posix_spawn": "subprocess",
+    "os.spawn": "subprocess",
+    "os.startfile": "subprocess",
+    "os.fork": "subprocess",
+}
+# Raised once by install() to prove that the hook was really added: sys.addaudithook silently
+# drops the new hook when an existing hook raises RuntimeError.
+_PROBE: Final = "diffgenome.egress.probe"
+_WATCHED: Final = frozenset((*_EVENT_KINDS, _PROBE))
+
+# Where an address points; decides the verdict and explains a refusal.
+_LOOPBACK: Final = "loopback"
+_WILDCARD: Final = "wildcard"
+_ADDRESS: Final = "address"
+_NAME: Final = "name"
+_OTHER_FAMILY: Final = "other-family"
+_UNKNOWN: Final = "unknown"
+
+_BLOCKED_LOOPBACK: Final = "policy 'block' refuses loopback too"
+_REASONS: Final[dict[str, str]] = {
+    _LOOPBACK: _BLOCKED_LOOPBACK,
+    _WILDCARD: "a wildcard address reaches every interface, not only loopback",
+    _ADDRESS: "not a loopback address",
+    _NAME: "only 'localhost' names are allowed; others are refused before any resolver is asked",
+    _OTHER_FAMILY: "not an IP or AF_UNIX socket, so the guard cannot judge it",
+    _UNKNOWN: "the address could not be understood",
+}
+
+# Captured at import: tests patch ``socket`` and ``os.path``; the hook must not follow them.
+_ip_address = ipaddress.ip_address
+_fspath = os.fspath
+_PathLike = os.PathLike
+_getframe = sys._getframe
+_addaudithook = sys.addaudithook
+_audit = sys.audit
+_AF_INET: Final[int] = int(_socket.AF_INET)
+_AF_INET6: Final[int] = int(getattr(_socket, "AF_INET6", -3))
+_AF_UNIX: Final[int] = int(getattr(_socket, "AF_UNIX", -2))
+_NO_FAMILY: Final = -1
+_family_descriptor = _socket.socket.__dict__["family"]
+_SEPARATORS: Final = ("/", "\\") if sys.platform == "win32" else ("/",)
+_OWN_GLOBALS: Final = globals()
+
+
+class EgressRefused(PermissionError):
+    """Raised into the code that attempted egress, from inside the audit hook.
+
+    A PermissionError (hence an OSError) so that code which already copes with unreachable
+    networks -- ``socket.getfqdn``, ``create_connection`` trying the next address, retry loops --
+    treats a refusal like a failed connection instead of crashing on an unknown exception. It
+    carries errno EACCES and the explanation as ``strerror`` because some callers rebuild the
+    error from those two alone (``socket.create_server`` does, on a failed bind).
+    """
+
+    def __init__(self, kind: str, target: str, policy: str, reason: str = "") -> None:
+        self.kind = kind
+        self.target = target
+        self.policy = policy
+        self.reason = reason
+        if policy == "block" and reason == _BLOCKED_LOOPBACK:
+            hint = (
+                "--genome-egress=loopback (allow loopback) or --genome-egress=allow (record only)"
+            )
+        else:
+            hint = "--genome-egress=allow (record only, refuse nothing)"
+        because = f": {reason}" if reason else ""
+        super().__init__(
+            _errno.EACCES,
+            f"diffgenome egress guard refused {kind} {target} under policy '{policy}'{because}."
+            f" To allow it, run pytest with {hint}.",
+        )
+
+    def __reduce__(self) -> tuple[type[EgressRefused], tuple[str, str, str, str]]:
+        # Pickling (pytest-xdist, multiprocessing) would otherwise call cls(message).
+        return (type(self), (self.kind, self.target, self.policy, self.reason))
+
+
+class _State:
+    """The process-wide singleton behind the one audit hook."""
+
+    __slots__ = ("guard", "hook_seen", "installed", "local", "lock")
+
+    def __init__(self) -> None:
+        self.guard: EgressGuard | None = None
+        self.installed = False
+        self.hook_seen = False
+        self.lock = threading.Lock()
+        # Per-thread re-entrancy flag: a recorder that itself touches the network must not
+        # recurse into the guard.
+        self.local = threading.local()
+
+
+_STATE: Final = _State()
+
+
+def _dispatch(
+    event: str,
+    args: tuple[object, ...],
+    _watched: frozenset[str] = _WATCHED,
+    _state: _State = _STATE,
+) -> None:
+    # Defaults instead of globals: faster, and still valid while the interpreter tears down
+    # module namespaces at exit.
+    if event in _watched:
+        guard = _state.guard
+        if guard is not None:
+            guard._on_event(event, args)
+        elif event == _PROBE:
+            _state.hook_seen = True
+
+
+class EgressGuard:
+    """One egress policy plus the recorder that receives what it sees while active."""
+
+    def __init__(self, policy: str, record: Recorder) -> None:
+        if policy not in EGRESS_POLICIES:
+            raise ValueError(
+                f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
+            )
+        self.policy = policy
+        self.errors = 0
+        self._record = record
+        self._active = False
+        self._previous: EgressGuard | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def install(self) -> None:
+        """Add the process-wide audit hook, once; RuntimeError if another hook vetoed it."""
+        with _STATE.lock:
+            if _STATE.installed:
+                return
+            _addaudithook(_dispatch)
+            _audit(_PROBE)
+            if not _STATE.hook_seen:
+                raise RuntimeError(
+                    "diffgenome: sys.addaudithook did not add the egress hook "
+                    "(an existing audit hook refused it); egress is NOT guarded"
+                )
+            _STATE.installed = True
+
+    def activate(self) -> None:
+        """Make this guard the one the hook consults (installing the hook if needed)."""
+        self.install()
+        with _STATE.lock:
+            if _STATE.guard is self:
+                return
+            self._previous = _STATE.guard
+            self._active = True
+            _STATE.guard = self
+
+    def deactivate(self) -> None:
+        """Stop judging; the guard this one displaced, if still active, takes over again."""
+        with _STATE.lock:
+            self._active = False
+            if _STATE.guard is not self:
+                return
+            previous = self._previous
+            while previous is not None and not previous._active:
+                previous = previous._previous
+            self._previous = None
+            _STATE.guard = previous
+
+    # --- event time: called from the audit hook on the attempting thread -------------------
+
+    def _on_event(self, event: str, args: tuple[object, ...]) -> None:
+        local = _STATE.local
+        if getattr(local, "busy", False):
+            return
+        local.busy = True
+        try:
+            self._judge(_EVENT_KINDS[event], event, args)
+        finally:
+            local.busy = False
+
+    def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
+        if kind == "subprocess":
+            try:
+                program = _spawned_program(event, args)
+            except Exception:
+                self.errors += 1
+                program = "?"
+            if program is not None:
+                self._emit(kind, program, OUTCOME_UNTRACED)
+            return
+        try:
+            seen = _dns_target(event, args) if kind == "dns" else _socket_target(args)
+        except Exception:
+            self.errors += 1
+            seen = ("?", _UNKNOWN)
+        if seen is None:
+            return
+        target, where = seen
+        if self.policy == "allow" or (self.policy == "loopback" and where == _LOOPBACK):
+            self._emit(kind, target, OUTCOME_ALLOWED)
+            return
+        self._emit(kind, target, OUTCOME_REFUSED)
+        raise EgressRefused(kind, target, self.policy, _REASONS[where])
+
+    def _emit(self, kind: str, target: str, outcome: str) -> None:
+        try:
+            self._record(kind, target, outcome)
+        except Exception:
+            self.errors += 1
+
+
+# --- event-time helpers: string operations and captured references only --------------------
+
+
+def _socket_target(args: tuple[object, ...]) -> tuple[str, str] | None:
+    """(target, where) of connect/sendto/bind, or None when it is not egress."""
+    sock, address = args[0], args[1]
+    if address is None:
+        return None  # sendmsg on a connected socket: its connect was judged
+    try:
+        family = int(_family_descriptor.__get__(sock))
+    except TypeError:
+        family = _NO_FAMILY  # not a _socket.socket: only a hand-made sys.audit call
+    if family == _AF_UNIX:
+        return None
+    if family == _NO_FAMILY and isinstance(address, str | bytes | bytearray):
+        return None
+    if (
+        family in (_AF_INET, _AF_INET6, _NO_FAMILY)
+        and isinstance(address, tuple)
+        and len(address) >= 2
+    ):
+        host = _text(address[0])
+        return _join(host, _port(address[1])), _where(host)
+    return f"af{family}:{_short_repr(address)}", _OTHER_FAMILY
+
+
+def _dns_target(event: str, args: tuple[object, ...]) -> tuple[str, str] | None:
+    """(target, where) of a lookup, or None when no name is looked up (host None or "")."""
+    if event == "socket.getaddrinfo":
+        host, port = args[0], args[1]
+    elif event == "socket.getnameinfo":
+        sockaddr = args[0]
+        if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
+            return "?", _UNKNOWN
+        host, port = sockaddr[0], sockaddr[1]
+    else:
+        host, port = args[0], None
+    if host is None:
+        return None
+    name = _text(host)
+    if not name:
+        return None
+    return _join(name, _port(port)), _where(name)
+
+
+def _where(host: str) -> str:
+    name = host.lower()
+    if name.endswith("."):
+        name = name[:-1]
+    if name == "localhost" or name.endswith(".localhost"):
+        return _LOOPBACK
+    if name == "":
+        return _WILDCARD  # "" is INADDR_ANY / in6addr_any for connect and bind
+    try:
+        address = _ip_address(name)
+    except ValueError:
+        return _NAME  # includes "<broadcast>" and non-canonical numerics such as "127.1"
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:  # 3.12 does not call ::ffff:127.0.0.1 loopback; 3.13 does
+        address = mapped
+    if address.is_loopback:
+        return _LOOPBACK
+    if address.is_unspecified:
+        return _WILDCARD
+    return _ADDRESS
+
+
+def _join(host: str, port: str | None) -> str:
+    if port is None:
+        return host
+    if ":" in host:
+        return f"[{host}]:{port}"
+    return f"{host}:{port}"
+
+
+def _port(port: object) -> str | None:
+    if port is None:
+        return None
+    if isinstance(port, int):
+        return str(int(port))
+    return _text(port)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return "?"
+
+
+def _short_repr(value: object) -> str:
+    try:
+        return repr(value)[:80]
+    except Exception:
+        return "?"
+
+
+def _spawned_program(event: str, args: tuple[object, ...]) -> str | None:
+    """Basename of the program a spawn event starts, or None when the event starts none."""
+    program: object
+    if event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        if executable is None:
+            program = _first_word(argv) if isinstance(argv, str | bytes) else _first(argv)
+        else:
+            program = executable
+    elif event == "os.system":
+        program = _first_word(args[0])
+    elif event == "os.spawn":
+        program = args[1]
+    elif event == "os.fork":
+        frame = _caller_frame()
+        if frame is None or not _is_frame_of(frame, "os", "_spawnvef"):
+            return None  # a plain fork: the child runs this process's code, guard included
+        program = frame.f_locals.get("file")
+    elif event == "os.posix_spawn":
+        frame = _caller_frame()
+        if frame is not None and _is_frame_of(frame, "subprocess", "_posix_spawn"):
+            return None  # 3.13 Popen spawns this way: already recorded at subprocess.Popen
+        program = args[0]
+    else:  # os.exec, os.startfile
+        program = args[0]
+    return _basename(_path_text(program))
+
+
+def _path_text(value: object) -> str:
+    if isinstance(value, _PathLike):
+        value = _fspath(value)
+    return _text(value)
+
+
+def _first(argv: object) -> object:
+    if isinstance(argv, list | tuple) and argv:
+        return argv[0]
+    return None
+
+
+def _first_word(command: object) -> str | None:
+    """Program of a shell command line, skipping leading VAR=value assignments."""
+    for word in _text(command).split():
+        if "=" in word and not word.startswith(("/", ".")):
+            continue
+        return word
+    return None
+
+
+def _basename(path: str) -> str:
+    for separator in _SEPARATORS:
+        path = path.rpartition(separator)[2]
+    return path or "?"
+
+
+def _caller_frame() -> FrameType | None:
+    """The Python frame that made the audited call (the first frame outside this module)."""
+    frame: FrameType | None = _getframe(1)
+    while frame is not None and frame.f_globals is _OWN_GLOBALS:
+        frame = frame.f_back
+    return frame
+
+
+def _is_frame_of(frame: FrameType, module: str, function: str) -> bool:
+    return frame.f_code.co_name == function and frame.f_globals.get("__name__") == module

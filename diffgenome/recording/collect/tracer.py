@@ -1,0 +1,671 @@
+"""The sys.monitoring (PEP 669) collector: the hot path of the recording side.
+
+It grows, per test phase, a calling-context tree: one node per distinct call path
+(parent node + callee) with counts, never one node per call. Everything that can be
+decided once per code object (scope, symbol, decision map, argument names) is decided on
+the first event of that code object and cached in a ``CodeInfo``; per event the work is a
+frame lookup and a few dictionary steps.
+
+Attribution follows the real frame chain, not a shadow stack: the parent of a starting or
+resuming frame is the nearest frame up its ``f_back`` chain that is active in scope. That is
+what makes a generator consumed elsewhere, or a callback invoked by a library, land under the
+code that really drove it. Work on another thread hangs under the node that started the
+thread (``Thread.start`` is wrapped while recording); what cannot be attributed is disclosed.
+
+Events:
+- ``PY_START`` and ``PY_UNWIND``, ``PY_THROW`` globally (the latter two cannot be local). Out
+  of scope code is silenced with ``DISABLE`` at its first ``PY_START``.
+- ``PY_RETURN``, ``PY_YIELD``, ``PY_RESUME`` (and the branch events of the capability table,
+  for repo code only) locally, on in-scope code objects, armed at their first start.
+
+The public surface is the ``Tracer`` class; a compiled implementation may replace the
+callbacks later without touching scope rules, naming, stand-ins, the plugin or the store.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dis import get_instructions as _get_instructions
+from types import CodeType, FrameType
+from typing import Any
+
+from diffgenome.recording.collect import codemap, values
+from diffgenome.recording.collect.capabilities import CAPABILITIES
+from diffgenome.recording.collect.scope import Scope
+from diffgenome.recording.collect.sources import read_source
+
+_monitoring = sys.monitoring
+_events = _monitoring.events
+_DISABLE = _monitoring.DISABLE
+_getframe = sys._getframe
+_get_ident = threading.get_ident
+_current_thread = threading.current_thread
+
+# Tool ids in probing order: never 0 (debugger) nor 1 (coverage.py); 5 is the optimizer's.
+TOOL_IDS = (4, 3, 2)
+TOOL_NAME = "diffgenome"
+
+_PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
+
+NODE_CALL = 0
+NODE_SUBSTITUTION = 1
+NODE_OS_EVENT = 2
+
+
+class Bounds:
+    """Hard bounds on every set the collector keeps; what does not fit is disclosed."""
+
+    __slots__ = ("args", "max_nodes", "results", "state")
+
+    def __init__(
+        self, max_nodes: int = 20_000, args: int = 8, results: int = 8, state: int = 32
+    ) -> None:
+        self.max_nodes = max_nodes
+        self.args = args
+        self.results = results
+        self.state = state
+
+    def as_config(self) -> dict[str, int]:
+        return {
+            "max_nodes_per_phase": self.max_nodes,
+            "args_per_node": self.args,
+            "results_per_node": self.results,
+            "state_facts_per_node": self.state,
+        }
+
+
+class CodeInfo:
+    """Everything decided once per in-scope code object."""
+
+    __slots__ = (
+        "argnames",
+        "branch_cache",
+        "code",
+        "filemap",
+        "globals_read",
+        "kind",
+        "line",
+        "origin",
+        "path",
+        "receiver",
+        "self_attrs",
+        "symbol",
+    )
+
+    def __init__(
+        self,
+        code: CodeType,
+        symbol: str,
+        origin: str,
+        kind: str,
+        line: int,
+        path: str,
+        filemap: codemap.FileMap | None,
+    ) -> None:
+        self.code = code
+        self.symbol = symbol
+        self.origin = origin
+        self.kind = kind
+        self.line = line
+        self.path = path
+        self.filemap = filemap
+        self.branch_cache: dict[int, int] = {}
+        names, receiver = _argument_names(code)
+        self.argnames = names
+        self.receiver = receiver
+        self.self_attrs, self.globals_read = _state_reads(code, receiver)
+
+
+class Node:
+    """A calling-context tree node: a call path, a stand-in, or an OS event."""
+
+    __slots__ = (
+        "args",
+        "branches",
+        "children",
+        "count",
+        "exits",
+        "flags",
+        "key",
+        "ntype",
+        "parent",
+        "results",
+        "returned",
+        "state",
+        "thread_roots",
+        "via",
+    )
+
+    def __init__(self, ntype: int, key: Any, parent: Node | None, bounds: Bounds) -> None:
+        self.ntype = ntype
+        self.key = key
+        self.parent = parent
+        self.children: dict[Any, Node] = {}
+        self.count = 0
+        self.returned = 0
+        self.exits: dict[str, int] = {}
+        self.args = values.BoundedValues(bounds.args)
+        self.results = values.BoundedValues(bounds.results)
+        self.state: StateSet | None = None
+        self.branches: dict[int, int] = {}
+        self.thread_roots: list[Node] = []
+        self.via: str | None = None
+        self.flags: set[str] | None = None
+
+
+class StateSet:
+    """Bounded set of (when, target, bucket) facts; overflow is counted, never dropped silently."""
+
+    __slots__ = ("facts", "limit", "overflow")
+
+    def __init__(self, limit: int) -> None:
+        self.facts: set[tuple[str, str, str]] = set()
+        self.limit = limit
+        self.overflow = 0
+
+    def add(self, fact: tuple[str, str, str]) -> None:
+        facts = self.facts
+        if fact in facts:
+            return
+        if len(facts) < self.limit:
+            facts.add(fact)
+        else:
+            self.overflow += 1
+
+
+class PhaseCapture:
+    """What one phase produced: the tree, the decision map it refers to, and disclosures."""
+
+    __slots__ = ("reasons", "root")
+
+    def __init__(self, root: Node, reasons: list[str]) -> None:
+        self.root = root
+        self.reasons = reasons
+
+
+class Tracer:
+    """Owns the tool id, the callbacks and the per-phase trees."""
+
+    def __init__(self, scope: Scope, digester: values.Digester, bounds: Bounds) -> None:
+        self.scope = scope
+        self.digester = digester
+        self.bounds = bounds
+        self.tool_id: int | None = None
+        self.unavailable_reason: str | None = None
+        self.errors = 0
+        self.codes: dict[int, CodeInfo | None] = {}
+        self._keep_alive: list[CodeType] = []
+        self._armed: list[CodeType] = []
+        self._filemaps: dict[str, codemap.FileMap | None] = {}
+        self.symbols: dict[str, dict[str, object]] = {}
+        self.sites: dict[str, codemap.Site] = {}
+        self._active: dict[int, Node] = {}
+        self._roots: dict[int, Node] = {}
+        self._recording = False
+        self._root: Node | None = None
+        self._sink: Node | None = None
+        self._nodes = 0
+        self._reasons: set[str] = set()
+        self._starters: dict[int, tuple[threading.Thread, Node]] = {}
+        self._thread_start_original: Callable[..., None] | None = None
+        self._exc_symbols: dict[int, tuple[type, str]] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Claim a tool id and register callbacks; False (with a reason) when none is free."""
+        for tool_id in TOOL_IDS:
+            try:
+                _monitoring.use_tool_id(tool_id, TOOL_NAME)
+            except ValueError:
+                continue
+            self.tool_id = tool_id
+            break
+        else:
+            taken = ", ".join(
+                f"{i}={_monitoring.get_tool(i)}" for i in TOOL_IDS if _monitoring.get_tool(i)
+            )
+            self.unavailable_reason = f"tool-id-unavailable:{taken}"
+            return False
+        tid = self.tool_id
+        register = _monitoring.register_callback
+        register(tid, _events.PY_START, self._on_start)
+        register(tid, _events.PY_RESUME, self._on_resume)
+        register(tid, _events.PY_THROW, self._on_resume)
+        register(tid, _events.PY_RETURN, self._on_return)
+        register(tid, _events.PY_YIELD, self._on_yield)
+        register(tid, _events.PY_UNWIND, self._on_unwind)
+        for event in CAPABILITIES.branch_events:
+            register(tid, event, self._on_branch)
+        _monitoring.set_events(tid, _events.PY_START | _events.PY_UNWIND | _events.PY_THROW)
+        self._wrap_thread_start()
+        return True
+
+    def stop(self) -> None:
+        """Release everything: events, callbacks, the tool id, the Thread.start wrapper."""
+        self._recording = False
+        self._unwrap_thread_start()
+        tid = self.tool_id
+        if tid is None:
+            return
+        self.tool_id = None
+        try:
+            _monitoring.set_events(tid, 0)
+            for code in self._armed:
+                _monitoring.set_local_events(tid, code, 0)
+            events = (
+                _events.PY_START,
+                _events.PY_RESUME,
+                _events.PY_THROW,
+                _events.PY_RETURN,
+                _events.PY_YIELD,
+                _events.PY_UNWIND,
+                *CAPABILITIES.branch_events,
+            )
+            for event in events:
+                _monitoring.register_callback(tid, event, None)
+        finally:
+            if CAPABILITIES.has_clear_tool_id:
+                _monitoring.clear_tool_id(tid)  # type: ignore[attr-defined]
+            _monitoring.free_tool_id(tid)
+        self._armed.clear()
+
+    def begin_phase(self) -> None:
+        """Start a fresh tree for the calling (main) thread."""
+        root = Node(NODE_CALL, None, None, self.bounds)
+        self._root = root
+        self._sink = Node(NODE_CALL, None, None, self.bounds)
+        self._roots = {_get_ident(): root}
+        self._active.clear()
+        self._nodes = 0
+        self._reasons = set()
+        self._recording = self.tool_id is not None
+
+    def end_phase(self) -> PhaseCapture:
+        """Stop attributing and hand over the phase's tree and disclosures."""
+        self._recording = False
+        root = self._root if self._root is not None else Node(NODE_CALL, None, None, self.bounds)
+        reasons = set(self._reasons)
+        if self._sink is not None and self._sink.count:
+            reasons.add("truncated:nodes")
+        self._root = None
+        self._active.clear()
+        return PhaseCapture(root, sorted(reasons))
+
+    def disclose(self, reason: str) -> None:
+        """Add a reason why the current phase's capture is not complete."""
+        self._reasons.add(reason)
+
+    # -- attribution ---------------------------------------------------------------------
+
+    def current_node(self, frame: FrameType | None) -> Node | None:
+        """The node a frame's activity belongs to, or None when not recording.
+
+        Used by stand-ins and the egress guard to hang their nodes under the in-scope caller.
+        """
+        if not self._recording:
+            return None
+        return self._parent_of(frame)
+
+    def record_os_event(
+        self, kind: str, target: str, outcome: str, frame: FrameType | None
+    ) -> None:
+        """An OS-plane event (egress attempt, subprocess) under the in-scope caller."""
+        if not self._recording:
+            return
+        parent = self._parent_of(frame)
+        node = self.child(parent, NODE_OS_EVENT, ("os", kind, target, outcome))
+        node.count += 1
+        if kind == "subprocess":
+            self._reasons.add("untraced-subprocess:" + target)
+
+    def child(self, parent: Node, ntype: int, key: Any) -> Node:
+        """The child of ``parent`` under ``key``, created within the node bound."""
+        node = parent.children.get(key)
+        if node is None:
+            sink = self._sink
+            if parent is sink or self._nodes >= self.bounds.max_nodes:
+                assert sink is not None
+                return sink
+            self._nodes += 1
+            node = Node(ntype, key, parent, self.bounds)
+            parent.children[key] = node
+        return node
+
+    def _parent_of(self, frame: FrameType | None) -> Node:
+        active = self._active
+        while frame is not None:
+            node = active.get(id(frame))
+            if node is not None and (
+                node.ntype != NODE_CALL or node.key is None or node.key.code is frame.f_code
+            ):
+                return node
+            frame = frame.f_back
+        return self._thread_root()
+
+    def _thread_root(self) -> Node:
+        ident = _get_ident()
+        root = self._roots.get(ident)
+        if root is not None:
+            return root
+        starter = self._starters.get(ident)
+        thread = _current_thread()
+        if starter is not None and starter[0] is thread:
+            parent = starter[1]
+            if parent.thread_roots:
+                root = parent.thread_roots[0]  # threads started at one node share a subtree
+            else:
+                root = Node(NODE_CALL, None, parent, self.bounds)
+                root.via = "thread"
+                parent.thread_roots.append(root)
+        else:
+            self._reasons.add("unattributed:thread")
+            assert self._sink is not None
+            root = self._sink
+        self._roots[ident] = root
+        return root
+
+    def _wrap_thread_start(self) -> None:
+        original = threading.Thread.start
+        tracer = self
+
+        def start(thread: threading.Thread) -> None:
+            node: Node | None = None
+            if tracer._recording:
+                try:
+                    node = tracer._parent_of(_getframe(1))
+                except Exception:
+                    tracer.errors += 1
+            original(thread)
+            if node is not None and thread.ident is not None:
+                tracer._starters[thread.ident] = (thread, node)
+
+        start.__wrapped__ = original  # type: ignore[attr-defined]
+        self._thread_start_original = original
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+
+    def _unwrap_thread_start(self) -> None:
+        original = self._thread_start_original
+        if original is not None:
+            threading.Thread.start = original  # type: ignore[method-assign]
+            self._thread_start_original = None
+
+    # -- per code object -----------------------------------------------------------------
+
+    def _learn(self, code: CodeType) -> CodeInfo | None:
+        filename = code.co_filename
+        info: CodeInfo | None = None
+        if not filename.startswith(_PACKAGE_DIR):
+            placement = self.scope.place(filename)
+            if placement is not None:
+                filemap = self._filemap(filename, placement.module)
+                if filemap is not None:
+                    name = filemap.code_name(code)
+                else:
+                    name = codemap.fallback_name(code, placement.module)
+                info = CodeInfo(
+                    code,
+                    name.symbol,
+                    placement.origin,
+                    name.kind,
+                    name.line,
+                    placement.relpath,
+                    filemap if placement.origin == "repo" else None,
+                )
+                if name.symbol not in self.symbols:
+                    self.symbols[name.symbol] = {
+                        "id": name.symbol,
+                        "origin": placement.origin,
+                        "path": placement.relpath,
+                        "line": name.line,
+                        "kind": name.kind,
+                    }
+        self.codes[id(code)] = info
+        self._keep_alive.append(code)
+        return info
+
+    def _filemap(self, filename: str, module: str) -> codemap.FileMap | None:
+        try:
+            return self._filemaps[filename]
+        except KeyError:
+            pass
+        filemap: codemap.FileMap | None = None
+        source = read_source(filename)
+        if source is not None:
+            try:
+                filemap = codemap.build_file_map(source, module)
+            except SyntaxError:
+                filemap = None
+        if filemap is None:
+            self._reasons.add(f"unmapped-source:{module}")
+        else:
+            for site in filemap.sites:
+                self.sites[site.id] = site
+        self._filemaps[filename] = filemap
+        return filemap
+
+    def _arm(self, code: CodeType, info: CodeInfo) -> None:
+        assert self.tool_id is not None
+        local = _events.PY_RETURN | _events.PY_YIELD | _events.PY_RESUME
+        if info.filemap is not None:
+            for event in CAPABILITIES.branch_events:
+                local |= event
+        _monitoring.set_local_events(self.tool_id, code, local)
+        self._armed.append(code)
+
+    # -- callbacks (hot path) ------------------------------------------------------------
+
+    def _on_start(self, code: CodeType, offset: int) -> Any:
+        try:
+            codes = self.codes
+            info = codes.get(id(code))
+            if info is None:
+                if id(code) in codes:
+                    return _DISABLE
+                info = self._learn(code)
+                if info is None:
+                    return _DISABLE
+                self._arm(code, info)
+            if not self._recording:
+                return None
+            frame = _getframe(1)
+            parent = self._parent_of(frame.f_back)
+            node = parent.children.get(info)
+            if node is None:
+                node = self.child(parent, NODE_CALL, info)
+            node.count += 1
+            self._active[id(frame)] = node
+            if info.argnames:
+                self._record_args(node, info, frame)
+            if info.self_attrs or info.globals_read:
+                self._record_state(node, info, frame, "entry")
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _on_resume(self, code: CodeType, offset: int, *rest: object) -> Any:
+        try:
+            info = self.codes.get(id(code))
+            if info is None or not self._recording:
+                return None
+            frame = _getframe(1)
+            parent = self._parent_of(frame.f_back)
+            node = parent.children.get(info)
+            if node is None:
+                node = self.child(parent, NODE_CALL, info)
+            node.count += 1
+            self._active[id(frame)] = node
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _on_return(self, code: CodeType, offset: int, value: object) -> Any:
+        try:
+            if not self._recording:
+                return None
+            frame = _getframe(1)
+            node = self._active.pop(id(frame), None)
+            if node is None or node.key is None or node.key.code is not code:
+                return None
+            node.returned += 1
+            info = node.key
+            node.results.add(values.shape(value), values.canonical(value))
+            if info.self_attrs or info.globals_read:
+                self._record_state(node, info, frame, "exit")
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _on_yield(self, code: CodeType, offset: int, value: object) -> Any:
+        try:
+            if not self._recording:
+                return None
+            node = self._active.pop(id(_getframe(1)), None)
+            if node is not None and node.key is not None and node.key.code is code:
+                exits = node.exits
+                exits["yielded"] = exits.get("yielded", 0) + 1
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _on_unwind(self, code: CodeType, offset: int, exc: BaseException) -> Any:
+        try:
+            if not self._recording or self.codes.get(id(code)) is None:
+                return None
+            node = self._active.pop(id(_getframe(1)), None)
+            if node is None or node.key is None or node.key.code is not code:
+                return None
+            key = "raised:" + self._exception_symbol(exc)
+            exits = node.exits
+            exits[key] = exits.get(key, 0) + 1
+        except Exception:
+            self.errors += 1
+        return None
+
+    def _on_branch(self, code: CodeType, src: int, dest: int) -> Any:
+        try:
+            info = self.codes.get(id(code))
+            if info is None or info.filemap is None:
+                return _DISABLE
+            cache = info.branch_cache
+            pair = (src << 24) | dest
+            outcome = cache.get(pair)
+            if outcome is None:
+                outcome = info.filemap.classify(code, src, dest)
+                cache[pair] = outcome
+            if outcome < 0:
+                return _DISABLE if outcome == codemap.NEVER_AN_OUTCOME else None
+            if not self._recording:
+                return None
+            node = self._active.get(id(_getframe(1)))
+            if node is not None:
+                branches = node.branches
+                branches[outcome] = branches.get(outcome, 0) + 1
+        except Exception:
+            self.errors += 1
+        return None
+
+    # -- evidence ------------------------------------------------------------------------
+
+    def _record_args(self, node: Node, info: CodeInfo, frame: FrameType) -> None:
+        local = frame.f_locals
+        shapes: list[str] = []
+        canons: list[bytes] = []
+        complete = True
+        for name in info.argnames:
+            value = local.get(name)
+            shapes.append(name + "=" + values.shape(value))
+            if complete:
+                canon = values.canonical(value)
+                if canon is None:
+                    complete = False
+                else:
+                    canons.append(canon)
+        node.args.add(", ".join(shapes), b"\x1e".join(canons) if complete else None)
+
+    def _record_state(self, node: Node, info: CodeInfo, frame: FrameType, when: str) -> None:
+        state = node.state
+        if state is None:
+            state = node.state = StateSet(self.bounds.state)
+        if info.self_attrs and info.receiver is not None:
+            receiver = frame.f_locals.get(info.receiver)
+            fields = _instance_dict(receiver)
+            if fields is not None:
+                for attr in info.self_attrs:
+                    value = fields.get(attr, _ABSENT)
+                    bucket = "absent" if value is _ABSENT else values.bucket(value)
+                    state.add((when, "self." + attr, bucket))
+        if info.globals_read:
+            module_globals = frame.f_globals
+            for name in info.globals_read:
+                value = module_globals.get(name, _ABSENT)
+                if value is _ABSENT or _is_code_like(value):
+                    continue
+                state.add((when, "global:" + name, values.bucket(value)))
+
+    def _exception_symbol(self, exc: BaseException) -> str:
+        cls = type(exc)
+        known = self._exc_symbols.get(id(cls))
+        if known is not None and known[0] is cls:
+            return known[1]
+        symbol = "py:" + values.type_name(cls)
+        self._exc_symbols[id(cls)] = (cls, symbol)
+        return symbol
+
+
+_ABSENT = object()
+_object_dict = object.__getattribute__
+_CODE_LIKE = (type(len), type(lambda: 0), type(sys), type)
+
+
+def _is_code_like(value: object) -> bool:
+    """Functions, classes and modules read as globals are code, not state."""
+    kind = type(value)
+    return kind in _CODE_LIKE or isinstance(value, type)
+
+
+def _instance_dict(obj: object) -> dict[str, object] | None:
+    try:
+        fields = _object_dict(obj, "__dict__")
+    except Exception:
+        return None
+    return fields if type(fields) is dict else None
+
+
+def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:
+    """Parameter names to summarise, and the receiver's name for methods."""
+    flags = code.co_flags
+    count = code.co_argcount + code.co_kwonlyargcount
+    if flags & 0x04:  # CO_VARARGS
+        count += 1
+    if flags & 0x08:  # CO_VARKEYWORDS
+        count += 1
+    names = code.co_varnames[:count]
+    receiver: str | None = None
+    qualname = code.co_qualname
+    if names and "." in qualname and names[0] in ("self", "cls"):
+        owner = qualname.rpartition(".")[0]
+        if not owner.endswith("<locals>"):
+            receiver = names[0]
+            names = names[1:]
+    return tuple(names), receiver
+
+
+def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Receiver fields and module globals that a code object reads (static, from bytecode)."""
+    attrs: list[str] = []
+    globals_read: list[str] = []
+    previous_self = False
+    for instruction in _get_instructions(code):
+        opname = instruction.opname
+        if opname == "LOAD_GLOBAL" and isinstance(instruction.argval, str):
+            globals_read.append(instruction.argval)
+        if previous_self and opname == "LOAD_ATTR" and isinstance(instruction.argval, str):
+            attrs.append(instruction.argval)
+        previous_self = receiver is not None and (
+            opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST")
+            and instruction.argval == receiver
+        )
+    return tuple(sorted(set(attrs))), tuple(sorted(set(globals_read)))

@@ -1,0 +1,648 @@
+"""Summaries of argument values, results and state that never keep a raw value.
+
+The recorder must say *that* a function saw a different value under a new commit without
+writing the value into an export that may be shared (values are secrets, personal data, tokens).
+So a value is reduced to three things:
+
+* ``shape``: a bounded type description (``"list[int|str]"``, ``"dict[str,int]"``,
+  ``"pkg.mod.Class"``), at most 120 characters;
+* ``bucket``: a low-cardinality class for state facts (``"zero"``, ``"empty"``,
+  ``"enum:Color.RED"``);
+* ``canonical``: a type-tagged byte form that is only ever *digested* (HMAC-SHA256 under a
+  per-run key, truncated to 128 bits). HMAC rather than a plain hash because most interesting
+  values are short (``0``, ``"admin"``, a four-digit PIN): an unkeyed hash of them is reversed
+  by enumeration, a keyed one is not without the key. :func:`key_fingerprint` lets a reader
+  tell which digests are comparable without revealing the key (it is only as strong as the key,
+  so keys must be long and random).
+
+What is canonicalised: ``None``, ``bool``, ``int``, ``float`` (``float.hex``; ``-0.0`` differs
+from ``0.0``; every NaN has one form), ``complex``, ``str``, ``bytes``, ``bytearray``, *exact*
+``list``/``tuple``/``dict``/``set``/``frozenset`` of canonicalisable items (set items and dict
+items sorted by their canonical bytes, so iteration order and hash seed do not matter), enum
+members (class ``module.qualname`` and member name), namedtuples and dataclass instances (class
+``module.qualname``, field names and values). Every form carries a type tag, so ``1``, ``1.0``,
+``True``, ``"1"`` and ``(1,)`` all differ; equality is therefore *type-strict* (``{1: 0}`` and
+``{1.0: 0}`` differ although Python calls them equal).
+
+Bounds: at most 4 nested container levels (dataclasses and namedtuples count as containers),
+at most 64 items per container, at most 4096 canonical bytes in total. Anything beyond a bound,
+or of any other type, gives ``None``: the caller then stores no digest at all rather than a
+digest of a truncated form, because two different values with the same truncated form would
+read as "unchanged" in a diff.
+
+No user code ever runs. A tracer that calls ``__eq__``, ``__repr__`` or a property would change
+the behaviour it records (and could raise, recurse into itself or deadlock). Hence:
+
+* types are tested by identity (``type(v) is int``), never with ``isinstance`` (which consults
+  ``__class__``, so ``Mock(spec=int)`` passes it) and never as dict keys (a metaclass may
+  define ``__hash__``/``__eq__``);
+* a subclass of a builtin that is not an enum member or a namedtuple gives ``None``: its
+  methods, and so its meaning, may be overridden;
+* class facts (``__mro__``, ``__dict__``, ``__module__``, ``__qualname__``) are read through the
+  descriptors stored in ``type.__dict__``. ``type.__getattribute__(cls, "__module__")`` is *not*
+  safe: it runs a data descriptor of the same name defined on a metaclass;
+* instance fields are read through the exact ``__dict__`` getset or ``__slots__`` member
+  descriptors found in the class dicts, never through attribute access;
+* a dataclass whose class (other than ``object``) defines ``__getattribute__`` or
+  ``__getattr__`` gives ``None``: its attributes are virtual (proxies, lazy objects), so its
+  stored fields may not be what the code sees. We would not call them either way. The same
+  holds for a field whose class attribute is a descriptor (a property named like a field): the
+  code sees the property's result, which we cannot compute without running it.
+
+A class whose namespace holds a non-str key (possible only through the class body) is treated
+as unreadable: looking any name up in it could run that key's ``__eq__``.
+
+Dataclasses contribute *all* their fields (also ``compare=False`` ones): the digest describes
+state, not ``__eq__``. Extra instance attributes of a namedtuple subclass give ``None``.
+Object ids, addresses and other memory-dependent values never enter a canonical form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import hmac
+import math
+import types
+from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
+from typing import Final
+
+from diffgenome.protocol.store import fingerprint_key as key_fingerprint
+
+__all__ = [
+    "BoundedValues",
+    "Digester",
+    "bucket",
+    "canonical",
+    "key_fingerprint",
+    "shape",
+    "type_name",
+]
+
+MAX_DEPTH: Final = 4
+MAX_ITEMS: Final = 64
+MAX_BYTES: Final = 4096
+MAX_SHAPE: Final = 120
+DIGEST_HEX: Final = 32
+
+# Captured at import: tests patch module globals, the recorder must not notice.
+_hmac_digest: Final = hmac.digest
+_blake2b: Final = hashlib.blake2b
+_isnan: Final = math.isnan
+_islice: Final = islice
+
+_type_mro: Final[Callable[[type], tuple[type, ...]]] = type.__dict__["__mro__"].__get__
+_type_dict: Final[Callable[[type], Mapping[object, object]]] = type.__dict__["__dict__"].__get__
+_type_module: Final[Callable[[type], object]] = type.__dict__["__module__"].__get__
+_type_qualname: Final[Callable[[type], object]] = type.__dict__["__qualname__"].__get__
+_type_bases: Final[Callable[[type], tuple[type, ...]]] = type.__dict__["__bases__"].__get__
+_type_flags: Final[Callable[[type], int]] = type.__dict__["__flags__"].__get__
+_HEAPTYPE: Final = 1 << 9  # Py_TPFLAGS_HEAPTYPE: the class was made by a class statement
+
+_GetSet: Final = types.GetSetDescriptorType
+_Member: Final = types.MemberDescriptorType
+_Enum: Final = enum.Enum
+_Field: Final = dataclasses.Field
+_FIELD_KIND: Final = getattr(dataclasses, "_FIELD", None)
+
+_MISSING: Final = object()
+
+# Classes whose dict holds only exact-str keys, by id (the class is kept alive, so the id is
+# not reused). A non-str key with a colliding hash would have its __eq__ run by any lookup in
+# that dict; keys added after creation are always exact str (type.__setattr__ interns a copy),
+# so a class once verified stays verified.
+_STR_KEYED: dict[int, type] = {}
+_STR_KEYED_MAX: Final = 8192
+
+
+def _class_dict(cls: type) -> Mapping[object, object] | None:
+    """The class's own namespace, or None when a lookup in it could run user code."""
+    ns = _type_dict(cls)
+    if _STR_KEYED.get(id(cls)) is cls:
+        return ns
+    for key in ns:
+        if type(key) is not str:
+            return None
+    if len(_STR_KEYED) >= _STR_KEYED_MAX:
+        _STR_KEYED.clear()
+    _STR_KEYED[id(cls)] = cls
+    return ns
+
+
+def _class_dicts(cls: type) -> list[Mapping[object, object]] | None:
+    out = []
+    for klass in _type_mro(cls):
+        ns = _class_dict(klass)
+        if ns is None:
+            return None
+        out.append(ns)
+    return out
+
+
+def _lookup(dicts: list[Mapping[object, object]], name: str) -> object:
+    for ns in dicts:
+        if name in ns:
+            return ns[name]
+    return _MISSING
+
+
+def _display_name(cls: type) -> str:
+    return _type_name(cls, "?") or "?"
+
+
+def _type_name(cls: type, unknown: str | None) -> str | None:
+    """``module.qualname`` of a class read without running user code; ``unknown`` replaces
+    a part that cannot be read that way (a metaclass property, a non-str ``__module__``)."""
+    qualname = _type_qualname(cls)
+    module = _type_module(cls) if _class_dict(cls) is not None else None
+    if type(qualname) is not str or type(module) is not str:
+        if unknown is None:
+            return None
+        qualname = qualname if type(qualname) is str else unknown
+        module = module if type(module) is str else unknown
+    return module + "." + qualname
+
+
+def _is_descriptor(attr: object, data_only: bool) -> bool | None:
+    """Whether attribute lookup would run ``type(attr)``'s descriptor methods (None: unknown)."""
+    dicts = _class_dicts(type(attr))
+    if dicts is None:
+        return None
+    names = ("__set__", "__delete__") if data_only else ("__get__", "__set__", "__delete__")
+    return any(_lookup(dicts, name) is not _MISSING for name in names)
+
+
+def _instance_dict(value: object, dicts: list[Mapping[object, object]]) -> dict[str, object] | None:
+    """The instance ``__dict__`` via the builtin getset; ``{}`` when the class has no dict."""
+    descr = _lookup(dicts, "__dict__")
+    if descr is _MISSING:
+        return {}
+    if type(descr) is not _GetSet:
+        return None
+    inst = descr.__get__(value, type(value))
+    if type(inst) is not dict:
+        return None
+    for key in inst:
+        if type(key) is not str:
+            return None
+    return inst
+
+
+# --- canonical -------------------------------------------------------------------------------
+
+
+def _str_form(text: str) -> bytes:
+    raw = text.encode("utf-8", "surrogatepass")
+    return b"%d:" % len(raw) + raw
+
+
+def _float_form(number: float) -> bytes:
+    if _isnan(number):
+        return b"nan;"
+    return number.hex().encode("ascii") + b";"
+
+
+def _sequence_form(
+    tag: bytes, items: Iterator[object], n: int, depth: int, budget: int
+) -> bytes | None:
+    parts = [tag, b"%d:" % n]
+    budget -= len(tag) + len(parts[1])
+    for item in items:
+        form = _enc(item, depth + 1, budget)
+        if form is None:
+            return None
+        budget -= len(form)
+        parts.append(form)
+    return b"".join(parts)
+
+
+def _sorted_form(tag: bytes, forms: list[bytes]) -> bytes:
+    forms.sort()
+    return tag + b"%d:" % len(forms) + b"".join(forms)
+
+
+def _enc(value: object, depth: int, budget: int) -> bytes | None:
+    """Self-delimiting canonical form of ``value`` in at most ``budget`` bytes, else None."""
+    out: bytes | None
+    if value is None:
+        out = b"N"
+    elif type(value) is bool:
+        out = b"T" if value else b"F"
+    elif type(value) is int:
+        if value.bit_length() > budget * 4:
+            return None
+        out = b"i%x;" % value
+    elif type(value) is float:
+        out = b"f" + _float_form(value)
+    elif type(value) is str:
+        if len(value) > budget:
+            return None
+        out = b"s" + _str_form(value)
+    elif type(value) is bytes or type(value) is bytearray:
+        if len(value) > budget:
+            return None
+        tag = b"b" if type(value) is bytes else b"y"
+        out = tag + b"%d:" % len(value) + bytes(value)
+    elif type(value) is complex:
+        out = b"c" + _float_form(value.real) + _float_form(value.imag)
+    elif type(value) is list or type(value) is tuple:
+        if len(value) > MAX_ITEMS or depth >= MAX_DEPTH:
+            return None
+        tag = b"l" if type(value) is list else b"t"
+        out = _sequence_form(tag, iter(value), len(value), depth, budget)
+    elif type(value) is dict:
+        if len(value) > MAX_ITEMS or depth >= MAX_DEPTH:
+            return None
+        out = _pairs_form(value, depth, budget)
+    elif type(value) is set or type(value) is frozenset:
+        if len(value) > MAX_ITEMS or depth >= MAX_DEPTH:
+            return None
+        out = _members_form(b"S" if type(value) is set else b"z", value, depth, budget)
+    else:
+        out = _object_form(value, type(value), depth, budget)
+    if out is None or len(out) > budget:
+        return None
+    return out
+
+
+def _pairs_form(value: dict[object, object], depth: int, budget: int) -> bytes | None:
+    forms = []
+    for key, item in value.items():
+        key_form = _enc(key, depth + 1, budget)
+        if key_form is None:
+            return None
+        budget -= len(key_form)
+        item_form = _enc(item, depth + 1, budget)
+        if item_form is None:
+            return None
+        budget -= len(item_form)
+        forms.append(key_form + item_form)
+    return _sorted_form(b"d", forms)
+
+
+def _members_form(
+    tag: bytes, value: set[object] | frozenset[object], depth: int, budget: int
+) -> bytes | None:
+    forms = []
+    for item in value:
+        form = _enc(item, depth + 1, budget)
+        if form is None:
+            return None
+        budget -= len(form)
+        forms.append(form)
+    return _sorted_form(tag, forms)
+
+
+def _object_form(value: object, cls: type, depth: int, budget: int) -> bytes | None:
+    """Enum members, namedtuples and dataclass instances; None for everything else."""
+    mro = _type_mro(cls)
+    dicts = _class_dicts(cls)
+    if dicts is None:
+        return None
+    is_enum = any(klass is _Enum for klass in mro)
+    is_tuple = not is_enum and any(klass is tuple for klass in mro)
+    fields = _MISSING if is_enum or is_tuple else _lookup(dicts, "__dataclass_fields__")
+    if not (is_enum or is_tuple or type(fields) is dict):
+        return None
+    name = _type_name(cls, None)
+    if name is None:
+        return None
+    head = _str_form(name)
+    if is_enum:
+        inst = _instance_dict(value, dicts)
+        if not inst:
+            return None
+        member = inst.get("_name_")
+        if type(member) is str:
+            out = b"e" + head + _str_form(member)
+        elif type(inst.get("_value_")) is int:
+            out = b"E" + head + b"%x;" % inst["_value_"]  # type: ignore[str-format]
+        else:
+            return None
+        return out if len(out) <= budget else None
+    if depth >= MAX_DEPTH:
+        return None
+    if is_tuple:
+        return _namedtuple_form(value, mro, dicts, head, depth, budget)
+    if type(fields) is not dict:  # pragma: no cover - excluded above; narrows the type
+        return None
+    return _dataclass_form(value, cls, mro, dicts, fields, head, depth, budget)
+
+
+def _namedtuple_form(
+    value: object,
+    mro: tuple[type, ...],
+    dicts: list[Mapping[object, object]],
+    head: bytes,
+    depth: int,
+    budget: int,
+) -> bytes | None:
+    names: object = _MISSING
+    for klass, ns in zip(mro, dicts, strict=True):
+        if "_fields" in ns:
+            # The class that declares _fields must be the namedtuple itself: a direct tuple child.
+            bases = _type_bases(klass)
+            if len(bases) == 1 and bases[0] is tuple:
+                names = ns["_fields"]
+            break
+    if type(names) is not tuple or any(type(name) is not str for name in names):
+        return None
+    items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
+    if len(items) != len(names) or len(items) > MAX_ITEMS:
+        return None
+    if _instance_dict(value, dicts):  # non-empty: extra state a digest would miss
+        return None
+    return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
+
+
+def _interleave(names: tuple[str, ...], items: tuple[object, ...]) -> Iterator[object]:
+    for name, item in zip(names, items, strict=True):
+        yield name
+        yield item
+
+
+def _dataclass_form(
+    value: object,
+    cls: type,
+    mro: tuple[type, ...],
+    dicts: list[Mapping[object, object]],
+    fields: dict[object, object],
+    head: bytes,
+    depth: int,
+    budget: int,
+) -> bytes | None:
+    for klass, ns in zip(mro, dicts, strict=True):
+        if klass is object:
+            continue
+        # A builtin base (int, dict, BaseException, a C extension type) holds state no field shows.
+        if not _type_flags(klass) & _HEAPTYPE:
+            return None
+        if "__getattribute__" in ns or "__getattr__" in ns:
+            return None
+    if len(fields) > MAX_ITEMS or _FIELD_KIND is None:  # no marker: cannot tell fields apart
+        return None
+    inst = _instance_dict(value, dicts)
+    if inst is None:
+        return None
+    names: list[str] = []
+    values: list[object] = []
+    for name, spec in fields.items():
+        if type(name) is not str or type(spec) is not _Field:
+            return None
+        if spec._field_type is not _FIELD_KIND:  # type: ignore[attr-defined]
+            continue  # ClassVar / InitVar pseudo-fields hold no instance state
+        found = _field_value(value, cls, dicts, inst, name)
+        if found is _MISSING:
+            return None
+        names.append(name)
+        values.append(found)
+    return _sequence_form(
+        b"D" + head, _interleave(tuple(names), tuple(values)), 2 * len(names), depth, budget
+    )
+
+
+def _field_value(
+    value: object,
+    cls: type,
+    dicts: list[Mapping[object, object]],
+    inst: dict[str, object],
+    name: str,
+) -> object:
+    """What ``value.<name>`` would give, or _MISSING when computing it could run user code."""
+    attr = _lookup(dicts, name)
+    if attr is not _MISSING:
+        if type(attr) is _Member:
+            try:
+                return attr.__get__(value, cls)
+            except AttributeError:  # slot never assigned
+                return _MISSING
+        data = _is_descriptor(attr, data_only=True)
+        if data is None or data:
+            return _MISSING
+    if name in inst:
+        return inst[name]
+    if attr is _MISSING or _is_descriptor(attr, data_only=False) is not False:
+        return _MISSING
+    return attr  # a plain class-level default
+
+
+def canonical(value: object) -> bytes | None:
+    """The canonical bytes of ``value``, or None when it is not canonicalisable within bounds."""
+    try:
+        return _enc(value, 0, MAX_BYTES)
+    except Exception:  # a container mutated by another thread mid-walk, MemoryError, ...
+        return None
+
+
+# --- digests ---------------------------------------------------------------------------------
+
+
+class Digester:
+    """Keyed digests of canonical forms: comparable only between runs that share the key."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes) -> None:
+        if type(key) is not bytes:
+            raise TypeError("digest key must be bytes")
+        self._key = key
+
+    def digest(self, canonical: bytes) -> str:
+        return _hmac_digest(self._key, canonical, "sha256").hex()[:DIGEST_HEX]
+
+    def digest_value(self, value: object) -> str | None:
+        form = canonical(value)
+        return None if form is None else self.digest(form)
+
+
+def type_name(cls: type) -> str:
+    """``module.qualname`` of a class, read without running user code ("?" for what can't be)."""
+    return _display_name(cls)
+
+
+# --- shape -----------------------------------------------------------------------------------
+
+_SCALARS: Final = (
+    (bool, "bool"),
+    (int, "int"),
+    (float, "float"),
+    (str, "str"),
+    (bytes, "bytes"),
+    (complex, "complex"),
+    (bytearray, "bytearray"),
+)
+# Items whose shapes are joined, by nesting level; deeper containers are not opened.
+_SHAPE_ITEMS: Final = (16, 4)
+_MAX_UNION: Final = 3
+
+
+def _union(shapes: set[str]) -> str:
+    if len(shapes) > _MAX_UNION:
+        return "..."
+    return "|".join(sorted(shapes))
+
+
+def _shape(value: object, depth: int) -> str:
+    if value is None:
+        return "None"
+    t = type(value)
+    for scalar, name in _SCALARS:
+        if t is scalar:
+            return name
+    if type(value) is tuple:
+        if len(value) > 8:
+            return "tuple[...]"
+        if depth >= len(_SHAPE_ITEMS):
+            return "tuple[...]" if value else "tuple[]"
+        return _bounded("tuple", ",".join(_shape(item, depth + 1) for item in value))
+    if type(value) is list:
+        if depth >= len(_SHAPE_ITEMS):
+            return "list[...]" if value else "list[]"
+        limit = _SHAPE_ITEMS[depth]
+        return _bounded("list", _union({_shape(item, depth + 1) for item in value[:limit]}))
+    if type(value) is dict:
+        if depth >= len(_SHAPE_ITEMS):
+            return "dict[...]" if value else "dict[]"
+        if not value:
+            return "dict[]"
+        keys: set[str] = set()
+        items: set[str] = set()
+        for key, item in _islice(value.items(), _SHAPE_ITEMS[depth]):
+            keys.add(_shape(key, depth + 1))
+            items.add(_shape(item, depth + 1))
+        return _bounded("dict", _union(keys) + "," + _union(items))
+    if type(value) is set or type(value) is frozenset:
+        name = "set" if type(value) is set else "frozenset"
+        # Set order follows the hash seed: only a scan of every item is reproducible.
+        if depth >= len(_SHAPE_ITEMS) or len(value) > _SHAPE_ITEMS[depth] * 4:
+            return name + "[...]" if value else name + "[]"
+        return _bounded(name, _union({_shape(item, depth + 1) for item in value}))
+    out = _display_name(t)
+    return out if len(out) <= MAX_SHAPE else out[: MAX_SHAPE - 3] + "..."
+
+
+def _bounded(name: str, inner: str) -> str:
+    out = name + "[" + inner + "]"
+    return out if len(out) <= MAX_SHAPE else name + "[...]"
+
+
+def shape(value: object) -> str:
+    """Bounded type shape of ``value`` (at most 120 characters); never runs user code.
+
+    Lists and dicts show the union of their first 16 items' shapes (4 one level down; deeper
+    containers show ``[...]``). A set shows the union of *all* its items when it has at most 64
+    (16 one level down), else ``set[...]``: its first items depend on the hash seed, and a shape
+    must not. A shape that would exceed 120 characters becomes ``name[...]``; a class name is cut.
+    """
+    try:
+        return _shape(value, 0)
+    except Exception:  # a container mutated by another thread mid-walk
+        return "?"
+
+
+# --- bucket ----------------------------------------------------------------------------------
+
+
+def bucket(value: object) -> str:
+    """Low-cardinality class of a state value; never runs user code."""
+    try:
+        return _bucket(value)
+    except Exception:  # pragma: no cover - defensive, like canonical()
+        return "?"
+
+
+def _bucket(value: object) -> str:
+    if value is None:
+        return "none"
+    if type(value) is bool:
+        return "bool:true" if value else "bool:false"
+    if type(value) is float and _isnan(value):
+        return "nan"
+    if type(value) is int or type(value) is float:
+        return "zero" if value == 0 else "pos" if value > 0 else "neg"
+    if type(value) is str or type(value) is bytes or type(value) is bytearray:
+        return "nonempty" if value else "empty"
+    if (
+        type(value) is list
+        or type(value) is tuple
+        or type(value) is dict
+        or type(value) is set
+        or type(value) is frozenset
+    ):
+        n = len(value)
+        return "empty" if n == 0 else "one" if n == 1 else "many"
+    t = type(value)
+    if any(klass is _Enum for klass in _type_mro(t)):
+        dicts = _class_dicts(t)
+        inst = _instance_dict(value, dicts) if dicts is not None else None
+        name = inst.get("_name_") if inst else None
+        qualname = _type_qualname(t)
+        if type(name) is str and type(qualname) is str:
+            return "enum:" + qualname + "." + name
+    return "type:" + _display_name(t)
+
+
+# --- bounded sets ----------------------------------------------------------------------------
+
+_MASK64: Final = (1 << 64) - 1
+
+
+class BoundedValues:
+    """Distinct (shape, canonical) pairs up to a limit, then a count and a multiset fingerprint.
+
+    The fingerprint is a sum modulo 2**64 of 64-bit hashes, so it does not depend on the order
+    in which overflowing values arrive (threads, set iteration); the hash is unkeyed because it
+    never leaves the process: only its keyed digest is exported.
+    """
+
+    __slots__ = ("_count", "_limit", "_seen", "_sum")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: dict[tuple[str, bytes | None], None] = {}
+        self._count = 0
+        self._sum = 0
+
+    def add(self, shape: str, canonical: bytes | None) -> None:
+        key = (shape, canonical)
+        seen = self._seen
+        if key in seen:
+            return
+        if len(seen) < self._limit:
+            seen[key] = None
+            return
+        self._count += 1
+        data = (
+            b"s" + shape.encode("utf-8", "surrogatepass") if canonical is None else b"c" + canonical
+        )
+        self._sum = (self._sum + int.from_bytes(_blake2b(data, digest_size=8).digest())) & _MASK64
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    def merge_into(self, other: BoundedValues) -> None:
+        """Fold these observations into ``other`` (two tree nodes that turned out to be one).
+
+        Kept entries are re-added, so they land in ``other``'s set or its overflow; this
+        side's overflow count and fingerprint are added as they are.
+        """
+        for shape, form in self._seen:
+            other.add(shape, form)
+        other._count += self._count
+        other._sum = (other._sum + self._sum) & _MASK64
+
+    def export(
+        self, digester: Digester
+    ) -> tuple[list[dict[str, str | None]], dict[str, object] | None]:
+        entries: list[dict[str, str | None]] = [
+            {"shape": shape, "digest": None if form is None else digester.digest(form)}
+            for shape, form in self._seen
+        ]
+        entries.sort(key=lambda entry: (entry["shape"] or "", entry["digest"] or ""))
+        if not self._count:
+            return entries, None
+        overflow_form = b"diffgenome-overflow\0" + self._sum.to_bytes(8, "big")
+        return entries, {"count": self._count, "digest": digester.digest(overflow_form)}

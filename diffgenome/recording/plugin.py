@@ -1,0 +1,95 @@
+"""pytest plugin: ``pytest --genome`` records a genome per test into the embedded store.
+
+Loaded through the ``pytest11`` entry point in every session of an environment that has
+diffgenome installed, so importing it must cost nothing: it imports only pytest here and
+the collector only when recording is switched on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from diffgenome.recording.session import Recorder
+
+_RECORDER_NAME = "diffgenome-recorder"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("diffgenome", "diffgenome: record per-test genomes")
+    group.addoption(
+        "--genome",
+        action="store_true",
+        default=None,
+        help="record a genome of every test into the store (also: ini 'genome = true')",
+    )
+    group.addoption(
+        "--genome-store",
+        metavar="PATH",
+        default=None,
+        help="store folder (default: .diffgenome/ at the rootdir)",
+    )
+    group.addoption(
+        "--genome-key-file",
+        metavar="FILE",
+        default=None,
+        help="digest key shared between stores (default: a key kept in the store)",
+    )
+    group.addoption(
+        "--genome-egress",
+        choices=("loopback", "block", "allow"),
+        default=None,
+        help="network egress policy while recording (default: loopback)",
+    )
+    group.addoption(
+        "--genome-source-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder whose code is the project's (repeatable; default: src/ or the rootdir)",
+    )
+    group.addoption(
+        "--genome-test-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder whose code is test code (repeatable; default: testpaths or tests/)",
+    )
+    parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
+    parser.addini("genome_store", "store folder", default="")
+    parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")
+    parser.addini("genome_source_roots", "source roots", type="paths", default=[])
+    parser.addini("genome_test_roots", "test roots", type="paths", default=[])
+
+
+def _enabled(config: pytest.Config) -> bool:
+    option = config.getoption("genome")
+    if option is not None:
+        return bool(option)
+    return bool(config.getini("genome"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not _enabled(config):
+        return
+    from diffgenome.recording.session import Recorder
+
+    recorder = Recorder(config)
+    config.pluginmanager.register(recorder, _RECORDER_NAME)
+    recorder.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder: Any = config.pluginmanager.get_plugin(_RECORDER_NAME)
+    if recorder is not None:
+        recorder.close()
+        config.pluginmanager.unregister(recorder, _RECORDER_NAME)
+
+
+def recorder_of(config: pytest.Config) -> Recorder | None:
+    """The active recorder of a session, for tests and other plugins."""
+    plugin: Recorder | None = config.pluginmanager.get_plugin(_RECORDER_NAME)
+    return plugin

@@ -1,0 +1,345 @@
+"""One recording session: the collector's phases mapped onto pytest's test protocol.
+
+The ``Recorder`` is registered as a pytest plugin when ``--genome`` is on. It brackets each
+setup/call/teardown phase, turns the phase trees into genome objects, decides per test
+whether its capture is complete, and writes tests to the store in batches. Under
+pytest-xdist the controller owns the run (creates and finishes it) and each worker records
+its own tests into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from diffgenome import __version__
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.recording.collect import values
+from diffgenome.recording.collect.egress import EgressGuard
+from diffgenome.recording.collect.scope import Scope, discover_roots
+from diffgenome.recording.collect.tracer import Bounds, Tracer
+from diffgenome.recording.genome import export_phase
+from diffgenome.recording.store import StoreWriter
+
+_active_count = threading.active_count
+BATCH_SIZE = 64
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _git(rootdir: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", rootdir, *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _outcome(reports: dict[str, pytest.TestReport]) -> str:
+    """One outcome per test from its phase reports, in pytest's own vocabulary."""
+    setup = reports.get("setup")
+    call = reports.get("call")
+    teardown = reports.get("teardown")
+    if setup is not None and setup.failed:
+        return "error"
+    if setup is not None and setup.skipped:
+        return "xfailed" if hasattr(setup, "wasxfail") else "skipped"
+    outcome = "passed"
+    if call is not None:
+        if hasattr(call, "wasxfail"):
+            outcome = "xfailed" if call.skipped else "xpassed"
+        elif call.failed:
+            outcome = "failed"
+        elif call.skipped:
+            outcome = "skipped"
+    if teardown is not None and teardown.failed:
+        return "error"
+    return outcome
+
+
+class Recorder:
+    """The plugin object of a recording session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rootdir = str(config.rootpath)
+        workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+        self.worker = str(workerinput["workerid"]) if workerinput else "main"
+        self.is_worker = workerinput is not None
+        self.is_controller = not self.is_worker and _xdist_distributing(config)
+        store_opt = config.getoption("genome_store") or config.getini("genome_store")
+        self.store_path = str(store_opt) if store_opt else self.rootdir + "/.diffgenome"
+        if not self.store_path.startswith("/"):
+            self.store_path = str(config.invocation_params.dir / self.store_path)
+        self.key_file: str | None = config.getoption("genome_key_file")
+        policy = config.getoption("genome_egress") or config.getini("genome_egress")
+        self.egress_policy = str(policy or "loopback")
+        source_roots = list(config.getoption("genome_source_root")) + [
+            str(p) for p in config.getini("genome_source_roots")
+        ]
+        test_roots = list(config.getoption("genome_test_root")) + [
+            str(p) for p in config.getini("genome_test_roots")
+        ]
+        testpaths = [str(p) for p in config.getini("testpaths")]
+        sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
+        self.scope = Scope(self.rootdir, sources, tests)
+        self.bounds = Bounds()
+        self.store = StoreWriter.open(self.store_path, self.key_file)
+        self.digester = values.Digester(self.store.key)
+        self.tracer = Tracer(self.scope, self.digester, self.bounds)
+        self.run_id: str = (
+            str(workerinput["diffgenome_run"])
+            if workerinput and "diffgenome_run" in workerinput
+            else time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+        )
+        self._session_reasons: list[str] = []
+        self._batch: list[dict[str, Any]] = []
+        self._symbols_written: set[str] = set()
+        self._phases: dict[str, dict[str, Any]] = {}
+        self._phase_reasons: list[str] = []
+        self._reports: dict[str, pytest.TestReport] = {}
+        self._errors_at_test_start = 0
+        self._tracing = False
+        self._closed = False
+        self.guard: EgressGuard | None = None
+
+    # -- session -------------------------------------------------------------------------
+
+    def run_config(self) -> dict[str, Any]:
+        rel = len(self.scope.rootdir)
+        config: dict[str, Any] = {
+            "source_roots": sorted(r[rel:] or "." for r in self.scope.source_roots),
+            "test_roots": sorted(r[rel:] or "." for r in self.scope.test_roots),
+            "egress": self.egress_policy,
+            "bounds": self.bounds.as_config(),
+            "recorder": f"diffgenome {__version__}",
+        }
+        return config
+
+    def start(self) -> None:
+        if not self.is_worker:
+            commit = _git(self.rootdir, "rev-parse", "HEAD")
+            status = _git(self.rootdir, "status", "--porcelain")
+            store_rel = self.store_path[len(self.rootdir) + 1 :]
+            dirty = None
+            if status is not None:
+                lines = [
+                    line
+                    for line in status.splitlines()
+                    if not (store_rel and line[3:].startswith(store_rel))
+                ]
+                dirty = bool(lines)
+            config = self.run_config()
+            selection = [str(a) for a in self.config.invocation_params.args]
+            config["recording_key"] = hashlib.sha256(
+                json.dumps([commit and commit.strip(), selection, config], sort_keys=True).encode()
+            ).hexdigest()[:24]
+            self.store.begin_run(
+                {
+                    "id": self.run_id,
+                    "commit": commit.strip() if commit else None,
+                    "dirty": dirty,
+                    "python": f"{platform.python_implementation()} {platform.python_version()}",
+                    "platform": platform.platform(),
+                    "started_at": _now(),
+                    "config": config,
+                    "selection": selection,
+                    "key_fingerprint": self.store.key_fingerprint,
+                    "tool": f"diffgenome {__version__}",
+                    "collectors": [
+                        {"name": "py-sys-monitoring", "plane": "symbol", "fidelity": "complete"},
+                        {
+                            "name": "py-egress-guard",
+                            "plane": "os",
+                            "fidelity": "partial",
+                            "notes": [
+                                "sees socket and subprocess audit events of this process only",
+                                "C extensions that call libc directly are not seen",
+                                "child processes are recorded, not traced nor guarded",
+                            ],
+                        },
+                    ],
+                }
+            )
+        if self.is_controller:
+            return  # the controller runs no tests: workers record into its run
+        self.store.join_run(self.run_id, self.worker)
+        if not self.tracer.start():
+            reason = self.tracer.unavailable_reason or "tool-id-unavailable"
+            self._session_reasons.append(reason)
+            warnings.warn(
+                pytest.PytestWarning(
+                    f"diffgenome: no sys.monitoring tool id free ({reason}); tests run, "
+                    "but their genomes are not recorded and the run is marked unverified"
+                ),
+                stacklevel=1,
+            )
+        self._tracing = self.tracer.tool_id is not None
+        self.guard = EgressGuard(self.egress_policy, self._on_egress)
+        self.guard.activate()
+
+    def _on_egress(self, kind: str, target: str, outcome: str) -> None:
+        """Called by the guard on the thread that attempted egress."""
+        self.tracer.record_os_event(kind, target, outcome, sys._getframe(1))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: hand the run id to each worker."""
+        node.workerinput["diffgenome_run"] = self.run_id
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, object, object]:
+        if self.is_controller:
+            return (yield)
+        self._begin()
+        try:
+            return (yield)
+        finally:
+            self._end("call")
+            self._finish_test(IMPORT_TEST_ID, "passed")
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.close(exitstatus=int(exitstatus))
+
+    def close(self, exitstatus: int | None = None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        guard = self.guard
+        if guard is not None:
+            guard.deactivate()
+        self.tracer.stop()
+        try:
+            self._flush()
+            interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
+            reasons = ["interrupted"] if exitstatus == 2 else []
+            if exitstatus == 3:
+                reasons.append("internal-error")
+            if exitstatus is None:
+                reasons.append("session-ended-early")
+            if not self.is_controller:
+                self.store.leave_run(
+                    self.run_id, self.worker, not interrupted and exitstatus is not None, reasons
+                )
+            if not self.is_worker:
+                self.store.finish_run(
+                    self.run_id, not interrupted and exitstatus is not None, reasons, _now()
+                )
+        finally:
+            self.store.close()
+
+    # -- tests ---------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        self._threads_at_start = _active_count()
+        self._errors_at_phase_start = self.tracer.errors
+        if self._tracing:
+            self.tracer.begin_phase()
+
+    def _end(self, phase: str) -> None:
+        if not self._tracing:
+            self._phase_reasons.append(f"not-recorded:{phase}")
+            return
+        capture = self.tracer.end_phase()
+        try:
+            self._phases[phase] = export_phase(capture, self.digester)
+        except Exception as exc:  # never let the recorder break the user's run
+            self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
+            return
+        self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
+        errors = self.tracer.errors - self._errors_at_phase_start
+        if errors:
+            self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
+        if _active_count() > self._threads_at_start:
+            self._phase_reasons.append(f"{phase}:thread-outlived-phase")
+
+    def _phase(self, phase: str) -> Generator[None, object, object]:
+        self._begin()
+        try:
+            return (yield)
+        finally:
+            self._end(phase)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase("setup"))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase("call"))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        return (yield from self._phase("teardown"))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.is_controller:
+            self._reports[report.when] = report
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
+        if self.is_controller:
+            return
+        self._finish_test(self._test_id(nodeid), _outcome(self._reports))
+
+    def _test_id(self, nodeid: str) -> str:
+        """The node id relative to the repository root (pytest's is relative to rootdir)."""
+        return nodeid
+
+    def _finish_test(self, test_id: str, outcome: str) -> None:
+        reasons = list(self._session_reasons) + self._phase_reasons
+        record = {
+            "id": test_id,
+            "outcome": outcome,
+            "verified": not reasons,
+            "unverified_reasons": sorted(set(reasons)),
+            "phases": self._phases,
+        }
+        self._batch.append(record)
+        self._phases = {}
+        self._phase_reasons = []
+        self._reports = {}
+        if len(self._batch) >= BATCH_SIZE:
+            self._flush()
+
+    def _flush(self) -> None:
+        symbols = [
+            info
+            for symbol, info in self.tracer.symbols.items()
+            if symbol not in self._symbols_written
+        ]
+        if symbols:
+            self.store.add_symbols(self.run_id, symbols)
+            self._symbols_written.update(str(s["id"]) for s in symbols)
+        if self._batch:
+            self.store.add_tests(self.run_id, self.worker, self._batch)
+            self._batch = []
+
+
+def _xdist_distributing(config: pytest.Config) -> bool:
+    """True in an xdist controller that will hand tests to workers."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return False
+    dist = getattr(config.option, "dist", "no")
+    numprocesses = getattr(config.option, "numprocesses", None)
+    return dist != "no" or bool(numprocesses)

@@ -1,0 +1,1 @@
+"""A small shop: the example project the recorder's end-to-end tests run on."""

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TAX_RATE = 0.2
+DISCOUNTS_ENABLED = True
+
+
+@dataclass
+class Item:
+    name: str
+    price: float
+    quantity: int = 1
+
+
+def line_total(item: Item) -> float:
+    if item.quantity <= 0:
+        raise ValueError("quantity must be positive")
+    return item.price * item.quantity
+
+
+def discount(total: float) -> float:
+    if not DISCOUNTS_ENABLED:
+        return 0.0
+    if total > 100 and total < 1000:
+        return total * 0.05
+    elif total >= 1000:
+        return total * 0.1
+    return 0.0
+
+
+def total(items: list[Item]) -> float:
+    subtotal = sum(line_total(item) for item in items if item.quantity)
+    subtotal -= discount(subtotal)
+    return round(subtotal * (1 + TAX_RATE), 2)
+
+
+class Cart:
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.coupon: str | None = None
+
+    def add(self, item: Item) -> None:
+        self.items.append(item)
+
+    def total(self) -> float:
+        value = total(self.items)
+        return value - 5 if self.coupon else value
+
+    def names(self):
+        for item in self.items:
+            yield item.name

@@ -1,0 +1,89 @@
+"""The recording side runs inside the user's test process: standard library and pytest only."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pytest_world() -> set[str]:
+    """pytest and the distributions it requires: what "pytest" means in the user's process."""
+    names = {"pytest", "_pytest", "py", "diffgenome"}
+    for requirement in importlib.metadata.requires("pytest") or []:
+        if "extra ==" in requirement:
+            continue
+        name = re.split(r"[ ;<>=!~\[]", requirement, maxsplit=1)[0]
+        names.add(name.lower().replace("-", "_"))
+    return names
+
+
+PYTEST_WORLD = _pytest_world()
+
+PROBE = textwrap.dedent(
+    """
+    import importlib, pkgutil, sys
+
+    class Refuse:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("pydantic", "pydantic_core", "rich"):
+                raise ImportError(f"{name} is not importable in this process")
+            return None
+
+    sys.meta_path.insert(0, Refuse())
+    import diffgenome.protocol, diffgenome.recording
+    loaded = []
+    for package in (diffgenome.protocol, diffgenome.recording):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+            loaded.append(info.name)
+    from diffgenome.recording import plugin
+    outside = sorted(
+        {m.split(".")[0] for m in sys.modules}
+        - set(sys.stdlib_module_names) - set(sys.builtin_module_names)
+    )
+    print(" ".join(loaded))
+    print(" ".join(outside))
+    """
+)
+
+
+def test_recording_side_imports_only_stdlib_and_pytest() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded_line, outside_line = done.stdout.strip().splitlines()
+    loaded = set(loaded_line.split())
+    # The probe must really have imported the collector, the plugin and the store writer.
+    assert {
+        "diffgenome.recording.collect.tracer",
+        "diffgenome.recording.plugin",
+        "diffgenome.recording.store",
+        "diffgenome.recording.session",
+    } <= loaded
+    outside = set(outside_line.split()) - {
+        "__main__",
+        "_distutils_hack",
+        "__editable___diffgenome_0_1_0_finder",
+    }
+    assert outside <= PYTEST_WORLD, f"recording side pulled in {sorted(outside - PYTEST_WORLD)}"
+    assert "pydantic" not in outside and "rich" not in outside
+
+
+def test_the_probe_would_notice_a_leak() -> None:
+    """The refusal is real: importing the analysis side under the same guard fails."""
+    probe = PROBE.replace(
+        "import diffgenome.protocol, diffgenome.recording",
+        "import diffgenome.protocol, diffgenome.recording, diffgenome.analysis.models",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode != 0
+    assert "pydantic" in done.stderr

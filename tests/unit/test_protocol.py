@@ -1,0 +1,91 @@
+"""The published formats: schema files match the models, readers refuse what they don't know."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from diffgenome.analysis.models import GenomeDocument
+from diffgenome.analysis.schema import SCHEMAS, schema_filename, schema_for, schema_text
+from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_committed_schema_matches_models(name: str) -> None:
+    committed = (ROOT / "docs" / "schema" / schema_filename(name)).read_text()
+    assert committed == schema_text(name), (
+        f"docs/schema/{schema_filename(name)} drifted from the models: run `make schema`"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_cli_prints_the_committed_schema(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "diffgenome.analysis.cli", "schema", name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (ROOT / "docs" / "schema" / schema_filename(name)).read_text()
+
+
+def _protocol_example() -> dict[str, object]:
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    match = re.search(r"<!-- example:genome -->\s*```json\n(.*?)```", text, re.S)
+    assert match, "docs/protocol.md lost its marked genome example"
+    document: dict[str, object] = json.loads(match.group(1))
+    return document
+
+
+def test_protocol_doc_example_validates_against_printed_schema() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "diffgenome.analysis.cli", "schema", "genome"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    schema = json.loads(done.stdout)
+    example = _protocol_example()
+    jsonschema.validate(example, schema)
+    GenomeDocument.model_validate(example)
+
+
+def test_schema_rejects_a_broken_document() -> None:
+    """The schema check above can fail: a node without its type is refused."""
+    example = _protocol_example()
+    broken = json.loads(json.dumps(example))
+    tests = broken["tests"]
+    assert isinstance(tests, list)
+    del tests[0]["phases"]["call"]["nodes"][0]["type"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema_for("genome"))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("diffgenome-genome/2", "unsupported version diffgenome-genome/2"),
+        ("diffgenome-diff/1", "this is a 'diffgenome-diff' document"),
+        ("nonsense", "not a diffgenome-genome document"),
+        (None, "not a diffgenome-genome document"),
+        ("diffgenome-genome/x", "not a diffgenome-genome document"),
+    ],
+)
+def test_readers_refuse_unknown_formats_in_one_line(value: object, message: str) -> None:
+    with pytest.raises(FormatError) as caught:
+        check_format(value, GENOME_FORMAT)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_known_format_is_accepted() -> None:
+    check_format(GENOME_FORMAT, GENOME_FORMAT)
