@@ -106,7 +106,9 @@ class SubstitutionNode(_Model):
     mechanism: Literal["mock_object", "interposition", "fake", "stub", "unknown"]
     substitute: str = Field(description="what stood in: a stand-in type or a test symbol")
     claimed_target: str | None = Field(description="symbol of the real code it replaces")
-    relation: Literal["spec", "patch-target", "instance-attribute", "monkeypatch", "none"]
+    relation: Literal[
+        "spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"
+    ] = Field(description="how the claim is known; 'override': a test subclass's method")
     path: str = Field(description="attribute path on the stand-in; '()' for a return value")
     count: int
     args: list[ValueShape] = []

@@ -26,7 +26,14 @@ FIDELITIES: Final = ("complete", "partial")
 NODE_TYPES: Final = ("call", "substitution", "os_event")
 
 MECHANISMS: Final = ("mock_object", "interposition", "fake", "stub", "unknown")
-RELATIONS: Final = ("spec", "patch-target", "instance-attribute", "monkeypatch", "none")
+RELATIONS: Final = (
+    "spec",
+    "patch-target",
+    "instance-attribute",
+    "monkeypatch",
+    "override",
+    "none",
+)
 
 OS_EVENT_KINDS: Final = ("connect", "dns", "bind", "listen", "sendto", "subprocess")
 

@@ -65,6 +65,20 @@ def _values(
     return merged.export(digester)
 
 
+def consistency_problems(phase: dict[str, Any]) -> list[str]:
+    """Self-check of an exported phase: every entry of a call or stand-in ended somehow.
+
+    A node entered ``count`` times must have exactly ``count`` exits (returned, yielded,
+    raised). A mismatch means events were missed, so the genome must not pass as complete.
+    """
+    broken = 0
+    for node in phase["nodes"]:
+        exits = node.get("exits")
+        if exits is not None and node["count"] != sum(exits.values()):
+            broken += 1
+    return [f"inconsistent-exits:{broken}"] if broken else []
+
+
 def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, Any]:
     """The genome of one phase: ``{"nodes": [...], "branches": [...]}``."""
     nodes: list[dict[str, Any]] = []
@@ -138,6 +152,8 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             if args_overflow is not None:
                 record["args_overflow"] = args_overflow
             record["exits"] = _exits(group)
+            if first.key[1] == "interposition":
+                del record["exits"]  # installed, not called: nothing to exit
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
             )

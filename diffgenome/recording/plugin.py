@@ -62,6 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")
     parser.addini("genome_source_roots", "source roots", type="paths", default=[])
     parser.addini("genome_test_roots", "test roots", type="paths", default=[])
+    parser.addini(
+        "genome_max_nodes",
+        "most call-tree nodes kept per test phase; a larger tree is marked truncated",
+        default="",
+    )
 
 
 def _enabled(config: pytest.Config) -> bool:

@@ -28,8 +28,9 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import values
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
+from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import Bounds, Tracer
-from diffgenome.recording.genome import export_phase
+from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.store import StoreWriter
 
 _active_count = threading.active_count
@@ -102,7 +103,7 @@ class Recorder:
         testpaths = [str(p) for p in config.getini("testpaths")]
         sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
         self.scope = Scope(self.rootdir, sources, tests)
-        self.bounds = Bounds()
+        self.bounds = Bounds(max_nodes=_max_nodes(config))
         self.store = StoreWriter.open(self.store_path, self.key_file)
         self.digester = values.Digester(self.store.key)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
@@ -121,6 +122,7 @@ class Recorder:
         self._tracing = False
         self._closed = False
         self.guard: EgressGuard | None = None
+        self.standins: StandIns | None = None
 
     # -- session -------------------------------------------------------------------------
 
@@ -194,6 +196,10 @@ class Recorder:
                 stacklevel=1,
             )
         self._tracing = self.tracer.tool_id is not None
+        if self._tracing:
+            self.standins = StandIns(self.tracer)
+            self.tracer.standins = self.standins
+            self.standins.install()
         self.guard = EgressGuard(self.egress_policy, self._on_egress)
         self.guard.activate()
 
@@ -227,6 +233,9 @@ class Recorder:
         guard = self.guard
         if guard is not None:
             guard.deactivate()
+        if self.standins is not None:
+            self.standins.uninstall()
+            self.tracer.standins = None
         self.tracer.stop()
         try:
             self._flush()
@@ -261,12 +270,17 @@ class Recorder:
             return
         capture = self.tracer.end_phase()
         try:
-            self._phases[phase] = export_phase(capture, self.digester)
+            exported = export_phase(capture, self.digester)
         except Exception as exc:  # never let the recorder break the user's run
             self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
             return
+        self._phases[phase] = exported
+        self._phase_reasons.extend(f"{phase}:{p}" for p in consistency_problems(exported))
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
         errors = self.tracer.errors - self._errors_at_phase_start
+        if self.standins is not None:
+            errors += self.standins.errors
+            self.standins.errors = 0
         if errors:
             self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
         if _active_count() > self._threads_at_start:
@@ -334,6 +348,22 @@ class Recorder:
         if self._batch:
             self.store.add_tests(self.run_id, self.worker, self._batch)
             self._batch = []
+
+
+def _max_nodes(config: pytest.Config) -> int:
+    """The node bound from ini ``genome_max_nodes``; a value that is not a positive integer
+    is a usage error, reported before any test runs."""
+    default: int = Bounds().max_nodes
+    raw = str(config.getini("genome_max_nodes") or "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(f"genome_max_nodes must be a positive integer, not {raw!r}")
+    return value
 
 
 def _xdist_distributing(config: pytest.Config) -> bool:

@@ -28,13 +28,16 @@ import sys
 import threading
 from collections.abc import Callable
 from dis import get_instructions as _get_instructions
-from types import CodeType, FrameType
-from typing import Any
+from types import CodeType, FrameType, FunctionType
+from typing import TYPE_CHECKING, Any
 
 from diffgenome.recording.collect import codemap, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.sources import read_source
+
+if TYPE_CHECKING:
+    from diffgenome.recording.collect.standins import StandIns
 
 _monitoring = sys.monitoring
 _events = _monitoring.events
@@ -85,6 +88,7 @@ class CodeInfo:
         "code",
         "filemap",
         "globals_read",
+        "is_test",
         "kind",
         "line",
         "origin",
@@ -107,6 +111,7 @@ class CodeInfo:
         self.code = code
         self.symbol = symbol
         self.origin = origin
+        self.is_test = origin == "test"
         self.kind = kind
         self.line = line
         self.path = path
@@ -211,6 +216,12 @@ class Tracer:
         self._starters: dict[int, tuple[threading.Thread, Node]] = {}
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
+        self.standins: StandIns | None = None
+
+    @property
+    def recording(self) -> bool:
+        """Whether a phase is being recorded right now."""
+        return self._recording
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -308,6 +319,98 @@ class Tracer:
         if not self._recording:
             return None
         return self._parent_of(frame)
+
+    def enter_substitution(self, frame: FrameType, key: tuple[Any, ...]) -> Node | None:
+        """A call into a stand-in made from ``frame.f_back``; ``frame`` is the interceptor's.
+
+        The interceptor's frame is registered as active for the new node, so code that runs
+        inside the stand-in (``side_effect``, ``wraps``) hangs under it.
+        """
+        if not self._recording:
+            return None
+        parent = self._parent_of(frame.f_back)
+        node = self.child(parent, NODE_SUBSTITUTION, ("sub", *key))
+        node.count += 1
+        self._active[id(frame)] = node
+        return node
+
+    def leave_substitution(self, frame: FrameType, node: Node, exc: BaseException | None) -> None:
+        """The stand-in call that ``enter_substitution`` opened has returned or raised."""
+        try:
+            self._active.pop(id(frame), None)
+            if exc is None:
+                node.returned += 1
+            else:
+                key = "raised:" + self._exception_symbol(exc)
+                node.exits[key] = node.exits.get(key, 0) + 1
+        except Exception:
+            self.errors += 1
+
+    def record_substitution_event(self, frame: FrameType | None, key: tuple[Any, ...]) -> None:
+        """A stand-in that is installed rather than called (``patch.dict``)."""
+        if not self._recording:
+            return
+        node = self.child(self._parent_of(frame), NODE_SUBSTITUTION, ("sub", *key))
+        node.count += 1
+
+    def symbol_of(self, obj: object) -> str | None:
+        """The symbol of a real function or class, named exactly as its calls would be."""
+        if isinstance(obj, FunctionType):
+            code = obj.__code__
+            info = self.codes.get(id(code))
+            if info is None and id(code) not in self.codes:
+                info = self._learn(code)
+                if info is not None and self.tool_id is not None:
+                    self._arm(code, info)  # its first start will find it known
+            if info is not None:
+                return info.symbol
+            return self._external_symbol(obj)
+        if isinstance(obj, type):
+            for value in _type_dict(obj).values():
+                if isinstance(value, FunctionType):
+                    placement = self.scope.place(value.__code__.co_filename)
+                    if placement is not None:
+                        qualname = _type_qualname(obj)
+                        symbol = f"py:{placement.module}.{qualname}"
+                        self.symbols.setdefault(
+                            symbol,
+                            {
+                                "id": symbol,
+                                "origin": placement.origin,
+                                "path": placement.relpath,
+                                "line": None,
+                                "kind": "class",
+                            },
+                        )
+                        return symbol
+                    break
+            return self._external_symbol(obj)
+        if callable(obj) and type(obj).__name__ in ("builtin_function_or_method",):
+            return self._external_symbol(obj)
+        return None
+
+    def _external_symbol(self, obj: object) -> str | None:
+        if isinstance(obj, type):
+            symbol = "py:" + values.type_name(obj)
+        else:
+            try:
+                module = getattr(obj, "__module__", None)
+                qualname = getattr(obj, "__qualname__", None)
+            except Exception:
+                return None
+            if not isinstance(module, str) or not isinstance(qualname, str):
+                return None
+            symbol = f"py:{module}.{qualname}"
+        kind = "class" if isinstance(obj, type) else "function"
+        self.symbols.setdefault(
+            symbol, {"id": symbol, "origin": "external", "path": None, "line": None, "kind": kind}
+        )
+        return symbol
+
+    def origin_of(self, symbol: str) -> str | None:
+        entry = self.symbols.get(symbol)
+        origin = entry.get("origin") if entry is not None else None
+        return origin if isinstance(origin, str) else None
 
     def record_os_event(
         self, kind: str, target: str, outcome: str, frame: FrameType | None
@@ -472,6 +575,18 @@ class Tracer:
                 return None
             frame = _getframe(1)
             parent = self._parent_of(frame.f_back)
+            if info.is_test and self.standins is not None:
+                from_repo = parent.ntype == NODE_CALL and (
+                    parent.key is not None and parent.key.origin == "repo"
+                )
+                key = self.standins.fake_key(info, frame, from_repo)
+                if key is not None:
+                    stand_in = self.child(parent, NODE_SUBSTITUTION, ("sub", *key))
+                    stand_in.count += 1
+                    self._active[id(frame)] = stand_in
+                    if info.argnames:
+                        self._record_args(stand_in, info, frame)
+                    return None
             node = parent.children.get(info)
             if node is None:
                 node = self.child(parent, NODE_CALL, info)
@@ -507,10 +622,15 @@ class Tracer:
                 return None
             frame = _getframe(1)
             node = self._active.pop(id(frame), None)
-            if node is None or node.key is None or node.key.code is not code:
+            if node is None or node.key is None:
+                return None
+            if node.ntype != NODE_CALL:
+                node.returned += 1
+                return None
+            info = node.key
+            if info.code is not code:
                 return None
             node.returned += 1
-            info = node.key
             node.results.add(values.shape(value), values.canonical(value))
             if info.self_attrs or info.globals_read:
                 self._record_state(node, info, frame, "exit")
@@ -523,7 +643,7 @@ class Tracer:
             if not self._recording:
                 return None
             node = self._active.pop(id(_getframe(1)), None)
-            if node is not None and node.key is not None and node.key.code is code:
+            if node is not None and node.key is not None:
                 exits = node.exits
                 exits["yielded"] = exits.get("yielded", 0) + 1
         except Exception:
@@ -535,7 +655,9 @@ class Tracer:
             if not self._recording or self.codes.get(id(code)) is None:
                 return None
             node = self._active.pop(id(_getframe(1)), None)
-            if node is None or node.key is None or node.key.code is not code:
+            if node is None or node.key is None:
+                return None
+            if node.ntype == NODE_CALL and node.key.code is not code:
                 return None
             key = "raised:" + self._exception_symbol(exc)
             exits = node.exits
@@ -617,6 +739,8 @@ class Tracer:
 
 _ABSENT = object()
 _object_dict = object.__getattribute__
+_type_dict = type.__dict__["__dict__"].__get__
+_type_qualname = type.__dict__["__qualname__"].__get__
 _CODE_LIKE = (type(len), type(lambda: 0), type(sys), type)
 
 
