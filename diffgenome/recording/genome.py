@@ -38,7 +38,7 @@ def _children(node: Node) -> list[tuple[tuple[Any, ...], list[Node]]]:
         groups.setdefault(_identity(child), []).append(child)
     for root in node.thread_roots:
         for child in root.children.values():
-            child.via = "thread"
+            child.via = root.via
             groups.setdefault(_identity(child), []).append(child)
     return sorted(groups.items(), key=lambda item: item[0])
 

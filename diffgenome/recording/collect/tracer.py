@@ -217,6 +217,8 @@ class Tracer:
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
+        self._task_frames: dict[int, tuple[FrameType, Node]] = {}
+        self._create_task_original: tuple[Any, Any] | None = None
 
     @property
     def recording(self) -> bool:
@@ -252,6 +254,7 @@ class Tracer:
             register(tid, event, self._on_branch)
         _monitoring.set_events(tid, _events.PY_START | _events.PY_UNWIND | _events.PY_THROW)
         self._wrap_thread_start()
+        self._wrap_create_task()
         return True
 
     def stop(self) -> None:
@@ -290,6 +293,7 @@ class Tracer:
         self._sink = Node(NODE_CALL, None, None, self.bounds)
         self._roots = {_get_ident(): root}
         self._active.clear()
+        self._task_frames.clear()
         self._nodes = 0
         self._reasons = set()
         self._recording = self.tool_id is not None
@@ -437,7 +441,17 @@ class Tracer:
             parent.children[key] = node
         return node
 
-    def _parent_of(self, frame: FrameType | None) -> Node:
+    def _parent_of(self, frame: FrameType | None, origin: FrameType | None = None) -> Node:
+        """The node of the nearest active in-scope frame up the chain from ``frame``.
+
+        ``origin`` is the frame that is starting or resuming: when nothing above it is in
+        scope and it is the body of an asyncio task, the task's creator is its parent.
+        """
+        if origin is not None and self._task_frames:
+            # A task body's real caller is the event loop; its creator is what drove it.
+            task = self._task_frames.get(id(origin))
+            if task is not None and task[0] is origin:
+                return task[1]
         active = self._active
         while frame is not None:
             node = active.get(id(frame))
@@ -456,13 +470,7 @@ class Tracer:
         starter = self._starters.get(ident)
         thread = _current_thread()
         if starter is not None and starter[0] is thread:
-            parent = starter[1]
-            if parent.thread_roots:
-                root = parent.thread_roots[0]  # threads started at one node share a subtree
-            else:
-                root = Node(NODE_CALL, None, parent, self.bounds)
-                root.via = "thread"
-                parent.thread_roots.append(root)
+            root = self._side_root(starter[1], "thread")  # threads of one node share it
         else:
             self._reasons.add("unattributed:thread")
             assert self._sink is not None
@@ -489,11 +497,49 @@ class Tracer:
         self._thread_start_original = original
         threading.Thread.start = start  # type: ignore[method-assign,assignment]
 
+    def _wrap_create_task(self) -> None:
+        """Remember which node created each asyncio task, to attribute the task's work."""
+        import asyncio.base_events
+
+        loop_class = asyncio.base_events.BaseEventLoop
+        original = loop_class.__dict__["create_task"]
+        tracer = self
+
+        def create_task(loop: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
+            if tracer._recording:
+                try:
+                    frame = getattr(coro, "cr_frame", None)
+                    if frame is not None:
+                        creator = tracer._parent_of(_getframe(1))
+                        root = tracer._side_root(creator, "task")
+                        tracer._task_frames[id(frame)] = (frame, root)
+                except Exception:
+                    tracer.errors += 1
+            return original(loop, coro, *args, **kwargs)
+
+        create_task.__wrapped__ = original  # type: ignore[attr-defined]
+        self._create_task_original = (loop_class, original)
+        loop_class.create_task = create_task  # type: ignore[method-assign,assignment]
+
+    def _side_root(self, parent: Node, via: str) -> Node:
+        """The shared root under ``parent`` for work that runs elsewhere (threads, tasks)."""
+        for root in parent.thread_roots:
+            if root.via == via:
+                return root
+        root = Node(NODE_CALL, None, parent, self.bounds)
+        root.via = via
+        parent.thread_roots.append(root)
+        return root
+
     def _unwrap_thread_start(self) -> None:
         original = self._thread_start_original
         if original is not None:
             threading.Thread.start = original  # type: ignore[method-assign]
             self._thread_start_original = None
+        saved = self._create_task_original
+        if saved is not None:
+            saved[0].create_task = saved[1]
+            self._create_task_original = None
 
     # -- per code object -----------------------------------------------------------------
 
@@ -574,7 +620,7 @@ class Tracer:
             if not self._recording:
                 return None
             frame = _getframe(1)
-            parent = self._parent_of(frame.f_back)
+            parent = self._parent_of(frame.f_back, frame)
             if info.is_test and self.standins is not None:
                 from_repo = parent.ntype == NODE_CALL and (
                     parent.key is not None and parent.key.origin == "repo"
@@ -606,7 +652,7 @@ class Tracer:
             if info is None or not self._recording:
                 return None
             frame = _getframe(1)
-            parent = self._parent_of(frame.f_back)
+            parent = self._parent_of(frame.f_back, frame)
             node = parent.children.get(info)
             if node is None:
                 node = self.child(parent, NODE_CALL, info)
