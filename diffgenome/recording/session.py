@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -34,7 +35,10 @@ from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.store import StoreWriter
 
 _active_count = threading.active_count
-BATCH_SIZE = 64
+# Tests are written as soon as they finish: a session that dies without running its hooks
+# (``os._exit`` in a test, a segfault, SIGKILL) must still leave every finished test in the
+# store. A WAL commit without fsync costs far less than a test.
+BATCH_SIZE = 1
 
 
 def _now() -> str:
@@ -103,6 +107,7 @@ class Recorder:
         testpaths = [str(p) for p in config.getini("testpaths")]
         sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
         self.scope = Scope(self.rootdir, sources, tests)
+        self.repo_modules = _top_level_modules(self.scope)
         self.bounds = Bounds(max_nodes=_max_nodes(config))
         self.store = StoreWriter.open(self.store_path, self.key_file)
         self.digester = values.Digester(self.store.key)
@@ -320,7 +325,19 @@ class Recorder:
         """The node id relative to the repository root (pytest's is relative to rootdir)."""
         return nodeid
 
+    def _check_origins(self) -> None:
+        """Every project module must come from the recorded tree, or nothing is verified.
+
+        A typical target environment has the project installed in editable mode from the
+        user's checkout: recording a worktree there can silently run the checkout's code.
+        """
+        for name, where in _foreign_modules(self.repo_modules, self.scope.rootdir):
+            reason = f"foreign-module:{name}={where}"
+            if reason not in self._session_reasons:
+                self._session_reasons.append(reason)
+
     def _finish_test(self, test_id: str, outcome: str) -> None:
+        self._check_origins()
         reasons = list(self._session_reasons) + self._phase_reasons
         record = {
             "id": test_id,
@@ -364,6 +381,45 @@ def _max_nodes(config: pytest.Config) -> int:
     if value < 1:
         raise pytest.UsageError(f"genome_max_nodes must be a positive integer, not {raw!r}")
     return value
+
+
+def _top_level_modules(scope: Scope) -> list[str]:
+    """Names of the packages and modules directly under the source roots (read once)."""
+    names: set[str] = set()
+    test_roots = tuple(scope.test_roots)
+    for root in scope.source_roots:
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            continue
+        for entry in entries:
+            path = root + entry
+            if entry.startswith((".", "_")) or (path + "/").startswith(test_roots):
+                continue
+            if entry.endswith(".py"):
+                stem = entry[:-3]
+                if stem.isidentifier() and stem not in ("setup", "conftest", "noxfile"):
+                    names.add(stem)
+            elif entry.isidentifier() and os.path.isfile(path + "/__init__.py"):
+                names.add(entry)
+    return sorted(names)
+
+
+def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
+    """Project modules that were imported from outside the rootdir."""
+    foreign: list[tuple[str, str]] = []
+    for name in names:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        namespace = getattr(module, "__dict__", {})
+        where = namespace.get("__file__")
+        if not isinstance(where, str):
+            paths = list(namespace.get("__path__") or [])
+            where = str(paths[0]) if paths else None
+        if isinstance(where, str) and not where.startswith(rootdir):
+            foreign.append((name, where))
+    return foreign
 
 
 def _xdist_distributing(config: pytest.Config) -> bool:
