@@ -108,6 +108,7 @@ class Recorder:
         sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
         self.scope = Scope(self.rootdir, sources, tests)
         self.repo_modules = _top_level_modules(self.scope)
+        self._id_prefix = _rootdir_in_repository(self.rootdir)
         self.bounds = Bounds(max_nodes=_max_nodes(config))
         self.store = StoreWriter.open(self.store_path, self.key_file)
         self.digester = values.Digester(self.store.key)
@@ -323,7 +324,7 @@ class Recorder:
 
     def _test_id(self, nodeid: str) -> str:
         """The node id relative to the repository root (pytest's is relative to rootdir)."""
-        return nodeid
+        return self._id_prefix + nodeid
 
     def _check_origins(self) -> None:
         """Every project module must come from the recorded tree, or nothing is verified.
@@ -354,8 +355,9 @@ class Recorder:
             self._flush()
 
     def _flush(self) -> None:
+        prefix = self._id_prefix
         symbols = [
-            info
+            {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
             for symbol, info in self.tracer.symbols.items()
             if symbol not in self._symbols_written
         ]
@@ -381,6 +383,18 @@ def _max_nodes(config: pytest.Config) -> int:
     if value < 1:
         raise pytest.UsageError(f"genome_max_nodes must be a positive integer, not {raw!r}")
     return value
+
+
+def _rootdir_in_repository(rootdir: str) -> str:
+    """``sub/dir/`` when pytest's rootdir lies below the git repository root, else ``""``."""
+    toplevel = _git(rootdir, "rev-parse", "--show-toplevel")
+    if not toplevel:
+        return ""
+    top = os.path.realpath(toplevel.strip())
+    here = os.path.realpath(rootdir)
+    if here == top or not here.startswith(top + os.sep):
+        return ""
+    return here[len(top) + 1 :].replace(os.sep, "/") + "/"
 
 
 def _top_level_modules(scope: Scope) -> list[str]:
