@@ -83,6 +83,7 @@ class CodeInfo:
     """Everything decided once per in-scope code object."""
 
     __slots__ = (
+        "arg_labels",
         "argnames",
         "branch_cache",
         "code",
@@ -119,6 +120,7 @@ class CodeInfo:
         self.branch_cache: dict[int, int] = {}
         names, receiver = _argument_names(code)
         self.argnames = names
+        self.arg_labels = tuple(name + "=" for name in names)
         self.receiver = receiver
         self.self_attrs, self.globals_read = _state_reads(code, receiver)
 
@@ -243,15 +245,8 @@ class Tracer:
             self.unavailable_reason = f"tool-id-unavailable:{taken}"
             return False
         tid = self.tool_id
-        register = _monitoring.register_callback
-        register(tid, _events.PY_START, self._on_start)
-        register(tid, _events.PY_RESUME, self._on_resume)
-        register(tid, _events.PY_THROW, self._on_resume)
-        register(tid, _events.PY_RETURN, self._on_return)
-        register(tid, _events.PY_YIELD, self._on_yield)
-        register(tid, _events.PY_UNWIND, self._on_unwind)
-        for event in CAPABILITIES.branch_events:
-            register(tid, event, self._on_branch)
+        for event, callback in self._callbacks().items():
+            _monitoring.register_callback(tid, event, callback)
         _monitoring.set_events(tid, _events.PY_START | _events.PY_UNWIND | _events.PY_THROW)
         self._wrap_thread_start()
         self._wrap_create_task()
@@ -606,152 +601,207 @@ class Tracer:
 
     # -- callbacks (hot path) ------------------------------------------------------------
 
-    def _on_start(self, code: CodeType, offset: int) -> Any:
-        try:
-            codes = self.codes
-            info = codes.get(id(code))
-            if info is None:
-                if id(code) in codes:
-                    return _DISABLE
-                info = self._learn(code)
+    def _start_slow(self, code: CodeType) -> CodeInfo | None:
+        """First start of a code object: decide scope once, arm its local events."""
+        if id(code) in self.codes:
+            return None
+        info = self._learn(code)
+        if info is not None:
+            self._arm(code, info)
+        return info
+
+    def _callbacks(self) -> dict[int, Callable[..., Any]]:
+        """The event callbacks, as closures over local references: every attribute lookup
+        saved here is saved on every call and return of in-scope code."""
+        tracer = self
+        codes_get = self.codes.get
+        active = self._active
+        active_get = active.get
+        active_pop = active.pop
+        task_frames = self._task_frames
+        getframe = _getframe
+        start_slow = self._start_slow
+        parent_of = self._parent_of
+        make_child = self.child
+        record_args = self._record_args
+        record_state = self._record_state
+        exception_symbol = self._exception_symbol
+        summarize = values.summarize
+        disable = _DISABLE
+        never = codemap.NEVER_AN_OUTCOME
+        call = NODE_CALL
+
+        def on_start(code: CodeType, offset: int) -> Any:
+            try:
+                info = codes_get(id(code))
                 if info is None:
-                    return _DISABLE
-                self._arm(code, info)
-            if not self._recording:
-                return None
-            frame = _getframe(1)
-            parent = self._parent_of(frame.f_back, frame)
-            if info.is_test and self.standins is not None:
-                from_repo = parent.ntype == NODE_CALL and (
-                    parent.key is not None and parent.key.origin == "repo"
-                )
-                key = self.standins.fake_key(info, frame, from_repo)
-                if key is not None:
-                    stand_in = self.child(parent, NODE_SUBSTITUTION, ("sub", *key))
-                    stand_in.count += 1
-                    self._active[id(frame)] = stand_in
-                    if info.argnames:
-                        self._record_args(stand_in, info, frame)
+                    info = start_slow(code)
+                    if info is None:
+                        return disable
+                if not tracer._recording:
                     return None
-            node = parent.children.get(info)
-            if node is None:
-                node = self.child(parent, NODE_CALL, info)
-            node.count += 1
-            self._active[id(frame)] = node
-            if info.argnames:
-                self._record_args(node, info, frame)
-            if info.self_attrs or info.globals_read:
-                self._record_state(node, info, frame, "entry")
-        except Exception:
-            self.errors += 1
-        return None
+                frame = getframe(1)
+                back = frame.f_back
+                parent = None if task_frames or back is None else active_get(id(back))
+                if parent is None or (
+                    parent.ntype == call
+                    and parent.key is not None
+                    and parent.key.code is not back.f_code  # type: ignore[union-attr]
+                ):
+                    parent = parent_of(back, frame)
+                if info.is_test and tracer.standins is not None:
+                    from_repo = parent.ntype == call and (
+                        parent.key is not None and parent.key.origin == "repo"
+                    )
+                    key = tracer.standins.fake_key(info, frame, from_repo)
+                    if key is not None:
+                        stand_in = make_child(parent, NODE_SUBSTITUTION, ("sub", *key))
+                        stand_in.count += 1
+                        active[id(frame)] = stand_in
+                        if info.argnames:
+                            record_args(stand_in, info, frame)
+                        return None
+                node = parent.children.get(info)
+                if node is None:
+                    node = make_child(parent, call, info)
+                node.count += 1
+                active[id(frame)] = node
+                if info.argnames:
+                    record_args(node, info, frame)
+                if info.self_attrs or info.globals_read:
+                    record_state(node, info, frame, "entry")
+            except Exception:
+                tracer.errors += 1
+            return None
 
-    def _on_resume(self, code: CodeType, offset: int, *rest: object) -> Any:
-        try:
-            info = self.codes.get(id(code))
-            if info is None or not self._recording:
-                return None
-            frame = _getframe(1)
-            parent = self._parent_of(frame.f_back, frame)
-            node = parent.children.get(info)
-            if node is None:
-                node = self.child(parent, NODE_CALL, info)
-            node.count += 1
-            self._active[id(frame)] = node
-        except Exception:
-            self.errors += 1
-        return None
+        def on_resume(code: CodeType, offset: int, *rest: object) -> Any:
+            try:
+                info = codes_get(id(code))
+                if info is None or not tracer._recording:
+                    return None
+                frame = getframe(1)
+                parent = parent_of(frame.f_back, frame)
+                node = parent.children.get(info)
+                if node is None:
+                    node = make_child(parent, call, info)
+                node.count += 1
+                active[id(frame)] = node
+            except Exception:
+                tracer.errors += 1
+            return None
 
-    def _on_return(self, code: CodeType, offset: int, value: object) -> Any:
-        try:
-            if not self._recording:
-                return None
-            frame = _getframe(1)
-            node = self._active.pop(id(frame), None)
-            if node is None or node.key is None:
-                return None
-            if node.ntype != NODE_CALL:
+        def on_return(code: CodeType, offset: int, value: object) -> Any:
+            try:
+                if not tracer._recording:
+                    return None
+                frame = getframe(1)
+                node = active_pop(id(frame), None)
+                if node is None:
+                    return None
+                info = node.key
+                if info is None:
+                    return None
+                if node.ntype != call:
+                    node.returned += 1
+                    return None
+                if info.code is not code:
+                    return None
                 node.returned += 1
-                return None
-            info = node.key
-            if info.code is not code:
-                return None
-            node.returned += 1
-            node.results.add(values.shape(value), values.canonical(value))
-            if info.self_attrs or info.globals_read:
-                self._record_state(node, info, frame, "exit")
-        except Exception:
-            self.errors += 1
-        return None
+                node.results.add_pair(summarize(value))
+                if info.self_attrs or info.globals_read:
+                    record_state(node, info, frame, "exit")
+            except Exception:
+                tracer.errors += 1
+            return None
 
-    def _on_yield(self, code: CodeType, offset: int, value: object) -> Any:
-        try:
-            if not self._recording:
-                return None
-            node = self._active.pop(id(_getframe(1)), None)
-            if node is not None and node.key is not None:
+        def on_yield(code: CodeType, offset: int, value: object) -> Any:
+            try:
+                if not tracer._recording:
+                    return None
+                node = active_pop(id(getframe(1)), None)
+                if node is not None and node.key is not None:
+                    exits = node.exits
+                    exits["yielded"] = exits.get("yielded", 0) + 1
+            except Exception:
+                tracer.errors += 1
+            return None
+
+        def on_unwind(code: CodeType, offset: int, exc: BaseException) -> Any:
+            try:
+                if not tracer._recording or codes_get(id(code)) is None:
+                    return None
+                node = active_pop(id(getframe(1)), None)
+                if node is None or node.key is None:
+                    return None
+                if node.ntype == call and node.key.code is not code:
+                    return None
+                key = "raised:" + exception_symbol(exc)
                 exits = node.exits
-                exits["yielded"] = exits.get("yielded", 0) + 1
-        except Exception:
-            self.errors += 1
-        return None
+                exits[key] = exits.get(key, 0) + 1
+            except Exception:
+                tracer.errors += 1
+            return None
 
-    def _on_unwind(self, code: CodeType, offset: int, exc: BaseException) -> Any:
-        try:
-            if not self._recording or self.codes.get(id(code)) is None:
-                return None
-            node = self._active.pop(id(_getframe(1)), None)
-            if node is None or node.key is None:
-                return None
-            if node.ntype == NODE_CALL and node.key.code is not code:
-                return None
-            key = "raised:" + self._exception_symbol(exc)
-            exits = node.exits
-            exits[key] = exits.get(key, 0) + 1
-        except Exception:
-            self.errors += 1
-        return None
+        def on_branch(code: CodeType, src: int, dest: int) -> Any:
+            try:
+                info = codes_get(id(code))
+                if info is None:
+                    return disable
+                cache = info.branch_cache
+                pair = (src << 24) | dest
+                outcome = cache.get(pair)
+                if outcome is None:
+                    filemap = info.filemap
+                    if filemap is None:
+                        return disable
+                    outcome = filemap.classify(code, src, dest)
+                    cache[pair] = outcome
+                if outcome < 0:
+                    return disable if outcome == never else None
+                if not tracer._recording:
+                    return None
+                node = active_get(id(getframe(1)))
+                if node is not None:
+                    branches = node.branches
+                    branches[outcome] = branches.get(outcome, 0) + 1
+            except Exception:
+                tracer.errors += 1
+            return None
 
-    def _on_branch(self, code: CodeType, src: int, dest: int) -> Any:
-        try:
-            info = self.codes.get(id(code))
-            if info is None or info.filemap is None:
-                return _DISABLE
-            cache = info.branch_cache
-            pair = (src << 24) | dest
-            outcome = cache.get(pair)
-            if outcome is None:
-                outcome = info.filemap.classify(code, src, dest)
-                cache[pair] = outcome
-            if outcome < 0:
-                return _DISABLE if outcome == codemap.NEVER_AN_OUTCOME else None
-            if not self._recording:
-                return None
-            node = self._active.get(id(_getframe(1)))
-            if node is not None:
-                branches = node.branches
-                branches[outcome] = branches.get(outcome, 0) + 1
-        except Exception:
-            self.errors += 1
-        return None
+        events = _events
+        callbacks: dict[int, Callable[..., Any]] = {
+            events.PY_START: on_start,
+            events.PY_RESUME: on_resume,
+            events.PY_THROW: on_resume,
+            events.PY_RETURN: on_return,
+            events.PY_YIELD: on_yield,
+            events.PY_UNWIND: on_unwind,
+        }
+        for event in CAPABILITIES.branch_events:
+            callbacks[event] = on_branch
+        return callbacks
 
     # -- evidence ------------------------------------------------------------------------
 
     def _record_args(self, node: Node, info: CodeInfo, frame: FrameType) -> None:
         local = frame.f_locals
+        summarize = values.summarize
+        labels = info.arg_labels
+        if len(labels) == 1:
+            shape, canon = summarize(local.get(info.argnames[0]))
+            node.args.add_pair((labels[0] + shape, canon))
+            return
         shapes: list[str] = []
         canons: list[bytes] = []
         complete = True
-        for name in info.argnames:
-            value = local.get(name)
-            shapes.append(name + "=" + values.shape(value))
-            if complete:
-                canon = values.canonical(value)
-                if canon is None:
-                    complete = False
-                else:
-                    canons.append(canon)
-        node.args.add(", ".join(shapes), b"\x1e".join(canons) if complete else None)
+        for name, label in zip(info.argnames, labels, strict=True):
+            shape, canon = summarize(local.get(name))
+            shapes.append(label + shape)
+            if canon is None:
+                complete = False
+            elif complete:
+                canons.append(canon)
+        node.args.add_pair((", ".join(shapes), b"\x1e".join(canons) if complete else None))
 
     def _record_state(self, node: Node, info: CodeInfo, frame: FrameType, when: str) -> None:
         state = node.state

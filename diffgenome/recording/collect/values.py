@@ -589,6 +589,36 @@ def _bucket(value: object) -> str:
 _MASK64: Final = (1 << 64) - 1
 
 
+_SUMMARY_CACHE: dict[tuple[type, object], tuple[str, bytes | None]] = {}
+_SUMMARY_CACHE_LIMIT: Final = 8192
+
+
+def summarize(value: object) -> tuple[str, bytes | None]:
+    """``(shape(value), canonical(value))``, cached for small scalars.
+
+    The hot path summarises every argument and result; most are small ints, short strings,
+    None and booleans, whose summaries never change. The cache key includes the exact type, so
+    ``1`` and ``True`` stay apart; only exact ints, strs and bools are cached, so no user
+    ``__hash__``/``__eq__`` ever runs.
+    """
+    kind = type(value)
+    if (
+        (kind is int and -1_000_000 < value < 1_000_000)  # type: ignore[operator]
+        or (kind is str and len(value) < 64)  # type: ignore[arg-type]
+        or kind is bool
+    ):  # never floats: -0.0 == 0.0 would share an entry
+        key = (kind, value)
+        known = _SUMMARY_CACHE.get(key)
+        if known is None:
+            if len(_SUMMARY_CACHE) >= _SUMMARY_CACHE_LIMIT:
+                _SUMMARY_CACHE.clear()
+            known = _SUMMARY_CACHE[key] = (shape(value), canonical(value))
+        return known
+    if value is None:
+        return _NONE_SUMMARY
+    return (shape(value), canonical(value))
+
+
 class BoundedValues:
     """Distinct (shape, canonical) pairs up to a limit, then a count and a multiset fingerprint.
 
@@ -606,7 +636,11 @@ class BoundedValues:
         self._sum = 0
 
     def add(self, shape: str, canonical: bytes | None) -> None:
-        key = (shape, canonical)
+        self.add_pair((shape, canonical))
+
+    def add_pair(self, key: tuple[str, bytes | None]) -> None:
+        """``add`` for a pair built once and reused (see ``summarize``)."""
+        shape, canonical = key
         seen = self._seen
         if key in seen:
             return
@@ -646,3 +680,6 @@ class BoundedValues:
             return entries, None
         overflow_form = b"diffgenome-overflow\0" + self._sum.to_bytes(8, "big")
         return entries, {"count": self._count, "digest": digester.digest(overflow_form)}
+
+
+_NONE_SUMMARY: Final = (shape(None), canonical(None))
