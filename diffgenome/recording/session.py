@@ -34,7 +34,7 @@ from diffgenome.recording.collect.tracer import Bounds, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.store import StoreWriter
 
-_active_count = threading.active_count
+_enumerate_threads = threading.enumerate
 # Tests are written as soon as they finish: a session that dies without running its hooks
 # (``os._exit`` in a test, a segfault, SIGKILL) must still leave every finished test in the
 # store. A WAL commit without fsync costs far less than a test.
@@ -265,7 +265,9 @@ class Recorder:
     # -- tests ---------------------------------------------------------------------------
 
     def _begin(self) -> None:
-        self._threads_at_start = _active_count()
+        # Thread objects, not a count: a thread that ends while another one starts leaves the
+        # count unchanged, yet the new one outlives the phase.
+        self._threads_at_start = set(_enumerate_threads())
         self._errors_at_phase_start = self.tracer.errors
         if self._tracing:
             self.tracer.begin_phase()
@@ -289,7 +291,7 @@ class Recorder:
             self.standins.errors = 0
         if errors:
             self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
-        if _active_count() > self._threads_at_start:
+        if any(t not in self._threads_at_start for t in _enumerate_threads()):
             self._phase_reasons.append(f"{phase}:thread-outlived-phase")
 
     def _phase(self, phase: str) -> Generator[None, object, object]:

@@ -209,13 +209,13 @@ class Tracer:
         self.symbols: dict[str, dict[str, object]] = {}
         self.sites: dict[str, codemap.Site] = {}
         self._active: dict[int, Node] = {}
-        self._roots: dict[int, Node] = {}
+        self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
         self._root: Node | None = None
         self._sink: Node | None = None
         self._nodes = 0
         self._reasons: set[str] = set()
-        self._starters: dict[int, tuple[threading.Thread, Node]] = {}
+        self._starters: dict[int, tuple[threading.Thread, Node]] = {}  # by id(thread)
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
@@ -286,9 +286,10 @@ class Tracer:
         root = Node(NODE_CALL, None, None, self.bounds)
         self._root = root
         self._sink = Node(NODE_CALL, None, None, self.bounds)
-        self._roots = {_get_ident(): root}
+        self._roots = {_get_ident(): (_current_thread(), root)}
         self._active.clear()
         self._task_frames.clear()
+        self._starters.clear()
         self._nodes = 0
         self._reasons = set()
         self._recording = self.tool_id is not None
@@ -458,19 +459,18 @@ class Tracer:
         return self._thread_root()
 
     def _thread_root(self) -> Node:
-        ident = _get_ident()
-        root = self._roots.get(ident)
-        if root is not None:
-            return root
-        starter = self._starters.get(ident)
         thread = _current_thread()
+        known = self._roots.get(_get_ident())
+        if known is not None and known[0] is thread:  # idents are reused, thread objects not
+            return known[1]
+        starter = self._starters.get(id(thread))
         if starter is not None and starter[0] is thread:
             root = self._side_root(starter[1], "thread")  # threads of one node share it
         else:
+            # Kept apart from the truncation sink: unattributed is not truncated.
             self._reasons.add("unattributed:thread")
-            assert self._sink is not None
-            root = self._sink
-        self._roots[ident] = root
+            root = Node(NODE_CALL, None, None, self.bounds)
+        self._roots[_get_ident()] = (thread, root)
         return root
 
     def _wrap_thread_start(self) -> None:
@@ -478,15 +478,14 @@ class Tracer:
         tracer = self
 
         def start(thread: threading.Thread) -> None:
-            node: Node | None = None
+            # Registered before the thread runs: its first event may come before start returns.
             if tracer._recording:
                 try:
                     node = tracer._parent_of(_getframe(1))
+                    tracer._starters[id(thread)] = (thread, node)
                 except Exception:
                     tracer.errors += 1
             original(thread)
-            if node is not None and thread.ident is not None:
-                tracer._starters[thread.ident] = (thread, node)
 
         start.__wrapped__ = original  # type: ignore[attr-defined]
         self._thread_start_original = original

@@ -1,0 +1,29 @@
+"""The differ: how each test's behaviour changed between two recordings.
+
+Entry points: :func:`diff_documents` (two genome documents -> a ``diffgenome-diff/1``
+:class:`~diffgenome.analysis.models.DiffDocument`) and :func:`code_changes_from_sources`
+(two versions of the changed files -> the :class:`CodeChangeInput` it accepts).
+"""
+
+from __future__ import annotations
+
+from diffgenome.analysis.diff.codechanges import (
+    CodeChangeInput,
+    SiteChange,
+    SymbolChange,
+    code_changes_from_sources,
+)
+from diffgenome.analysis.diff.compare import CHANGE_KINDS
+from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.document import DIGESTS_NOT_COMPARABLE, diff_documents
+
+__all__ = [
+    "CHANGE_KINDS",
+    "DIGESTS_NOT_COMPARABLE",
+    "CodeChangeInput",
+    "SiteChange",
+    "SymbolChange",
+    "code_changes_from_sources",
+    "describe",
+    "diff_documents",
+]

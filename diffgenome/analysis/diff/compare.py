@@ -1,0 +1,390 @@
+"""Test-by-test comparison of two aligned recordings, and the verdict for each test.
+
+A change is reported where behaviour differs at an aligned node or decision. Three rules keep
+the list readable without hiding anything: a subtree that exists on one side only is reported
+once, at its top call; a count that changed only because its parent ran proportionally more
+often (a loop went round more) is not repeated on every descendant; and exit or decision
+counts that merely scale with the node's count are not a change of *how* the code behaved.
+Stand-ins and OS events are reported wherever they appear, even below an added or removed
+call, because a new network connection or a vanished mock matters on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from diffgenome.analysis.diff.align import NodeDict, Path, PhaseIndex, TestIndex
+from diffgenome.analysis.models import Change
+from diffgenome.protocol.vocab import PHASES
+
+OUTCOME_CHANGED = "outcome_changed"
+CALL_ADDED = "call_added"
+CALL_REMOVED = "call_removed"
+CALL_COUNT_CHANGED = "call_count_changed"
+EXIT_CHANGED = "exit_changed"
+RESULT_CHANGED = "result_changed"
+ARGS_CHANGED = "args_changed"
+BRANCH_CHANGED = "branch_changed"
+STAND_IN_ADDED = "stand_in_added"
+STAND_IN_REMOVED = "stand_in_removed"
+STAND_IN_CHANGED = "stand_in_changed"
+EGRESS_ADDED = "egress_added"
+EGRESS_REMOVED = "egress_removed"
+STATE_CHANGED = "state_changed"
+
+CHANGE_KINDS: tuple[str, ...] = (
+    OUTCOME_CHANGED,
+    CALL_ADDED,
+    CALL_REMOVED,
+    CALL_COUNT_CHANGED,
+    EXIT_CHANGED,
+    RESULT_CHANGED,
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    STAND_IN_ADDED,
+    STAND_IN_REMOVED,
+    STAND_IN_CHANGED,
+    EGRESS_ADDED,
+    EGRESS_REMOVED,
+    STATE_CHANGED,
+)
+
+# Kinds that say a node exists on one side only: instability of such a node covers its subtree.
+PRESENCE_KINDS = frozenset(
+    {CALL_ADDED, CALL_REMOVED, STAND_IN_ADDED, STAND_IN_REMOVED, EGRESS_ADDED, EGRESS_REMOVED}
+)
+
+_ADDED = {"call": CALL_ADDED, "substitution": STAND_IN_ADDED, "os_event": EGRESS_ADDED}
+_REMOVED = {"call": CALL_REMOVED, "substitution": STAND_IN_REMOVED, "os_event": EGRESS_REMOVED}
+
+StabilityKey = tuple[str, str | None, Path, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One difference, before it becomes a :class:`Change` (cheap to make by the thousand)."""
+
+    kind: str
+    phase: str | None
+    path: Path
+    symbol: str | None = None
+    site: str | None = None
+    predicate: str | None = None
+    base: Any = None
+    head: Any = None
+
+    def key(self) -> StabilityKey:
+        """What must match for a difference between repeats to cover this one."""
+        family = "presence" if self.kind in PRESENCE_KINDS else self.kind
+        return (family, self.phase, self.path, self.site)
+
+    def change(self) -> Change:
+        return Change(
+            kind=self.kind,
+            phase=self.phase,
+            path=list(self.path),
+            symbol=self.symbol,
+            site=self.site,
+            predicate=self.predicate,
+            base=self.base,
+            head=self.head,
+        )
+
+
+def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Found]:
+    """Every difference between two recordings of one test.
+
+    ``digests``: whether value digests of the two runs were made with the same key; if not,
+    values compare by shape only.
+    """
+    found: list[Found] = []
+    b_outcome, h_outcome = base.record.get("outcome"), head.record.get("outcome")
+    if b_outcome != h_outcome:
+        found.append(Found(OUTCOME_CHANGED, None, (), base=b_outcome, head=h_outcome))
+    if base.record.get("phases") == head.record.get("phases"):
+        return found  # the common case, decided at C speed
+    empty = PhaseIndex()
+    for phase in _phases(base.phases, head.phases):
+        _compare_phase(
+            phase, base.phases.get(phase, empty), head.phases.get(phase, empty), digests, found
+        )
+    return found
+
+
+def _phases(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
+    extra = sorted((set(a) | set(b)) - set(PHASES))
+    return [phase for phase in PHASES if phase in a or phase in b] + extra
+
+
+def _compare_phase(
+    phase: str, base: PhaseIndex, head: PhaseIndex, digests: bool, out: list[Found]
+) -> None:
+    b_nodes, h_nodes = base.nodes, head.nodes
+    for path, node in b_nodes.items():
+        other = h_nodes.get(path)
+        if other is not None:
+            if other == node:
+                continue
+            _compare_nodes(phase, path, node, other, b_nodes, h_nodes, digests, out)
+        elif node.get("type") != "call" or len(path) == 1 or path[:-1] in h_nodes:
+            out.append(_one_sided(_REMOVED, phase, path, node, base_side=True))
+    for path, node in h_nodes.items():
+        if path in b_nodes:
+            continue
+        if node.get("type") != "call" or len(path) == 1 or path[:-1] in b_nodes:
+            out.append(_one_sided(_ADDED, phase, path, node, base_side=False))
+    _compare_branches(phase, base, head, out)
+
+
+def _one_sided(
+    kinds: Mapping[str, str], phase: str, path: Path, node: NodeDict, *, base_side: bool
+) -> Found:
+    kind = kinds.get(str(node.get("type")), kinds["call"])
+    value = node_summary(node)
+    symbol = _node_symbol(node)
+    if base_side:
+        return Found(kind, phase, path, symbol, base=value)
+    return Found(kind, phase, path, symbol, head=value)
+
+
+def _node_symbol(node: NodeDict) -> str | None:
+    kind = node.get("type")
+    if kind == "call":
+        return str(node.get("symbol"))
+    if kind == "substitution":
+        target = node.get("claimed_target")
+        return str(target) if target else None
+    return None
+
+
+def node_summary(node: NodeDict) -> dict[str, Any]:
+    """A small JSON-able picture of a node that exists on one side only."""
+    kind = node.get("type")
+    if kind == "substitution":
+        return {
+            "mechanism": node.get("mechanism"),
+            "substitute": node.get("substitute"),
+            "relation": node.get("relation"),
+            "path": node.get("path"),
+            "count": node.get("count"),
+        }
+    if kind == "os_event":
+        return {
+            "kind": node.get("kind"),
+            "target": node.get("target"),
+            "outcome": node.get("outcome"),
+            "count": node.get("count"),
+        }
+    return {"count": node.get("count"), "exits": dict(node.get("exits") or {})}
+
+
+def _count(node: NodeDict | None) -> int:
+    if node is None:
+        return 0
+    value = node.get("count")
+    return value if isinstance(value, int) else 0
+
+
+def _scaled_with_parent(
+    path: Path, b: int, h: int, b_nodes: Mapping[Path, NodeDict], h_nodes: Mapping[Path, NodeDict]
+) -> bool:
+    """True when the count moved exactly in proportion to the parent's (more loop rounds)."""
+    if len(path) < 2:
+        return False
+    pb, ph = _count(b_nodes.get(path[:-1])), _count(h_nodes.get(path[:-1]))
+    if pb == ph:
+        return False
+    return b * ph == h * pb
+
+
+def _proportional(b: Mapping[str, int], h: Mapping[str, int], bn: int, hn: int) -> bool:
+    """Same set of non-zero outcomes, each scaled like the node's count."""
+    b_keys = {key for key, value in b.items() if value}
+    h_keys = {key for key, value in h.items() if value}
+    if b_keys != h_keys:
+        return False
+    if bn == hn or bn == 0 or hn == 0:
+        return all(b[key] == h[key] for key in b_keys)
+    return all(b[key] * hn == h[key] * bn for key in b_keys)
+
+
+def _compare_nodes(
+    phase: str,
+    path: Path,
+    b: NodeDict,
+    h: NodeDict,
+    b_nodes: Mapping[Path, NodeDict],
+    h_nodes: Mapping[Path, NodeDict],
+    digests: bool,
+    out: list[Found],
+) -> None:
+    kind = b.get("type")
+    bc, hc = _count(b), _count(h)
+    if kind == "substitution":
+        _compare_stand_ins(phase, path, b, h, digests, out)
+        return
+    symbol = _node_symbol(b)
+    if bc != hc and not _scaled_with_parent(path, bc, hc, b_nodes, h_nodes):
+        out.append(Found(CALL_COUNT_CHANGED, phase, path, symbol, base=bc, head=hc))
+    if kind == "os_event":
+        if b.get("outcome") != h.get("outcome"):
+            out.append(
+                Found(
+                    EXIT_CHANGED,
+                    phase,
+                    path,
+                    base={"outcome": b.get("outcome")},
+                    head={"outcome": h.get("outcome")},
+                )
+            )
+        return
+    b_exits, h_exits = b.get("exits") or {}, h.get("exits") or {}
+    if not _proportional(b_exits, h_exits, bc, hc):
+        out.append(Found(EXIT_CHANGED, phase, path, symbol, base=dict(b_exits), head=dict(h_exits)))
+    for field, kind_name in (("args", ARGS_CHANGED), ("results", RESULT_CHANGED)):
+        diff = values_diff(b, h, field, digests)
+        if diff is not None:
+            out.append(Found(kind_name, phase, path, symbol, base=diff[0], head=diff[1]))
+    state = _state_diff(b, h, digests)
+    if state is not None:
+        out.append(Found(STATE_CHANGED, phase, path, symbol, base=state[0], head=state[1]))
+
+
+def _compare_stand_ins(
+    phase: str, path: Path, b: NodeDict, h: NodeDict, digests: bool, out: list[Found]
+) -> None:
+    b_diff: dict[str, Any] = {}
+    h_diff: dict[str, Any] = {}
+    for field in ("substitute", "relation", "signature_mismatch"):
+        if b.get(field) != h.get(field):
+            b_diff[field], h_diff[field] = b.get(field), h.get(field)
+    bc, hc = _count(b), _count(h)
+    if bc != hc:
+        b_diff["count"], h_diff["count"] = bc, hc
+    b_exits, h_exits = b.get("exits") or {}, h.get("exits") or {}
+    if not _proportional(b_exits, h_exits, bc, hc):
+        b_diff["exits"], h_diff["exits"] = dict(b_exits), dict(h_exits)
+    args = values_diff(b, h, "args", digests)
+    if args is not None:
+        b_diff["args"], h_diff["args"] = args
+    if b_diff or h_diff:
+        out.append(Found(STAND_IN_CHANGED, phase, path, _node_symbol(b), base=b_diff, head=h_diff))
+
+
+def _value_key(value: Mapping[str, Any], digests: bool) -> tuple[str, str | None]:
+    return (str(value.get("shape")), value.get("digest") if digests else None)
+
+
+def _overflow(node: NodeDict, field: str, digests: bool) -> tuple[int, str | None] | None:
+    raw = node.get(f"{field}_overflow")
+    if not raw:
+        return None
+    return (int(raw.get("count") or 0), raw.get("digest") if digests else None)
+
+
+def _value_out(key: tuple[str, str | None], digests: bool) -> dict[str, Any]:
+    return {"shape": key[0], "digest": key[1]} if digests else {"shape": key[0]}
+
+
+def _overflow_out(overflow: tuple[int, str | None], digests: bool) -> dict[str, Any]:
+    if digests:
+        return {"overflow": overflow[0], "digest": overflow[1]}
+    return {"overflow": overflow[0]}
+
+
+def values_diff(
+    b: NodeDict, h: NodeDict, field: str, digests: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """Values seen on one side only (and the overflow, when it differs), or None if equal."""
+    b_set = {_value_key(v, digests) for v in b.get(field) or ()}
+    h_set = {_value_key(v, digests) for v in h.get(field) or ()}
+    b_over, h_over = _overflow(b, field, digests), _overflow(h, field, digests)
+    if b_set == h_set and b_over == h_over:
+        return None
+    b_out = [_value_out(key, digests) for key in sorted(b_set - h_set, key=_sort_key)]
+    h_out = [_value_out(key, digests) for key in sorted(h_set - b_set, key=_sort_key)]
+    if b_over != h_over:
+        if b_over is not None:
+            b_out.append(_overflow_out(b_over, digests))
+        if h_over is not None:
+            h_out.append(_overflow_out(h_over, digests))
+    return b_out, h_out
+
+
+def _sort_key(key: tuple[str, str | None]) -> tuple[str, str]:
+    return (key[0], key[1] or "")
+
+
+def _state_diff(
+    b: NodeDict, h: NodeDict, digests: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    def facts(node: NodeDict) -> set[tuple[str, str, str]]:
+        return {
+            (str(f.get("when")), str(f.get("target")), str(f.get("bucket")))
+            for f in node.get("state") or ()
+        }
+
+    b_set, h_set = facts(b), facts(h)
+    b_over, h_over = _overflow(b, "state", digests), _overflow(h, "state", digests)
+    if b_set == h_set and b_over == h_over:
+        return None
+
+    def out(items: Iterable[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        return [{"when": w, "target": t, "bucket": k} for w, t, k in sorted(items)]
+
+    b_out, h_out = out(b_set - h_set), out(h_set - b_set)
+    if b_over != h_over:
+        if b_over is not None:
+            b_out.append(_overflow_out(b_over, digests))
+        if h_over is not None:
+            h_out.append(_overflow_out(h_over, digests))
+    return b_out, h_out
+
+
+def _outcomes(branch: NodeDict | None) -> dict[str, int]:
+    raw = (branch or {}).get("outcomes") or {}
+    return {"true": int(raw.get("true") or 0), "false": int(raw.get("false") or 0)}
+
+
+def _compare_branches(phase: str, base: PhaseIndex, head: PhaseIndex, out: list[Found]) -> None:
+    for key, b in base.branches.items():
+        path, site = key
+        h = head.branches.get(key)
+        if h is None:
+            if path and path not in head.nodes:
+                continue  # below a removed node: reported there
+            out.append(_branch_found(phase, path, site, b, _outcomes(b), None))
+            continue
+        b_out, h_out = _outcomes(b), _outcomes(h)
+        if not _proportional(
+            b_out, h_out, _count(base.nodes.get(path)), _count(head.nodes.get(path))
+        ):
+            out.append(_branch_found(phase, path, site, h, b_out, h_out))
+    for key, h in head.branches.items():
+        path, site = key
+        if key in base.branches or (path and path not in base.nodes):
+            continue
+        out.append(_branch_found(phase, path, site, h, None, _outcomes(h)))
+
+
+def _branch_found(
+    phase: str,
+    path: Path,
+    site: str,
+    branch: NodeDict,
+    base: dict[str, int] | None,
+    head: dict[str, int] | None,
+) -> Found:
+    symbol = branch.get("symbol")
+    return Found(
+        BRANCH_CHANGED,
+        phase,
+        path,
+        str(symbol) if symbol else None,
+        site,
+        branch.get("predicate"),
+        base,
+        head,
+    )

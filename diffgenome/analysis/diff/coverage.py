@@ -1,0 +1,79 @@
+"""Changed code against recorded behaviour: which tests ran each changed symbol, what its
+changed decisions did, and what no test exercised (the gaps a reviewer should look at)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from diffgenome.analysis.diff.align import TestIndex
+from diffgenome.analysis.diff.codechanges import CodeChangeInput
+from diffgenome.analysis.diff.drift import stand_in_users
+from diffgenome.analysis.models import CodeChange
+
+GAP_NOT_EXECUTED = "not executed by any test"
+GAP_ONLY_STAND_IN = "reached only through a stand-in"
+GAP_OUTCOME = "decision outcome never observed: {site} {outcome}"
+
+
+@dataclass(slots=True)
+class Observed:
+    """What one side's recording saw, by symbol and by decision site."""
+
+    tests_of: dict[str, set[str]] = field(default_factory=dict)
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    stand_ins: dict[str, set[str]] = field(default_factory=dict)
+
+
+def observe(tests: Mapping[str, TestIndex]) -> Observed:
+    seen = Observed(stand_ins=stand_in_users(tests))
+    for test_id, test in tests.items():
+        for phase in test.phases.values():
+            for _path, node in phase.calls():
+                seen.tests_of.setdefault(str(node.get("symbol")), set()).add(test_id)
+            for (_path, site), branch in phase.branches.items():
+                outcomes = branch.get("outcomes") or {}
+                total = seen.outcomes.setdefault(site, {"true": 0, "false": 0})
+                total["true"] += int(outcomes.get("true") or 0)
+                total["false"] += int(outcomes.get("false") or 0)
+    return seen
+
+
+def code_change_entries(
+    code: CodeChangeInput, base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]
+) -> list[CodeChange]:
+    b_seen, h_seen = observe(base), observe(head)
+    entries: list[CodeChange] = []
+    for change in code.symbols:
+        tests_head = h_seen.tests_of.get(change.symbol, set())
+        sites: list[dict[str, object]] = []
+        gaps: list[str] = []
+        for site in change.sites:
+            b_out, h_out = b_seen.outcomes.get(site.site), h_seen.outcomes.get(site.site)
+            sites.append(
+                {
+                    "site": site.site,
+                    "change": site.change,
+                    "predicate": site.predicate,
+                    "base": dict(b_out) if b_out is not None else None,
+                    "head": dict(h_out) if h_out is not None else None,
+                }
+            )
+            if change.change != "removed" and site.change != "removed" and tests_head:
+                for outcome in ("true", "false"):
+                    if not (h_out or {}).get(outcome):
+                        gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
+        if change.change != "removed" and not tests_head:
+            only_stand_in = change.symbol in h_seen.stand_ins
+            gaps.insert(0, GAP_ONLY_STAND_IN if only_stand_in else GAP_NOT_EXECUTED)
+        entries.append(
+            CodeChange(
+                symbol=change.symbol,
+                change=change.change,
+                tests_base=sorted(b_seen.tests_of.get(change.symbol, set())),
+                tests_head=sorted(tests_head),
+                sites=sites,
+                gaps=gaps,
+            )
+        )
+    return entries

@@ -1,0 +1,134 @@
+"""One readable line per change, shared by the reports and by the ``reasons`` of a test.
+
+Lines are plain text (no markup), so that ids with brackets survive any renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from diffgenome.analysis.models import Change
+
+ARROW = "\u2192"
+TIMES = "\u00d7"
+_DIGEST_CHARS = 8
+
+
+def where(change: Change) -> str:
+    """The node a change is about: its last path element, and the phase when not ``call``."""
+    node = change.path[-1] if change.path else "(test)"
+    return node if change.phase in (None, "call") else f"[{change.phase}] {node}"
+
+
+def _exits(exits: object) -> str:
+    if not isinstance(exits, Mapping) or not exits:
+        return "none"
+    return ", ".join(f"{key} {value}" for key, value in sorted(exits.items()))
+
+
+def _values(values: object) -> str:
+    if not isinstance(values, Sequence) or not values:
+        return "nothing else"
+    parts = []
+    for value in values:
+        if not isinstance(value, Mapping):
+            continue
+        if "overflow" in value:
+            parts.append(f"+{value['overflow']} more{_digest(value.get('digest'))}")
+        else:
+            parts.append(f"{value.get('shape')}{_digest(value.get('digest'))}")
+    return "; ".join(parts) or "nothing else"
+
+
+def _digest(digest: object) -> str:
+    return f" #{str(digest)[:_DIGEST_CHARS]}" if isinstance(digest, str) else ""
+
+
+def _facts(facts: object) -> str:
+    if not isinstance(facts, Sequence) or not facts:
+        return "nothing else"
+    parts = []
+    for fact in facts:
+        if isinstance(fact, Mapping):
+            if "overflow" in fact:
+                parts.append(f"+{fact['overflow']} more")
+            else:
+                parts.append(f"{fact.get('when')} {fact.get('target')}={fact.get('bucket')}")
+    return ", ".join(parts)
+
+
+def _either(show: Callable[[object], str], base: object, head: object) -> str:
+    """Set differences: what was replaced by what, or what is new / gone."""
+    if base and head:
+        return f"{show(base)} {ARROW} {show(head)}"
+    if head:
+        return f"now also {show(head)}"
+    return f"no longer {show(base)}"
+
+
+def _outcomes(value: object) -> str:
+    if not isinstance(value, Mapping):
+        return "not reached"
+    return f"true {value.get('true', 0)} / false {value.get('false', 0)}"
+
+
+def _fields(value: object) -> str:
+    if not isinstance(value, Mapping) or not value:
+        return "-"
+    parts = []
+    for key, item in sorted(value.items()):
+        if key == "exits":
+            parts.append(f"exits {_exits(item)}")
+        elif key == "args":
+            parts.append(f"args {_values(item)}")
+        else:
+            parts.append(f"{key} {item}")
+    return ", ".join(parts)
+
+
+def _node(value: object) -> str:
+    if not isinstance(value, Mapping):
+        return ""
+    if "target" in value and "kind" in value:
+        return f" ({value.get('outcome')} {TIMES}{value.get('count')})"
+    if "substitute" in value:
+        return (
+            f" (by {value.get('substitute')}, {value.get('relation')} {TIMES}{value.get('count')})"
+        )
+    return f" ({TIMES}{value.get('count')}, {_exits(value.get('exits'))})"
+
+
+def describe(change: Change) -> str:
+    """``change`` as one line of text, without the test id."""
+    kind, base, head = change.kind, change.base, change.head
+    at = where(change)
+    if kind == "outcome_changed":
+        return f"outcome {base} {ARROW} {head}"
+    if kind in ("call_added", "stand_in_added", "egress_added"):
+        parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
+        return f"{_noun(kind)} added: {at}{_node(head)}{parent}"
+    if kind in ("call_removed", "stand_in_removed", "egress_removed"):
+        parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
+        return f"{_noun(kind)} removed: {at}{_node(base)}{parent}"
+    if kind == "call_count_changed":
+        return f"{at} ran {TIMES}{base} {ARROW} {TIMES}{head}"
+    if kind == "exit_changed":
+        if isinstance(base, Mapping) and "outcome" in base and isinstance(head, Mapping):
+            return f"{at} outcome {base.get('outcome')} {ARROW} {head.get('outcome')}"
+        return f"{at} exits {_exits(base)} {ARROW} {_exits(head)}"
+    if kind in ("result_changed", "args_changed"):
+        what = "results" if kind == "result_changed" else "args"
+        return f"{at} {what}: {_either(_values, base, head)}"
+    if kind == "branch_changed":
+        site = change.site or "?"
+        predicate = f" `{change.predicate}`" if change.predicate else ""
+        return f"{site}{predicate}: {_outcomes(base)} {ARROW} {_outcomes(head)}"
+    if kind == "stand_in_changed":
+        return f"{at}: {_fields(base)} {ARROW} {_fields(head)}"
+    if kind == "state_changed":
+        return f"{at} state: {_either(_facts, base, head)}"
+    return f"{kind} at {at}: {base!r} {ARROW} {head!r}"
+
+
+def _noun(kind: str) -> str:
+    return {"call": "call", "stand": "stand-in", "egress": "egress"}[kind.split("_", 1)[0]]

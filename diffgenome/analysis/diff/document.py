@@ -1,0 +1,196 @@
+"""``diff_documents``: two genome documents in, one ``diffgenome-diff/1`` document out.
+
+The verdict of a test is deliberately pessimistic: a test is ``unchanged`` only when both
+recordings are verified, both runs are complete, their digests are comparable and nothing
+differs. Anything that differs between repeated recordings of one commit is unstable and is
+set apart instead of being reported as a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
+from diffgenome.analysis.diff.codechanges import CodeChangeInput
+from diffgenome.analysis.diff.compare import PRESENCE_KINDS, Found, StabilityKey, compare_tests
+from diffgenome.analysis.diff.coverage import code_change_entries
+from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.drift import find_drift
+from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
+
+DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
+Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable"]
+MAX_UNSTABLE_REASONS = 20
+
+
+def digests_comparable(base_run: Mapping[str, Any], head_run: Mapping[str, Any]) -> bool:
+    """Digests of two runs compare only under one known key."""
+    fingerprint = base_run.get("key_fingerprint")
+    return fingerprint is not None and fingerprint == head_run.get("key_fingerprint")
+
+
+@dataclass(slots=True)
+class Instability:
+    """What differed between recordings of one commit, for one test."""
+
+    keys: set[StabilityKey] = field(default_factory=set)
+    presence: set[tuple[str | None, Path]] = field(default_factory=set)
+    reasons: list[str] = field(default_factory=list)
+    hidden: int = 0
+
+    def add(self, side: str, found: Found) -> None:
+        key = found.key()
+        if key in self.keys:
+            return
+        self.keys.add(key)
+        if found.kind in PRESENCE_KINDS:
+            self.presence.add((found.phase, found.path))
+        if len(self.reasons) < MAX_UNSTABLE_REASONS:
+            self.reasons.append(f"unstable ({side} repeats): {describe(found.change())}")
+        else:
+            self.hidden += 1
+
+    def covers(self, found: Found) -> bool:
+        if found.key() in self.keys:
+            return True
+        path = found.path
+        return any((found.phase, path[:i]) in self.presence for i in range(1, len(path) + 1))
+
+    def all_reasons(self) -> list[str]:
+        extra = [f"unstable: and {self.hidden} more items"] if self.hidden else []
+        return self.reasons + extra
+
+
+def _instability(
+    primary: Mapping[str, TestIndex],
+    run: Mapping[str, Any],
+    repeats: Iterable[Mapping[str, Any]],
+    side: str,
+    into: dict[str, Instability],
+) -> None:
+    for repeat in repeats:
+        again = index_tests(repeat)
+        digests = digests_comparable(run, repeat.get("run") or {})
+        for test_id, test in primary.items():
+            other = again.get(test_id)
+            if other is None:
+                continue
+            for found in compare_tests(test, other, digests=digests):
+                into.setdefault(test_id, Instability()).add(side, found)
+
+
+def _run_reasons(run: Mapping[str, Any], side: str) -> list[str]:
+    if run.get("complete", True):
+        return []
+    why = ", ".join(str(r) for r in run.get("incomplete_reasons") or ()) or "no reason given"
+    return [f"{side} run incomplete: {why}"]
+
+
+def _test_reasons(test: TestIndex | None, side: str) -> list[str]:
+    if test is None or test.record.get("verified", False):
+        return []
+    reasons = test.record.get("unverified_reasons") or ["unverified"]
+    return [f"{side}: {reason}" for reason in reasons]
+
+
+def _has_digests(test: TestIndex) -> bool:
+    for phase in test.phases.values():
+        for node in phase.nodes.values():
+            for field_name in ("args", "results"):
+                if any(value.get("digest") for value in node.get(field_name) or ()):
+                    return True
+            for field_name in ("args_overflow", "results_overflow", "state_overflow"):
+                if (node.get(field_name) or {}).get("digest"):
+                    return True
+    return False
+
+
+def _outcome(test: TestIndex | None) -> str | None:
+    return None if test is None else str(test.record.get("outcome"))
+
+
+def diff_documents(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    *,
+    base_rev: str,
+    head_rev: str,
+    base_repeats: Sequence[dict[str, Any]] = (),
+    head_repeats: Sequence[dict[str, Any]] = (),
+    code_changes: CodeChangeInput | None = None,
+) -> DiffDocument:
+    """Diff two validated ``diffgenome-genome/1`` documents (plain dicts, as exported).
+
+    ``*_repeats`` are further recordings of the same commit as ``base``/``head``; whatever
+    differs among the recordings of one side is unstable. ``code_changes`` (from
+    :func:`code_changes_from_sources`) adds ``code_changes`` entries and code evidence of
+    mock drift.
+    """
+    b_run, h_run = base.get("run") or {}, head.get("run") or {}
+    b_tests, h_tests = index_tests(base), index_tests(head)
+    digests = digests_comparable(b_run, h_run)
+    run_reasons = _run_reasons(b_run, "base") + _run_reasons(h_run, "head")
+
+    unstable: dict[str, Instability] = {}
+    _instability(b_tests, b_run, base_repeats, "base", unstable)
+    _instability(h_tests, h_run, head_repeats, "head", unstable)
+
+    diffs: list[TestDiff] = []
+    stable_changes: dict[str, list[Found]] = {}
+    for test_id in sorted(set(b_tests) | set(h_tests)):
+        b, h = b_tests.get(test_id), h_tests.get(test_id)
+        outcome = OutcomePair(base=_outcome(b), head=_outcome(h))
+        reasons = _test_reasons(b, "base") + _test_reasons(h, "head")
+        status: Status
+        if b is None or h is None:
+            missing_side, missing_run = ("base", b_run) if b is None else ("head", h_run)
+            if not missing_run.get("complete", True):
+                reasons = [f"not recorded in {missing_side}, whose run is incomplete", *reasons]
+                status = "unverified"
+            else:
+                status = "added" if b is None else "removed"
+            diffs.append(TestDiff(id=test_id, status=status, outcome=outcome, reasons=reasons))
+            continue
+        found = compare_tests(b, h, digests=digests)
+        instability = unstable.get(test_id)
+        if instability is not None:
+            found = [item for item in found if not instability.covers(item)]
+        stable_changes[test_id] = found
+        if not digests and (_has_digests(b) or _has_digests(h)):
+            reasons.append(DIGESTS_NOT_COMPARABLE)
+        reasons.extend(run_reasons)
+        if reasons:
+            status = "unverified"
+        elif found:
+            status = "changed"
+        elif instability is not None:
+            status = "unstable"
+        else:
+            status = "unchanged"
+        if instability is not None:
+            reasons.extend(instability.all_reasons())
+        diffs.append(
+            TestDiff(
+                id=test_id,
+                status=status,
+                outcome=outcome,
+                reasons=reasons,
+                changes=[item.change() for item in found],
+            )
+        )
+
+    summary = DiffSummary(tests=len(diffs))
+    for diff in diffs:
+        setattr(summary, diff.status, getattr(summary, diff.status) + 1)
+    return DiffDocument(
+        base=DiffSide(run=b_run.get("id"), commit=b_run.get("commit"), rev=base_rev),
+        head=DiffSide(run=h_run.get("id"), commit=h_run.get("commit"), rev=head_rev),
+        summary=summary,
+        tests=diffs,
+        code_changes=(
+            code_change_entries(code_changes, b_tests, h_tests) if code_changes is not None else []
+        ),
+        drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
+    )

@@ -1,0 +1,92 @@
+"""Mock drift: a stand-in that still answers like the real code used to, while the real code
+changed.
+
+A stand-in's ``claimed_target`` names the real code it replaces. The stand-in drifted when
+that code changed between base and head, seen either in the code (the target itself, or a
+symbol the real target was seen calling at base) or in behaviour (the real target's call
+nodes in *other* tests, which run it for real, changed exits or results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from diffgenome.analysis.diff.align import TestIndex, element_symbol
+from diffgenome.analysis.diff.codechanges import CodeChangeInput
+from diffgenome.analysis.diff.compare import EXIT_CHANGED, RESULT_CHANGED, Found
+from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.models import Drift
+
+MAX_BEHAVIOUR_EVIDENCE = 10
+
+
+def stand_in_users(*sides: Mapping[str, TestIndex]) -> dict[str, set[str]]:
+    """Claimed target -> ids of the tests that use a stand-in for it (on any side)."""
+    users: dict[str, set[str]] = {}
+    for tests in sides:
+        for test_id, test in tests.items():
+            for phase in test.phases.values():
+                for node in phase.nodes.values():
+                    if node.get("type") == "substitution" and node.get("claimed_target"):
+                        users.setdefault(str(node["claimed_target"]), set()).add(test_id)
+    return users
+
+
+def symbols_under(tests: Mapping[str, TestIndex], targets: Iterable[str]) -> dict[str, set[str]]:
+    """Target -> symbols seen called (at any depth) below a real call node of the target."""
+    wanted = set(targets)
+    under: dict[str, set[str]] = {target: set() for target in wanted}
+    if not wanted:
+        return under
+    for test in tests.values():
+        for phase in test.phases.values():
+            for path, node in phase.calls():
+                above = {element_symbol(part) for part in path[:-1]}
+                for target in wanted.intersection(above):
+                    under[target].add(str(node.get("symbol")))
+    return under
+
+
+def find_drift(
+    base: Mapping[str, TestIndex],
+    head: Mapping[str, TestIndex],
+    changes_by_test: Mapping[str, list[Found]],
+    code: CodeChangeInput | None,
+) -> list[Drift]:
+    """Drift entries, one per claimed target with evidence, sorted by target."""
+    users = stand_in_users(base, head)
+    if not users:
+        return []
+    changed = code.by_symbol() if code is not None else {}
+    under = symbols_under(base, users) if changed else {}
+    behaviour: dict[str, list[str]] = {}
+    for test_id, found in sorted(changes_by_test.items()):
+        for item in found:
+            if item.kind not in (EXIT_CHANGED, RESULT_CHANGED) or item.symbol not in users:
+                continue
+            if not item.path or element_symbol(item.path[-1]) != item.symbol:
+                continue  # a stand-in's own change, not the real code's
+            if test_id in users[item.symbol]:
+                continue
+            behaviour.setdefault(item.symbol, []).append(
+                f"behaviour: {test_id} runs the real code: {describe(item.change())}"
+            )
+    drift: list[Drift] = []
+    for target in sorted(users):
+        evidence: list[str] = []
+        if target in changed:
+            evidence.append(f"code: {target} {changed[target].change}")
+        for symbol in sorted(under.get(target, set()) - {target}):
+            if symbol in changed:
+                evidence.append(
+                    f"code: {symbol} {changed[symbol].change} (called by the real {target} at base)"
+                )
+        seen = behaviour.get(target, [])
+        evidence.extend(seen[:MAX_BEHAVIOUR_EVIDENCE])
+        if len(seen) > MAX_BEHAVIOUR_EVIDENCE:
+            evidence.append(f"behaviour: and {len(seen) - MAX_BEHAVIOUR_EVIDENCE} more changes")
+        if evidence:
+            drift.append(
+                Drift(claimed_target=target, tests=sorted(users[target]), evidence=evidence)
+            )
+    return drift

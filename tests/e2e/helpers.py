@@ -1,0 +1,257 @@
+"""Shared machinery of the end-to-end tests: build a project, record it with a real pytest
+subprocess, read the run back through the CLI, and look things up in the document.
+
+Every recording goes through ``python -m pytest`` in its own process and every read through
+``python -m diffgenome.analysis.cli export``, so these tests exercise exactly what a user runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECTS = REPO / "tests" / "projects"
+SCHEMA: dict[str, Any] = json.loads(
+    (REPO / "docs" / "schema" / "diffgenome-genome-1.schema.json").read_text()
+)
+PY = sys.executable
+STORE = ".diffgenome"
+
+# Environment of the outer pytest (xdist worker ids, pytest-cov's subprocess hooks, a
+# coverage core choice) must not leak into the session under test.
+_LEAKY_PREFIXES = ("PYTEST_", "COV_CORE_", "COVERAGE_", "DIFFGENOME_")
+
+# The project's pytest must not pick up plugins that reorder tests or change output.
+BASE_ARGS = (
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:hypothesispytest",  # not used by the projects; its import costs most of a second
+    "-W",
+    "ignore::DeprecationWarning",
+)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY_PREFIXES)}
+    env.pop("PYTHONPATH", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def write_files(root: Path, files: Mapping[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+def git_commit(project: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+            cwd=project,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "initial")
+
+
+def make_project(
+    tmp_path: Path, files: Mapping[str, str], base: str | None = None, name: str = "proj"
+) -> Path:
+    """A git-committed project in ``tmp_path/name``: a copy of ``tests/projects/<base>``
+    (when given) with ``files`` (dedented) written over it."""
+    project = tmp_path / name
+    if base is not None:
+        shutil.copytree(
+            PROJECTS / base, project, ignore=shutil.ignore_patterns("__pycache__", ".diffgenome")
+        )
+    project.mkdir(parents=True, exist_ok=True)
+    write_files(project, files)
+    git_commit(project)
+    return project
+
+
+def run_pytest(
+    project: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "pytest", *BASE_ARGS, *args],
+        cwd=project,
+        env=clean_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def export(project: Path, store: str | Path = STORE, run: str = "latest") -> dict[str, Any]:
+    """The run as a ``diffgenome-genome/1`` document, validated against the published schema."""
+    done = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "export", run, "--store", str(store)],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+@dataclass
+class Recording:
+    doc: dict[str, Any]
+    proc: subprocess.CompletedProcess[str]
+
+    @property
+    def output(self) -> str:
+        return self.proc.stdout + self.proc.stderr
+
+
+def record_full(
+    project: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    returncode: int | None = 0,
+    store: str | Path = STORE,
+) -> Recording:
+    """Run ``pytest --genome *args`` and export the run it recorded."""
+    proc = run_pytest(project, "--genome", *args, env=env)
+    if returncode is not None:
+        assert proc.returncode == returncode, proc.stdout + proc.stderr
+    return Recording(export(project, store), proc)
+
+
+def record(project: Path, *args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``pytest --genome *args`` (which must pass) and return the exported document."""
+    return record_full(project, *args, env=env).doc
+
+
+def test_genome(doc: Mapping[str, Any], test_id_suffix: str) -> dict[str, Any]:
+    """The one test whose id ends with ``test_id_suffix``."""
+    found = [t for t in doc["tests"] if t["id"].endswith(test_id_suffix)]
+    ids = [t["id"] for t in doc["tests"]]
+    assert len(found) == 1, f"{test_id_suffix!r} matches {len(found)} of {ids}"
+    return dict(found[0])
+
+
+test_genome.__test__ = False  # type: ignore[attr-defined]  # not a test, despite its name
+
+
+def nodes_by_symbol(phase: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Call nodes of a phase grouped by symbol (a symbol may sit on several paths)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for node in phase["nodes"]:
+        if node["type"] == "call":
+            out.setdefault(node["symbol"], []).append(node)
+    return out
+
+
+def one_node(phase: Mapping[str, Any], symbol: str) -> dict[str, Any]:
+    found = nodes_by_symbol(phase).get(symbol, [])
+    assert len(found) == 1, f"{symbol}: {len(found)} nodes in {symbols_of(phase)}"
+    return found[0]
+
+
+def symbols_of(phase: Mapping[str, Any]) -> set[str]:
+    return {n["symbol"] for n in phase["nodes"] if n["type"] == "call"}
+
+
+def node_path(phase: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
+    """Symbols (or ``kind target`` for OS events) from the top of the tree down to ``node``."""
+    by_id = {n["id"]: n for n in phase["nodes"]}
+    path: list[str] = []
+    current: Mapping[str, Any] | None = node
+    while current is not None:
+        label = current.get("symbol") or f"{current.get('kind')} {current.get('target')}"
+        path.append(str(label))
+        parent = current["parent"]
+        current = by_id[parent] if parent is not None else None
+    return path[::-1]
+
+
+def parent_symbol(phase: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
+    if node["parent"] is None:
+        return None
+    parent = next(n for n in phase["nodes"] if n["id"] == node["parent"])
+    return str(parent.get("symbol"))
+
+
+def os_events(phase: Mapping[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
+    return [
+        n for n in phase["nodes"] if n["type"] == "os_event" and (kind is None or n["kind"] == kind)
+    ]
+
+
+def branches_by_site(phase: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """``site -> {"true": n, "false": m}`` summed over nodes."""
+    out: dict[str, dict[str, int]] = {}
+    for branch in phase["branches"]:
+        counts = out.setdefault(branch["site"], {"true": 0, "false": 0})
+        counts["true"] += branch["outcomes"]["true"]
+        counts["false"] += branch["outcomes"]["false"]
+    return out
+
+
+def symbol_table(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["id"]: s for s in doc["symbols"]}
+
+
+def all_phase_symbols(doc: Mapping[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for test in doc["tests"]:
+        for phase in test["phases"].values():
+            found |= symbols_of(phase)
+    return found
+
+
+def without_run(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document minus what legitimately differs between two recordings of one tree."""
+    return {k: v for k, v in doc.items() if k != "run"}
+
+
+def test_summary(doc: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Per test: outcome, verified, reasons and phases -- what must not depend on scheduling."""
+    return {
+        t["id"]: (t["outcome"], t["verified"], tuple(t["unverified_reasons"]), t["phases"])
+        for t in doc["tests"]
+    }
+
+
+test_summary.__test__ = False  # type: ignore[attr-defined]
+
+
+def diffgenome_warnings(output: str) -> list[str]:
+    return [line for line in output.splitlines() if "Warning: diffgenome" in line]
+
+
+def reasons_of(doc: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {t["id"]: list(t["unverified_reasons"]) for t in doc["tests"]}
+
+
+def ids(items: Iterable[Mapping[str, Any]]) -> list[str]:
+    return [str(i["id"]) for i in items]

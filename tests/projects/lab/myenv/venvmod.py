@@ -1,0 +1,2 @@
+def inside_venv():
+    return 42

@@ -1,0 +1,176 @@
+"""Which symbols and decision sites a code change touched, named as the recorder names them."""
+
+from __future__ import annotations
+
+import textwrap
+
+from diffgenome.analysis.diff import CodeChangeInput, code_changes_from_sources
+
+
+def changes(base: str | None, head: str | None, module: str = "pkg.mod") -> CodeChangeInput:
+    base_files = {} if base is None else {"pkg/mod.py": textwrap.dedent(base)}
+    head_files = {} if head is None else {"pkg/mod.py": textwrap.dedent(head)}
+    return code_changes_from_sources(base_files, head_files, lambda path: module)
+
+
+def summary(code: CodeChangeInput) -> dict[str, str]:
+    return {change.symbol: change.change for change in code.symbols}
+
+
+BASE = """
+    LIMIT = 3
+
+
+    def price(x):
+        if x > LIMIT:
+            return x * 2
+        return x
+
+
+    class Cart:
+        def add(self, item):
+            self.items.append(item)
+
+        def total(self):
+            return sum(i for i in self.items if i)
+
+
+    def helper():
+        return 1
+"""
+
+
+def test_moving_code_adding_comments_and_docstrings_is_no_change() -> None:
+    head = """
+        '''Module docstring.'''
+        LIMIT = 3  # the limit
+
+
+        def helper():
+            # moved up
+            return 1
+
+
+        class Cart:
+            '''A cart.'''
+
+            def total(self):
+                return sum(i for i in self.items if i)
+
+            def add(self, item):
+                self.items.append(item)
+
+
+        def price(x):
+            '''Price of x.'''
+            if x > LIMIT:  # big
+                return x * 2
+
+            return x
+    """
+    assert changes(BASE, head).symbols == ()
+
+
+def test_deleted_and_renamed_functions() -> None:
+    head = BASE.replace("def helper():", "def helper_renamed():").replace(
+        "\n        def add(self, item):\n            self.items.append(item)\n", ""
+    )
+    assert summary(changes(BASE, head)) == {
+        "py:pkg.mod.Cart.add": "removed",
+        "py:pkg.mod.helper": "removed",
+        "py:pkg.mod.helper_renamed": "added",
+    }
+
+
+def test_editing_a_method_changes_the_method_not_its_class() -> None:
+    head = BASE.replace("self.items.append(item)", "self.items.insert(0, item)")
+    code = changes(BASE, head)
+    assert summary(code) == {"py:pkg.mod.Cart.add": "modified"}
+    assert code.symbols[0].path == "pkg/mod.py"
+
+
+def test_a_changed_condition_is_a_modified_site() -> None:
+    code = changes(BASE, BASE.replace("if x > LIMIT:", "if x >= LIMIT:"))
+    (change,) = code.symbols
+    assert change.symbol == "py:pkg.mod.price" and change.change == "modified"
+    assert [(s.site, s.change, s.predicate) for s in change.sites] == [
+        ("py:pkg.mod.price/if[0]", "modified", "x >= LIMIT")
+    ]
+
+
+def test_changed_code_under_a_decision_marks_that_decision_only() -> None:
+    base = """
+        def f(x, y):
+            if x:
+                a = 1
+            if y:
+                a = 2
+            return [v for v in range(3) if v]
+    """
+    head = base.replace("a = 2", "a = 3")
+    (change,) = changes(base, head).symbols
+    assert [(s.site, s.change) for s in change.sites] == [("py:pkg.mod.f/if[1]", "modified")]
+
+
+def test_a_new_decision_is_an_added_site() -> None:
+    head = BASE.replace(
+        "        return x\n", "        if x < 0:\n            return 0\n        return x\n"
+    )
+    (change,) = changes(BASE, head).symbols
+    assert [(s.site, s.change, s.predicate) for s in change.sites] == [
+        ("py:pkg.mod.price/if[1]", "added", "x < 0")
+    ]
+
+
+def test_a_generator_expression_is_its_own_symbol() -> None:
+    head = BASE.replace("for i in self.items if i)", "for i in self.items if i > 0)")
+    code = changes(BASE, head)
+    assert summary(code) == {"py:pkg.mod.Cart.total.<locals>.<genexpr>#0": "modified"}
+    (site,) = code.symbols[0].sites
+    assert site.site == "py:pkg.mod.Cart.total.<locals>.<genexpr>#0/comprehension[0]"
+
+
+def test_module_level_code_is_the_module_symbol() -> None:
+    assert summary(changes(BASE, BASE.replace("LIMIT = 3", "LIMIT = 4"))) == {
+        "py:pkg.mod": "modified"
+    }
+
+
+def test_a_nested_function_change_is_the_nested_symbol() -> None:
+    base = """
+        def outer():
+            def inner(x):
+                return x + 1
+            return inner(1)
+    """
+    head = base.replace("x + 1", "x + 2")
+    assert summary(changes(base, head)) == {"py:pkg.mod.outer.<locals>.inner": "modified"}
+
+
+def test_lambdas_are_named_by_ordinal() -> None:
+    base = """
+        def f():
+            a = lambda: 1
+            b = lambda: 2
+            return a() + b()
+    """
+    head = base.replace("lambda: 2", "lambda: 3")
+    assert summary(changes(base, head)) == {"py:pkg.mod.f.<locals>.<lambda>#1": "modified"}
+
+
+def test_added_and_deleted_files() -> None:
+    assert summary(changes(None, "def f():\n    return 1\n")) == {
+        "py:pkg.mod": "added",
+        "py:pkg.mod.f": "added",
+    }
+    assert summary(changes("def f():\n    return 1\n", None)) == {
+        "py:pkg.mod": "removed",
+        "py:pkg.mod.f": "removed",
+    }
+
+
+def test_files_that_are_not_modules_or_do_not_parse() -> None:
+    skipped = code_changes_from_sources({"README": "a"}, {"README": "b"}, lambda path: None)
+    assert skipped.symbols == () and skipped.unparsed == ()
+    broken = changes("def f():\n    return 1\n", "def f(:\n")
+    assert broken.symbols == () and broken.unparsed == ("pkg/mod.py",)
