@@ -143,7 +143,24 @@ class Recorder:
         }
         return config
 
+    def _warn_split_path_options(self) -> None:
+        """pytest picks its rootdir before plugin options are known: ``--genome-store PATH``
+        as two arguments lets PATH pass for a test path and moves the rootdir (test ids and
+        module names then change). Say so once; ``--genome-store=PATH`` is safe."""
+        args = list(self.config.invocation_params.args)
+        for option in ("--genome-store", "--genome-key-file"):
+            if option in args[:-1]:
+                warnings.warn(
+                    pytest.PytestWarning(
+                        f"diffgenome: write {option}=PATH as one argument; as two, pytest may "
+                        "take PATH for a test path when it chooses its rootdir "
+                        f"(rootdir is {self.rootdir})"
+                    ),
+                    stacklevel=1,
+                )
+
     def start(self) -> None:
+        self._warn_split_path_options()
         if not self.is_worker:
             commit = _git(self.rootdir, "rev-parse", "HEAD")
             status = _git(self.rootdir, "status", "--porcelain")
