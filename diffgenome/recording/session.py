@@ -33,6 +33,7 @@ from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import Bounds, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.store import StoreWriter
+from diffgenome.recording.subtests import SubtestCapture
 
 _enumerate_threads = threading.enumerate
 # Tests are written as soon as they finish: a session that dies without running its hooks
@@ -129,6 +130,7 @@ class Recorder:
         self._closed = False
         self.guard: EgressGuard | None = None
         self.standins: StandIns | None = None
+        self.subtests: SubtestCapture | None = None
 
     # -- session -------------------------------------------------------------------------
 
@@ -223,6 +225,8 @@ class Recorder:
             self.standins = StandIns(self.tracer)
             self.tracer.standins = self.standins
             self.standins.install()
+            self.subtests = SubtestCapture(self.tracer)
+            self.subtests.install()
         self.guard = EgressGuard(self.egress_policy, self._on_egress)
         self.guard.activate()
 
@@ -259,6 +263,8 @@ class Recorder:
         if self.standins is not None:
             self.standins.uninstall()
             self.tracer.standins = None
+        if self.subtests is not None:
+            self.subtests.uninstall()
         self.tracer.stop()
         try:
             self._flush()
@@ -333,8 +339,40 @@ class Recorder:
         return (yield from self._phase("teardown"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.is_controller:
-            self._reports[report.when] = report
+        if self.is_controller:
+            return
+        context = getattr(report, "context", None)
+        if context is not None and report.when == "call" and hasattr(context, "kwargs"):
+            self._finish_subtest(report)
+            return
+        self._reports[report.when] = report
+
+    def _finish_subtest(self, report: pytest.TestReport) -> None:
+        """A subtest's report: its block's capture becomes a test of its own."""
+        describe = getattr(report, "_sub_test_description", None)
+        label = describe() if callable(describe) else "[subtest]"
+        test_id = f"{self._test_id(report.nodeid)} {label}"
+        reasons = list(self._session_reasons)
+        phases: dict[str, Any] = {}
+        finished = self.subtests.finished if self.subtests is not None else []
+        if finished:
+            capture = finished.pop(0)
+            phases["call"] = export_phase(capture, self.digester)
+            reasons.extend(f"call:{p}" for p in consistency_problems(phases["call"]))
+        else:
+            reasons.append("not-recorded:call")
+        outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
+        self._batch.append(
+            {
+                "id": test_id,
+                "outcome": outcome,
+                "verified": not reasons,
+                "unverified_reasons": sorted(set(reasons)),
+                "phases": phases,
+            }
+        )
+        if len(self._batch) >= BATCH_SIZE:
+            self._flush()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:

@@ -347,20 +347,26 @@ def test_anyio_backend_fixture_is_setup(doc: dict[str, Any]) -> None:
     assert "py:tests.test_core.anyio_backend" in symbols_of(setup)
 
 
-def test_subtests_fold_into_their_test(doc: dict[str, Any]) -> None:
-    """pytest's built-in ``subtests``: sub-results are not tests of their own in the genome.
+def test_subtests_are_tests_of_their_own(doc: dict[str, Any]) -> None:
+    """pytest's built-in ``subtests``: each subtest has its own id, outcome and genome.
 
-    The test records one call phase covering all three subtests; one failing subtest makes
-    the test ``failed``.
+    Calls made inside a ``with subtests.test(...)`` block belong to that subtest; the parent
+    test keeps what ran outside the blocks and fails when one subtest failed.
     """
-    test_ids = [t["id"] for t in doc["tests"]]
-    assert [i for i in test_ids if "test_subtests" in i] == [
-        "tests/test_outcomes.py::test_subtests"
-    ]
-    test = test_genome(doc, "::test_subtests")
-    assert test["outcome"] == "failed"
-    leaf = one_node(test["phases"]["call"], "py:lab.calls.leaf")
-    assert leaf["count"] == 3
+    test_ids = [t["id"] for t in doc["tests"] if "test_subtests" in t["id"]]
+    base = "tests/test_outcomes.py::test_subtests"
+    assert sorted(test_ids) == [base, f"{base} (i=0)", f"{base} (i=1)", f"{base} (i=2)"]
+    assert test_genome(doc, base)["outcome"] == "failed"
+    parent_symbols = symbols_of(test_genome(doc, base)["phases"]["call"])
+    assert "py:lab.calls.leaf" not in parent_symbols
+    outcomes = {}
+    for i in range(3):
+        sub = next(t for t in doc["tests"] if t["id"] == f"{base} (i={i})")
+        outcomes[i] = sub["outcome"]
+        assert sub["verified"], sub["unverified_reasons"]
+        leaf = one_node(sub["phases"]["call"], "py:lab.calls.leaf")
+        assert leaf["count"] == 1 and leaf["parent"] is None
+    assert outcomes == {0: "passed", 1: "failed", 2: "passed"}  # leaf(1) == 2
 
 
 def test_import_pseudo_test_holds_module_level_code(doc: dict[str, Any]) -> None:

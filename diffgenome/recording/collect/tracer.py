@@ -412,6 +412,19 @@ class Tracer:
         origin = entry.get("origin") if entry is not None else None
         return origin if isinstance(origin, str) else None
 
+    def map_frame(self, frame: FrameType, node: Node) -> Node | None:
+        """Attribute what ``frame`` calls from now on to ``node``; returns the previous node."""
+        previous = self._active.get(id(frame))
+        self._active[id(frame)] = node
+        return previous
+
+    def unmap_frame(self, frame: FrameType, previous: Node | None) -> None:
+        """Undo ``map_frame``."""
+        if previous is None:
+            self._active.pop(id(frame), None)
+        else:
+            self._active[id(frame)] = previous
+
     def record_os_event(
         self, kind: str, target: str, outcome: str, frame: FrameType | None
     ) -> None:

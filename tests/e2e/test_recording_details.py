@@ -1,0 +1,187 @@
+"""State facts, line-free names of anonymous code, and errors inside the collector.
+
+Each test runs a real `pytest --genome` session on a small generated project.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import make_project, one_node, record, test_genome
+
+STATE_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/account.py": """
+        LIMIT = 100
+        MODE = None
+
+
+        class Account:
+            def __init__(self):
+                self.balance = 0
+                self.owner = ""
+                self.tags = []
+
+            def deposit(self, amount):
+                if amount > LIMIT:
+                    raise ValueError("over limit")
+                self.balance = self.balance + amount
+                self.tags.append("d")
+                return self.balance
+
+            def describe(self):
+                return f"{self.owner}:{self.balance}:{MODE}"
+    """,
+    "tests/test_account.py": """
+        from pkg.account import Account
+
+        def test_deposit():
+            account = Account()
+            account.deposit(5)
+            account.deposit(7)
+
+        def test_describe():
+            account = Account()
+            account.owner = "ann"
+            account.describe()
+    """,
+}
+
+
+def test_state_facts_bucket_receiver_fields_and_globals(tmp_path: Path) -> None:
+    doc = record(make_project(tmp_path, STATE_PROJECT))
+    deposit = one_node(
+        test_genome(doc, "::test_deposit")["phases"]["call"], "py:pkg.account.Account.deposit"
+    )
+    facts = {(f["when"], f["target"], f["bucket"]) for f in deposit["state"]}
+    # Fields read through self, bucketed, on entry and exit; never the value itself.
+    assert ("entry", "self.balance", "zero") in facts
+    assert ("entry", "self.balance", "pos") in facts  # second deposit
+    assert ("exit", "self.balance", "pos") in facts
+    assert ("entry", "self.tags", "empty") in facts
+    assert ("exit", "self.tags", "one") in facts
+    assert ("exit", "self.tags", "many") in facts
+    assert ("entry", "global:LIMIT", "pos") in facts
+    assert not any("Account" in target or "ValueError" in target for _, target, _ in facts)
+    describe = one_node(
+        test_genome(doc, "::test_describe")["phases"]["call"], "py:pkg.account.Account.describe"
+    )
+    described = {(f["when"], f["target"], f["bucket"]) for f in describe["state"]}
+    assert ("entry", "self.owner", "nonempty") in described
+    assert ("entry", "global:MODE", "none") in described
+
+
+NAMES_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/shapes.py": """
+        import sys
+
+
+        def pick(values):
+            first = sorted(values, key=lambda v: -v)
+            second = sorted(values, key=lambda v: v % 3)
+            return first[0] + second[0] + sum(x for x in values if x)
+
+
+        class Box:
+            def __init__(self):
+                self._size = 1
+
+            @property
+            def size(self):
+                return self._size
+
+            @size.setter
+            def size(self, value):
+                self._size = value
+
+
+        if sys.maxsize > 0:
+            def mode():
+                return "big"
+        else:
+            def mode():
+                return "small"
+    """,
+    "tests/test_names.py": """
+        from pkg.shapes import Box, mode, pick
+
+        def test_names():
+            pick([1, 2, 3])
+            box = Box()
+            box.size = 3
+            assert box.size == 3
+            mode()
+    """,
+}
+
+
+def _symbols(doc: dict[str, Any]) -> set[str]:
+    phase = test_genome(doc, "::test_names")["phases"]["call"]
+    return {n["symbol"] for n in phase["nodes"] if n["type"] == "call"}
+
+
+def test_anonymous_code_and_twins_get_line_free_ordinals(tmp_path: Path) -> None:
+    symbols = _symbols(record(make_project(tmp_path, NAMES_PROJECT)))
+    assert {
+        "py:pkg.shapes.pick.<locals>.<lambda>#0",
+        "py:pkg.shapes.pick.<locals>.<lambda>#1",
+        "py:pkg.shapes.pick.<locals>.<genexpr>#0",
+        "py:pkg.shapes.Box.size",  # the getter
+        "py:pkg.shapes.Box.size#1",  # the setter
+        "py:pkg.shapes.mode",  # the first of two conditional definitions, the one that ran
+    } <= symbols
+    assert not any(any(ch.isdigit() for ch in s.split("#")[0]) for s in symbols)
+
+
+def test_names_survive_moved_code_and_comments(tmp_path: Path) -> None:
+    first = _symbols(record(make_project(tmp_path, NAMES_PROJECT, name="a")))
+    moved = dict(NAMES_PROJECT)
+    source = textwrap.dedent(NAMES_PROJECT["pkg/shapes.py"])
+    moved["pkg/shapes.py"] = "# a comment\n\n\n" + source.replace(
+        "def pick", "\n\n# moved further down\ndef pick"
+    )
+    second = _symbols(record(make_project(tmp_path, moved, name="b")))
+    assert first == second
+
+
+def test_errors_inside_the_collector_are_disclosed_not_raised(tmp_path: Path) -> None:
+    """A fault inside a callback (injected by patching the recorder's own summariser from a
+    conftest) never reaches the test: it passes, and its genome says it is unverified."""
+    files = {
+        "pkg/__init__.py": "def echo(value):\n    return value\n",
+        "tests/conftest.py": """
+            from diffgenome.recording.collect import values
+
+            original = values.summarize
+
+            class Poison:
+                pass
+
+            def summarize(value):
+                if type(value) is Poison:
+                    raise RuntimeError("injected collector fault")
+                return original(value)
+
+            values.summarize = summarize
+        """,
+        "tests/test_fault.py": """
+            from pkg import echo
+            from conftest import Poison
+
+            def test_poisoned():
+                assert isinstance(echo(Poison()), Poison)
+
+            def test_clean():
+                assert echo(3) == 3
+        """,
+    }
+    doc = record(make_project(tmp_path, files))
+    poisoned = test_genome(doc, "::test_poisoned")
+    assert poisoned["outcome"] == "passed"
+    assert not poisoned["verified"]
+    assert any(r.startswith("call:tracer-error:") for r in poisoned["unverified_reasons"])
+    clean = test_genome(doc, "::test_clean")
+    assert clean["verified"], clean["unverified_reasons"]
