@@ -9,10 +9,12 @@ its own tests into it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -32,7 +34,7 @@ from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import Bounds, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
-from diffgenome.recording.store import StoreWriter
+from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 
 _enumerate_threads = threading.enumerate
@@ -111,7 +113,10 @@ class Recorder:
         self.repo_modules = _top_level_modules(self.scope)
         self._id_prefix = _rootdir_in_repository(self.rootdir)
         self.bounds = Bounds(max_nodes=_max_nodes(config))
-        self.store = StoreWriter.open(self.store_path, self.key_file)
+        try:
+            self.store = StoreWriter.open(self.store_path, self.key_file)
+        except StoreError as exc:
+            raise pytest.UsageError(f"diffgenome: {exc}") from None
         self.digester = values.Digester(self.store.key)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
         self.run_id: str = (
@@ -131,6 +136,7 @@ class Recorder:
         self.guard: EgressGuard | None = None
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
+        self._store_broken = False
 
     # -- session -------------------------------------------------------------------------
 
@@ -274,6 +280,8 @@ class Recorder:
                 reasons.append("internal-error")
             if exitstatus is None:
                 reasons.append("session-ended-early")
+            if self._store_broken:
+                return
             if not self.is_controller:
                 self.store.leave_run(
                     self.run_id, self.worker, not interrupted and exitstatus is not None, reasons
@@ -282,8 +290,11 @@ class Recorder:
                 self.store.finish_run(
                     self.run_id, not interrupted and exitstatus is not None, reasons, _now()
                 )
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            self._store_failed(exc)
         finally:
-            self.store.close()
+            with contextlib.suppress(Exception):
+                self.store.close()
 
     # -- tests ---------------------------------------------------------------------------
 
@@ -411,7 +422,30 @@ class Recorder:
         if len(self._batch) >= BATCH_SIZE:
             self._flush()
 
+    def _store_failed(self, exc: BaseException) -> None:
+        """The store broke mid-session (deleted, read-only, disk full): tests go on, the run
+        stays unfinished in the store (so it reads as incomplete), and pytest says so once."""
+        if not self._store_broken:
+            self._store_broken = True
+            warnings.warn(
+                pytest.PytestWarning(
+                    f"diffgenome: the store at {self.store_path} failed ({exc}); recording "
+                    "stopped, the run is incomplete"
+                ),
+                stacklevel=1,
+            )
+
     def _flush(self) -> None:
+        if self._store_broken:
+            self._batch = []
+            return
+        try:
+            self._write_batch()
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            self._batch = []
+            self._store_failed(exc)
+
+    def _write_batch(self) -> None:
         prefix = self._id_prefix
         symbols = [
             {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
