@@ -89,6 +89,7 @@ class CodeInfo:
         "code",
         "filemap",
         "globals_read",
+        "has_state",
         "is_test",
         "kind",
         "line",
@@ -96,6 +97,7 @@ class CodeInfo:
         "path",
         "receiver",
         "self_attrs",
+        "state_globals",
         "symbol",
     )
 
@@ -123,6 +125,10 @@ class CodeInfo:
         self.arg_labels = tuple(name + "=" for name in names)
         self.receiver = receiver
         self.self_attrs, self.globals_read = _state_reads(code, receiver)
+        # Globals that hold data, not code: decided at the first call, from the module's
+        # namespace then (a name bound to a function is a function's name, not state).
+        self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()
+        self.has_state = bool(self.self_attrs or self.globals_read)
 
 
 class Node:
@@ -305,20 +311,7 @@ class Tracer:
         self._active.clear()
         return PhaseCapture(root, sorted(reasons))
 
-    def disclose(self, reason: str) -> None:
-        """Add a reason why the current phase's capture is not complete."""
-        self._reasons.add(reason)
-
     # -- attribution ---------------------------------------------------------------------
-
-    def current_node(self, frame: FrameType | None) -> Node | None:
-        """The node a frame's activity belongs to, or None when not recording.
-
-        Used by stand-ins and the egress guard to hang their nodes under the in-scope caller.
-        """
-        if not self._recording:
-            return None
-        return self._parent_of(frame)
 
     def enter_substitution(self, frame: FrameType, key: tuple[Any, ...]) -> Node | None:
         """A call into a stand-in made from ``frame.f_back``; ``frame`` is the interceptor's.
@@ -680,7 +673,7 @@ class Tracer:
                 active[id(frame)] = node
                 if info.argnames:
                     record_args(node, info, frame)
-                if info.self_attrs or info.globals_read:
+                if info.has_state:
                     record_state(node, info, frame, "entry")
             except Exception:
                 tracer.errors += 1
@@ -720,7 +713,7 @@ class Tracer:
                     return None
                 node.returned += 1
                 node.results.add_pair(summarize(value))
-                if info.self_attrs or info.globals_read:
+                if info.has_state:
                     record_state(node, info, frame, "exit")
             except Exception:
                 tracer.errors += 1
@@ -827,13 +820,20 @@ class Tracer:
                     value = fields.get(attr, _ABSENT)
                     bucket = "absent" if value is _ABSENT else values.bucket(value)
                     state.add((when, "self." + attr, bucket))
-        if info.globals_read:
-            module_globals = frame.f_globals
-            for name in info.globals_read:
-                value = module_globals.get(name, _ABSENT)
-                if value is _ABSENT or _is_code_like(value):
-                    continue
-                state.add((when, "global:" + name, values.bucket(value)))
+        names = info.state_globals
+        module_globals = frame.f_globals
+        if names is None:
+            names = info.state_globals = tuple(
+                name
+                for name in info.globals_read
+                if not _is_code_like(module_globals.get(name, _ABSENT)) and name in module_globals
+            )
+            info.has_state = bool(info.self_attrs or names)
+        for name in names:
+            value = module_globals.get(name, _ABSENT)
+            if value is _ABSENT or _is_code_like(value):
+                continue
+            state.add((when, "global:" + name, values.bucket(value)))
 
     def _exception_symbol(self, exc: BaseException) -> str:
         cls = type(exc)
