@@ -30,5 +30,8 @@ demo: venv
 bench: venv
 	$(PY) experiments/bench.py
 
+bench-quick: venv
+	$(PY) experiments/bench.py --quick
+
 clean:
 	rm -rf .venv .venv-* .diffgenome build *.egg-info

@@ -1,12 +1,16 @@
-"""`make demo`: record the bundled example project's tests and show their genomes.
+"""`make demo`: a two-commit `diffgenome diff` of the bundled example project.
 
-Copies tests/projects/shop into a temporary git repository, runs `pytest --genome` there with
-this interpreter, then prints what the store holds. Everything shown is recorded, nothing is
-made up. (Once the differ lands, the demo becomes a two-commit `diffgenome diff`.)
+Builds a temporary git repository with tests/projects/shop as the first commit and
+experiments/demo/shop_v2/ copied over it as the second: a discount tier moved (a decision
+and a result change), a new helper call, a new exception type, and a payment gateway whose
+`charge` changed while a test still replaces it with `create_autospec` (mock drift). Then it
+runs `diffgenome diff HEAD~1 HEAD` there with this interpreter and prints the report.
+Everything shown is recorded, nothing is made up.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,27 +19,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "projects" / "shop"
+SECOND = ROOT / "experiments" / "demo" / "shop_v2"
+GIT = ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid"]
+GIT += ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+PYTEST_ARGS = ("-q", "-p", "no:randomly", "-p", "no:hypothesispytest")
 
 
-def run(*args: str, cwd: Path) -> None:
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True)
+
+
+def run(*args: str, cwd: Path, env: dict[str, str]) -> int:
     print(f"\n$ {' '.join(args)}", flush=True)
-    subprocess.run(args, cwd=cwd, check=True)
+    return subprocess.run(args, cwd=cwd, env=env, check=False).returncode
 
 
 def main() -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DIFFGENOME_"))}
+    env.update({"COLUMNS": "110", "PYTHONDONTWRITEBYTECODE": "1"})
     with tempfile.TemporaryDirectory(prefix="diffgenome-demo-") as tmp:
         project = Path(tmp) / "shop"
-        shutil.copytree(EXAMPLE, project)
-        git = ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid"]
-        subprocess.run([*git, "init", "-q"], cwd=project, check=True)
-        subprocess.run([*git, "add", "-A"], cwd=project, check=True)
-        subprocess.run([*git, "commit", "-q", "-m", "example"], cwd=project, check=True)
-        run(sys.executable, "-m", "pytest", "--genome", "-q", "-p", "no:cacheprovider", cwd=project)
+        ignore = shutil.ignore_patterns("__pycache__", ".diffgenome", ".pytest_cache")
+        shutil.copytree(EXAMPLE, project, ignore=ignore)
+        git("init", "-q", cwd=project)
+        git("add", "-A", cwd=project)
+        git("commit", "-qm", "shop as it was", cwd=project)
+        shutil.copytree(SECOND, project, ignore=ignore, dirs_exist_ok=True)
+        git("add", "-A", cwd=project)
+        git("commit", "-qm", "new tiers, a rounding helper, InvalidQuantity, currency", cwd=project)
         cli = [sys.executable, "-m", "diffgenome.analysis.cli"]
-        run(*cli, "runs", cwd=project)
-        run(*cli, "show", "latest", cwd=project)
-        run(*cli, "show", "latest", "tests/test_pricing.py::test_total_with_discount", cwd=project)
-        run(*cli, "show", "latest", "test_checkout_with_mocked_gateway", cwd=project)
+        code = run(*cli, "diff", "HEAD~1", "HEAD", "--", *PYTEST_ARGS, cwd=project, env=env)
+        if code not in (0, 1):
+            return code
+        print(f"\n(exit status {code}: 1 means that behaviour changed)")
     return 0
 
 

@@ -13,9 +13,10 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -24,11 +25,17 @@ from rich.console import Console, RenderableType
 
 from diffgenome import __version__
 from diffgenome.analysis import render
-from diffgenome.analysis.models import GenomeDocument, Run, TestRecord
+from diffgenome.analysis.diff import runner
+from diffgenome.analysis.diff.affected import affected_tests
+from diffgenome.analysis.diff.affected import render_text as render_affected
+from diffgenome.analysis.diff.revisions import module_namer
+from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRecord
+from diffgenome.analysis.report import render_markdown, render_terminal
 from diffgenome.analysis.schema import SCHEMAS, schema_text
 from diffgenome.analysis.store import StoreReader, UnknownRunError
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError
 from diffgenome.protocol.store import DEFAULT_DIR, StoreError
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PROG = "diffgenome"
 EXIT_OK = 0
@@ -243,11 +250,174 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
         ) from None
 
 
+# -- diff and affected --------------------------------------------------------------------
+
+FAIL_ON = ("changed", "drift", "gaps", "never")
+EXIT_FOUND = 1
+
+
+def _configure_sides(parser: argparse.ArgumentParser) -> None:
+    sides = (
+        "a git revision (recorded in a disposable worktree), WORKTREE (the checkout as it is), "
+        "a run id or prefix in the store, or a diffgenome-genome/1 JSON file"
+    )
+    parser.add_argument("base", metavar="BASE", help=f"the old side: {sides}")
+    parser.add_argument("head", metavar="HEAD", help="the new side, the same kinds as BASE")
+    parser.add_argument("--repo", metavar="DIR", help="the git repository (default: here)")
+    parser.add_argument(
+        "--python",
+        metavar="PY",
+        default=sys.executable,
+        help="interpreter with the project's dependencies that records the tests "
+        "(default: this one); diffgenome need not be installed there",
+    )
+    parser.add_argument(
+        "--rerecord",
+        action="store_true",
+        help="record revisions again even when the store has a recording to reuse",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="write the result as JSON to FILE ('-': standard output)"
+    )
+    parser.set_defaults(pytest_args=[])
+    parser.epilog = (
+        "Arguments after -- go to pytest on both sides (the test selection), e.g. "
+        "`-- -k pricing tests/unit`; paths are relative to the folder diffgenome runs in."
+    )
+
+
+def _configure_diff(parser: argparse.ArgumentParser) -> None:
+    _configure_sides(parser)
+    parser.add_argument(
+        "--markdown", metavar="FILE", help="write a Markdown report to FILE ('-': standard output)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="changed",
+        help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
+        "unverified; the default), drift (a mock drifted), gaps (changed code without test "
+        "evidence), never",
+    )
+    parser.add_argument(
+        "--repeat",
+        metavar="N",
+        type=int,
+        default=1,
+        help="record each side N times and mark what differs between them as unstable",
+    )
+
+
+def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
+    def progress(message: str) -> None:
+        sys.stderr.write(f"{PROG}: {message}\n")
+        sys.stderr.flush()
+
+    return runner.Options(
+        base=args.base,
+        head=args.head,
+        repo=args.repo,
+        python=args.python,
+        pytest_args=tuple(args.pytest_args),
+        store=args.store,
+        repeat=repeat,
+        rerecord=args.rerecord,
+        progress=progress if sys.stderr.isatty() else None,
+    )
+
+
+def found_for(diff: DiffDocument, fail_on: str) -> bool:
+    """Whether ``diff`` holds what ``--fail-on`` names (see docs/diffing.md)."""
+    if fail_on == "never":
+        return False
+    if fail_on == "drift":
+        return bool(diff.drift)
+    if fail_on == "gaps":
+        return any(change.gaps for change in diff.code_changes)
+    s = diff.summary
+    return bool(s.changed or s.added or s.removed or s.unverified)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM cleans up like Ctrl-C: worktrees and temp folders never stay behind."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    if args.json == "-" and args.markdown == "-":
+        raise CliError("--json - and --markdown - both want standard output; give one a FILE")
+    if args.repeat < 1:
+        raise CliError(f"--repeat must be at least 1, not {args.repeat}")
+    with _terminate_as_interrupt():
+        try:
+            diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+        except runner.DiffError as exc:
+            raise CliError(str(exc)) from None
+    if args.json is not None:
+        write_output(diff.model_dump_json(indent=2) + "\n", args.json)
+    if args.markdown is not None:
+        extra = "".join(f"\n> note: {note}\n" for note in notes)
+        write_output(render_markdown(diff) + extra, args.markdown)
+    if "-" not in (args.json, args.markdown):
+        out = console()
+        out.print(render_terminal(diff))
+        for note in notes:
+            out.print(f"note: {note}", style="dim", markup=False)
+    return EXIT_FOUND if found_for(diff, args.fail_on) else EXIT_OK
+
+
+def _run_affected(args: argparse.Namespace) -> int:
+    with _terminate_as_interrupt():
+        try:
+            prepared = runner.prepare(_diff_options(args), need_head_recording=False)
+        except runner.DiffError as exc:
+            raise CliError(str(exc)) from None
+    if prepared.code_changes is None:
+        why = "; ".join(prepared.notes) or "the code of a side is unknown"
+        raise CliError(
+            f"cannot tell what changed ({why}); give BASE and HEAD as git revisions or WORKTREE"
+        )
+    base = prepared.base.document
+    module_of = module_namer([base])
+    found = affected_tests(base, prepared.code_changes, module_of)
+    if args.json is not None:
+        text = json.dumps([item.as_json() for item in found], indent=2, ensure_ascii=False)
+        write_output(text + "\n", args.json)
+    if args.json != "-":
+        total = sum(1 for test in base.get("tests") or () if test.get("id") != IMPORT_TEST_ID)
+        text = render_affected(found, total, args.base, args.head)
+        text += "".join(f"note: {note}\n" for note in prepared.notes)
+        write_output(text, None)
+    return EXIT_OK
+
+
 COMMANDS: list[Command] = [
     Command("runs", "list the recorded runs, newest first", _configure_runs, _run_runs),
     Command("show", "show a run's tests, or one test's genome", _configure_show, _run_show),
     Command("export", f"write a run as a {GENOME_FORMAT} document", _configure_export, _run_export),
     Command("schema", "print the JSON Schema of a document format", _configure_schema, _run_schema),
+    Command(
+        "diff", "record two revisions and diff their tests' behaviour", _configure_diff, _run_diff
+    ),
+    Command(
+        "affected",
+        "list the tests whose BASE recording reaches code changed in HEAD",
+        _configure_sides,
+        _run_affected,
+    ),
 ]
 
 
@@ -280,7 +450,21 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        # Everything after the first ``--`` is pytest's (``diff``, ``affected``): argparse
+        # would mix it up with the positionals.
+        pytest_args: list[str] | None = None
+        if "--" in argv:
+            cut = argv.index("--")
+            argv, pytest_args = argv[:cut], argv[cut + 1 :]
         args = build_parser().parse_args(argv)
+        if pytest_args is not None:
+            if not hasattr(args, "pytest_args"):
+                raise CliError(
+                    f"`{PROG} {args.command}` takes no arguments after --; "
+                    f"see `{PROG} {args.command} --help`"
+                )
+            args.pytest_args = pytest_args
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except SystemExit as exc:  # --help and --version

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import struct
 from os import O_RDONLY
 from os import close as _close
@@ -187,3 +188,20 @@ def process_token(pid: int) -> str | None:
     if len(fields) < 20:
         return None
     return f"{boot}:{fields[19]}"
+
+
+def recording_key(
+    commit: str | None,
+    dirty: bool | None,
+    python: str,
+    selection: list[str],
+    config: dict[str, object],
+) -> str:
+    """What makes two recordings interchangeable: the same commit of a clean tree, the same
+    interpreter, the same pytest arguments and the same recording configuration.
+
+    Stored in ``run.config.recording_key`` by the recorder and recomputed by ``diffgenome
+    diff`` to reuse a recording; both sides call this one function.
+    """
+    text = json.dumps([commit, dirty, python, list(selection), config], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -10,8 +10,6 @@ its own tests into it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import platform
 import sqlite3
@@ -27,6 +25,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
+from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import values
 from diffgenome.recording.collect.egress import EgressGuard
@@ -137,6 +136,7 @@ class Recorder:
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
+        self._collection_failed = False
 
     # -- session -------------------------------------------------------------------------
 
@@ -172,26 +172,20 @@ class Recorder:
         if not self.is_worker:
             commit = _git(self.rootdir, "rev-parse", "HEAD")
             status = _git(self.rootdir, "status", "--porcelain")
-            store_rel = self.store_path[len(self.rootdir) + 1 :]
-            dirty = None
-            if status is not None:
-                lines = [
-                    line
-                    for line in status.splitlines()
-                    if not (store_rel and line[3:].startswith(store_rel))
-                ]
-                dirty = bool(lines)
+            # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
+            dirty = bool(status.strip()) if status is not None else None
             config = self.run_config()
             selection = [str(a) for a in self.config.invocation_params.args]
-            config["recording_key"] = hashlib.sha256(
-                json.dumps([commit and commit.strip(), selection, config], sort_keys=True).encode()
-            ).hexdigest()[:24]
+            python = f"{platform.python_implementation()} {platform.python_version()}"
+            config["recording_key"] = recording_key(
+                commit.strip() if commit else None, dirty, python, selection, config
+            )
             self.store.begin_run(
                 {
                     "id": self.run_id,
                     "commit": commit.strip() if commit else None,
                     "dirty": dirty,
-                    "python": f"{platform.python_implementation()} {platform.python_version()}",
+                    "python": python,
                     "platform": platform.platform(),
                     "started_at": _now(),
                     "config": config,
@@ -254,7 +248,13 @@ class Recorder:
             return (yield)
         finally:
             self._end("call")
-            self._finish_test(IMPORT_TEST_ID, "passed")
+            # A module that failed to import is an error of ``<import>``, never a pass.
+            outcome = "error" if self._collection_failed else "passed"
+            self._finish_test(IMPORT_TEST_ID, outcome)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._collection_failed = True
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.close(exitstatus=int(exitstatus))

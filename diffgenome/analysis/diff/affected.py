@@ -1,0 +1,179 @@
+"""``diffgenome affected``: the tests whose base recording reaches changed code.
+
+A test is affected when its base genome has a call node of a modified or removed symbol, a
+stand-in claiming to replace one, or a call into a module or class whose own code (module
+level statements, class attributes) changed. Each reason names the changed symbol and the
+call path through which the test reached it, so the selection can be audited. Tests added
+at head have no base genome and are never listed: run them as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
+
+_CONTAINER_KINDS = ("module", "class")
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why one test is affected: ``via`` is ``call`` (it ran the changed symbol), ``stand-in``
+    (it replaced it), ``module``/``class`` (it ran code defined in a changed module or class
+    body) or ``unparsed`` (it ran code of a changed file that could not be analysed)."""
+
+    symbol: str
+    change: str
+    via: str
+    phase: str
+    path: tuple[str, ...]
+    sites: tuple[dict[str, Any], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "symbol": self.symbol,
+            "change": self.change,
+            "via": self.via,
+            "phase": self.phase,
+            "path": list(self.path),
+            "sites": [dict(site) for site in self.sites],
+        }
+
+
+@dataclass
+class Affected:
+    test: str
+    outcome: str
+    reasons: list[Reason] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "outcome": self.outcome,
+            "reasons": [reason.as_json() for reason in self.reasons],
+        }
+
+
+def affected_tests(
+    base: Mapping[str, Any],
+    code: CodeChangeInput,
+    module_of: Callable[[str], str | None],
+) -> list[Affected]:
+    """The base document's tests that reach ``code``'s changes, sorted by test id."""
+    changes = {c.symbol: c for c in code.symbols if c.change != "added"}
+    kinds = {
+        str(s.get("id")): str(s.get("kind"))
+        for s in base.get("symbols") or ()
+        if isinstance(s, dict)
+    }
+    containers = {
+        symbol[3:] + ".": (change, kinds[symbol])
+        for symbol, change in changes.items()
+        if kinds.get(symbol) in _CONTAINER_KINDS and symbol.startswith("py:")
+    }
+    unparsed = {
+        module + ".": path for path in code.unparsed if (module := module_of(path)) is not None
+    }
+    out: list[Affected] = []
+    for test_id, test in sorted(index_tests(base).items()):
+        if test_id == IMPORT_TEST_ID:
+            continue
+        reasons = _reasons(test, changes, containers, unparsed)
+        if reasons:
+            out.append(Affected(test_id, str(test.record.get("outcome")), reasons))
+    return out
+
+
+def _reasons(
+    test: TestIndex,
+    changes: Mapping[str, SymbolChange],
+    containers: Mapping[str, tuple[SymbolChange, str]],
+    unparsed: Mapping[str, str],
+) -> list[Reason]:
+    found: dict[tuple[str, str], Reason] = {}
+
+    def keep(reason: Reason) -> None:
+        key = (reason.symbol, reason.via)
+        known = found.get(key)
+        if known is None or len(reason.path) < len(known.path):
+            found[key] = reason
+
+    for phase_name, phase in test.phases.items():
+        for path, node in phase.nodes.items():
+            kind = node.get("type")
+            if kind == "substitution":
+                target = node.get("claimed_target")
+                change = changes.get(str(target)) if target else None
+                if change is not None:
+                    keep(Reason(change.symbol, change.change, "stand-in", phase_name, path))
+                continue
+            if kind != "call":
+                continue
+            symbol = element_symbol(path[-1]) or ""
+            change = changes.get(symbol)
+            if change is not None:
+                sites = _sites(phase, path, change)
+                keep(Reason(symbol, change.change, "call", phase_name, path, sites))
+            dotted = symbol[3:] if symbol.startswith("py:") else symbol
+            for prefix, (container, via) in containers.items():
+                if dotted.startswith(prefix):
+                    keep(Reason(container.symbol, container.change, via, phase_name, path))
+            for prefix, file in unparsed.items():
+                if (dotted + ".").startswith(prefix):
+                    keep(Reason(f"file:{file}", "modified", "unparsed", phase_name, path))
+    return sorted(found.values(), key=lambda r: (r.symbol, r.via))
+
+
+def _sites(
+    phase: PhaseIndex, path: tuple[str, ...], change: SymbolChange
+) -> tuple[dict[str, Any], ...]:
+    out: list[dict[str, Any]] = []
+    for site in change.sites:
+        branch = phase.branches.get((path, site.site))
+        outcomes = branch.get("outcomes") if branch is not None else None
+        out.append(
+            {
+                "site": site.site,
+                "change": site.change,
+                "predicate": site.predicate,
+                "observed": dict(outcomes) if isinstance(outcomes, dict) else None,
+            }
+        )
+    return tuple(out)
+
+
+def render_text(affected: list[Affected], total: int, base: str, head: str) -> str:
+    """The plain-text list for people: one block per test, one line per reason."""
+    lines = [
+        f"diffgenome affected {base} \u2192 {head}: {len(affected)} of {total} "
+        f"test{'s' if total != 1 else ''} reach changed code"
+    ]
+    for item in affected:
+        lines.append("")
+        lines.append(f"{item.test}  ({item.outcome})")
+        for reason in item.reasons:
+            how = {
+                "call": "runs",
+                "stand-in": "replaces with a stand-in",
+                "module": "runs code of the changed module",
+                "class": "runs code of the changed class",
+                "unparsed": "runs code of an unparsable changed file",
+            }.get(reason.via, reason.via)
+            lines.append(f"  {reason.symbol} {reason.change}: {how}")
+            lines.append(f"    via {' \u2192 '.join(reason.path)} ({reason.phase} phase)")
+            for site in reason.sites:
+                seen = site.get("observed")
+                seen_text = (
+                    f"seen true {seen.get('true', 0)}, false {seen.get('false', 0)}"
+                    if isinstance(seen, dict)
+                    else "not reached on this path"
+                )
+                lines.append(
+                    f"    decision {site['site']} ({site['predicate']}) {site['change']}; "
+                    f"{seen_text}"
+                )
+    return "\n".join(lines) + "\n"

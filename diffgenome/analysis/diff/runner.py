@@ -1,0 +1,599 @@
+"""``diffgenome diff`` and ``affected`` end to end: resolve both sides, record what is not in
+the store yet, read the code changes from git, and hand it all to the differ.
+
+A side is a git revision (recorded in a disposable worktree), ``WORKTREE`` (the checkout as
+it is, recorded in place), a run in the store, or a genome JSON file. A revision already
+recorded with the same recording key (commit, pytest arguments, configuration) by the same
+interpreter version is reused.
+
+The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
+tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
+that neither an editable install of the checkout nor a missing diffgenome can change what
+runs. Whatever goes wrong comes out as a :class:`DiffError` with one line; worktrees, temp
+folders and child processes are removed on every way out, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from diffgenome import __version__
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
+from diffgenome.analysis.diff.document import diff_documents
+from diffgenome.analysis.diff.revisions import (
+    WORKTREE,
+    Repository,
+    RevisionError,
+    module_namer,
+)
+from diffgenome.analysis.diff.worktree import Workspace
+from diffgenome.analysis.models import DiffDocument, GenomeDocument
+from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
+from diffgenome.protocol.store import DEFAULT_DIR, KEY_FILE, StoreError, recording_key
+
+PLUGIN_MODULE = "diffgenome.recording.plugin"
+# The project's pytest must not leave a cache in the user's checkout when WORKTREE is
+# recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
+FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
+STOP_GRACE_S = 15.0
+# pytest's exit codes that mean "the tests could not be run as asked".
+_PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
+_NO_TESTS = 5
+
+
+class DiffError(Exception):
+    """A user or input error of ``diff``/``affected``: one line, exit status 2."""
+
+
+@dataclass(frozen=True)
+class Options:
+    base: str
+    head: str
+    repo: str | None = None
+    python: str = sys.executable
+    pytest_args: tuple[str, ...] = ()
+    store: str | None = None
+    repeat: int = 1
+    rerecord: bool = False
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class Side:
+    """One resolved side: its document, and where its code can be read (a commit, WORKTREE,
+    or None when the recording names no commit that this repository has)."""
+
+    spec: str
+    kind: str  # "revision", "worktree", "run" or "file"
+    document: dict[str, Any]
+    code: str | None
+    repeats: list[dict[str, Any]] = field(default_factory=list)
+    reused: bool = False
+
+
+@dataclass
+class Prepared:
+    base: Side
+    head: Side
+    code_changes: CodeChangeInput | None
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the probe found out about the target interpreter."""
+
+    python: str
+    version: str
+    has_entry_point: bool
+
+
+_PROBE = """
+import json, os, platform, sys
+info = {"python": platform.python_implementation() + " " + platform.python_version(),
+        "ok": sys.version_info >= (3, 12)}
+try:
+    import pytest
+    info["pytest"] = pytest.__version__
+except BaseException as exc:
+    info["pytest_error"] = type(exc).__name__ + ": " + str(exc)
+try:
+    from importlib.metadata import entry_points
+    info["entry_point"] = any(
+        ep.value.split(":")[0].strip() == @PLUGIN@ for ep in entry_points(group="pytest11")
+    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+except BaseException:
+    info["entry_point"] = False
+print(json.dumps(info))
+""".replace("@PLUGIN@", repr(PLUGIN_MODULE))
+
+
+class Runner:
+    """One ``diff`` or ``affected`` invocation; :meth:`prepare` does the work."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.notes: list[str] = []
+        self.repo: Repository | None = None
+        self.store = options.store
+        self._target: Target | None = None
+        self._recorded: dict[tuple[str, str], Side] = {}
+
+    # -- the whole flow ---------------------------------------------------------------------
+
+    def prepare(self, *, need_head_recording: bool = True) -> Prepared:
+        options = self.options
+        if options.repeat < 1:
+            raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
+        self.repo = self._find_repo()
+        if self.store is None:
+            self.store = os.path.join(self.repo.toplevel if self.repo else os.getcwd(), DEFAULT_DIR)
+        self.store = os.path.abspath(self.store)
+        workspace = Workspace(self.repo)
+        try:
+            base = self._side(options.base, "base", workspace, record=True)
+            head = self._side(options.head, "head", workspace, record=need_head_recording)
+        finally:
+            with _sigint_ignored():
+                workspace.close()
+        code_changes = self._code_changes(base, head)
+        return Prepared(base, head, code_changes, self.notes)
+
+    def _find_repo(self) -> Repository | None:
+        where = self.options.repo or os.getcwd()
+        specs = (self.options.base, self.options.head)
+        needs_git = any(not self._is_file(s) for s in specs)
+        try:
+            return Repository.find(where)
+        except RevisionError:
+            if self.options.repo is not None or (needs_git and not self._store_has(specs)):
+                raise
+            return None
+
+    def _store_has(self, specs: Sequence[str]) -> bool:
+        store = self.options.store or os.path.join(os.getcwd(), DEFAULT_DIR)
+        try:
+            with StoreReader.open(store) as reader:
+                for spec in specs:
+                    if not self._is_file(spec):
+                        reader.resolve(spec)
+        except StoreError:
+            return False
+        return True
+
+    @staticmethod
+    def _is_file(spec: str) -> bool:
+        return spec != WORKTREE and os.path.isfile(spec)
+
+    # -- sides ------------------------------------------------------------------------------
+
+    def _side(self, spec: str, name: str, workspace: Workspace, *, record: bool) -> Side:
+        repo = self.repo
+        if spec == WORKTREE:
+            if repo is None:
+                raise DiffError("WORKTREE needs a git repository; pass --repo DIR")
+            if not record:
+                return Side(spec, "worktree", {}, WORKTREE)
+            return self._record_worktree(workspace)
+        sha = repo.commit_of(spec) if repo is not None else None
+        if sha is not None:
+            if not record:
+                return Side(spec, "revision", {}, sha)
+            return self._record_revision(spec, sha, name, workspace)
+        if self._is_file(spec):
+            return self._from_file(spec)
+        run_side = self._from_store(spec)
+        if run_side is not None:
+            return run_side
+        if repo is not None:
+            raise DiffError(str(repo.unknown_revision(spec)))
+        raise DiffError(
+            f"{spec!r} is neither a run in the store {self.store} nor a genome JSON file; "
+            "list the runs with `diffgenome runs`"
+        )
+
+    def _from_file(self, path: str) -> Side:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DiffError(f"cannot read {path}: {exc}; pass a readable genome file") from None
+        except ValueError as exc:
+            raise DiffError(
+                f"{path} is not JSON ({' '.join(str(exc).split())}); pass a {GENOME_FORMAT} file"
+            ) from None
+        if not isinstance(data, dict):
+            raise DiffError(f"{path} is not a {GENOME_FORMAT} document; pass a genome file")
+        try:
+            check_format(data.get("format"), GENOME_FORMAT)
+        except FormatError as exc:
+            raise DiffError(f"{path}: {exc}") from None
+        document = _validated(data, path)
+        return Side(path, "file", document, self._code_of(document, path))
+
+    def _from_store(self, spec: str) -> Side | None:
+        assert self.store is not None
+        if not os.path.exists(self.store):
+            return None
+        with StoreReader.open(self.store) as reader:
+            try:
+                run_id = reader.resolve(spec)
+            except UnknownRunError:
+                return None
+            document = reader.document(run_id)
+        document = _validated(document, f"run {run_id}")
+        return Side(spec, "run", document, self._code_of(document, f"run {run_id}"))
+
+    def _code_of(self, document: dict[str, Any], what: str) -> str | None:
+        run = document.get("run") or {}
+        commit = run.get("commit")
+        if not isinstance(commit, str) or not commit:
+            self.notes.append(f"{what} names no commit: code changes are not analysed")
+            return None
+        if self.repo is None or not self.repo.has_commit(commit):
+            self.notes.append(
+                f"{what} was recorded at commit {commit[:12]}, which this repository does not "
+                "have: code changes are not analysed"
+            )
+            return None
+        if run.get("dirty"):
+            self.notes.append(
+                f"{what} was recorded with uncommitted changes on top of {commit[:12]}: "
+                "code changes are not analysed"
+            )
+            return None
+        return commit
+
+    # -- recording --------------------------------------------------------------------------
+
+    def _record_revision(self, spec: str, sha: str, name: str, workspace: Workspace) -> Side:
+        cached = self._recorded.get(("revision", sha))
+        if cached is not None:
+            return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused)
+        assert self.repo is not None
+        selection = self._selection(workspace)
+        reused: str | None = None
+        if not self.options.rerecord:
+            reused = self._reusable(sha, selection)
+        tree: str | None = None
+        documents: list[dict[str, Any]] = []
+        if reused is not None:
+            documents.append(self._document(reused))
+        for _ in range(self.options.repeat - len(documents)):
+            if tree is None:
+                tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
+            run_id = self._record(spec, tree, workspace, selection)
+            documents.append(self._document(run_id))
+        side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None)
+        self._recorded[("revision", sha)] = side
+        return side
+
+    def _record_worktree(self, workspace: Workspace) -> Side:
+        assert self.repo is not None
+        tree = self.repo.toplevel
+        selection = self._selection(workspace)
+        documents = [
+            self._document(self._record(WORKTREE, tree, workspace, selection))
+            for _ in range(self.options.repeat)
+        ]
+        return Side(WORKTREE, "worktree", documents[0], WORKTREE, documents[1:])
+
+    def _selection(self, workspace: Workspace) -> list[str]:
+        """The pytest arguments: the recording key hashes them, so they must not depend on
+        anything but the user's arguments (never on the temp folder)."""
+        store = self._ensure_store()
+        target = self._probe(workspace)
+        plugin = [] if target.has_entry_point else ["-p", PLUGIN_MODULE]
+        return [
+            "--genome",
+            f"--genome-store={store}",
+            f"--genome-key-file={os.path.join(store, KEY_FILE)}",
+            *plugin,
+            *FIXED_PYTEST_ARGS,
+            *self.options.pytest_args,
+        ]
+
+    def _ensure_store(self) -> str:
+        """Create the store (and its digest key) before anything records into it: both
+        sides pass that key, so their digests compare."""
+        assert self.store is not None
+        from diffgenome.recording.store import StoreWriter
+
+        StoreWriter.open(self.store).close()
+        return self.store
+
+    def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
+        assert self.store is not None and self._target is not None
+        with StoreReader.open(self.store) as reader:
+            for summary in reader.runs():  # newest first
+                if (
+                    summary.commit != sha
+                    or not summary.complete
+                    or summary.dirty is not False
+                    or summary.python != self._target.version
+                    or summary.tests < 2  # <import> alone: nothing was collected
+                    or summary.recording_key is None
+                ):
+                    continue
+                raw = reader.run(summary.id).get("config")
+                config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+                config.pop("recording_key", None)
+                if config.get("recorder") != f"diffgenome {__version__}":
+                    continue
+                key = recording_key(sha, False, summary.python, list(selection), config)
+                if key == summary.recording_key:
+                    return summary.id
+        return None
+
+    def _probe(self, workspace: Workspace) -> Target:
+        if self._target is not None:
+            return self._target
+        python = self.options.python
+        env = self._env(workspace, None)
+        try:
+            done = subprocess.run(
+                [python, "-c", _PROBE],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+                env=env,
+                cwd=workspace.root,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise DiffError(
+                f"cannot run the target interpreter {python} ({exc}); pass --python PY of the "
+                "environment that has the project's dependencies"
+            ) from None
+        try:
+            info = json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            first = _first_line(done.stderr) or f"exit status {done.returncode}"
+            raise DiffError(
+                f"the target interpreter {python} does not run ({first}); pass --python PY"
+            ) from None
+        if not info.get("ok"):
+            raise DiffError(
+                f"the target interpreter {python} is {info.get('python')}; the recorder needs "
+                "Python 3.12 or newer: pass --python PY"
+            )
+        if "pytest" not in info:
+            raise DiffError(
+                f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
+                "pytest in that environment or pass --python PY"
+            )
+        self._target = Target(python, str(info["python"]), bool(info.get("entry_point")))
+        return self._target
+
+    def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
+        paths: list[str] = []
+        if tree is not None:
+            here = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
+            src = os.path.join(here, "src")
+            # The recorded tree first: an editable install of the user's checkout must not
+            # win over the revision being recorded.
+            paths.append(src if os.path.isdir(src) else here)
+        paths.append(workspace.recorder_path())
+        if env.get("PYTHONPATH"):
+            paths.append(env["PYTHONPATH"])
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
+        # with the workspace.
+        env["TMPDIR"] = workspace.temp_path()
+        return env
+
+    def _record(self, spec: str, tree: str, workspace: Workspace, selection: list[str]) -> str:
+        assert self.store is not None and self._target is not None
+        cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
+        if not os.path.isdir(cwd):
+            raise DiffError(
+                f"{spec} has no folder {self.repo.prefix if self.repo else cwd}; run diffgenome "
+                "from a folder that exists in both revisions"
+            )
+        before = self._run_ids()
+        if self.options.progress is not None:
+            self.options.progress(f"recording {spec} ...")
+        code, output = run_child(
+            [self._target.python, "-m", "pytest", *selection],
+            cwd=cwd,
+            env=self._env(workspace, tree),
+        )
+        if code in _PYTEST_FAILED_TO_RUN:
+            raise DiffError(
+                f"the tests of {spec} could not run (pytest {_PYTEST_FAILED_TO_RUN[code]}, exit "
+                f"status {code}): {pytest_error(output)}; fix the project or the pytest arguments"
+            )
+        if code == _NO_TESTS:
+            raise DiffError(
+                f"pytest collected no tests in {spec}; check the pytest arguments after --"
+            )
+        if code not in (0, 1):
+            raise DiffError(
+                f"pytest stopped with exit status {code} in {spec}: {pytest_error(output)}; "
+                "fix the project or the pytest arguments"
+            )
+        new = [run for run in self._run_ids() if run not in before]
+        if not new:
+            raise DiffError(
+                f"pytest ran the tests of {spec} but recorded nothing ({pytest_error(output)}); "
+                "check that no -p no:diffgenome is among the pytest arguments"
+            )
+        return new[0]
+
+    def _run_ids(self) -> list[str]:
+        assert self.store is not None
+        with StoreReader.open(self.store) as reader:
+            return [run.id for run in reader.runs()]
+
+    def _document(self, run_id: str) -> dict[str, Any]:
+        assert self.store is not None
+        with StoreReader.open(self.store) as reader:
+            document = reader.document(run_id)
+        return _validated(document, f"run {run_id}")
+
+    # -- code changes -----------------------------------------------------------------------
+
+    def _code_changes(self, base: Side, head: Side) -> CodeChangeInput | None:
+        if self.repo is None or base.code is None or head.code is None:
+            if self.repo is None:
+                self.notes.append("no git repository: code changes are not analysed")
+            return None
+        documents = [d for d in (head.document, base.document) if d]
+        module_of = module_namer(documents)
+        try:
+            base_files, head_files = self.repo.sources(
+                base.code, head.code, lambda path: module_of(path) is not None
+            )
+        except RevisionError as exc:
+            raise DiffError(str(exc)) from None
+        return code_changes_from_sources(base_files, head_files, module_of)
+
+
+def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
+    try:
+        GenomeDocument.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "document"
+        raise DiffError(
+            f"{what} is not a valid {GENOME_FORMAT} document ({where}: "
+            f"{first.get('msg', 'invalid')}); record it again with this diffgenome"
+        ) from None
+    return document
+
+
+# -- child processes ----------------------------------------------------------------------
+
+
+def run_child(cmd: list[str], *, cwd: str, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``cmd`` in its own process group and return (exit status, output).
+
+    On any way out (Ctrl-C included) the group gets SIGINT, so that pytest can mark its run
+    interrupted, then SIGKILL; nothing the tests started outlives the diff.
+    """
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
+    try:
+        out, _ = proc.communicate()
+    except BaseException:
+        with _sigint_ignored():
+            _stop(proc)
+        raise
+    finally:
+        _kill_group(proc.pid)
+    return proc.returncode, out.decode("utf-8", errors="replace")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.communicate(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Cleanup must finish even when Ctrl-C is pressed again."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def pytest_error(output: str) -> str:
+    """pytest's most telling line: the exception of the first failed import or collection,
+    else its first error line, else its last line."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        text = line[1:].strip() if line.startswith("E ") else ""
+        if text and (":" in text) and text.split(":", 1)[0].split(".")[-1][:1].isupper():
+            name = text.split(":", 1)[0].split(".")[-1]
+            if name.endswith(("Error", "Exception", "Exit", "Interrupt")):
+                return text
+    for line in lines:
+        if line.startswith(("ERROR", "E ")) or "Error" in line:
+            return line.lstrip("E ").strip()
+    return lines[-1].strip("= ") if lines else "no output"
+
+
+# -- entry points ---------------------------------------------------------------------------
+
+
+def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
+    """Resolve and record both sides; raise :class:`DiffError` on any user or input error."""
+    runner = Runner(options)
+    try:
+        return runner.prepare(need_head_recording=need_head_recording)
+    except (RevisionError, StoreError, FormatError) as exc:
+        raise DiffError(str(exc)) from None
+
+
+def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
+    """The diff of two sides, and notes on what was not analysed."""
+    prepared = prepare(options)
+    base, head = prepared.base, prepared.head
+    diff = diff_documents(
+        base.document,
+        head.document,
+        base_rev=base.spec,
+        head_rev=head.spec,
+        base_repeats=base.repeats,
+        head_repeats=head.repeats,
+        code_changes=prepared.code_changes,
+    )
+    return diff, prepared.notes
+
+
+__all__ = [
+    "DiffError",
+    "Options",
+    "Prepared",
+    "Side",
+    "prepare",
+    "pytest_error",
+    "recording_key",
+    "run_diff",
+]
