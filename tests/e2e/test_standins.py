@@ -9,9 +9,6 @@ from names: the duck-typed fake and the spec-less MagicMock must claim nothing.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import unittest.mock
 from pathlib import Path
 from typing import Any
@@ -19,60 +16,22 @@ from typing import Any
 import jsonschema
 import pytest
 
+from e2e.helpers import Recording, make_project, record_full, run_pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT = ROOT / "tests" / "projects" / "mocks"
 SCHEMA = json.loads((ROOT / "docs" / "schema" / "diffgenome-genome-1.schema.json").read_text())
 T = "tests/test_mocks.py::"
 
 
-def _copy_project(tmp: Path) -> Path:
-    project = tmp / "mocks"
-    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
-    return project
-
-
-def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            *args,
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
+    project = make_project(tmp_path_factory.mktemp("standins"), {}, base="mocks")
+    return record_full(project, "-rA")
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    project = _copy_project(tmp_path_factory.mktemp("standins"))
-    done = _pytest(project, "--genome", "-rA")
-    assert done.returncode == 0, done.stdout + done.stderr
-    export = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "diffgenome.analysis.cli",
-            "export",
-            "latest",
-            "--store",
-            str(project / ".diffgenome"),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    document: dict[str, Any] = json.loads(export.stdout)
-    document["_pytest_output"] = done.stdout
-    return document
+def recorded(recording: Recording) -> dict[str, Any]:
+    return recording.doc
 
 
 def _stand_ins(document: dict[str, Any], test_id: str) -> list[dict[str, Any]]:
@@ -88,9 +47,8 @@ def _claims(document: dict[str, Any], test_id: str) -> set[tuple[str, str | None
 
 
 def test_export_validates_and_every_test_is_verified(recorded: dict[str, Any]) -> None:
-    document = {k: v for k, v in recorded.items() if not k.startswith("_")}
-    jsonschema.validate(document, SCHEMA)
-    unverified = {t["id"]: t["unverified_reasons"] for t in document["tests"] if not t["verified"]}
+    jsonschema.validate(recorded, SCHEMA)
+    unverified = {t["id"]: t["unverified_reasons"] for t in recorded["tests"] if not t["verified"]}
     assert unverified == {}
 
 
@@ -170,12 +128,12 @@ def test_signature_mismatch_marks_calls_the_real_target_would_reject(
         assert not any(n["signature_mismatch"] for n in _stand_ins(recorded, T + test))
 
 
-def test_outcomes_are_the_same_without_genome(recorded: dict[str, Any], tmp_path: Path) -> None:
-    plain = _pytest(_copy_project(tmp_path), "-rA")
+def test_outcomes_are_the_same_without_genome(recording: Recording, tmp_path: Path) -> None:
+    plain = run_pytest(make_project(tmp_path, {}, base="mocks"), "-rA")
     assert plain.returncode == 0
     passed = sorted(line for line in plain.stdout.splitlines() if line.startswith("PASSED"))
     recorded_passed = sorted(
-        line for line in recorded["_pytest_output"].splitlines() if line.startswith("PASSED")
+        line for line in recording.proc.stdout.splitlines() if line.startswith("PASSED")
     )
     assert passed == recorded_passed and len(passed) == 20
 

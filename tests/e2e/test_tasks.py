@@ -2,43 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from e2e.helpers import make_project, record
 
 
 def _record(tmp_path: Path) -> dict[str, Any]:
-    project = tmp_path / "tasks"
-    shutil.copytree(ROOT / "tests" / "projects" / "tasks", project)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--genome"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    export = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "diffgenome.analysis.cli",
-            "export",
-            "latest",
-            "--store",
-            str(project / ".diffgenome"),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    document: dict[str, Any] = json.loads(export.stdout)
-    return document
+    return record(make_project(tmp_path, {}, base="tasks"))
 
 
 def _tree(document: dict[str, Any], suffix: str) -> dict[int, dict[str, Any]]:
