@@ -37,6 +37,8 @@ from diffgenome.protocol.store import (
 __all__ = ["RunSummary", "StoreError", "StoreReader", "TestSummary", "UnknownRunError"]
 
 _HEX = frozenset("0123456789abcdef")
+# What reading a damaged file can raise: SQLite's errors, and the decoding of a mangled text cell.
+_READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 _MIN_COMMIT_PREFIX = 4
 
 _RUN_SELECT = (
@@ -112,7 +114,7 @@ class StoreReader:
         except StoreError:
             conn.close()
             raise
-        except sqlite3.Error as exc:
+        except _READ_ERRORS as exc:
             conn.close()
             if not _needs_immutable(exc, db_path):
                 raise _sql_error(exc, db_path) from None
@@ -124,7 +126,7 @@ class StoreReader:
             except StoreError:
                 conn.close()
                 raise
-            except sqlite3.Error as err:
+            except _READ_ERRORS as err:
                 conn.close()
                 raise _sql_error(err, db_path) from None
         return cls(os.path.dirname(db_path) or ".", db_path, conn)
@@ -286,7 +288,7 @@ class StoreReader:
     def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         try:
             return list(self._conn.execute(sql, params).fetchall())
-        except sqlite3.Error as exc:
+        except _READ_ERRORS as exc:
             raise _sql_error(exc, self.db_path) from None
 
     def _snapshot(self) -> _Snapshot:
@@ -412,8 +414,13 @@ class _Snapshot:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._outer and self._conn.in_transaction:
-            self._conn.execute("COMMIT")
-        if isinstance(exc, sqlite3.Error):
+            try:
+                self._conn.execute("COMMIT" if exc is None else "ROLLBACK")
+            except sqlite3.Error as err:
+                # A damaged page can fail the end of the read too; the first error wins.
+                if exc is None:
+                    raise _sql_error(err, self._db) from None
+        if isinstance(exc, _READ_ERRORS):
             raise _sql_error(exc, self._db) from None
 
 
@@ -499,13 +506,18 @@ def _check_format(conn: sqlite3.Connection, db_path: str) -> None:
         raise StoreError(f"{db_path}: {exc}") from None
 
 
-def _needs_immutable(exc: sqlite3.Error, db_path: str) -> bool:
+def _needs_immutable(exc: Exception, db_path: str) -> bool:
     text = str(exc)
     folder = os.path.dirname(os.path.abspath(db_path))
     return ("readonly" in text or "unable to open" in text) and not os.access(folder, os.W_OK)
 
 
-def _sql_error(exc: sqlite3.Error, db_path: str) -> StoreError:
+def _sql_error(exc: Exception, db_path: str) -> StoreError:
+    if isinstance(exc, UnicodeDecodeError):  # SQLite hands back the bytes of a damaged cell
+        return StoreError(
+            f"{db_path} is damaged (a text value is not UTF-8); restore it from a copy or "
+            "record again"
+        )
     text = _one_line(exc)
     if "locked" in text or "busy" in text:
         return StoreError(

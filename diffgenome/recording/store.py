@@ -518,6 +518,13 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> None:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise _sql_error(exc, "open the store", db_path) from None
+        except UnicodeDecodeError:  # a mangled name in the schema comes back as bad bytes
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(
+                f"{db_path} is damaged (a text value is not UTF-8); move it away "
+                "(a new store is created on the next run)"
+            ) from None
 
 
 def _check_existing(conn: sqlite3.Connection, db_path: str) -> None:

@@ -740,6 +740,10 @@ class Tracer:
                     return None
                 if node.ntype == call and node.key.code is not code:
                     return None
+                if type(exc) is RecursionError:
+                    # The recorder's callbacks need frames too: near the limit, recording
+                    # can move where the RecursionError happens.
+                    tracer._reasons.add("recursion-limit-reached")
                 key = "raised:" + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1
@@ -849,13 +853,25 @@ _ABSENT = object()
 _object_dict = object.__getattribute__
 _type_dict = type.__dict__["__dict__"].__get__
 _type_qualname = type.__dict__["__qualname__"].__get__
-_CODE_LIKE = (type(len), type(lambda: 0), type(sys), type)
+_BUILTIN_FUNCTION = type(len)
+_FUNCTION = type(lambda: 0)
+_MODULE = type(sys)
+_is_subtype = type.__dict__["__subclasscheck__"]
 
 
 def _is_code_like(value: object) -> bool:
-    """Functions, classes and modules read as globals are code, not state."""
+    """Functions, classes and modules read as globals are code, not state.
+
+    Identity and the type's own subclass check only: ``in``/``==`` could run a metaclass's
+    ``__eq__`` and ``isinstance`` reads ``__class__`` (a lazy proxy would resolve itself).
+    """
     kind = type(value)
-    return kind in _CODE_LIKE or isinstance(value, type)
+    return (
+        kind is _FUNCTION
+        or kind is _BUILTIN_FUNCTION
+        or kind is _MODULE
+        or _is_subtype(type, kind)  # a class: its type is a metaclass
+    )
 
 
 def _instance_dict(obj: object) -> dict[str, object] | None:
