@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import make_project, one_node, record, test_genome
+from e2e.helpers import export, make_project, one_node, record, run_pytest, test_genome
 
 STATE_PROJECT = {
     "pkg/__init__.py": "",
@@ -185,3 +185,62 @@ def test_errors_inside_the_collector_are_disclosed_not_raised(tmp_path: Path) ->
     assert any(r.startswith("call:tracer-error:") for r in poisoned["unverified_reasons"])
     clean = test_genome(doc, "::test_clean")
     assert clean["verified"], clean["unverified_reasons"]
+
+
+def test_ini_switch_records_and_unattributable_threads_are_disclosed(tmp_path: Path) -> None:
+    """`genome = true` in the ini records without --genome; a thread started without
+    Thread.start cannot be tied to a starter and says so; a plain test function called by repo
+    code is a stub that claims nothing."""
+    files = {
+        "pyproject.toml": """
+            [tool.pytest.ini_options]
+            genome = true
+        """,
+        "pkg/__init__.py": """
+            import _thread
+            import threading
+
+
+            def work(done):
+                done.set()
+
+
+            def start_raw():
+                done = threading.Event()
+                _thread.start_new_thread(work, (done,))
+                done.wait(10)
+
+
+            def apply(callback, value):
+                return callback(value)
+        """,
+        "tests/test_raw.py": """
+            from pkg import apply, start_raw
+
+            def test_raw_thread():
+                start_raw()
+
+            def test_callback_is_a_stub():
+                def double(x):
+                    return 2 * x
+                assert apply(double, 2) == 4
+        """,
+    }
+    project = make_project(tmp_path, files)
+    done = run_pytest(project, "-q")  # no --genome: the ini switches recording on
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = export(project)
+    raw = test_genome(doc, "::test_raw_thread")
+    assert "call:unattributed:thread" in raw["unverified_reasons"]
+    stub = test_genome(doc, "::test_callback_is_a_stub")
+    assert stub["verified"], stub["unverified_reasons"]
+    nodes = stub["phases"]["call"]["nodes"]
+    stand_in = next(n for n in nodes if n["type"] == "substitution")
+    assert (stand_in["mechanism"], stand_in["claimed_target"], stand_in["relation"]) == (
+        "stub",
+        None,
+        "none",
+    )
+    assert stand_in["substitute"].endswith("test_callback_is_a_stub.<locals>.double")
+    parent = next(n for n in nodes if n["id"] == stand_in["parent"])
+    assert parent["symbol"] == "py:pkg.apply"
