@@ -48,6 +48,8 @@ def _exits(nodes: list[Node]) -> dict[str, int]:
     for node in nodes:
         if node.returned:
             exits["returned"] = exits.get("returned", 0) + node.returned
+        if node.yielded:
+            exits["yielded"] = exits.get("yielded", 0) + node.yielded
         for key, count in node.exits.items():
             exits[key] = exits.get(key, 0) + count
     return dict(sorted(exits.items()))

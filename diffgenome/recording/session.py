@@ -354,7 +354,10 @@ class Recorder:
             return
         context = getattr(report, "context", None)
         if context is not None and report.when == "call" and hasattr(context, "kwargs"):
-            self._finish_subtest(report)
+            # Only subtests whose block we bracketed have a genome of their own; unittest's
+            # ``subTest`` is reported the same way but folds into its test (documented).
+            if self.subtests is not None and self.subtests.finished:
+                self._finish_subtest(report)
             return
         self._reports[report.when] = report
 
@@ -365,13 +368,10 @@ class Recorder:
         test_id = f"{self._test_id(report.nodeid)} {label}"
         reasons = list(self._session_reasons)
         phases: dict[str, Any] = {}
-        finished = self.subtests.finished if self.subtests is not None else []
-        if finished:
-            capture = finished.pop(0)
-            phases["call"] = export_phase(capture, self.digester)
-            reasons.extend(f"call:{p}" for p in consistency_problems(phases["call"]))
-        else:
-            reasons.append("not-recorded:call")
+        assert self.subtests is not None
+        capture = self.subtests.finished.pop(0)
+        phases["call"] = export_phase(capture, self.digester)
+        reasons.extend(f"call:{p}" for p in consistency_problems(phases["call"]))
         outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
         self._batch.append(
             {

@@ -244,3 +244,28 @@ def test_ini_switch_records_and_unattributable_threads_are_disclosed(tmp_path: P
     assert stand_in["substitute"].endswith("test_callback_is_a_stub.<locals>.double")
     parent = next(n for n in nodes if n["id"] == stand_in["parent"])
     assert parent["symbol"] == "py:pkg.apply"
+
+
+def test_unittest_subtests_fold_into_their_test(tmp_path: Path) -> None:
+    """unittest's ``subTest`` is reported like pytest's subtests but not bracketed by the
+    recorder: its calls stay in the test's own genome, and no empty records are made."""
+    files = {
+        "pkg/__init__.py": "def square(x):\n    return x * x\n",
+        "tests/test_unit.py": """
+            import unittest
+
+            from pkg import square
+
+            class SquareTests(unittest.TestCase):
+                def test_many(self):
+                    for i in range(50):
+                        with self.subTest(i=i):
+                            self.assertEqual(square(i), i * i)
+        """,
+    }
+    doc = record(make_project(tmp_path, files))
+    ids = [t["id"] for t in doc["tests"] if t["id"] != "<import>"]
+    assert ids == ["tests/test_unit.py::SquareTests::test_many"]
+    test = test_genome(doc, "::test_many")
+    assert test["verified"], test["unverified_reasons"]
+    assert one_node(test["phases"]["call"], "py:pkg.square")["count"] == 50

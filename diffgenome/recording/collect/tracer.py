@@ -149,6 +149,7 @@ class Node:
         "state",
         "thread_roots",
         "via",
+        "yielded",
     )
 
     def __init__(self, ntype: int, key: Any, parent: Node | None, bounds: Bounds) -> None:
@@ -158,6 +159,7 @@ class Node:
         self.children: dict[Any, Node] = {}
         self.count = 0
         self.returned = 0
+        self.yielded = 0
         self.exits: dict[str, int] = {}
         self.args = values.BoundedValues(bounds.args)
         self.results = values.BoundedValues(bounds.results)
@@ -685,7 +687,14 @@ class Tracer:
                 if info is None or not tracer._recording:
                     return None
                 frame = getframe(1)
-                parent = parent_of(frame.f_back, frame)
+                back = frame.f_back
+                parent = None if task_frames or back is None else active_get(id(back))
+                if parent is None or (
+                    parent.ntype == call
+                    and parent.key is not None
+                    and parent.key.code is not back.f_code  # type: ignore[union-attr]
+                ):
+                    parent = parent_of(back, frame)
                 node = parent.children.get(info)
                 if node is None:
                     node = make_child(parent, call, info)
@@ -724,9 +733,8 @@ class Tracer:
                 if not tracer._recording:
                     return None
                 node = active_pop(id(getframe(1)), None)
-                if node is not None and node.key is not None:
-                    exits = node.exits
-                    exits["yielded"] = exits.get("yielded", 0) + 1
+                if node is not None:
+                    node.yielded += 1
             except Exception:
                 tracer.errors += 1
             return None
