@@ -269,3 +269,37 @@ def test_unittest_subtests_fold_into_their_test(tmp_path: Path) -> None:
     test = test_genome(doc, "::test_many")
     assert test["verified"], test["unverified_reasons"]
     assert one_node(test["phases"]["call"], "py:pkg.square")["count"] == 50
+
+
+def test_stand_in_calls_do_not_outlive_their_call(tmp_path: Path) -> None:
+    """An AsyncMock's coroutine that nobody awaits warns the moment it is dropped, as without
+    the recorder (seen on google-api-core: a frame cycle in the mock hook delayed it to the
+    next garbage collection, outside the test's ``pytest.warns`` block)."""
+    files = {
+        "pkg/__init__.py": "def fire(callback):\n    callback()\n    callback()\n",
+        "tests/test_warn.py": """
+            import gc
+            from unittest import mock
+
+            import pytest
+
+            from pkg import fire
+
+            def test_never_awaited_warns_in_the_block():
+                gc.disable()
+                try:
+                    with pytest.warns(RuntimeWarning, match="never awaited") as caught:
+                        fire(mock.AsyncMock())
+                    assert len(caught) == 2
+                finally:
+                    gc.enable()
+        """,
+    }
+    project = make_project(tmp_path, files)
+    plain = run_pytest(project, "-q")
+    assert plain.returncode == 0, plain.stdout
+    doc = record(project)
+    test = test_genome(doc, "::test_never_awaited_warns_in_the_block")
+    assert test["outcome"] == "passed"
+    stand_in = next(n for n in test["phases"]["call"]["nodes"] if n["type"] == "substitution")
+    assert stand_in["count"] == 2

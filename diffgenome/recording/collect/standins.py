@@ -272,21 +272,28 @@ class StandIns:
         def _mock_call(mock: Any, /, *args: Any, **kwargs: Any) -> Any:
             if not tracer.recording:
                 return original(mock, *args, **kwargs)
-            frame = _getframe(0)
-            node: Node | None = None
+            # Our own frame, to hang side-effect code under the stand-in. Held in a local it
+            # would form a frame -> locals -> frame cycle that keeps the call's arguments and
+            # result (an AsyncMock's coroutine) alive until the next garbage collection, which
+            # moves "never awaited" warnings out of the test: always dropped before returning.
+            frame: FrameType | None = _getframe(0)
             try:
-                node = standins._enter_mock(mock, args, kwargs, frame)
-            except Exception:
-                standins.errors += 1
-            if node is None:
-                return original(mock, *args, **kwargs)
-            try:
-                result = original(mock, *args, **kwargs)
-            except BaseException as exc:
-                tracer.leave_substitution(frame, node, exc)
-                raise
-            tracer.leave_substitution(frame, node, None)
-            return result
+                node: Node | None = None
+                try:
+                    node = standins._enter_mock(mock, args, kwargs, frame)  # type: ignore[arg-type]
+                except Exception:
+                    standins.errors += 1
+                if node is None:
+                    return original(mock, *args, **kwargs)
+                try:
+                    result = original(mock, *args, **kwargs)
+                except BaseException as exc:
+                    tracer.leave_substitution(frame, node, exc)  # type: ignore[arg-type]
+                    raise
+                tracer.leave_substitution(frame, node, None)  # type: ignore[arg-type]
+                return result
+            finally:
+                frame = None
 
         return _mock_call
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from dis import get_instructions as _get_instructions
 from types import CodeType, FrameType, FunctionType
@@ -227,7 +228,7 @@ class Tracer:
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
-        self._task_frames: dict[int, tuple[FrameType, Node]] = {}
+        self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
         self._create_task_original: tuple[Any, Any] | None = None
 
     @property
@@ -454,8 +455,10 @@ class Tracer:
         if origin is not None and self._task_frames:
             # A task body's real caller is the event loop; its creator is what drove it.
             task = self._task_frames.get(id(origin))
-            if task is not None and task[0] is origin:
-                return task[1]
+            if task is not None:
+                coro = task[0]()
+                if coro is not None and getattr(coro, "cr_frame", None) is origin:
+                    return task[1]
         active = self._active
         while frame is not None:
             node = active.get(id(frame))
@@ -514,7 +517,9 @@ class Tracer:
                     if frame is not None:
                         creator = tracer._parent_of(_getframe(1))
                         root = tracer._side_root(creator, "task")
-                        tracer._task_frames[id(frame)] = (frame, root)
+                        # A weak reference: holding the frame would keep the coroutine alive.
+                        tracer._task_frames[id(frame)] = (weakref.ref(coro), root)
+                    frame = None
                 except Exception:
                     tracer.errors += 1
             return original(loop, coro, *args, **kwargs)
