@@ -1,0 +1,143 @@
+"""The benchmark harness (experiments/bench.py): quick mode end to end, and its bookkeeping.
+
+The end-to-end test builds (or reuses) the more-itertools virtualenv under experiments/work/,
+runs a slice of its real suite plain, under --genome and under coverage.py, plus the
+micro-benchmark and the diff timing, and checks what the results say -- never how fast
+anything was.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from bench import report  # noqa: E402
+from bench.envs import Env, current_python  # noqa: E402
+from bench.projects import PROJECTS, Project  # noqa: E402
+from bench.runner import ProjectResult, RunResult, outcome_differences  # noqa: E402
+
+
+def _run(mode: str, rep: int, outcomes: dict[str, str]) -> RunResult:
+    return RunResult(
+        mode=mode,
+        rep=rep,
+        returncode=0,
+        timed_out=False,
+        wall_s=1.0 + rep,
+        maxrss_kb=1024,
+        cpu_s=1.0,
+        outcomes={t: {"outcome": o, "message": f"E   boom in {t}"} for t, o in outcomes.items()},
+        store_bytes=2048 if mode == "genome" else None,
+    )
+
+
+def _result(runs: list[RunResult]) -> ProjectResult:
+    env = Env(
+        project=Project(name="demo", version="1", deselect={"tests/test_net.py": "network"}),
+        python=current_python(),
+        tree=ROOT,
+        venv=ROOT,
+        packages={"pytest": "9"},
+    )
+    return ProjectResult(env=env, runs=runs)
+
+
+def test_outcome_difference_under_genome_is_reported_and_flaky_tests_are_set_apart() -> None:
+    result = _result(
+        [
+            _run("plain", 0, {"t::a": "passed", "t::b": "passed", "t::c": "passed"}),
+            _run("plain", 1, {"t::a": "passed", "t::b": "passed", "t::c": "failed"}),
+            _run("genome", 0, {"t::a": "passed", "t::b": "failed", "t::c": "passed"}),
+            _run("genome", 1, {"t::a": "passed", "t::b": "failed", "t::c": "failed"}),
+        ]
+    )
+    diffs = {d["test"]: d for d in outcome_differences(result, "genome")}
+    assert set(diffs) == {"t::b", "t::c"}
+    assert diffs["t::b"]["genome"] == ["failed", "failed"]
+    assert not diffs["t::b"]["flaky_in_plain"]
+    assert diffs["t::b"]["messages"] == ["E   boom in t::b"]
+    assert diffs["t::c"]["flaky_in_plain"]
+
+
+def test_report_marks_goals_and_lists_deselections() -> None:
+    result = _result([_run("plain", 0, {"t::a": "passed"}), _run("genome", 0, {"t::a": "passed"})])
+    entry = report.project_entry(result)
+    assert entry["ratios"]["genome_over_plain"] == 1.0
+    assert entry["store_kb_per_test"] == 2.0
+    doc: dict[str, Any] = {
+        "date": "2000-01-01",
+        "quick": False,
+        "reps": 1,
+        "command": "bench",
+        "machine": {"nproc": 2, "cpu": "x", "mem_gb": 1, "load_before": [], "load_after": []},
+        "diffgenome": {"version": "0", "commit": "abc"},
+        "projects": [entry],
+        "diff": {"available": False, "note": "not available yet"},
+    }
+    doc["goals"] = report.goals(doc)
+    assert doc["goals"]["median_genome_over_plain"]["met"] is True
+    assert doc["goals"]["diff_5000"]["met"] is None
+    text = report.markdown(doc)
+    assert "deselected `tests/test_net.py`: network" in text
+    assert "not available yet" in text
+
+
+def test_projects_table_is_pinned_and_half_mock_heavy() -> None:
+    names = {p.name for p in PROJECTS}
+    assert {"attrs", "more-itertools", "google-auth", "cookiecutter"} <= names
+    assert all(p.version and p.version[0].isdigit() for p in PROJECTS)
+    assert 2 * sum(p.mock_heavy for p in PROJECTS) >= len(PROJECTS)
+
+
+@pytest.mark.slow
+def test_quick_mode_end_to_end() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "bench.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = Path(proc.stdout.strip().splitlines()[-1].removeprefix("results: "))
+    assert ROOT / "experiments" / "results" not in out.parents
+    try:
+        (json_file,) = out.glob("bench-*.json")
+        doc = json.loads(json_file.read_text())
+        assert doc["quick"] and not doc["partial"]
+        assert doc["machine"]["nproc"] >= 1
+        (row,) = doc["projects"]
+        assert row["project"] == "more-itertools"
+        assert row["python"] == ".".join(map(str, sys.version_info[:3]))
+        assert row["tests"] > 50
+        assert set(row["medians"]) == {"plain", "genome", "coverage"}
+        modes = [r["mode"] for r in row["runs"]]
+        assert sorted(modes) == ["coverage", "genome", "plain"]
+        # Every run ran the same tests; the recorder stored something for them.
+        assert {r["tests"] for r in row["runs"]} == {row["tests"]}
+        assert row["store_kb_per_test"] > 0
+        assert row["genome_facts"]["status"] == ["complete"]
+        assert isinstance(row["outcome_differences_genome"], list)
+        assert row["deselected"], "quick mode leaves the call-heaviest tests out, and says so"
+        micro = doc["micro"][row["python"]]
+        assert {"genome", "coverage", "plain"} <= set(micro)
+        assert isinstance(micro["genome"]["ns_per_call_return"], float)
+        diff = doc["diff"]
+        if diff["available"]:
+            assert diff["generated"]["returncodes"] == [0]
+        else:
+            assert diff["note"].startswith("not available yet")
+        text = (out / json_file.name.replace(".json", ".md")).read_text()
+        assert "| project | python | tests |" in text
+        assert "more-itertools 11.2.1" in text
+    finally:
+        for f in out.glob("bench-*"):
+            f.unlink()
+        out.rmdir()
