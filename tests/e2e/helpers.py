@@ -105,6 +105,21 @@ def run_pytest(
     )
 
 
+def cli(
+    project: Path, *args: str, columns: int = 200, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``diffgenome`` CLI in ``project`` (never raises on a non-zero exit)."""
+    return subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", *args],
+        cwd=project,
+        env=clean_env({"COLUMNS": str(columns)}),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def export(project: Path, store: str | Path = STORE, run: str = "latest") -> dict[str, Any]:
     """The run as a ``diffgenome-genome/1`` document, validated against the published schema."""
     done = subprocess.run(

@@ -24,6 +24,7 @@ from e2e.helpers import (
     PY,
     SCHEMA,
     clean_env,
+    cli,
     export,
     make_project,
     one_node,
@@ -123,18 +124,6 @@ def assert_whole_tests(doc: dict[str, Any]) -> None:
         assert test["outcome"] == "passed" and test["verified"] is True, test
         node = one_node(test["phases"]["call"], "py:pkg.mod.f")
         assert (node["count"], node["exits"]) == (n, {"returned": n}), test["id"]
-
-
-def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", *args],
-        cwd=project,
-        env=clean_env({"COLUMNS": "200"}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_two_sessions_write_one_store_at_once(project: Path, tmp_path: Path) -> None:

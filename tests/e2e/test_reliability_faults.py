@@ -19,25 +19,23 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import BASE_ARGS, PY, clean_env, export, make_project, one_node, test_genome
+from e2e.helpers import (
+    BASE_ARGS,
+    PY,
+    clean_env,
+    cli,
+    export,
+    make_project,
+    one_node,
+    run_pytest,
+    test_genome,
+)
 
 MOD = {"pkg/__init__.py": "", "pkg/mod.py": "def f(n):\n    return n + 1\n"}
 
 
 def _project(tmp_path: Path, body: str) -> Path:
     return make_project(tmp_path, {**MOD, "tests/test_x.py": body})
-
-
-def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", *args],
-        cwd=project,
-        env=clean_env({"COLUMNS": "200"}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def assert_incomplete_with_first_test(project: Path, *reason_parts: str) -> dict[str, Any]:
@@ -93,15 +91,7 @@ def test_a_test_killing_its_process_leaves_an_incomplete_run(tmp_path: Path, sig
             f(3)
         """,
     )
-    proc = subprocess.run(
-        [PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q"],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_pytest(project, "--genome", "-q")
     assert proc.returncode == -getattr(signal, signame), proc.stdout + proc.stderr
     doc = assert_incomplete_with_first_test(project, "interrupted")
     assert "test_dies" not in _ids(doc) and "test_never" not in _ids(doc)

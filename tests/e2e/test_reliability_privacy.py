@@ -17,7 +17,6 @@ import json
 import secrets
 import shutil
 import sqlite3
-import subprocess
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import PY, STORE, clean_env, make_project, one_node, record_full, test_genome
+from e2e.helpers import STORE, cli, make_project, one_node, record_full, test_genome
 
 VAULT = """
     import dataclasses
@@ -192,16 +191,9 @@ def store_haystacks(folder: Path) -> dict[str, bytes]:
     return hay
 
 
-def cli(project: Path, *args: str) -> str:
-    done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", *args],
-        cwd=project,
-        env=clean_env({"COLUMNS": "400"}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+def cli_output(project: Path, *args: str) -> str:
+    done = cli(project, *args, columns=400)
+    assert done.returncode == 0, done.stderr
     return done.stdout
 
 
@@ -245,11 +237,13 @@ def test_no_private_value_in_the_store_during_or_after_the_session(lab: Lab) -> 
 def test_no_private_value_in_the_export_nor_in_show(lab: Lab) -> None:
     texts = {
         "export": json.dumps(lab.doc).encode(),
-        "show": cli(lab.project, "show", "latest").encode(),
+        "show": cli_output(lab.project, "show", "latest").encode(),
     }
     for test in lab.doc["tests"]:
         if test["id"] != "<import>":
-            texts[f"show {test['id']}"] = cli(lab.project, "show", "latest", test["id"]).encode()
+            texts[f"show {test['id']}"] = cli_output(
+                lab.project, "show", "latest", test["id"]
+            ).encode()
     for what, needle in needles(lab).items():
         for name, text in texts.items():
             assert needle not in text, f"{what} found in {name}"
