@@ -687,6 +687,8 @@ class Tracer:
             return None
 
         def on_resume(code: CodeType, offset: int, *rest: object) -> Any:
+            # The parent lookup repeats on_start's on purpose: a shared helper would cost one
+            # more Python call per event, and generator-heavy code resumes millions of times.
             try:
                 info = codes_get(id(code))
                 if info is None or not tracer._recording:
