@@ -156,6 +156,14 @@ def test_two_sessions_write_one_store_at_once(project: Path, tmp_path: Path) -> 
     assert without_run(docs[0]) == without_run(docs[1])
 
 
+def _diff_live_run(project: Path, store: str, run_id: str) -> dict[str, Any]:
+    """Diff a run that is still being recorded against itself: it must read as unverified."""
+    done = cli(project, "diff", run_id, run_id, "--store", store, "--json", "-")
+    assert done.returncode == 1, done.stderr  # unverified fails --fail-on changed
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
 def test_reading_while_a_session_writes_never_fails_nor_shows_half_a_test(
     project: Path, tmp_path: Path
 ) -> None:
@@ -172,6 +180,7 @@ def test_reading_while_a_session_writes_never_fails_nor_shows_half_a_test(
         env={"GATE": str(gate)},
     )
     reads: list[dict[str, Any]] = []
+    live_diffs: list[dict[str, Any]] = []
     listings = 0
     try:
         deadline = time.monotonic() + 120
@@ -192,6 +201,7 @@ def test_reading_while_a_session_writes_never_fails_nor_shows_half_a_test(
                 jsonschema.validate(doc, SCHEMA)
                 reads.append(doc)
             if not (gate / "open").exists() and len(reads) >= 3:
+                live_diffs.append(_diff_live_run(project, store, reads[-1]["run"]["id"]))
                 (gate / "open").write_text("go")  # reads of the live store are in hand
             if not running:
                 break
@@ -199,6 +209,10 @@ def test_reading_while_a_session_writes_never_fails_nor_shows_half_a_test(
         (gate / "open").write_text("go")
         output = finish(writer)
     assert "passed" in output and listings == len(reads)
+    # `diffgenome diff` on the run while it was still being written: nothing is unchanged.
+    (diff,) = live_diffs
+    assert diff["summary"]["unchanged"] == 0
+    assert diff["summary"]["unverified"] == diff["summary"]["tests"] > 0
     live = [doc for doc in reads if not doc["run"]["complete"]]
     assert len(live) >= 3  # read before the gate opened, while the session was held
     for doc in reads:
