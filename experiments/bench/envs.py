@@ -13,6 +13,7 @@ the comparison would measure nothing.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -197,7 +198,19 @@ class Env:
 
 
 def ensure_env(project: Project, python: Interpreter, work: Path) -> Env:
-    """The virtualenv for (project, python); built only when its marker is missing."""
+    """The virtualenv for (project, python); built only when its marker is missing.
+
+    Several processes may ask at once (tests under xdist): one builds, the others wait on a
+    lock file instead of deleting the folder under it.
+    """
+    (work / "venvs").mkdir(parents=True, exist_ok=True)
+    lock_path = work / "venvs" / f".{project.name}-py{python.minor}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_env_locked(project, python, work)
+
+
+def _ensure_env_locked(project: Project, python: Interpreter, work: Path) -> Env:
     root = tree(project, python, work)
     venv = work / "venvs" / f"{project.name}-{project.version}-py{python.minor}"
     marker = venv / MARKER
