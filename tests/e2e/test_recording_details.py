@@ -9,7 +9,15 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import export, make_project, one_node, record, run_pytest, test_genome
+from e2e.helpers import (
+    export,
+    make_project,
+    one_node,
+    record,
+    run_pytest,
+    test_genome,
+    without_run,
+)
 
 STATE_PROJECT = {
     "pkg/__init__.py": "",
@@ -303,3 +311,70 @@ def test_stand_in_calls_do_not_outlive_their_call(tmp_path: Path) -> None:
     assert test["outcome"] == "passed"
     stand_in = next(n for n in test["phases"]["call"]["nodes"] if n["type"] == "substitution")
     assert stand_in["count"] == 2
+
+
+def test_hash_results_do_not_make_two_recordings_differ(tmp_path: Path) -> None:
+    """``__hash__`` results are salted per process: recorded by shape only, so two sessions
+    with different hash seeds give the same genomes (the stability experiment found them)."""
+    files = {
+        "pkg/__init__.py": """
+            class Tag:
+                def __init__(self, name):
+                    self.name = name
+
+                def __hash__(self):
+                    return hash(self.name)
+
+                def __eq__(self, other):
+                    return self.name == other.name
+
+
+            def unique(names):
+                return len({Tag(n) for n in names})
+        """,
+        "tests/test_tags.py": """
+            from pkg import unique
+
+            def test_unique():
+                assert unique(["a", "b", "a"]) == 2
+        """,
+    }
+    project = make_project(tmp_path, files)
+    first = record(project, env={"PYTHONHASHSEED": "1"})
+    second = record(project, env={"PYTHONHASHSEED": "2"})
+    assert without_run(first) == without_run(second)
+    hashed = one_node(test_genome(first, "::test_unique")["phases"]["call"], "py:pkg.Tag.__hash__")
+    assert hashed["results"] == [{"shape": "int", "digest": None}]
+
+
+def test_unfollowable_mock_paths_claim_nothing(tmp_path: Path) -> None:
+    """Below a patched function, a return value's attribute cannot be followed to real code:
+    it claims nothing and so names no relation either."""
+    files = {
+        "pkg/__init__.py": """
+            def fetch(url):
+                return "real:" + url
+
+
+            def shout(url):
+                return fetch(url).upper()
+        """,
+        "tests/test_shout.py": """
+            from unittest import mock
+
+            from pkg import shout
+
+            def test_shout():
+                with mock.patch("pkg.fetch") as fetch:
+                    shout("x")
+                fetch.assert_called_once_with("x")
+        """,
+    }
+    doc = record(make_project(tmp_path, files))
+    nodes = test_genome(doc, "::test_shout")["phases"]["call"]["nodes"]
+    claims = {
+        (n["path"], n["claimed_target"], n["relation"])
+        for n in nodes
+        if n["type"] == "substitution"
+    }
+    assert claims == {("", "py:pkg.fetch", "patch-target"), ("().upper", None, "none")}

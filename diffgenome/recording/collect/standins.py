@@ -307,10 +307,12 @@ class StandIns:
         relation = "none"
         mechanism = MOCK_OBJECT
         if claim is not None:
-            relation = claim.relation
             mechanism = claim.mechanism
             if target is not _MISSING:
                 claimed = self.tracer.symbol_of(target)
+            # A relation only next to a claim: below a patched or spec'd root, a path that
+            # cannot be followed to real code claims nothing (never a relation with a null).
+            relation = claim.relation if claimed is not None else "none"
         substitute = values.type_name(type(mock))
         key = (mechanism, substitute, claimed, relation, path)
         node = self.tracer.enter_substitution(frame, key)
