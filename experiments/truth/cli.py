@@ -1,0 +1,39 @@
+"""Command line of experiments/truth.py."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="truth.py", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("stability", help="record each project twice, diff the two runs")
+    p.add_argument("--projects", default="cookiecutter,google-auth")
+    p.add_argument("--basetemp", action="store_true", help="same --basetemp for both runs")
+    p = sub.add_parser("census", help="count stand-ins of one run per project")
+    p.add_argument("--projects", default="cookiecutter,google-auth,google-api-core")
+    p = sub.add_parser("mutants", help="mutate one project, record and diff each mutant")
+    p.add_argument("--project", default="more-itertools")
+    p.add_argument("--limit", type=int, default=60)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--seed", type=int, default=5)
+    sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
+    args = parser.parse_args(argv)
+    if args.command == "stability":
+        from truth import stability
+
+        stability.run(args.projects.split(","), basetemp=args.basetemp)
+    elif args.command == "census":
+        from truth import census
+
+        census.run(args.projects.split(","))
+    elif args.command == "mutants":
+        from truth import mutants
+
+        mutants.run(args.project, limit=args.limit, jobs=args.jobs, seed=args.seed)
+    else:
+        from truth import report
+
+        report.run()
+    return 0

@@ -1,0 +1,361 @@
+"""Sensitivity: first-order mutants of one project, each recorded and diffed against its base.
+
+Mutation points come from ``ast`` (comparison operators, ``if``/``while``/conditional-expression
+conditions, arithmetic operators, integer constants); each mutant is exactly one textual splice
+at the node's byte offsets in the original file. Every mutant runs in a scratch copy of the
+project's tree (one per worker, ``PYTHONPATH`` pointing at the copy's ``src/``), recorded with
+only the test file of the mutated module, into the worker's store, and diffed with
+``diffgenome diff BASE_RUN MUTANT_RUN --json -``. The base is recorded twice per module and
+worker: a change the two base runs already show (same test, kind, phase, path, site) is
+unstable and not counted, as ``diffgenome diff --repeat`` would treat it.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import shutil
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.envs import Env, log
+
+from truth.common import WORK, diff, document, env_for, record, save
+
+# Module (under the source root) -> its own test file. packaging: utils and markers are fast.
+TARGETS = {
+    "packaging": {
+        "src/packaging/utils.py": "tests/test_utils.py",
+        "src/packaging/markers.py": "tests/test_markers.py",
+    },
+}
+COMPARE_SWAP = {
+    ast.Lt: ("<", "<="),
+    ast.LtE: ("<=", "<"),
+    ast.Gt: (">", ">="),
+    ast.GtE: (">=", ">"),
+    ast.Eq: ("==", "!="),
+    ast.NotEq: ("!=", "=="),
+    ast.Is: ("is", "is not"),
+    ast.IsNot: ("is not", "is"),
+    ast.In: ("in", "not in"),
+    ast.NotIn: ("not in", "in"),
+}
+BINOP_SWAP = {
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "//"),
+    ast.Div: ("/", "*"),
+    ast.FloorDiv: ("//", "*"),
+    ast.Mod: ("%", "//"),
+    ast.BitOr: ("|", "&"),
+    ast.BitAnd: ("&", "|"),
+    ast.LShift: ("<<", ">>"),
+    ast.RShift: (">>", "<<"),
+    ast.Pow: ("**", "*"),
+}
+
+
+@dataclass
+class Mutant:
+    id: str
+    file: str
+    tests: str
+    operator: str  # compare | negate | arith | int
+    symbol: str  # py:<module>.<qualname> enclosing the point, or the module
+    line: int
+    before: str
+    after: str
+    start: int  # byte offsets into the original file
+    end: int
+
+    def apply(self, original: bytes) -> bytes:
+        return original[: self.start] + self.after.encode() + original[self.end :]
+
+
+def mutation_points(source: bytes, file: str, tests: str, module: str) -> list[Mutant]:
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col  # ast columns are UTF-8 byte offsets
+
+    out: list[Mutant] = []
+
+    def add(op: str, scope: str, node: ast.AST, start: int, end: int, after: str) -> None:
+        before = source[start:end].decode()
+        mutated = source[:start] + after.encode() + source[end:]
+        try:
+            ast.parse(mutated)
+        except SyntaxError:
+            return
+        lineno = getattr(node, "lineno", 0)
+        out.append(Mutant("", file, tests, op, f"py:{scope}", lineno, before, after, start, end))
+
+    def between(a: ast.AST, b: ast.AST, token: str) -> tuple[int, int] | None:
+        lo = offset(a.end_lineno or 0, a.end_col_offset or 0)
+        hi = offset(b.lineno, b.col_offset)
+        gap = source[lo:hi].decode()
+        words = gap.replace("(", " ").replace(")", " ").split()
+        if " ".join(words) != token:  # comments or odd spacing: not a clean single token
+            return None
+        index = gap.index(token.split()[0])
+        return lo + len(gap[:index].encode()), lo + len(gap[: index + len(token)].encode())
+
+    def visit(node: ast.AST, scope: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            inner = f"{scope}.{node.name}" if scope != module else f"{module}.{node.name}"
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for default in [*node.args.defaults, *node.args.kw_defaults]:
+                    if default is not None:
+                        visit(default, scope)
+                for stmt in node.body:
+                    visit(stmt, inner)
+                return
+            for stmt in node.body:
+                visit(stmt, inner)
+            return
+        if isinstance(node, ast.AnnAssign):  # annotations are not behaviour
+            if node.value is not None:
+                visit(node.value, scope)
+            return
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for i, op in enumerate(node.ops):
+                token, repl = COMPARE_SWAP[type(op)]
+                span = between(operands[i], operands[i + 1], token)
+                if span:
+                    add("compare", scope, node, *span, repl)
+        elif isinstance(node, ast.BinOp) and type(node.op) in BINOP_SWAP:
+            token, repl = BINOP_SWAP[type(node.op)]
+            span = between(node.left, node.right, token)
+            if span:
+                add("arith", scope, node, *span, repl)
+        elif isinstance(node, ast.If | ast.While | ast.IfExp):
+            test = node.test
+            if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+                return  # typing-only imports: not behaviour
+            start = offset(test.lineno, test.col_offset)
+            end = offset(test.end_lineno or 0, test.end_col_offset or 0)
+            add("negate", scope, test, start, end, f"not ({source[start:end].decode()})")
+        elif (
+            isinstance(node, ast.Constant)
+            and type(node.value) is int
+            and node.end_lineno == node.lineno
+        ):
+            start = offset(node.lineno, node.col_offset)
+            end = offset(node.lineno, node.end_col_offset or 0)
+            if source[start:end].decode().isdigit():
+                add("int", scope, node, start, end, str(node.value + 1))
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    for stmt in tree.body:
+        visit(stmt, module)
+    for mutant in out:
+        mutant.id = f"{Path(file).stem}:{mutant.line}:{mutant.operator}:{mutant.start}"
+    return out
+
+
+def _module_name(file: str) -> str:
+    parts = Path(file).with_suffix("").parts
+    return ".".join(parts[1:] if parts[0] == "src" else parts)
+
+
+def select(project: str, limit: int, seed: int, root: Path) -> list[Mutant]:
+    """Every point of the first module, then a seeded sample of the others up to ``limit``."""
+    chosen: list[Mutant] = []
+    for file, tests in TARGETS[project].items():
+        points = mutation_points((root / file).read_bytes(), file, tests, _module_name(file))
+        room = limit - len(chosen)
+        if room <= 0:
+            break
+        if len(points) > room:
+            points = sorted(random.Random(seed).sample(points, room), key=lambda m: m.start)
+        chosen += points
+    return chosen
+
+
+def _copy(env: Env, dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(
+        env.tree,
+        dest,
+        ignore=shutil.ignore_patterns("__pycache__", ".diffgenome", ".hypothesis", "*.egg-info"),
+    )
+    return dest
+
+
+def run(project: str, *, limit: int, jobs: int, seed: int) -> dict[str, Any]:
+    env = env_for(project)
+    mutants = select(project, limit, seed, env.tree)
+    log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
+    workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
+    started = time.monotonic()
+    with ThreadPoolExecutor(jobs) as pool:
+        chunks = [mutants[i::jobs] for i in range(jobs)]
+        parts = list(pool.map(lambda args: _worker(env, *args), zip(workers, chunks, strict=True)))
+    results = [r for part in parts for r in part[0]]
+    bases = {k: v for part in parts for k, v in part[1].items()}
+    results.sort(key=lambda r: (r["file"], r["start"]))
+    summary = summarise(results) | {
+        "project": f"{env.project.name} {env.project.version}",
+        "python": env.python.version,
+        "seed": seed,
+        "targets": TARGETS[project],
+        "bases": bases,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    save("mutants", summary | {"mutants": results})
+    return summary
+
+
+def _worker(env: Env, root: Path, chunk: list[Mutant]) -> tuple[list[dict[str, Any]], dict]:
+    store = root / ".diffgenome-truth"
+    shutil.rmtree(store, ignore_errors=True)
+    # No bytecode at all: a mutant of the same size written within the same second as the
+    # previous version would otherwise run from the stale .pyc (mtime and size both match).
+    extra = {
+        "PYTHONPATH": str(root / "src") if (root / "src").is_dir() else str(root),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    for cache in root.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    bases: dict[str, dict[str, Any]] = {}
+    results = []
+    for mutant in chunk:
+        if mutant.file not in bases:
+            bases[mutant.file] = _base(env, root, store, mutant.tests, extra)
+        base = bases[mutant.file]
+        path = root / mutant.file
+        original = path.read_bytes()
+        path.write_bytes(mutant.apply(original))
+        try:
+            result = _one(env, root, store, mutant, base, extra)
+        finally:
+            path.write_bytes(original)
+        log(
+            f"mutant {mutant.id} {mutant.before!r}->{mutant.after!r}: {result['verdict']} "
+            f"({result.get('changed_tests')} tests, masked {result.get('masked_by_control')})"
+        )
+        results.append(result)
+    return results, {f"{root.name}:{k}": _public(v) for k, v in bases.items()}
+
+
+def _public(base: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in base.items() if k != "called"}
+
+
+def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) -> dict[str, Any]:
+    first = record(env, store, [tests], cwd=root, extra_env=extra)
+    second = record(env, store, [tests], cwd=root, extra_env=extra)
+    control = diff(store, first.run_id, second.run_id, root)
+    unstable = sorted(_key(t["id"], c) for t in control["tests"] for c in t.get("changes", []))
+    doc = document(store, first.run_id)
+    called = set()
+    for test in doc["tests"]:
+        for phase in test.get("phases", {}).values():
+            called.update(n["symbol"] for n in phase.get("nodes", []) if n["type"] == "call")
+    foreign = sorted({r for t in doc["tests"] for r in t.get("unverified_reasons", [])})
+    return {
+        "run": first.run_id,
+        "tests": len(doc["tests"]),
+        "wall_s": round(first.wall_s, 2),
+        "control_changes": unstable,
+        "control_tests": sorted({k.split("|", 1)[0] for k in unstable}),
+        "unverified_reasons": foreign,
+        "called": sorted(called),
+    }
+
+
+def _one(
+    env: Env, root: Path, store: Path, mutant: Mutant, base: dict[str, Any], extra: dict[str, str]
+) -> dict[str, Any]:
+    result: dict[str, Any] = asdict(mutant)
+    reached = any(s == mutant.symbol or s.startswith(mutant.symbol + ".") for s in base["called"])
+    result["reached"] = reached or mutant.symbol == f"py:{_module_name(mutant.file)}"
+    timeout = max(60.0, 10 * base["wall_s"])
+    try:
+        rec = record(env, store, [mutant.tests], cwd=root, extra_env=extra, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return result | {"verdict": "killed:timeout", "changed_tests": None, "killed": True}
+    except RuntimeError as exc:  # pytest 2-5: the mutant broke import or collection
+        return result | {
+            "verdict": "killed:collection",
+            "error": str(exc)[-400:],
+            "changed_tests": None,
+            "killed": True,
+        }
+    document = diff(store, base["run"], rec.run_id, root)
+    statuses = Counter(t["status"] for t in document["tests"])
+    unstable = set(base["control_changes"])
+    kinds: Counter[str] = Counter()
+    changed = []
+    killed_tests = []
+    masked = 0
+    for test in document["tests"]:
+        if test["status"] == "unchanged":
+            continue
+        own = [c for c in test.get("changes", []) if _key(test["id"], c) not in unstable]
+        if test["status"] == "changed" and not own:
+            masked += 1  # only differences the two base recordings also showed
+            continue
+        changed.append(test["id"])
+        kinds.update(c["kind"] for c in own)
+        if any(c["kind"] == "outcome_changed" for c in own):
+            killed_tests.append(test["id"])
+    killed = bool(killed_tests) or rec.returncode != 0
+    verdict = ("killed" if killed else "changed") if changed else "unchanged"
+    return result | {
+        "verdict": verdict,
+        "killed": killed,
+        "statuses": dict(statuses),
+        "changed_tests": len(changed),
+        "killed_tests": len(killed_tests),
+        "change_kinds": dict(kinds),
+        "masked_by_control": masked,
+        "run": rec.run_id,
+        "wall_s": round(rec.wall_s, 2),
+    }
+
+
+def _key(test: str, change: dict[str, Any]) -> str:
+    """A change without its values: what the base-vs-base control may also show (``--repeat``)."""
+    path = "/".join(change.get("path", []))
+    return f"{test}|{change['kind']}|{change.get('phase')}|{path}|{change.get('site')}"
+
+
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(results)
+    detected = [r for r in results if r["verdict"] != "unchanged"]
+    killed = [r for r in results if r["killed"]]
+    silent = [r for r in results if r["verdict"] == "unchanged"]
+    return {
+        "total": n,
+        "by_operator": dict(Counter(r["operator"] for r in results)),
+        "detected": len(detected),
+        "detected_share": round(len(detected) / n, 4) if n else None,
+        "killed": len(killed),
+        "killed_share": round(len(killed) / n, 4) if n else None,
+        "changed_not_killed": len(detected) - len(killed),
+        "unchanged": len(silent),
+        "unchanged_unreached": sum(1 for r in silent if not r["reached"]),
+        "unchanged_reached": [r["id"] for r in silent if r["reached"]],
+        # The genome sees more than the assertions: tests that changed yet still passed.
+        "with_changed_passing_test": sum(1 for r in detected if _passing(r) > 0),
+        "changed_passing_tests": sum(_passing(r) for r in detected),
+        "timeouts": [r["id"] for r in results if r["verdict"] == "killed:timeout"],
+    }
+
+
+def _passing(result: dict[str, Any]) -> int:
+    return (result.get("changed_tests") or 0) - (result.get("killed_tests") or 0)
