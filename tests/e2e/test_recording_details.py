@@ -378,3 +378,35 @@ def test_unfollowable_mock_paths_claim_nothing(tmp_path: Path) -> None:
         if n["type"] == "substitution"
     }
     assert claims == {("", "py:pkg.fetch", "patch-target"), ("().upper", None, "none")}
+
+
+def test_pytest_temp_folders_do_not_make_recordings_differ(tmp_path: Path) -> None:
+    """``tmp_path`` lives in a folder numbered per session (and per xdist worker): strings
+    holding it are digested with that part made stable, so two sessions, and a serial run and
+    ``-n 2``, record the same genomes (the stability experiment's largest cause)."""
+    files = {
+        "pkg/__init__.py": """
+            def save(path, text):
+                with open(path, "w") as handle:
+                    handle.write(text)
+                return path
+        """,
+        "tests/test_files.py": """
+            from pkg import save
+
+            def test_save(tmp_path):
+                target = str(tmp_path / "out.txt")
+                assert save(target, "hi") == target
+
+            def test_other(tmp_path):
+                save(str(tmp_path / "b.txt"), "x")
+        """,
+    }
+    project = make_project(tmp_path, files)
+    first = record(project)
+    second = record(project)
+    assert without_run(first) == without_run(second)
+    parallel = record(project, "-n", "2")
+    assert without_run(parallel) == without_run(first)
+    node = one_node(test_genome(first, "::test_save")["phases"]["call"], "py:pkg.save")
+    assert node["args"][0]["digest"] is not None

@@ -64,6 +64,7 @@ import enum
 import hashlib
 import hmac
 import math
+import re
 import types
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
@@ -193,7 +194,16 @@ def _instance_dict(value: object, dicts: list[Mapping[object, object]]) -> dict[
 # --- canonical -------------------------------------------------------------------------------
 
 
+# pytest's per-session temporary folders (``/tmp/pytest-of-USER/pytest-17/``, and under xdist
+# ``.../pytest-17/popen-gw1/``) change with every session and worker: inside a digested string
+# they would make two recordings of one commit differ, and a serial run differ from ``-n 2``.
+_PYTEST_TMP: Final = re.compile(r"/pytest-of-[^/\s]+/pytest-\d+(?:/popen-gw\d+)?")
+_PYTEST_TMP_STABLE: Final = "/pytest-of-<user>/pytest-<n>"
+
+
 def _str_form(text: str) -> bytes:
+    if "pytest-of-" in text:
+        text = _PYTEST_TMP.sub(_PYTEST_TMP_STABLE, text)
     raw = text.encode("utf-8", "surrogatepass")
     return b"%d:" % len(raw) + raw
 
