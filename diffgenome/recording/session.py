@@ -125,7 +125,6 @@ class Recorder:
         )
         self._session_reasons: list[str] = []
         self._batch: list[dict[str, Any]] = []
-        self._symbols_written: set[str] = set()
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
         self._reports: dict[str, pytest.TestReport] = {}
@@ -449,12 +448,10 @@ class Recorder:
         prefix = self._id_prefix
         symbols = [
             {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
-            for symbol, info in self.tracer.symbols.items()
-            if symbol not in self._symbols_written
+            for info in self.tracer.take_new_symbols()
         ]
         if symbols:
             self.store.add_symbols(self.run_id, symbols)
-            self._symbols_written.update(str(s["id"]) for s in symbols)
         if self._batch:
             self.store.add_tests(self.run_id, self.worker, self._batch)
             self._batch = []

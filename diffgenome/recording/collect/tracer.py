@@ -220,6 +220,7 @@ class Tracer:
         self._armed: list[CodeType] = []
         self._filemaps: dict[str, codemap.FileMap | None] = {}
         self.symbols: dict[str, dict[str, object]] = {}
+        self.new_symbols: list[dict[str, object]] = []
         self.sites: dict[str, codemap.Site] = {}
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
@@ -372,15 +373,14 @@ class Tracer:
                     if placement is not None:
                         qualname = _type_qualname(obj)
                         symbol = f"py:{placement.module}.{qualname}"
-                        self.symbols.setdefault(
-                            symbol,
+                        self._add_symbol(
                             {
                                 "id": symbol,
                                 "origin": placement.origin,
                                 "path": placement.relpath,
                                 "line": None,
                                 "kind": "class",
-                            },
+                            }
                         )
                         return symbol
                     break
@@ -402,10 +402,22 @@ class Tracer:
                 return None
             symbol = f"py:{module}.{qualname}"
         kind = "class" if isinstance(obj, type) else "function"
-        self.symbols.setdefault(
-            symbol, {"id": symbol, "origin": "external", "path": None, "line": None, "kind": kind}
+        self._add_symbol(
+            {"id": symbol, "origin": "external", "path": None, "line": None, "kind": kind}
         )
         return symbol
+
+    def _add_symbol(self, entry: dict[str, object]) -> None:
+        """Keep the first entry for a symbol and queue it for the store."""
+        symbol = str(entry["id"])
+        if symbol not in self.symbols:
+            self.symbols[symbol] = entry
+            self.new_symbols.append(entry)
+
+    def take_new_symbols(self) -> list[dict[str, object]]:
+        """Symbols first seen since the last call: the store gets each one once."""
+        new, self.new_symbols = self.new_symbols, []
+        return new
 
     def origin_of(self, symbol: str) -> str | None:
         entry = self.symbols.get(symbol)
@@ -574,14 +586,15 @@ class Tracer:
                     placement.relpath,
                     filemap if placement.origin == "repo" else None,
                 )
-                if name.symbol not in self.symbols:
-                    self.symbols[name.symbol] = {
+                self._add_symbol(
+                    {
                         "id": name.symbol,
                         "origin": placement.origin,
                         "path": placement.relpath,
                         "line": name.line,
                         "kind": name.kind,
                     }
+                )
         self.codes[id(code)] = info
         self._keep_alive.append(code)
         return info
