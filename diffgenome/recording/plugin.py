@@ -98,3 +98,15 @@ def recorder_of(config: pytest.Config) -> Recorder | None:
     """The active recorder of a session, for tests and other plugins."""
     plugin: Recorder | None = config.pluginmanager.get_plugin(_RECORDER_NAME)
     return plugin
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say which callbacks record: a silently missing compiled core would only be slow, but
+    the user comparing timings should know."""
+    recorder = recorder_of(config)
+    if recorder is None:
+        return None
+    tracer = recorder.tracer
+    if tracer.core == "c":
+        return "diffgenome: recording with the compiled core"
+    return f"diffgenome: recording with the pure-Python core ({tracer.core_reason})"

@@ -18,12 +18,15 @@ Events:
 - ``PY_RETURN``, ``PY_YIELD``, ``PY_RESUME`` (and the branch events of the capability table,
   for repo code only) locally, on in-scope code objects, armed at their first start.
 
-The public surface is the ``Tracer`` class; a compiled implementation may replace the
-callbacks later without touching scope rules, naming, stand-ins, the plugin or the store.
+The public surface is the ``Tracer`` class. The callbacks below define what is recorded; an
+optional compiled core (``_accel.c``) takes the common path of the hottest ones and hands
+every other case to them unchanged, so both cores record byte-identical genomes (tested).
+``DIFFGENOME_CORE=python`` forces the pure-Python callbacks.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -52,6 +55,25 @@ TOOL_IDS = (4, 3, 2)
 TOOL_NAME = "diffgenome"
 
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
+
+CORE_ENV = "DIFFGENOME_CORE"
+
+
+def _load_accelerator() -> tuple[Any, str | None]:
+    """The compiled core's module, or None and why the Python callbacks are used instead."""
+    wanted = os.environ.get(CORE_ENV, "").strip().lower()
+    if wanted == "python":
+        return None, f"{CORE_ENV}=python"
+    if not CAPABILITIES.tested:
+        return None, "untested-interpreter"
+    try:
+        from diffgenome.recording.collect import _accel
+    except ImportError:
+        return None, "not-built"
+    return _accel, None
+
+
+_ACCEL, _ACCEL_ABSENT = _load_accelerator()
 
 NODE_CALL = 0
 NODE_SUBSTITUTION = 1
@@ -235,6 +257,16 @@ class Tracer:
         self.standins: StandIns | None = None
         self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
         self._create_task_original: tuple[Any, Any] | None = None
+        self._core: Any = None  # the compiled core's object, when it is in use
+        #: ``c`` or ``python``: which callbacks record (both record the same genomes).
+        self.core = "python" if _ACCEL is None else "c"
+        #: Why the Python callbacks are used, when they are.
+        self.core_reason = _ACCEL_ABSENT
+
+    def _set_recording(self, recording: bool) -> None:
+        self._recording = recording
+        if self._core is not None:
+            self._core.recording = recording
 
     @property
     def recording(self) -> bool:
@@ -268,7 +300,7 @@ class Tracer:
 
     def stop(self) -> None:
         """Release everything: events, callbacks, the tool id, the Thread.start wrapper."""
-        self._recording = False
+        self._set_recording(False)
         self._unwrap_thread_start()
         tid = self.tool_id
         if tid is None:
@@ -306,11 +338,11 @@ class Tracer:
         self._starters.clear()
         self._nodes = 0
         self._reasons = set()
-        self._recording = self.tool_id is not None
+        self._set_recording(self.tool_id is not None)
 
     def end_phase(self) -> PhaseCapture:
         """Stop attributing and hand over the phase's tree and disclosures."""
-        self._recording = False
+        self._set_recording(False)
         root = self._root if self._root is not None else Node(NODE_CALL, None, None, self.bounds)
         reasons = set(self._reasons)
         if self._sink is not None and self._sink.count:
@@ -823,6 +855,33 @@ class Tracer:
         }
         for event in CAPABILITIES.branch_events:
             callbacks[event] = on_branch
+        if _ACCEL is not None:
+            core = self._core = _ACCEL.Core(
+                tracer=self,
+                codes=self.codes,
+                active=active,
+                task_frames=task_frames,
+                on_start=on_start,
+                on_resume=on_resume,
+                on_branch=on_branch,
+                record_state=record_state,
+                summarize=summarize,
+                summary_cache=values._SUMMARY_CACHE,
+                none_summary=values._NONE_SUMMARY,
+                disable=disable,
+                node_type=Node,
+                info_type=CodeInfo,
+                bounded_type=values.BoundedValues,
+                never=never,
+            )
+            core.recording = self._recording
+            callbacks[events.PY_START] = core.on_start
+            callbacks[events.PY_RESUME] = core.on_resume
+            callbacks[events.PY_THROW] = core.on_resume
+            callbacks[events.PY_RETURN] = core.on_return
+            callbacks[events.PY_YIELD] = core.on_yield
+            for event in CAPABILITIES.branch_events:
+                callbacks[event] = core.on_branch
         return callbacks
 
     # -- evidence ------------------------------------------------------------------------

@@ -1,0 +1,943 @@
+/*
+ * The compiled core of the collector: the hot sys.monitoring callbacks in C.
+ *
+ * It is an accelerator, not a second implementation. The pure-Python callbacks in
+ * tracer.py stay the definition of what is recorded; this core takes the common path of
+ * each event (a known code object, a parent frame already attributed, a tree node that
+ * already exists) and hands every other case, unchanged, to the Python callback. That is
+ * what makes both cores produce byte-identical genomes: the C code never decides anything
+ * the Python code has not decided before, and the test suite records the same projects
+ * with both and compares the stored genomes.
+ *
+ * Tree nodes, code infos and bounded value sets stay the Python classes of tracer.py and
+ * values.py; their ``__slots__`` are read and written here through the offsets of the
+ * slot descriptors, learned once when the core is built (and checked to be object slots).
+ *
+ * Only CPython 3.12 and 3.13 are supported (the rows of the capability table that are
+ * tested); any other interpreter uses the Python callbacks.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    char recording;
+    PyObject *tracer;        /* for tracer.errors */
+    PyObject *codes;         /* id(code) -> CodeInfo | None */
+    PyObject *active;        /* id(frame) -> Node */
+    PyObject *task_frames;   /* non-empty: attribution needs the Python path */
+    PyObject *py_start, *py_resume, *py_branch;
+    PyObject *record_state;
+    PyObject *summarize;
+    PyObject *summary_cache;
+    PyObject *none_summary;
+    PyObject *disable;
+    PyObject *node_type, *info_type, *bounded_type;
+    PyObject *str_entry, *str_exit, *str_errors, *str_add_pair;
+    PyObject *comma, *bytes_join;
+    long never;
+    /* slot offsets */
+    Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
+        n_results, n_branches;
+    Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
+        i_branch_cache;
+    Py_ssize_t b_seen, b_limit;
+} Core;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static PyObject *one;
+
+static int
+slot_offset(PyObject *type, const char *name, Py_ssize_t *out)
+{
+    PyObject *descr = PyObject_GetAttrString(type, name);
+    if (descr == NULL) {
+        return -1;
+    }
+    if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
+        Py_DECREF(descr);
+        return -1;
+    }
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != Py_T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s is not an object slot", name);
+        Py_DECREF(descr);
+        return -1;
+    }
+    *out = member->offset;
+    Py_DECREF(descr);
+    return 0;
+}
+
+/* The Python callbacks catch Exception and count it; anything else propagates. */
+static PyObject *
+failed(Core *self)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        return NULL;
+    }
+    PyErr_Clear();
+    PyObject *errors = PyObject_GetAttr(self->tracer, self->str_errors);
+    if (errors != NULL) {
+        PyObject *more = PyNumber_Add(errors, one);
+        Py_DECREF(errors);
+        if (more != NULL) {
+            PyObject_SetAttr(self->tracer, self->str_errors, more);
+            Py_DECREF(more);
+        }
+    }
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+increment(PyObject *obj, Py_ssize_t offset)
+{
+    PyObject **slot = (PyObject **)((char *)obj + offset);
+    PyObject *old = *slot;
+    if (old == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "counter slot is not set");
+        return -1;
+    }
+    PyObject *value = PyNumber_Add(old, one);
+    if (value == NULL) {
+        return -1;
+    }
+    *slot = value;
+    Py_DECREF(old);
+    return 0;
+}
+
+/* Borrowed value of dict[id(ptr)], NULL without error when absent. */
+static PyObject *
+get_by_id(PyObject *dict, void *ptr)
+{
+    PyObject *key = PyLong_FromVoidPtr(ptr);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    Py_DECREF(key);
+    return value;
+}
+
+static int
+set_by_id(PyObject *dict, void *ptr, PyObject *value)
+{
+    PyObject *key = PyLong_FromVoidPtr(ptr);
+    if (key == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(dict, key, value);
+    Py_DECREF(key);
+    return rc;
+}
+
+/* New reference to dict.pop(id(ptr)); NULL without error when absent. */
+static PyObject *
+pop_by_id(PyObject *dict, void *ptr)
+{
+    PyObject *key = PyLong_FromVoidPtr(ptr);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    if (value != NULL) {
+        Py_INCREF(value);
+        if (PyDict_DelItem(dict, key) < 0) {
+            Py_CLEAR(value);
+        }
+    }
+    Py_DECREF(key);
+    return value;
+}
+
+/* values.summarize: the cached summaries of small scalars are read here, the rest (and
+ * every cache miss, which also fills the cache) is the Python function's. */
+static PyObject *
+summarize(Core *self, PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    int cacheable = 0;
+    if (kind == &PyLong_Type) {
+        int overflow = 0;
+        long number = PyLong_AsLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        cacheable = !overflow && number > -1000000 && number < 1000000;
+    }
+    else if (kind == &PyUnicode_Type) {
+        cacheable = PyUnicode_GET_LENGTH(value) < 64;
+    }
+    else if (kind == &PyBool_Type) {
+        cacheable = 1;
+    }
+    else if (value == Py_None) {
+        return Py_NewRef(self->none_summary);
+    }
+    if (cacheable) {
+        PyObject *key = PyTuple_Pack(2, (PyObject *)kind, value);
+        if (key == NULL) {
+            return NULL;
+        }
+        PyObject *known = PyDict_GetItemWithError(self->summary_cache, key);
+        Py_DECREF(key);
+        if (known != NULL) {
+            return Py_NewRef(known);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return PyObject_CallOneArg(self->summarize, value);
+}
+
+/* BoundedValues.add_pair while the set still has room; the overflow path is Python's. */
+static int
+add_pair(Core *self, PyObject *bounded, PyObject *pair)
+{
+    if (Py_TYPE(bounded) == (PyTypeObject *)self->bounded_type) {
+        PyObject *seen = SLOT(bounded, self->b_seen);
+        PyObject *limit = SLOT(bounded, self->b_limit);
+        if (seen != NULL && limit != NULL && PyDict_CheckExact(seen)) {
+            int present = PyDict_Contains(seen, pair);
+            if (present < 0) {
+                return -1;
+            }
+            if (present) {
+                return 0;
+            }
+            Py_ssize_t room = PyLong_AsSsize_t(limit);
+            if (room == -1 && PyErr_Occurred()) {
+                return -1;
+            }
+            if (PyDict_GET_SIZE(seen) < room) {
+                return PyDict_SetItem(seen, pair, Py_None);
+            }
+        }
+    }
+    PyObject *result = PyObject_CallMethodOneArg(bounded, self->str_add_pair, pair);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+static PyObject *
+local_value(PyObject *locals, PyObject *name)
+{
+    if (PyDict_CheckExact(locals)) {
+        PyObject *value = PyDict_GetItemWithError(locals, name);
+        if (value == NULL) {
+            return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        }
+        return Py_NewRef(value);
+    }
+    PyObject *value = PyObject_GetItem(locals, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_KeyError)) {
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    return value;
+}
+
+/* Tracer._record_args */
+static int
+record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
+{
+    PyObject *labels = SLOT(info, self->i_arg_labels);
+    PyObject *names = SLOT(info, self->i_argnames);
+    PyObject *bounded = SLOT(node, self->n_args);
+    if (labels == NULL || names == NULL || bounded == NULL || !PyTuple_CheckExact(labels) ||
+        !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(labels) != PyTuple_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
+        return -1;
+    }
+    PyObject *locals = PyFrame_GetLocals(frame);
+    if (locals == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(labels);
+    PyObject *pair = NULL;
+    int rc = -1;
+    if (n == 1) {
+        PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, 0));
+        if (value == NULL) {
+            goto done;
+        }
+        PyObject *summary = summarize(self, value);
+        Py_DECREF(value);
+        if (summary == NULL) {
+            goto done;
+        }
+        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+            Py_DECREF(summary);
+            PyErr_SetString(PyExc_TypeError, "a summary is a pair");
+            goto done;
+        }
+        PyObject *shape =
+            PyNumber_Add(PyTuple_GET_ITEM(labels, 0), PyTuple_GET_ITEM(summary, 0));
+        if (shape != NULL) {
+            pair = PyTuple_Pack(2, shape, PyTuple_GET_ITEM(summary, 1));
+            Py_DECREF(shape);
+        }
+        Py_DECREF(summary);
+    }
+    else {
+        PyObject *shapes = PyList_New(0);
+        PyObject *canons = PyList_New(0);
+        int complete = 1;
+        if (shapes == NULL || canons == NULL) {
+            Py_XDECREF(shapes);
+            Py_XDECREF(canons);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, i));
+            if (value == NULL) {
+                break;
+            }
+            PyObject *summary = summarize(self, value);
+            Py_DECREF(value);
+            if (summary == NULL) {
+                break;
+            }
+            if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+                Py_DECREF(summary);
+                PyErr_SetString(PyExc_TypeError, "a summary is a pair");
+                break;
+            }
+            PyObject *shape =
+                PyNumber_Add(PyTuple_GET_ITEM(labels, i), PyTuple_GET_ITEM(summary, 0));
+            int ok = shape != NULL && PyList_Append(shapes, shape) == 0;
+            Py_XDECREF(shape);
+            PyObject *canon = PyTuple_GET_ITEM(summary, 1);
+            if (ok) {
+                if (canon == Py_None) {
+                    complete = 0;
+                }
+                else if (complete) {
+                    ok = PyList_Append(canons, canon) == 0;
+                }
+            }
+            Py_DECREF(summary);
+            if (!ok) {
+                break;
+            }
+        }
+        if (!PyErr_Occurred()) {
+            PyObject *shape = PyUnicode_Join(self->comma, shapes);
+            PyObject *canon =
+                complete ? PyObject_CallOneArg(self->bytes_join, canons) : Py_NewRef(Py_None);
+            if (shape != NULL && canon != NULL) {
+                pair = PyTuple_Pack(2, shape, canon);
+            }
+            Py_XDECREF(shape);
+            Py_XDECREF(canon);
+        }
+        Py_DECREF(shapes);
+        Py_DECREF(canons);
+    }
+    if (pair != NULL) {
+        rc = add_pair(self, bounded, pair);
+        Py_DECREF(pair);
+    }
+done:
+    Py_DECREF(locals);
+    return rc;
+}
+
+static int
+record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, PyObject *when)
+{
+    PyObject *args[4] = {node, info, (PyObject *)frame, when};
+    PyObject *result = PyObject_Vectorcall(self->record_state, args, 4, NULL);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+/* The node an in-scope frame starting or resuming hangs under, when the fast rule finds it:
+ * its caller's frame is active and is what its node says it is. NULL (no error) otherwise:
+ * the Python callback then decides (tasks, threads, stand-in frames, unknown callers). */
+static PyObject *
+fast_parent(Core *self, PyFrameObject *frame)
+{
+    if (PyDict_GET_SIZE(self->task_frames)) {
+        return NULL;
+    }
+    PyFrameObject *back = PyFrame_GetBack(frame);
+    if (back == NULL) {
+        return NULL;
+    }
+    PyObject *parent = get_by_id(self->active, back);
+    if (parent == NULL || Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
+        Py_DECREF(back);
+        return NULL;
+    }
+    PyObject *ntype = SLOT(parent, self->n_ntype);
+    PyObject *key = SLOT(parent, self->n_key);
+    if (ntype == NULL || key == NULL || !PyLong_CheckExact(ntype)) {
+        Py_DECREF(back);
+        return NULL;
+    }
+    long kind = PyLong_AsLong(ntype);
+    if (kind == 0 && key != Py_None) {
+        if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
+            Py_DECREF(back);
+            return NULL;
+        }
+        PyCodeObject *code = PyFrame_GetCode(back);
+        int same = (PyObject *)code == SLOT(key, self->i_code);
+        Py_DECREF(code);
+        if (!same) {
+            Py_DECREF(back);
+            return NULL;
+        }
+    }
+    Py_DECREF(back);
+    return parent;
+}
+
+static PyObject *
+fast_child(Core *self, PyObject *parent, PyObject *info)
+{
+    PyObject *children = SLOT(parent, self->n_children);
+    if (children == NULL || !PyDict_CheckExact(children)) {
+        return NULL;
+    }
+    PyObject *node = PyDict_GetItemWithError(children, info);
+    if (node == NULL || Py_TYPE(node) != (PyTypeObject *)self->node_type) {
+        return NULL;
+    }
+    return node;
+}
+
+static PyObject *
+Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        Py_RETURN_NONE;
+    }
+    PyObject *info = get_by_id(self->codes, args[0]);
+    if (info == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
+    }
+    if (info == Py_None) {
+        return Py_NewRef(self->disable);
+    }
+    if (!self->recording) {
+        Py_RETURN_NONE;
+    }
+    if (Py_TYPE(info) != (PyTypeObject *)self->info_type ||
+        SLOT(info, self->i_is_test) != Py_False) {
+        return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
+    }
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) {
+        return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
+    }
+    PyObject *parent = fast_parent(self, frame);
+    PyObject *node = parent == NULL ? NULL : fast_child(self, parent, info);
+    if (node == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
+    }
+    Py_INCREF(node);
+    Py_INCREF(info);
+    PyObject *result = NULL;
+    if (increment(node, self->n_count) < 0 || set_by_id(self->active, frame, node) < 0) {
+        goto error;
+    }
+    PyObject *names = SLOT(info, self->i_argnames);
+    if (names == NULL || !PyTuple_CheckExact(names)) {
+        PyErr_SetString(PyExc_TypeError, "argnames is not a tuple");
+        goto error;
+    }
+    if (PyTuple_GET_SIZE(names) && record_args(self, node, info, frame) < 0) {
+        goto error;
+    }
+    PyObject *has_state = SLOT(info, self->i_has_state);
+    if (has_state == Py_True && record_state(self, node, info, frame, self->str_entry) < 0) {
+        goto error;
+    }
+    result = Py_NewRef(Py_None);
+    goto done;
+error:
+    result = failed(self);
+done:
+    Py_DECREF(node);
+    Py_DECREF(info);
+    return result;
+}
+
+static PyObject *
+Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        Py_RETURN_NONE;
+    }
+    PyObject *info = get_by_id(self->codes, args[0]);
+    if (info == NULL && PyErr_Occurred()) {
+        return failed(self);
+    }
+    if (info == NULL || info == Py_None || !self->recording) {
+        Py_RETURN_NONE;
+    }
+    PyFrameObject *frame = PyEval_GetFrame();
+    PyObject *parent = frame == NULL ? NULL : fast_parent(self, frame);
+    PyObject *node = parent == NULL ? NULL : fast_child(self, parent, info);
+    if (node == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        return PyObject_Vectorcall(self->py_resume, args, nargs, NULL);
+    }
+    Py_INCREF(node);
+    int rc = increment(node, self->n_count);
+    if (rc == 0) {
+        rc = set_by_id(self->active, frame, node);
+    }
+    Py_DECREF(node);
+    if (rc < 0) {
+        return failed(self);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_on_return(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || !self->recording) {
+        Py_RETURN_NONE;
+    }
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *node = pop_by_id(self->active, frame);
+    if (node == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *result = NULL;
+    PyObject *info = NULL;
+    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
+        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
+        goto error;
+    }
+    info = SLOT(node, self->n_key);
+    PyObject *ntype = SLOT(node, self->n_ntype);
+    if (info == NULL || ntype == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "node slots are not set");
+        goto error;
+    }
+    Py_INCREF(info);
+    if (info == Py_None) {
+        goto none;
+    }
+    long kind = PyLong_AsLong(ntype);
+    if (kind == -1 && PyErr_Occurred()) {
+        goto error;
+    }
+    if (kind != 0) {
+        if (increment(node, self->n_returned) < 0) {
+            goto error;
+        }
+        goto none;
+    }
+    if (Py_TYPE(info) != (PyTypeObject *)self->info_type) {
+        PyErr_SetString(PyExc_TypeError, "a call node's key is not a CodeInfo");
+        goto error;
+    }
+    if (SLOT(info, self->i_code) != args[0]) {
+        goto none;
+    }
+    if (increment(node, self->n_returned) < 0) {
+        goto error;
+    }
+    PyObject *summary = summarize(self, args[2]);
+    if (summary == NULL) {
+        goto error;
+    }
+    if (SLOT(info, self->i_salted) == Py_True) {
+        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+            Py_DECREF(summary);
+            PyErr_SetString(PyExc_TypeError, "a summary is a pair");
+            goto error;
+        }
+        PyObject *shape_only = PyTuple_Pack(2, PyTuple_GET_ITEM(summary, 0), Py_None);
+        Py_DECREF(summary);
+        if (shape_only == NULL) {
+            goto error;
+        }
+        summary = shape_only;
+    }
+    PyObject *bounded = SLOT(node, self->n_results);
+    int rc = bounded == NULL ? -1 : add_pair(self, bounded, summary);
+    Py_DECREF(summary);
+    if (rc < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_AttributeError, "results slot is not set");
+        }
+        goto error;
+    }
+    if (SLOT(info, self->i_has_state) == Py_True &&
+        record_state(self, node, info, frame, self->str_exit) < 0) {
+        goto error;
+    }
+none:
+    result = Py_NewRef(Py_None);
+    goto done;
+error:
+    result = failed(self);
+done:
+    Py_XDECREF(info);
+    Py_DECREF(node);
+    return result;
+}
+
+static PyObject *
+Core_on_yield(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!self->recording) {
+        Py_RETURN_NONE;
+    }
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *node = pop_by_id(self->active, frame);
+    if (node == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        Py_RETURN_NONE;
+    }
+    int rc = 0;
+    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
+        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
+        rc = -1;
+    }
+    else {
+        rc = increment(node, self->n_yielded);
+    }
+    Py_DECREF(node);
+    if (rc < 0) {
+        return failed(self);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3) {
+        Py_RETURN_NONE;
+    }
+    PyObject *info = get_by_id(self->codes, args[0]);
+    if (info == NULL && PyErr_Occurred()) {
+        return failed(self);
+    }
+    if (info == NULL || info == Py_None) {
+        return Py_NewRef(self->disable);
+    }
+    if (Py_TYPE(info) != (PyTypeObject *)self->info_type) {
+        return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
+    }
+    PyObject *cache = SLOT(info, self->i_branch_cache);
+    long long src = PyLong_AsLongLong(args[1]);
+    long long dest = PyLong_AsLongLong(args[2]);
+    if (cache == NULL || !PyDict_CheckExact(cache) || src < 0 || dest < 0 ||
+        src >= (1LL << 38) || dest >= (1LL << 24)) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
+    }
+    PyObject *pair = PyLong_FromLongLong((src << 24) | dest);
+    if (pair == NULL) {
+        return failed(self);
+    }
+    PyObject *outcome = PyDict_GetItemWithError(cache, pair);
+    Py_DECREF(pair);
+    if (outcome == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
+    }
+    long value = PyLong_AsLong(outcome);
+    if (value == -1 && PyErr_Occurred()) {
+        return failed(self);
+    }
+    if (value < 0) {
+        return value == self->never ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
+    }
+    if (!self->recording) {
+        Py_RETURN_NONE;
+    }
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *node = get_by_id(self->active, frame);
+    if (node == NULL) {
+        if (PyErr_Occurred()) {
+            return failed(self);
+        }
+        Py_RETURN_NONE;
+    }
+    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
+        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
+        return failed(self);
+    }
+    PyObject *branches = SLOT(node, self->n_branches);
+    if (branches == NULL || !PyDict_CheckExact(branches)) {
+        PyErr_SetString(PyExc_TypeError, "branches is not a dict");
+        return failed(self);
+    }
+    Py_INCREF(branches);
+    Py_INCREF(outcome);
+    PyObject *seen = PyDict_GetItemWithError(branches, outcome);
+    PyObject *count = NULL;
+    if (seen != NULL) {
+        count = PyNumber_Add(seen, one);
+    }
+    else if (!PyErr_Occurred()) {
+        count = Py_NewRef(one);
+    }
+    int rc = count == NULL ? -1 : PyDict_SetItem(branches, outcome, count);
+    Py_XDECREF(count);
+    Py_DECREF(outcome);
+    Py_DECREF(branches);
+    if (rc < 0) {
+        return failed(self);
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+Core_init(Core *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
+    PyObject *record_state, *summarize, *summary_cache, *none_summary, *disable;
+    PyObject *node_type, *info_type, *bounded_type;
+    long never;
+    static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
+                            "on_resume", "on_branch", "record_state", "summarize",
+                            "summary_cache", "none_summary", "disable", "node_type",
+                            "info_type", "bounded_type", "never", NULL};
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO!O!O!OOOOOO!OOO!O!O!l", names, &tracer, &PyDict_Type, &codes,
+            &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
+            &py_branch, &record_state, &summarize, &PyDict_Type, &summary_cache, &none_summary,
+            &disable, &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type,
+            &bounded_type, &never)) {
+        return -1;
+    }
+    if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
+        !PyDict_CheckExact(task_frames) || !PyDict_CheckExact(summary_cache)) {
+        PyErr_SetString(PyExc_TypeError, "the shared tables must be plain dicts");
+        return -1;
+    }
+    if (slot_offset(node_type, "ntype", &self->n_ntype) < 0 ||
+        slot_offset(node_type, "key", &self->n_key) < 0 ||
+        slot_offset(node_type, "children", &self->n_children) < 0 ||
+        slot_offset(node_type, "count", &self->n_count) < 0 ||
+        slot_offset(node_type, "returned", &self->n_returned) < 0 ||
+        slot_offset(node_type, "yielded", &self->n_yielded) < 0 ||
+        slot_offset(node_type, "args", &self->n_args) < 0 ||
+        slot_offset(node_type, "results", &self->n_results) < 0 ||
+        slot_offset(node_type, "branches", &self->n_branches) < 0 ||
+        slot_offset(info_type, "code", &self->i_code) < 0 ||
+        slot_offset(info_type, "is_test", &self->i_is_test) < 0 ||
+        slot_offset(info_type, "argnames", &self->i_argnames) < 0 ||
+        slot_offset(info_type, "arg_labels", &self->i_arg_labels) < 0 ||
+        slot_offset(info_type, "has_state", &self->i_has_state) < 0 ||
+        slot_offset(info_type, "salted_results", &self->i_salted) < 0 ||
+        slot_offset(info_type, "branch_cache", &self->i_branch_cache) < 0 ||
+        slot_offset(bounded_type, "_seen", &self->b_seen) < 0 ||
+        slot_offset(bounded_type, "_limit", &self->b_limit) < 0) {
+        return -1;
+    }
+    PyObject *sep = PyBytes_FromStringAndSize("\x1e", 1);
+    if (sep == NULL) {
+        return -1;
+    }
+    PyObject *bytes_join = PyObject_GetAttrString(sep, "join");
+    Py_DECREF(sep);
+    if (bytes_join == NULL) {
+        return -1;
+    }
+    Py_XSETREF(self->bytes_join, bytes_join);
+    Py_XSETREF(self->comma, PyUnicode_FromString(", "));
+    Py_XSETREF(self->str_entry, PyUnicode_InternFromString("entry"));
+    Py_XSETREF(self->str_exit, PyUnicode_InternFromString("exit"));
+    Py_XSETREF(self->str_errors, PyUnicode_InternFromString("errors"));
+    Py_XSETREF(self->str_add_pair, PyUnicode_InternFromString("add_pair"));
+    if (!self->comma || !self->str_entry || !self->str_exit || !self->str_errors ||
+        !self->str_add_pair) {
+        return -1;
+    }
+    Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->codes, Py_NewRef(codes));
+    Py_XSETREF(self->active, Py_NewRef(active));
+    Py_XSETREF(self->task_frames, Py_NewRef(task_frames));
+    Py_XSETREF(self->py_start, Py_NewRef(py_start));
+    Py_XSETREF(self->py_resume, Py_NewRef(py_resume));
+    Py_XSETREF(self->py_branch, Py_NewRef(py_branch));
+    Py_XSETREF(self->record_state, Py_NewRef(record_state));
+    Py_XSETREF(self->summarize, Py_NewRef(summarize));
+    Py_XSETREF(self->summary_cache, Py_NewRef(summary_cache));
+    Py_XSETREF(self->none_summary, Py_NewRef(none_summary));
+    Py_XSETREF(self->disable, Py_NewRef(disable));
+    Py_XSETREF(self->node_type, Py_NewRef(node_type));
+    Py_XSETREF(self->info_type, Py_NewRef(info_type));
+    Py_XSETREF(self->bounded_type, Py_NewRef(bounded_type));
+    self->never = never;
+    self->recording = 0;
+    return 0;
+}
+
+static int
+Core_traverse(Core *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->tracer);
+    Py_VISIT(self->codes);
+    Py_VISIT(self->active);
+    Py_VISIT(self->task_frames);
+    Py_VISIT(self->py_start);
+    Py_VISIT(self->py_resume);
+    Py_VISIT(self->py_branch);
+    Py_VISIT(self->record_state);
+    Py_VISIT(self->summarize);
+    Py_VISIT(self->summary_cache);
+    Py_VISIT(self->none_summary);
+    Py_VISIT(self->disable);
+    Py_VISIT(self->node_type);
+    Py_VISIT(self->info_type);
+    Py_VISIT(self->bounded_type);
+    return 0;
+}
+
+static int
+Core_clear(Core *self)
+{
+    Py_CLEAR(self->tracer);
+    Py_CLEAR(self->codes);
+    Py_CLEAR(self->active);
+    Py_CLEAR(self->task_frames);
+    Py_CLEAR(self->py_start);
+    Py_CLEAR(self->py_resume);
+    Py_CLEAR(self->py_branch);
+    Py_CLEAR(self->record_state);
+    Py_CLEAR(self->summarize);
+    Py_CLEAR(self->summary_cache);
+    Py_CLEAR(self->none_summary);
+    Py_CLEAR(self->disable);
+    Py_CLEAR(self->node_type);
+    Py_CLEAR(self->info_type);
+    Py_CLEAR(self->bounded_type);
+    Py_CLEAR(self->str_entry);
+    Py_CLEAR(self->str_exit);
+    Py_CLEAR(self->str_errors);
+    Py_CLEAR(self->str_add_pair);
+    Py_CLEAR(self->comma);
+    Py_CLEAR(self->bytes_join);
+    return 0;
+}
+
+static void
+Core_dealloc(Core *self)
+{
+    PyObject_GC_UnTrack(self);
+    Core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Core_methods[] = {
+    {"on_start", (PyCFunction)(void (*)(void))Core_on_start, METH_FASTCALL,
+     "PY_START: a code object starts a new frame."},
+    {"on_resume", (PyCFunction)(void (*)(void))Core_on_resume, METH_FASTCALL,
+     "PY_RESUME and PY_THROW: a generator or coroutine frame resumes."},
+    {"on_return", (PyCFunction)(void (*)(void))Core_on_return, METH_FASTCALL,
+     "PY_RETURN: a frame returns a value."},
+    {"on_yield", (PyCFunction)(void (*)(void))Core_on_yield, METH_FASTCALL,
+     "PY_YIELD: a generator or coroutine frame suspends."},
+    {"on_branch", (PyCFunction)(void (*)(void))Core_on_branch, METH_FASTCALL,
+     "BRANCH: a decision in repository code took one direction."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Core_members[] = {
+    {"recording", Py_T_BOOL, offsetof(Core, recording), 0,
+     "Whether a phase is being recorded (mirrors Tracer._recording)."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "diffgenome.recording.collect._accel.Core",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The hot sys.monitoring callbacks of one Tracer, in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_traverse = (traverseproc)Core_traverse,
+    .tp_clear = (inquiry)Core_clear,
+    .tp_methods = Core_methods,
+    .tp_members = Core_members,
+};
+
+static struct PyModuleDef accel_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "diffgenome.recording.collect._accel",
+    .m_doc = "Compiled hot path of the diffgenome collector (see tracer.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__accel(void)
+{
+    if (PyType_Ready(&CoreType) < 0) {
+        return NULL;
+    }
+    one = PyLong_FromLong(1);
+    if (one == NULL) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&accel_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "ABI", PY_VERSION_HEX >> 16) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,19 @@
+"""Build hook for the optional compiled core of the collector.
+
+Everything else is declared in pyproject.toml. The extension is optional: when it cannot be
+built (no compiler, an interpreter it does not support), the pure-Python callbacks record the
+same genomes, only slower; `pytest --genome` says which core it uses.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "diffgenome.recording.collect._accel",
+            sources=["diffgenome/recording/collect/_accel.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
+        )
+    ]
+)

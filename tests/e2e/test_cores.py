@@ -1,0 +1,237 @@
+"""The compiled core and the pure-Python callbacks record byte-identical genomes.
+
+The compiled core (``diffgenome/recording/collect/_accel.c``) is only allowed because of
+this: every project is recorded twice under one key, once with ``DIFFGENOME_CORE=python``,
+and the stored genomes (tests and symbols, in their canonical JSON) must be equal byte for
+byte. The ``workout`` project exercises every path the C code takes or hands back to Python:
+generators with ``yield from``, exceptions through frames, recursion, threads, tasks, bounded
+argument sets that overflow, uncacheable values, salted ``__hash__``, receiver and global
+state, decisions of every kind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diffgenome.recording.collect import tracer as tracer_module
+from diffgenome.recording.collect.capabilities import CAPABILITIES
+from tests.e2e.helpers import make_project, record_full
+
+pytestmark = pytest.mark.slow
+
+WORKOUT = {
+    "work/__init__.py": "",
+    "work/core.py": """
+        import asyncio
+        import threading
+
+        LIMIT = 3
+        registry = {}
+
+
+        class Box:
+            def __init__(self, size, label="box"):
+                self.size = size
+                self.label = label
+
+            def grow(self, by):
+                if by < 0:
+                    raise ValueError("shrink")
+                self.size += by
+                return self.size
+
+            def __hash__(self):
+                return hash((self.size, self.label))
+
+            def __eq__(self, other):
+                return isinstance(other, Box) and other.size == self.size
+
+
+        def ident(x):
+            return x
+
+
+        def pair(a, b=2, *rest, key=None, **extra):
+            return (a, b, rest, key, extra)
+
+
+        def countdown(n):
+            while n > 0:
+                yield n
+                n -= 1
+
+
+        def chained(n):
+            yield from countdown(n)
+            yield from (i * 2 for i in range(n) if i % 2)
+
+
+        def fact(n):
+            return 1 if n <= 1 else n * fact(n - 1)
+
+
+        def classify(value):
+            match value:
+                case int() if value > LIMIT:
+                    return "big"
+                case int():
+                    return "small"
+                case str():
+                    return "text"
+                case _:
+                    return "other"
+
+
+        def fails(n):
+            try:
+                return 10 // n
+            except ZeroDivisionError:
+                registry["zero"] = registry.get("zero", 0) + 1
+                raise
+
+
+        def in_thread(values):
+            out = []
+            worker = threading.Thread(target=lambda: out.extend(ident(v) for v in values))
+            worker.start()
+            worker.join()
+            return out
+
+
+        async def twice(x):
+            await asyncio.sleep(0)
+            return ident(x) * 2
+
+
+        def run_tasks(values):
+            async def main():
+                tasks = [asyncio.ensure_future(twice(v)) for v in values]
+                return [await t for t in tasks]
+
+            return asyncio.run(main())
+    """,
+    "tests/test_workout.py": """
+        import pytest
+
+        from work import core
+
+
+        def test_calls_and_overflowing_arguments():
+            for i in range(40):
+                core.ident(i)
+                core.ident(str(i) * 30)
+                core.ident(i * 10**30)
+                core.ident([i, {"k": (i, None)}])
+            core.pair(1, 2, 3, 4, key="k", z=1.5)
+            core.pair(None)
+            assert core.fact(12) == 479001600
+
+
+        def test_generators():
+            assert list(core.chained(6)) == [6, 5, 4, 3, 2, 1, 2, 6, 10]
+            gen = core.countdown(3)
+            assert next(gen) == 3
+            gen.close()
+
+
+        def test_objects_and_state():
+            box = core.Box(2)
+            assert box.grow(3) == 5
+            with pytest.raises(ValueError):
+                box.grow(-1)
+            assert len({core.Box(1), core.Box(1), core.Box(2)}) == 2
+
+
+        def test_decisions():
+            assert [core.classify(v) for v in (1, 9, "s", 2.5)] == [
+                "small", "big", "text", "other"
+            ]
+
+
+        def test_exceptions():
+            assert core.fails(5) == 2
+            with pytest.raises(ZeroDivisionError):
+                core.fails(0)
+
+
+        def test_threads_and_tasks():
+            assert core.in_thread([1, 2, 3]) == [1, 2, 3]
+            assert core.run_tasks([1, 2]) == [2, 4]
+
+
+        @pytest.mark.parametrize("n", [0, 1, 7])
+        def test_parametrized(n):
+            assert core.fact(n) >= 1
+    """,
+}
+
+
+def _canonical_genomes(doc: dict[str, Any]) -> str:
+    """What a recording says about the code, without the run's own metadata."""
+    return json.dumps(
+        {k: v for k, v in doc.items() if k != "run"}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def _record_both(project: Path, *args: str, returncode: int = 0) -> tuple[str, str, str]:
+    key = project.parent / f"{project.name}.key"
+    key.write_bytes(os.urandom(32))
+    texts: dict[str, str] = {}
+    header = ""
+    for core in ("c", "python"):
+        store = f".dg-{core}"
+        done = record_full(
+            project,
+            f"--genome-key-file={key}",
+            f"--genome-store={store}",
+            *args,
+            env={"DIFFGENOME_CORE": core},
+            returncode=returncode,
+            store=store,
+        )
+        texts[core] = _canonical_genomes(done.doc)
+        if core == "c":
+            header = done.output
+    return texts["c"], texts["python"], header
+
+
+def test_the_compiled_core_is_built_where_it_is_supported() -> None:
+    """A clean clone builds it (``pip install -e .``); without it recording is only slower,
+    so its absence must be a failure here rather than a silent slowdown."""
+    if not CAPABILITIES.tested:
+        pytest.skip(f"the compiled core is not used on {sys.version_info[:2]} (untested row)")
+    assert os.environ.get(tracer_module.CORE_ENV, "") != "python"
+    assert tracer_module._ACCEL is not None, tracer_module._ACCEL_ABSENT
+
+
+def test_workout_records_the_same_genomes_with_both_cores(tmp_path: Path) -> None:
+    project = make_project(tmp_path, WORKOUT)
+    compiled, python, header = _record_both(project)
+    if CAPABILITIES.tested:
+        assert "diffgenome: recording with the compiled core" in header
+    assert '"type":"call"' in compiled and "work.core.chained" in compiled
+    assert compiled == python
+
+
+@pytest.mark.parametrize(
+    ("base", "args", "returncode"),
+    [
+        ("shop", (), 0),
+        ("mocks", (), 0),
+        ("tasks", (), 0),
+        ("lab", ("tests/test_core.py", "tests/test_outcomes.py"), 1),
+    ],
+)
+def test_example_projects_record_the_same_genomes_with_both_cores(
+    tmp_path: Path, base: str, args: tuple[str, ...], returncode: int
+) -> None:
+    project = make_project(tmp_path, {}, base=base)
+    compiled, python, _ = _record_both(project, *args, returncode=returncode)
+    assert '"nodes":[{' in compiled
+    assert compiled == python
