@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diffgenome.recording.collect import values as value_summaries
 from diffgenome.recording.collect.values import (
     BoundedValues,
     Digester,
@@ -1062,3 +1063,68 @@ def test_overflow_counts_every_observation() -> None:
     _, other_shape = filled(1, [*head, ("bytes", None)]).export(digester)
     assert by_shape is not None and other_shape is not None
     assert by_shape["digest"] != other_shape["digest"]
+
+
+# -- per-class summaries ---------------------------------------------------------------------
+
+
+class _Plain:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+
+
+class _Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
+def test_summaries_equal_shape_and_canonical_with_the_class_memo() -> None:
+    """The memo only ever answers for classes whose instances all summarise alike."""
+    value_summaries.reset_class_summaries()
+    samples: list[object] = [
+        _Point(object()),  # no canonical form for this instance only: must not stick to _Point
+        _Pair(object(), 1),
+        _Plain(1),
+        _Plain(2),
+        _Point(1),
+        _Point(2),
+        _Color.RED,
+        _Color.BLUE,
+        _Pair(1, 2),
+        _Pair(3, 4),
+        "s",
+        7,
+        [1],
+        (1, "a"),
+        {"k": 1},
+        frozenset({1}),
+        1.5,
+        None,
+        True,
+        mock.Mock(),
+        type("Dyn", (), {}),
+    ]
+    for _ in range(2):  # the second round answers from the memo where it may
+        for sample in samples:
+            assert value_summaries.summarize(sample) == (shape(sample), canonical(sample)), sample
+    carriers = (_Point(1), _Point(2), _Color.RED, _Color.BLUE)
+    digests = {value_summaries.summarize(p)[1] for p in carriers}
+    assert len(digests) == 4  # data-carrying instances are never folded by class
+
+
+def test_class_memo_is_per_phase() -> None:
+    """A class renamed between two phases is seen under its new name in the second one."""
+    cls = type("Before", (), {})
+    value_summaries.reset_class_summaries()
+    assert value_summaries.summarize(cls())[0].endswith(".Before")
+    cls.__qualname__ = "After"
+    value_summaries.reset_class_summaries()
+    assert value_summaries.summarize(cls())[0].endswith(".After")

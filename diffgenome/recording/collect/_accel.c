@@ -21,6 +21,9 @@
 #include <frameobject.h>
 #include <structmember.h>
 
+#define CODE_CACHE_SIZE 1024
+#define SUMMARY_CACHE_LIMIT 8192
+
 typedef struct {
     PyObject_HEAD
     char recording;
@@ -31,19 +34,24 @@ typedef struct {
     PyObject *py_start, *py_resume, *py_branch;
     PyObject *record_state;
     PyObject *summarize;
-    PyObject *summary_cache;
     PyObject *none_summary;
     PyObject *disable;
     PyObject *node_type, *info_type, *bounded_type;
     PyObject *str_entry, *str_exit, *str_errors, *str_add_pair;
     PyObject *comma, *bytes_join;
     long never;
+    /* Private caches of values the Python side already decided; see code_info and
+     * summarize. */
+    struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
+    PyObject *int_summaries, *str_summaries;
+    PyObject *bool_summaries[2];
     /* slot offsets */
     Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
         n_results, n_branches;
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
-    Py_ssize_t b_seen, b_limit;
+    Py_ssize_t b_seen, b_limit, b_count, b_sum;
+    PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *tmp_marker;
 } Core;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -130,6 +138,25 @@ get_by_id(PyObject *dict, void *ptr)
     return value;
 }
 
+/* Borrowed ``codes.get(id(code))`` through a direct-mapped cache of pointers. Sound because
+ * the tracer keeps every code object it has an entry for alive (``Tracer._keep_alive``) and
+ * never replaces an entry: a cached pointer can neither dangle nor be reused by another code
+ * object, and its info never changes. */
+static PyObject *
+code_info(Core *self, PyObject *code)
+{
+    size_t index = ((size_t)code >> 4) & (CODE_CACHE_SIZE - 1);
+    if (self->code_cache[index].code == code) {
+        return self->code_cache[index].info;
+    }
+    PyObject *info = get_by_id(self->codes, code);
+    if (info != NULL) {
+        self->code_cache[index].code = code;
+        self->code_cache[index].info = info;
+    }
+    return info;
+}
+
 static int
 set_by_id(PyObject *dict, void *ptr, PyObject *value)
 {
@@ -161,45 +188,197 @@ pop_by_id(PyObject *dict, void *ptr)
     return value;
 }
 
-/* values.summarize: the cached summaries of small scalars are read here, the rest (and
- * every cache miss, which also fills the cache) is the Python function's. */
+/* ``(shape(value), canonical(value))`` of an exact int in (-10**6, 10**6) or an exact str of
+ * fewer than 64 characters, byte for byte as values.py writes them (``i<hex>;`` and
+ * ``s<len>:<utf-8>``); a str holding a pytest temporary path is the Python function's (it is
+ * rewritten there before digesting). */
+static PyObject *
+scalar_summary(Core *self, PyObject *value, int is_int)
+{
+    if (is_int) {
+        long number = PyLong_AsLong(value);
+        if (number == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        char text[32];
+        int n = number < 0 ? snprintf(text, sizeof text, "i-%lx;", -number)
+                           : snprintf(text, sizeof text, "i%lx;", number);
+        PyObject *form = PyBytes_FromStringAndSize(text, n);
+        if (form == NULL) {
+            return NULL;
+        }
+        PyObject *summary = PyTuple_Pack(2, self->str_int, form);
+        Py_DECREF(form);
+        return summary;
+    }
+    int marked = PyUnicode_Contains(value, self->tmp_marker);
+    if (marked < 0) {
+        return NULL;
+    }
+    if (marked) {
+        return PyObject_CallOneArg(self->summarize, value);
+    }
+    PyObject *raw = PyUnicode_AsEncodedString(value, "utf-8", "surrogatepass");
+    if (raw == NULL) {
+        return NULL;
+    }
+    char head[32];
+    int n = snprintf(head, sizeof head, "s%zd:", PyBytes_GET_SIZE(raw));
+    PyObject *form = PyBytes_FromStringAndSize(NULL, n + PyBytes_GET_SIZE(raw));
+    if (form == NULL) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    memcpy(PyBytes_AS_STRING(form), head, n);
+    memcpy(PyBytes_AS_STRING(form) + n, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+    Py_DECREF(raw);
+    PyObject *summary = PyTuple_Pack(2, self->str_str, form);
+    Py_DECREF(form);
+    return summary;
+}
+
+/* values.summarize. Exact small ints, short strs and bools have summaries that never change
+ * (the Python function caches them too): the first one of each value is the Python function's,
+ * kept here by value in per-type tables (by type, so that 1 and True stay apart). Everything
+ * else is the Python function's every time. */
 static PyObject *
 summarize(Core *self, PyObject *value)
 {
     PyTypeObject *kind = Py_TYPE(value);
-    int cacheable = 0;
+    PyObject *table = NULL;
     if (kind == &PyLong_Type) {
         int overflow = 0;
         long number = PyLong_AsLongAndOverflow(value, &overflow);
         if (number == -1 && PyErr_Occurred()) {
             return NULL;
         }
-        cacheable = !overflow && number > -1000000 && number < 1000000;
+        if (!overflow && number > -1000000 && number < 1000000) {
+            table = self->int_summaries;
+        }
     }
     else if (kind == &PyUnicode_Type) {
-        cacheable = PyUnicode_GET_LENGTH(value) < 64;
+        if (PyUnicode_GET_LENGTH(value) < 64) {
+            table = self->str_summaries;
+        }
     }
     else if (kind == &PyBool_Type) {
-        cacheable = 1;
+        int index = value == Py_True;
+        if (self->bool_summaries[index] == NULL) {
+            self->bool_summaries[index] = PyObject_CallOneArg(self->summarize, value);
+        }
+        return Py_XNewRef(self->bool_summaries[index]);
     }
     else if (value == Py_None) {
         return Py_NewRef(self->none_summary);
     }
-    if (cacheable) {
-        PyObject *key = PyTuple_Pack(2, (PyObject *)kind, value);
-        if (key == NULL) {
-            return NULL;
+    if (table == NULL) {
+        return PyObject_CallOneArg(self->summarize, value);
+    }
+    PyObject *known = PyDict_GetItemWithError(table, value);
+    if (known != NULL) {
+        return Py_NewRef(known);
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *summary = scalar_summary(self, value, table == self->int_summaries);
+    if (summary != NULL) {
+        if (PyDict_GET_SIZE(table) >= SUMMARY_CACHE_LIMIT) {
+            PyDict_Clear(table);
         }
-        PyObject *known = PyDict_GetItemWithError(self->summary_cache, key);
-        Py_DECREF(key);
-        if (known != NULL) {
-            return Py_NewRef(known);
-        }
-        if (PyErr_Occurred()) {
-            return NULL;
+        if (PyDict_SetItem(table, value, summary) < 0) {
+            Py_CLEAR(summary);
         }
     }
-    return PyObject_CallOneArg(self->summarize, value);
+    return summary;
+}
+
+/* The overflow branch of BoundedValues.add_pair: count the pair and add the first 8 bytes of
+ * its BLAKE2b (big-endian) to the multiset fingerprint, modulo 2**64. */
+static int
+add_overflow(Core *self, PyObject *bounded, PyObject *pair)
+{
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a summary is a pair");
+        return -1;
+    }
+    PyObject *shape = PyTuple_GET_ITEM(pair, 0);
+    PyObject *canon = PyTuple_GET_ITEM(pair, 1);
+    PyObject *count = SLOT(bounded, self->b_count);
+    PyObject *sum = SLOT(bounded, self->b_sum);
+    if (count == NULL || sum == NULL || !PyLong_CheckExact(sum)) {
+        PyErr_SetString(PyExc_TypeError, "overflow slots are not set");
+        return -1;
+    }
+    PyObject *body;
+    char tag;
+    if (canon == Py_None) {
+        if (!PyUnicode_Check(shape)) {
+            PyErr_SetString(PyExc_TypeError, "a shape is a str");
+            return -1;
+        }
+        body = PyUnicode_AsEncodedString(shape, "utf-8", "surrogatepass");
+        tag = 's';
+    }
+    else {
+        if (!PyBytes_Check(canon)) {
+            PyErr_SetString(PyExc_TypeError, "a canonical form is bytes");
+            return -1;
+        }
+        body = Py_NewRef(canon);
+        tag = 'c';
+    }
+    if (body == NULL) {
+        return -1;
+    }
+    PyObject *data = PyBytes_FromStringAndSize(NULL, 1 + PyBytes_GET_SIZE(body));
+    if (data == NULL) {
+        Py_DECREF(body);
+        return -1;
+    }
+    PyBytes_AS_STRING(data)[0] = tag;
+    memcpy(PyBytes_AS_STRING(data) + 1, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body));
+    Py_DECREF(body);
+    PyObject *call_args = PyTuple_Pack(1, data);
+    Py_DECREF(data);
+    if (call_args == NULL) {
+        return -1;
+    }
+    PyObject *hasher = PyObject_Call(self->blake2b, call_args, self->blake2b_kwargs);
+    Py_DECREF(call_args);
+    if (hasher == NULL) {
+        return -1;
+    }
+    PyObject *digest = PyObject_CallMethodNoArgs(hasher, self->str_digest);
+    Py_DECREF(hasher);
+    if (digest == NULL) {
+        return -1;
+    }
+    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 8) {
+        Py_DECREF(digest);
+        PyErr_SetString(PyExc_ValueError, "an 8-byte digest was expected");
+        return -1;
+    }
+    const unsigned char *bytes = (const unsigned char *)PyBytes_AS_STRING(digest);
+    unsigned long long hash = 0;
+    for (int i = 0; i < 8; i++) {
+        hash = (hash << 8) | bytes[i];
+    }
+    Py_DECREF(digest);
+    unsigned long long total = PyLong_AsUnsignedLongLong(sum);
+    if (total == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *new_sum = PyLong_FromUnsignedLongLong(total + hash); /* wraps modulo 2**64 */
+    if (new_sum == NULL) {
+        return -1;
+    }
+    if (increment(bounded, self->b_count) < 0) {
+        Py_DECREF(new_sum);
+        return -1;
+    }
+    Py_SETREF(SLOT(bounded, self->b_sum), new_sum);
+    return 0;
 }
 
 /* BoundedValues.add_pair while the set still has room; the overflow path is Python's. */
@@ -224,6 +403,7 @@ add_pair(Core *self, PyObject *bounded, PyObject *pair)
             if (PyDict_GET_SIZE(seen) < room) {
                 return PyDict_SetItem(seen, pair, Py_None);
             }
+            return add_overflow(self, bounded, pair);
         }
     }
     PyObject *result = PyObject_CallMethodOneArg(bounded, self->str_add_pair, pair);
@@ -432,7 +612,7 @@ Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 1) {
         Py_RETURN_NONE;
     }
-    PyObject *info = get_by_id(self->codes, args[0]);
+    PyObject *info = code_info(self, args[0]);
     if (info == NULL) {
         if (PyErr_Occurred()) {
             return failed(self);
@@ -495,7 +675,7 @@ Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 1) {
         Py_RETURN_NONE;
     }
-    PyObject *info = get_by_id(self->codes, args[0]);
+    PyObject *info = code_info(self, args[0]);
     if (info == NULL && PyErr_Occurred()) {
         return failed(self);
     }
@@ -655,7 +835,7 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 3) {
         Py_RETURN_NONE;
     }
-    PyObject *info = get_by_id(self->codes, args[0]);
+    PyObject *info = code_info(self, args[0]);
     if (info == NULL && PyErr_Occurred()) {
         return failed(self);
     }
@@ -741,23 +921,23 @@ static int
 Core_init(Core *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
-    PyObject *record_state, *summarize, *summary_cache, *none_summary, *disable;
-    PyObject *node_type, *info_type, *bounded_type;
+    PyObject *record_state, *summarize, *none_summary, *disable;
+    PyObject *node_type, *info_type, *bounded_type, *blake2b;
     long never;
     static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
                             "on_resume", "on_branch", "record_state", "summarize",
-                            "summary_cache", "none_summary", "disable", "node_type",
-                            "info_type", "bounded_type", "never", NULL};
+                            "none_summary", "disable", "node_type",
+                            "info_type", "bounded_type", "blake2b", "never", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOO!OOO!O!O!l", names, &tracer, &PyDict_Type, &codes,
+            args, kwargs, "OO!O!O!OOOOOOOO!O!O!Ol", names, &tracer, &PyDict_Type, &codes,
             &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
-            &py_branch, &record_state, &summarize, &PyDict_Type, &summary_cache, &none_summary,
+            &py_branch, &record_state, &summarize, &none_summary,
             &disable, &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type,
-            &bounded_type, &never)) {
+            &bounded_type, &blake2b, &never)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
-        !PyDict_CheckExact(task_frames) || !PyDict_CheckExact(summary_cache)) {
+        !PyDict_CheckExact(task_frames)) {
         PyErr_SetString(PyExc_TypeError, "the shared tables must be plain dicts");
         return -1;
     }
@@ -778,7 +958,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(info_type, "salted_results", &self->i_salted) < 0 ||
         slot_offset(info_type, "branch_cache", &self->i_branch_cache) < 0 ||
         slot_offset(bounded_type, "_seen", &self->b_seen) < 0 ||
-        slot_offset(bounded_type, "_limit", &self->b_limit) < 0) {
+        slot_offset(bounded_type, "_limit", &self->b_limit) < 0 ||
+        slot_offset(bounded_type, "_count", &self->b_count) < 0 ||
+        slot_offset(bounded_type, "_sum", &self->b_sum) < 0) {
         return -1;
     }
     PyObject *sep = PyBytes_FromStringAndSize("\x1e", 1);
@@ -792,6 +974,23 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     }
     Py_XSETREF(self->bytes_join, bytes_join);
     Py_XSETREF(self->comma, PyUnicode_FromString(", "));
+    Py_XSETREF(self->str_digest, PyUnicode_InternFromString("digest"));
+    Py_XSETREF(self->str_int, PyUnicode_InternFromString("int"));
+    Py_XSETREF(self->str_str, PyUnicode_InternFromString("str"));
+    Py_XSETREF(self->tmp_marker, PyUnicode_FromString("pytest-of-"));
+    Py_XSETREF(self->blake2b_kwargs, Py_BuildValue("{s:i}", "digest_size", 8));
+    if (!self->str_digest || !self->str_int || !self->str_str || !self->tmp_marker ||
+        !self->blake2b_kwargs) {
+        return -1;
+    }
+    Py_XSETREF(self->int_summaries, PyDict_New());
+    Py_XSETREF(self->str_summaries, PyDict_New());
+    Py_CLEAR(self->bool_summaries[0]);
+    Py_CLEAR(self->bool_summaries[1]);
+    memset(self->code_cache, 0, sizeof(self->code_cache));
+    if (!self->int_summaries || !self->str_summaries) {
+        return -1;
+    }
     Py_XSETREF(self->str_entry, PyUnicode_InternFromString("entry"));
     Py_XSETREF(self->str_exit, PyUnicode_InternFromString("exit"));
     Py_XSETREF(self->str_errors, PyUnicode_InternFromString("errors"));
@@ -809,12 +1008,12 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->py_branch, Py_NewRef(py_branch));
     Py_XSETREF(self->record_state, Py_NewRef(record_state));
     Py_XSETREF(self->summarize, Py_NewRef(summarize));
-    Py_XSETREF(self->summary_cache, Py_NewRef(summary_cache));
     Py_XSETREF(self->none_summary, Py_NewRef(none_summary));
     Py_XSETREF(self->disable, Py_NewRef(disable));
     Py_XSETREF(self->node_type, Py_NewRef(node_type));
     Py_XSETREF(self->info_type, Py_NewRef(info_type));
     Py_XSETREF(self->bounded_type, Py_NewRef(bounded_type));
+    Py_XSETREF(self->blake2b, Py_NewRef(blake2b));
     self->never = never;
     self->recording = 0;
     return 0;
@@ -832,12 +1031,16 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->py_branch);
     Py_VISIT(self->record_state);
     Py_VISIT(self->summarize);
-    Py_VISIT(self->summary_cache);
     Py_VISIT(self->none_summary);
     Py_VISIT(self->disable);
     Py_VISIT(self->node_type);
     Py_VISIT(self->info_type);
     Py_VISIT(self->bounded_type);
+    Py_VISIT(self->blake2b);
+    Py_VISIT(self->int_summaries);
+    Py_VISIT(self->str_summaries);
+    Py_VISIT(self->bool_summaries[0]);
+    Py_VISIT(self->bool_summaries[1]);
     return 0;
 }
 
@@ -853,7 +1056,6 @@ Core_clear(Core *self)
     Py_CLEAR(self->py_branch);
     Py_CLEAR(self->record_state);
     Py_CLEAR(self->summarize);
-    Py_CLEAR(self->summary_cache);
     Py_CLEAR(self->none_summary);
     Py_CLEAR(self->disable);
     Py_CLEAR(self->node_type);
@@ -865,6 +1067,17 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_add_pair);
     Py_CLEAR(self->comma);
     Py_CLEAR(self->bytes_join);
+    Py_CLEAR(self->blake2b);
+    Py_CLEAR(self->blake2b_kwargs);
+    Py_CLEAR(self->str_digest);
+    Py_CLEAR(self->str_int);
+    Py_CLEAR(self->str_str);
+    Py_CLEAR(self->tmp_marker);
+    Py_CLEAR(self->int_summaries);
+    Py_CLEAR(self->str_summaries);
+    Py_CLEAR(self->bool_summaries[0]);
+    Py_CLEAR(self->bool_summaries[1]);
+    memset(self->code_cache, 0, sizeof(self->code_cache));
     return 0;
 }
 
@@ -876,7 +1089,30 @@ Core_dealloc(Core *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *
+Core_summarize(Core *self, PyObject *value)
+{
+    return summarize(self, value);
+}
+
+static PyObject *
+Core_add_pair(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add_pair(bounded, pair)");
+        return NULL;
+    }
+    if (add_pair(self, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Core_methods[] = {
+    {"summarize", (PyCFunction)Core_summarize, METH_O,
+     "values.summarize as the compiled core computes it (for tests)."},
+    {"add_pair", (PyCFunction)(void (*)(void))Core_add_pair, METH_FASTCALL,
+     "BoundedValues.add_pair as the compiled core performs it (for tests)."},
     {"on_start", (PyCFunction)(void (*)(void))Core_on_start, METH_FASTCALL,
      "PY_START: a code object starts a new frame."},
     {"on_resume", (PyCFunction)(void (*)(void))Core_on_resume, METH_FASTCALL,

@@ -338,6 +338,7 @@ class Tracer:
         self._starters.clear()
         self._nodes = 0
         self._reasons = set()
+        values.reset_class_summaries()
         self._set_recording(self.tool_id is not None)
 
     def end_phase(self) -> PhaseCapture:
@@ -866,12 +867,12 @@ class Tracer:
                 on_branch=on_branch,
                 record_state=record_state,
                 summarize=summarize,
-                summary_cache=values._SUMMARY_CACHE,
                 none_summary=values._NONE_SUMMARY,
                 disable=disable,
                 node_type=Node,
                 info_type=CodeInfo,
                 bounded_type=values.BoundedValues,
+                blake2b=values._blake2b,
                 never=never,
             )
             core.recording = self._recording

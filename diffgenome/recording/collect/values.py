@@ -603,6 +603,52 @@ _SUMMARY_CACHE: dict[tuple[type, object], tuple[str, bytes | None]] = {}
 _SUMMARY_CACHE_LIMIT: Final = 8192
 
 
+# Instances of a plain class (not a builtin container or scalar, enum, namedtuple or
+# dataclass) have no canonical form and a shape that is the class's name: their summary depends
+# on the class alone, so it is worked out once per class and recorded phase (the tracer resets
+# this at every phase start, which keeps each phase's genome independent of earlier ones). By
+# id with the class kept alongside: a class as a dict key could run a metaclass's ``__eq__``.
+_PLAIN_SUMMARY: dict[int, tuple[type, tuple[str, bytes | None]]] = {}
+_PLAIN_SUMMARY_LIMIT: Final = 4096
+_BUILTIN_IDS: Final = frozenset(
+    id(t)
+    for t in (
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bytearray,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+    )
+)
+
+
+def reset_class_summaries() -> None:
+    """Forget per-class summaries (called at every phase start)."""
+    _PLAIN_SUMMARY.clear()
+
+
+def _is_plain(cls: type) -> bool:
+    """Whether ``canonical`` is None for every instance of ``cls`` for reasons of the class
+    alone: the class-level exits of ``_object_form``, taken in the same order."""
+    if id(cls) in _BUILTIN_IDS:
+        return False
+    dicts = _class_dicts(cls)
+    if dicts is None:
+        return True
+    mro = _type_mro(cls)
+    if any(klass is _Enum or klass is tuple for klass in mro):
+        return False
+    return type(_lookup(dicts, "__dataclass_fields__")) is not dict
+
+
 def summarize(value: object) -> tuple[str, bytes | None]:
     """``(shape(value), canonical(value))``, cached for small scalars.
 
@@ -626,7 +672,15 @@ def summarize(value: object) -> tuple[str, bytes | None]:
         return known
     if value is None:
         return _NONE_SUMMARY
-    return (shape(value), canonical(value))
+    known_plain = _PLAIN_SUMMARY.get(id(kind))
+    if known_plain is not None and known_plain[0] is kind:
+        return known_plain[1]
+    summary = (shape(value), canonical(value))
+    if summary[1] is None and _is_plain(kind):
+        if len(_PLAIN_SUMMARY) >= _PLAIN_SUMMARY_LIMIT:
+            _PLAIN_SUMMARY.clear()
+        _PLAIN_SUMMARY[id(kind)] = (kind, summary)
+    return summary
 
 
 class BoundedValues:
