@@ -996,8 +996,34 @@ def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:
     return tuple(names), receiver
 
 
+_STATE_READS: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
 def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Receiver fields and module globals that a code object reads (static, from bytecode)."""
+    """Receiver fields and module globals that a code object reads (static, from bytecode).
+
+    Remembered by bytecode and names: code generators (attrs, dataclasses, namedtuple) make
+    a new code object with the same instructions for every class they build.
+    """
+    key = (
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_cellvars,
+        code.co_freevars,
+        receiver,
+    )
+    known = _STATE_READS.get(key)
+    if known is None:
+        if len(_STATE_READS) >= 4096:
+            _STATE_READS.clear()
+        known = _STATE_READS[key] = _read_state_reads(code, receiver)
+    return known
+
+
+def _read_state_reads(
+    code: CodeType, receiver: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     attrs: list[str] = []
     globals_read: list[str] = []
     previous_self = False

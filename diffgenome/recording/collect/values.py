@@ -150,7 +150,14 @@ def _lookup(dicts: list[Mapping[object, object]], name: str) -> object:
 
 
 def _display_name(cls: type) -> str:
-    return _type_name(cls, "?") or "?"
+    known = _DISPLAY_NAMES.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1]
+    name = _type_name(cls, "?") or "?"
+    if len(_DISPLAY_NAMES) >= _PLAIN_SUMMARY_LIMIT:
+        _DISPLAY_NAMES.clear()
+    _DISPLAY_NAMES[id(cls)] = (cls, name)
+    return name
 
 
 def _type_name(cls: type, unknown: str | None) -> str | None:
@@ -630,9 +637,14 @@ _BUILTIN_IDS: Final = frozenset(
 )
 
 
+# Class display names (shapes), likewise once per class and phase.
+_DISPLAY_NAMES: dict[int, tuple[type, str]] = {}
+
+
 def reset_class_summaries() -> None:
-    """Forget per-class summaries (called at every phase start)."""
+    """Forget per-class summaries and names (called at every phase start)."""
     _PLAIN_SUMMARY.clear()
+    _DISPLAY_NAMES.clear()
 
 
 def _is_plain(cls: type) -> bool:
