@@ -71,7 +71,7 @@ class SubtestCapture:
         tracer = self.tracer
         if not tracer.recording:
             return
-        root = Node(NODE_CALL, None, None, tracer.bounds)
+        root = Node(NODE_CALL, None, tracer.bounds)
         previous = tracer.map_frame(frame, root)
         self._open.append((frame, previous, root))
 

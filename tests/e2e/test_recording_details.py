@@ -313,6 +313,53 @@ def test_stand_in_calls_do_not_outlive_their_call(tmp_path: Path) -> None:
     assert stand_in["count"] == 2
 
 
+def test_classes_made_by_a_test_are_not_kept_alive_by_the_recorder(tmp_path: Path) -> None:
+    """Classes a test makes (attrs, dataclasses, mocks with spec do it all the time) die when
+    the test drops them, as without the recorder: its per-class tables last one phase (they
+    once kept thousands of attrs test classes alive for the whole session)."""
+    files = {
+        "pkg/__init__.py": """
+            def describe(obj):
+                return type(obj).__name__
+
+            def boom(cls):
+                raise cls("x")
+        """,
+        "tests/test_life.py": """
+            import gc
+            import weakref
+
+            import pytest
+
+            from pkg import boom, describe
+
+            REFS = []
+
+            def test_make_and_use_classes():
+                for i in range(3):
+                    made = type(f"Made{i}", (), {"__module__": "pkg"})
+                    failure = type(f"Failure{i}", (Exception,), {})
+                    describe(made())
+                    describe(made)
+                    with pytest.raises(failure):
+                        boom(failure)
+                    REFS.append(weakref.ref(made))
+                    REFS.append(weakref.ref(failure))
+
+            def test_they_are_gone():
+                gc.collect()
+                assert len(REFS) == 6
+                assert [ref() for ref in REFS] == [None] * 6
+        """,
+    }
+    project = make_project(tmp_path, files)
+    plain = run_pytest(project, "-q")
+    assert plain.returncode == 0, plain.stdout
+    doc = record(project)
+    assert test_genome(doc, "::test_they_are_gone")["outcome"] == "passed"
+    assert test_genome(doc, "::test_make_and_use_classes")["outcome"] == "passed"
+
+
 def test_hash_results_do_not_make_two_recordings_differ(tmp_path: Path) -> None:
     """``__hash__`` results are salted per process: recorded by shape only, so two sessions
     with different hash seeds give the same genomes (the stability experiment found them)."""

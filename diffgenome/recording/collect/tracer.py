@@ -170,7 +170,6 @@ class Node:
         "flags",
         "key",
         "ntype",
-        "parent",
         "results",
         "returned",
         "state",
@@ -179,10 +178,11 @@ class Node:
         "yielded",
     )
 
-    def __init__(self, ntype: int, key: Any, parent: Node | None, bounds: Bounds) -> None:
+    def __init__(self, ntype: int, key: Any, bounds: Bounds) -> None:
+        # No link back to the parent: a tree without cycles is freed by reference counting
+        # when its phase is exported, instead of waiting for (and feeding) the cyclic GC.
         self.ntype = ntype
         self.key = key
-        self.parent = parent
         self.children: dict[Any, Node] = {}
         self.count = 0
         self.returned = 0
@@ -329,9 +329,9 @@ class Tracer:
 
     def begin_phase(self) -> None:
         """Start a fresh tree for the calling (main) thread."""
-        root = Node(NODE_CALL, None, None, self.bounds)
+        root = Node(NODE_CALL, None, self.bounds)
         self._root = root
-        self._sink = Node(NODE_CALL, None, None, self.bounds)
+        self._sink = Node(NODE_CALL, None, self.bounds)
         self._roots = {_get_ident(): (_current_thread(), root)}
         self._active.clear()
         self._task_frames.clear()
@@ -339,12 +339,13 @@ class Tracer:
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
+        self._exc_symbols.clear()  # holds exception classes: none may outlive its phase
         self._set_recording(self.tool_id is not None)
 
     def end_phase(self) -> PhaseCapture:
         """Stop attributing and hand over the phase's tree and disclosures."""
         self._set_recording(False)
-        root = self._root if self._root is not None else Node(NODE_CALL, None, None, self.bounds)
+        root = self._root if self._root is not None else Node(NODE_CALL, None, self.bounds)
         reasons = set(self._reasons)
         if self._sink is not None and self._sink.count:
             reasons.add("truncated:nodes")
@@ -491,7 +492,7 @@ class Tracer:
                 assert sink is not None
                 return sink
             self._nodes += 1
-            node = Node(ntype, key, parent, self.bounds)
+            node = Node(ntype, key, self.bounds)
             parent.children[key] = node
         return node
 
@@ -529,7 +530,7 @@ class Tracer:
         else:
             # Kept apart from the truncation sink: unattributed is not truncated.
             self._reasons.add("unattributed:thread")
-            root = Node(NODE_CALL, None, None, self.bounds)
+            root = Node(NODE_CALL, None, self.bounds)
         self._roots[_get_ident()] = (thread, root)
         return root
 
@@ -582,7 +583,7 @@ class Tracer:
         for root in parent.thread_roots:
             if root.via == via:
                 return root
-        root = Node(NODE_CALL, None, parent, self.bounds)
+        root = Node(NODE_CALL, None, self.bounds)
         root.via = via
         parent.thread_roots.append(root)
         return root

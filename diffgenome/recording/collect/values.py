@@ -642,9 +642,16 @@ _DISPLAY_NAMES: dict[int, tuple[type, str]] = {}
 
 
 def reset_class_summaries() -> None:
-    """Forget per-class summaries and names (called at every phase start)."""
+    """Forget everything remembered per class (called at every phase start).
+
+    These tables hold the classes themselves (ids alone could be reused), so they must not
+    outlive a phase: a test's dynamically made classes would otherwise stay alive for the
+    rest of the session, changing when their finalizers run and making every later full
+    garbage collection walk them.
+    """
     _PLAIN_SUMMARY.clear()
     _DISPLAY_NAMES.clear()
+    _STR_KEYED.clear()
 
 
 def _is_plain(cls: type) -> bool:
