@@ -91,6 +91,16 @@ def diffgenome_info() -> dict[str, Any]:
     return {"version": ver, "commit": commit + ("+dirty" if dirty else "")}
 
 
+def recording_core(env: Env) -> str:
+    """Which callbacks ``--genome`` uses in ``env``: ``c`` or ``python (why)``."""
+    probe = (
+        "from diffgenome.recording.collect import tracer as t;"
+        "print('c' if t._ACCEL is not None else f'python ({t._ACCEL_ABSENT})')"
+    )
+    done = subprocess.run([env.exe, "-c", probe], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or f"unknown ({done.stderr.strip()[-200:]})"
+
+
 def quick_project(project: Project) -> Project:
     reason = "quick mode: left out to keep the CI check short (call-heavy)"
     deselect = dict(project.deselect) | {n: reason for n in project.quick_deselect}
@@ -153,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             env = ensure_env(project, python, args.work)
             envs[(project.name, python.minor)] = env
             result = measure_project(env, reps, warmup=not args.quick, timeout=args.timeout)
-            doc["projects"].append(report.project_entry(result))
+            entry = report.project_entry(result)
+            entry["core"] = recording_core(env)
+            doc["projects"].append(entry)
             save()
     for python in pythons:
         if args.no_micro:

@@ -140,17 +140,18 @@ def markdown(doc: dict[str, Any]) -> str:
     if doc.get("partial"):
         lines += ["**Partial results: the run was still going or was cut short.**", ""]
     lines += [
-        "| project | python | tests | reps | plain s | genome s | coverage s | genome/plain "
+        "| project | python | core | tests | reps | plain s | genome s | coverage s | genome/plain "
         "| coverage/plain | RSS MB plain / genome / coverage | store KB/test "
         "| outcome differences (genome vs plain) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for e in doc["projects"]:
         med = e["medians"]
         rss = " / ".join(_fmt(med.get(k, {}).get("maxrss_mb"), ".0f") for k in med)
         mock = " (mock)" if e["mock_heavy"] else ""
         lines.append(
-            f"| {e['project']} {e['version']}{mock} | {e['python']} | {e['tests']} "
+            f"| {e['project']} {e['version']}{mock} | {e['python']} | {e.get('core', '?')} "
+            f"| {e['tests']} "
             f"| {e.get('reps', len([r for r in e['runs'] if r['mode'] == 'plain']))} "
             f"| {_fmt(med.get('plain', {}).get('wall_s'))} "
             f"| {_fmt(med.get('genome', {}).get('wall_s'))} "
