@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             result = measure_project(env, reps, warmup=not args.quick, timeout=args.timeout)
             entry = report.project_entry(result)
             entry["core"] = recording_core(env)
+            entry["diffgenome_commit"] = diffgenome_info()["commit"]  # work may land mid-run
             doc["projects"].append(entry)
             save()
     for python in pythons:

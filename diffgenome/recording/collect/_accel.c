@@ -51,7 +51,7 @@ typedef struct {
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
     Py_ssize_t b_seen, b_limit, b_count, b_sum;
-    PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *tmp_marker;
+    PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
 } Core;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -190,8 +190,8 @@ pop_by_id(PyObject *dict, void *ptr)
 
 /* ``(shape(value), canonical(value))`` of an exact int in (-10**6, 10**6) or an exact str of
  * fewer than 64 characters, byte for byte as values.py writes them (``i<hex>;`` and
- * ``s<len>:<utf-8>``); a str holding a pytest temporary path is the Python function's (it is
- * rewritten there before digesting). */
+ * ``s<len>:<utf-8>``); a str holding one of values.STR_MARKERS is the Python function's (it
+ * is made stable there before digesting). */
 static PyObject *
 scalar_summary(Core *self, PyObject *value, int is_int)
 {
@@ -211,12 +211,14 @@ scalar_summary(Core *self, PyObject *value, int is_int)
         Py_DECREF(form);
         return summary;
     }
-    int marked = PyUnicode_Contains(value, self->tmp_marker);
-    if (marked < 0) {
-        return NULL;
-    }
-    if (marked) {
-        return PyObject_CallOneArg(self->summarize, value);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->str_markers); i++) {
+        int marked = PyUnicode_Contains(value, PyTuple_GET_ITEM(self->str_markers, i));
+        if (marked < 0) {
+            return NULL;
+        }
+        if (marked) {
+            return PyObject_CallOneArg(self->summarize, value);
+        }
     }
     PyObject *raw = PyUnicode_AsEncodedString(value, "utf-8", "surrogatepass");
     if (raw == NULL) {
@@ -922,18 +924,18 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
     PyObject *record_state, *summarize, *none_summary, *disable;
-    PyObject *node_type, *info_type, *bounded_type, *blake2b;
+    PyObject *node_type, *info_type, *bounded_type, *blake2b, *str_markers;
     long never;
     static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
                             "on_resume", "on_branch", "record_state", "summarize",
                             "none_summary", "disable", "node_type",
-                            "info_type", "bounded_type", "blake2b", "never", NULL};
+                            "info_type", "bounded_type", "blake2b", "str_markers", "never", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOOO!O!O!Ol", names, &tracer, &PyDict_Type, &codes,
+            args, kwargs, "OO!O!O!OOOOOOOO!O!O!OO!l", names, &tracer, &PyDict_Type, &codes,
             &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
             &py_branch, &record_state, &summarize, &none_summary,
             &disable, &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type,
-            &bounded_type, &blake2b, &never)) {
+            &bounded_type, &blake2b, &PyTuple_Type, &str_markers, &never)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -977,9 +979,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->str_digest, PyUnicode_InternFromString("digest"));
     Py_XSETREF(self->str_int, PyUnicode_InternFromString("int"));
     Py_XSETREF(self->str_str, PyUnicode_InternFromString("str"));
-    Py_XSETREF(self->tmp_marker, PyUnicode_FromString("pytest-of-"));
     Py_XSETREF(self->blake2b_kwargs, Py_BuildValue("{s:i}", "digest_size", 8));
-    if (!self->str_digest || !self->str_int || !self->str_str || !self->tmp_marker ||
+    if (!self->str_digest || !self->str_int || !self->str_str ||
         !self->blake2b_kwargs) {
         return -1;
     }
@@ -1014,6 +1015,13 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->info_type, Py_NewRef(info_type));
     Py_XSETREF(self->bounded_type, Py_NewRef(bounded_type));
     Py_XSETREF(self->blake2b, Py_NewRef(blake2b));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(str_markers); i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(str_markers, i))) {
+            PyErr_SetString(PyExc_TypeError, "str_markers must be a tuple of str");
+            return -1;
+        }
+    }
+    Py_XSETREF(self->str_markers, Py_NewRef(str_markers));
     self->never = never;
     self->recording = 0;
     return 0;
@@ -1037,6 +1045,7 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->info_type);
     Py_VISIT(self->bounded_type);
     Py_VISIT(self->blake2b);
+    Py_VISIT(self->str_markers);
     Py_VISIT(self->int_summaries);
     Py_VISIT(self->str_summaries);
     Py_VISIT(self->bool_summaries[0]);
@@ -1072,7 +1081,7 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_digest);
     Py_CLEAR(self->str_int);
     Py_CLEAR(self->str_str);
-    Py_CLEAR(self->tmp_marker);
+    Py_CLEAR(self->str_markers);
     Py_CLEAR(self->int_summaries);
     Py_CLEAR(self->str_summaries);
     Py_CLEAR(self->bool_summaries[0]);
@@ -1168,6 +1177,12 @@ PyInit__accel(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
+     * from other sources (a stale in-place build) and records with its own callbacks. */
+    if (PyModule_AddIntConstant(module, "VERSION", 3) < 0) {
         Py_DECREF(module);
         return NULL;
     }

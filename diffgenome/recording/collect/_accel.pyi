@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 ABI: int
+VERSION: int
 
 class Core:
     recording: bool
@@ -24,6 +25,7 @@ class Core:
         info_type: type,
         bounded_type: type,
         blake2b: Callable[..., Any],
+        str_markers: tuple[str, ...],
         never: int,
     ) -> None: ...
     def on_start(self, code: Any, offset: int) -> Any: ...

@@ -57,6 +57,8 @@ TOOL_NAME = "diffgenome"
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
 CORE_ENV = "DIFFGENOME_CORE"
+#: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
+CORE_VERSION = 3
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -70,6 +72,8 @@ def _load_accelerator() -> tuple[Any, str | None]:
         from diffgenome.recording.collect import _accel
     except ImportError:
         return None, "not-built"
+    if getattr(_accel, "VERSION", None) != CORE_VERSION:
+        return None, "stale-build: rebuild it with pip install -e ."
     return _accel, None
 
 
@@ -874,6 +878,7 @@ class Tracer:
                 info_type=CodeInfo,
                 bounded_type=values.BoundedValues,
                 blake2b=values._blake2b,
+                str_markers=values.STR_MARKERS,
                 never=never,
             )
             core.recording = self._recording
