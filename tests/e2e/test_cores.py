@@ -21,7 +21,7 @@ import pytest
 
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect.capabilities import CAPABILITIES
-from tests.e2e.helpers import make_project, record_full
+from e2e.helpers import make_project, record_full
 
 pytestmark = pytest.mark.slow
 

@@ -12,6 +12,7 @@ from typing import Any
 from e2e.helpers import (
     export,
     make_project,
+    nodes_by_symbol,
     one_node,
     record,
     run_pytest,
@@ -392,6 +393,46 @@ def test_hash_results_do_not_make_two_recordings_differ(tmp_path: Path) -> None:
     assert without_run(first) == without_run(second)
     hashed = one_node(test_genome(first, "::test_unique")["phases"]["call"], "py:pkg.Tag.__hash__")
     assert hashed["results"] == [{"shape": "int", "digest": None}]
+
+
+def test_random_names_and_addresses_do_not_make_two_recordings_differ(tmp_path: Path) -> None:
+    """tempfile names, default reprs' addresses and mock ids change in every run; inside
+    digested values they are made stable (the stability experiment found them on
+    cookiecutter, google-api-core and google-auth)."""
+    files = {
+        "pkg/__init__.py": """
+            def echo(text):
+                return text
+
+            def describe(obj):
+                return echo(repr(obj))
+        """,
+        "tests/test_noise.py": """
+            import os
+            import tempfile
+            from unittest import mock
+
+            from pkg import describe, echo
+
+            def test_noise():
+                folder = tempfile.mkdtemp()
+                fd, script = tempfile.mkstemp(suffix=".sh")
+                os.close(fd)
+                echo(folder + "/repo")
+                echo("hooks " + script)
+                describe(object())
+                describe(mock.Mock(name="m.url"))
+                describe(test_noise)
+        """,
+    }
+    project = make_project(tmp_path, files)
+    first = record(project)
+    second = record(project)
+    assert without_run(first) == without_run(second)
+    echoes = nodes_by_symbol(test_genome(first, "::test_noise")["phases"]["call"])["py:pkg.echo"]
+    digests = [arg["digest"] for node in echoes for arg in node["args"]]
+    assert len(digests) == 5 and None not in digests  # five different texts, all digested
+    assert len(set(digests)) == 5
 
 
 def test_unfollowable_mock_paths_claim_nothing(tmp_path: Path) -> None:

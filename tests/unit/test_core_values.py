@@ -36,6 +36,7 @@ SCALARS = st.one_of(
     st.text(max_size=70),
     st.text(alphabet=st.characters(), max_size=8).map(lambda t: "/pytest-of-u/pytest-3/" + t),
     st.sampled_from(["\ud800", "x\udfff", "é", "", "pytest-of-"]),
+    st.sampled_from(["/tmp/tmpabcdefgh/x", "<f at 0x7f00>", "<Mock id='3'>", "/var/tmpabcdefgh"]),
     st.booleans(),
     st.none(),
     st.floats(allow_nan=True),

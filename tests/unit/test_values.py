@@ -1128,3 +1128,53 @@ def test_class_memo_is_per_phase() -> None:
     cls.__qualname__ = "After"
     value_summaries.reset_class_summaries()
     assert value_summaries.summarize(cls())[0].endswith(".After")
+
+
+# -- stable text -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("/tmp/tmplsc1pjhz/fake-repo", "/tmp/tmp_ra7uen9/fake-repo"),
+        ("run /tmp/tmpe_ra7uen.sh", "run /tmp/tmpabcdefgh.sh"),
+        ("<function f at 0x7f7fedef7920>", "<function f at 0x7f00aa000010>"),
+        ("<Mock name='m.url' id='140187427486416'>", "<Mock name='m.url' id='9'>"),
+        (
+            "<MagicMock id='1'> and /tmp/pytest-of-a/pytest-1/x",
+            "<MagicMock id='2'> and /tmp/pytest-of-b/pytest-9/x",
+        ),
+    ],
+)
+def test_run_specific_noise_is_made_stable(one: str, other: str) -> None:
+    assert canonical(one) == canonical(other)
+    assert value_summaries.stable_text(one) == value_summaries.stable_text(other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("/tmp/tmplsc1pjhz/fake-repo", "/tmp/tmplsc1pjhz/other-repo"),
+        ("<function f at 0x7f7fedef7920>", "<function g at 0x7f7fedef7920>"),
+        ("<Mock name='m.url' id='1'>", "<Mock name='m.path' id='1'>"),
+        ("/tmp/tmpfile_is_short", "/tmp/tmpfile_is_shorT"),  # not a tempfile name
+        ("id='12'", "id='13'"),  # not inside a mock repr
+    ],
+)
+def test_stable_text_keeps_every_other_difference(one: str, other: str) -> None:
+    assert canonical(one) != canonical(other)
+
+
+def test_every_rewrite_is_announced_by_a_marker() -> None:
+    """The compiled core digests text without a marker itself: a rewrite whose text holds no
+    marker would make the two cores disagree."""
+    samples = [
+        "/tmp/tmplsc1pjhz",
+        "/var/x/tmpabcdefgh.sh",
+        "<object object at 0x7f00>",
+        "<NonCallableMagicMock name='x' id='5'>",
+        "/tmp/pytest-of-u/pytest-3/popen-gw1",
+    ]
+    for text in samples:
+        assert value_summaries.stable_text(text) != text
+        assert any(marker in text for marker in value_summaries.STR_MARKERS)
