@@ -435,6 +435,38 @@ def test_random_names_and_addresses_do_not_make_two_recordings_differ(tmp_path: 
     assert len(set(digests)) == 5
 
 
+def test_a_temporary_script_is_named_the_same_in_every_run(tmp_path: Path) -> None:
+    """cookiecutter runs hooks from ``mkstemp`` scripts: the program's random name must not
+    make the disclosure (and the os_event) differ between two runs of one commit."""
+    files = {
+        "pkg/__init__.py": """
+            import subprocess
+
+            def run_hook(path):
+                return subprocess.run([path], check=True).returncode
+        """,
+        "tests/test_hook.py": """
+            import os
+            import tempfile
+
+            from pkg import run_hook
+
+            def test_hook():
+                fd, script = tempfile.mkstemp(suffix=".sh")
+                os.write(fd, b"#!/bin/sh\\nexit 0\\n")
+                os.close(fd)
+                os.chmod(script, 0o755)
+                assert run_hook(script) == 0
+        """,
+    }
+    project = make_project(tmp_path, files)
+    first = record(project)
+    second = record(project)
+    assert without_run(first) == without_run(second)
+    test = test_genome(first, "::test_hook")
+    assert test["unverified_reasons"] == ["call:untraced-subprocess:tmp<random>.sh"]
+
+
 def test_unfollowable_mock_paths_claim_nothing(tmp_path: Path) -> None:
     """Below a patched function, a return value's attribute cannot be followed to real code:
     it claims nothing and so names no relation either."""

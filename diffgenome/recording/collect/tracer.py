@@ -482,6 +482,8 @@ class Tracer:
         if not self._recording:
             return
         parent = self._parent_of(frame)
+        if kind == "subprocess":  # a program's basename: a temporary script's name is noise
+            target = values.stable_text("/" + target)[1:]
         node = self.child(parent, NODE_OS_EVENT, ("os", kind, target, outcome))
         node.count += 1
         if kind == "subprocess":
