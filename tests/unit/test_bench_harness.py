@@ -135,7 +135,10 @@ def test_quick_mode_end_to_end() -> None:
         else:
             assert diff["note"].startswith("not available yet")
         text = (out / json_file.name.replace(".json", ".md")).read_text()
-        assert "| project | python | tests |" in text
+        assert "| project | python | core | tests |" in text
+        # The row says which callbacks recorded; a clean clone builds the compiled core.
+        assert row["core"] in ("c", "python (untested-interpreter)"), row["core"]
+        assert row["diffgenome_commit"]
         assert "more-itertools 11.2.1" in text
     finally:
         for f in out.glob("bench-*"):
