@@ -1,13 +1,15 @@
 """Turning a phase's calling-context tree into a ``diffgenome-genome/1`` phase object.
 
-Runs once per phase, off the hot path. Output order is fully determined by the tree's
-content (children sorted by identity, node ids assigned in that order), so recording the
-same tree twice gives byte-identical genomes.
+Runs once per phase, off the hot path but once per test: a suite of tiny tests pays this
+for every one of them, so the common shapes (a node with one child, a tree position with
+one node, values seen in earlier phases) take short paths. Output order is fully
+determined by the tree's content (children sorted by identity, node ids assigned in that
+order), so recording the same tree twice gives byte-identical genomes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from diffgenome.recording.collect import values
 from diffgenome.recording.collect.tracer import (
@@ -21,6 +23,52 @@ from diffgenome.recording.collect.tracer import (
 
 _TYPE_ORDER = {NODE_CALL: 0, NODE_SUBSTITUTION: 1, NODE_OS_EVENT: 2}
 
+# A few thousand short canonical forms (None, booleans, small ints, common strings) make up
+# nearly every value a suite digests; longer forms rarely repeat and would only hold memory.
+_MEMO_ENTRIES = 4096
+_MEMO_FORM_BYTES = 256
+
+
+class _DigestMemo:
+    """One digester's digests of short canonical forms, remembered across phases.
+
+    A keyed digest is a pure function of the key and the bytes, so a remembered one is the
+    one that would be computed. A suite of small tests digests the same few forms (``None``
+    results above all) again and again, and the HMAC was a quarter of each export. Only
+    these bytes stay in memory, never the values they came from, and nothing of it is stored.
+    """
+
+    __slots__ = ("_digest", "_memo", "owner")
+
+    def __init__(self, owner: values.Digester) -> None:
+        self.owner = owner
+        self._digest = owner.digest
+        self._memo: dict[bytes, str] = {}
+
+    def digest(self, canonical: bytes) -> str:
+        memo = self._memo
+        known = memo.get(canonical)
+        if known is None:
+            known = self._digest(canonical)
+            if len(canonical) <= _MEMO_FORM_BYTES:
+                if len(memo) >= _MEMO_ENTRIES:
+                    memo.clear()
+                memo[canonical] = known
+        return known
+
+
+_last_memo: _DigestMemo | None = None
+
+
+def _memo_for(digester: values.Digester) -> values.Digester:
+    """The memo of ``digester`` (one recording session has one digester: keep the last)."""
+    global _last_memo
+    memo = _last_memo
+    if memo is None or memo.owner is not digester:
+        memo = _last_memo = _DigestMemo(digester)
+    # Only ``digest`` is asked of it (``BoundedValues.export``).
+    return cast(values.Digester, memo)
+
 
 def _identity(node: Node) -> tuple[Any, ...]:
     """What a node is, independent of when it was first seen: its sort and merge key."""
@@ -31,19 +79,36 @@ def _identity(node: Node) -> tuple[Any, ...]:
     return (_TYPE_ORDER[node.ntype], *(str(part) for part in key), node.via or "")
 
 
-def _children(node: Node) -> list[tuple[tuple[Any, ...], list[Node]]]:
-    """Children grouped by identity (thread subtrees folded in), in a stable order."""
+def _child_groups(group: list[Node]) -> list[list[Node]]:
+    """The children of one tree position (all nodes in ``group``), thread subtrees folded
+    in, grouped by identity and in identity order; within a group, in tree order."""
+    if len(group) == 1:
+        only = group[0]
+        if not only.thread_roots and len(only.children) < 2:
+            return [[child] for child in only.children.values()]
     groups: dict[tuple[Any, ...], list[Node]] = {}
-    for child in node.children.values():
-        groups.setdefault(_identity(child), []).append(child)
-    for root in node.thread_roots:
-        for child in root.children.values():
-            child.via = root.via
+    for node in group:
+        for child in node.children.values():
             groups.setdefault(_identity(child), []).append(child)
-    return sorted(groups.items(), key=lambda item: item[0])
+        for root in node.thread_roots:
+            via = root.via
+            for child in root.children.values():
+                child.via = via
+                groups.setdefault(_identity(child), []).append(child)
+    if len(groups) < 2:
+        return list(groups.values())
+    return [groups[identity] for identity in sorted(groups)]
 
 
 def _exits(nodes: list[Node]) -> dict[str, int]:
+    if len(nodes) == 1 and not nodes[0].exits:
+        node = nodes[0]
+        plain: dict[str, int] = {}
+        if node.returned:
+            plain["returned"] = node.returned
+        if node.yielded:
+            plain["yielded"] = node.yielded
+        return plain
     exits: dict[str, int] = {}
     for node in nodes:
         if node.returned:
@@ -67,6 +132,24 @@ def _values(
     return merged.export(digester)
 
 
+def _state(group: list[Node]) -> tuple[list[dict[str, str]], int]:
+    if len(group) == 1:
+        state = group[0].state
+        if state is None:
+            return [], 0
+        facts, overflow = state.facts, state.overflow
+    else:
+        facts = set()
+        overflow = 0
+        for node in group:
+            if node.state is not None:
+                facts |= node.state.facts
+                overflow += node.state.overflow
+    return [
+        {"when": when, "target": target, "bucket": bucket} for when, target, bucket in sorted(facts)
+    ], overflow
+
+
 def consistency_problems(phase: dict[str, Any]) -> list[str]:
     """Self-check of an exported phase: every entry of a call or stand-in ended somehow.
 
@@ -85,95 +168,105 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
     """The genome of one phase: ``{"nodes": [...], "branches": [...]}``."""
     nodes: list[dict[str, Any]] = []
     branches: list[dict[str, Any]] = []
+    digests = _memo_for(digester)
 
     def visit(group: list[Node], parent_id: int | None) -> None:
         first = group[0]
         node_id = len(nodes)
-        count = sum(node.count for node in group)
-        record: dict[str, Any] = {"id": node_id, "parent": parent_id}
+        count = first.count if len(group) == 1 else sum(node.count for node in group)
+        record: dict[str, Any]
         if first.ntype == NODE_CALL:
             info = first.key
-            record["type"] = "call"
-            record["symbol"] = info.symbol
-            record["count"] = count
-            record["exits"] = _exits(group)
-            args, args_overflow = _values(group, "args", digester)
-            results, results_overflow = _values(group, "results", digester)
-            record["args"] = args
+            args, args_overflow = _values(group, "args", digests)
+            results, results_overflow = _values(group, "results", digests)
+            record = {
+                "id": node_id,
+                "parent": parent_id,
+                "type": "call",
+                "symbol": info.symbol,
+                "count": count,
+                "exits": _exits(group),
+                "args": args,
+            }
             if args_overflow is not None:
                 record["args_overflow"] = args_overflow
             record["results"] = results
             if results_overflow is not None:
                 record["results_overflow"] = results_overflow
-            facts: set[tuple[str, str, str]] = set()
-            state_overflow = 0
-            for node in group:
-                if node.state is not None:
-                    facts |= node.state.facts
-                    state_overflow += node.state.overflow
-            record["state"] = [
-                {"when": when, "target": target, "bucket": bucket}
-                for when, target, bucket in sorted(facts)
-            ]
+            record["state"], state_overflow = _state(group)
             if state_overflow:
                 record["state_overflow"] = {"count": state_overflow, "digest": None}
             if first.via:
                 record["via"] = first.via
             nodes.append(record)
-            site_counts: dict[int, list[int]] = {}
-            for node in group:
-                for outcome, n in node.branches.items():
-                    counts = site_counts.setdefault(outcome >> 1, [0, 0])
-                    counts[outcome & 1] += n
             filemap = info.filemap
             if filemap is not None:
-                for index in sorted(site_counts, key=lambda i: filemap.sites[i].id):
-                    site = filemap.sites[index]
-                    false_count, true_count = site_counts[index]
-                    branches.append(
-                        {
-                            "node": node_id,
-                            "site": site.id,
-                            "symbol": site.symbol,
-                            "kind": site.kind,
-                            "predicate": site.predicate,
-                            "outcomes": {"true": true_count, "false": false_count},
-                        }
+                site_counts: dict[int, list[int]] = {}
+                for node in group:
+                    for outcome, n in node.branches.items():
+                        counts = site_counts.get(outcome >> 1)
+                        if counts is None:
+                            counts = site_counts[outcome >> 1] = [0, 0]
+                        counts[outcome & 1] += n
+                if site_counts:
+                    sites = filemap.sites
+                    order = (
+                        sorted(site_counts, key=lambda i: sites[i].id)
+                        if len(site_counts) > 1
+                        else site_counts
                     )
+                    for index in order:
+                        site = sites[index]
+                        false_count, true_count = site_counts[index]
+                        branches.append(
+                            {
+                                "node": node_id,
+                                "site": site.id,
+                                "symbol": site.symbol,
+                                "kind": site.kind,
+                                "predicate": site.predicate,
+                                "outcomes": {"true": true_count, "false": false_count},
+                            }
+                        )
         elif first.ntype == NODE_SUBSTITUTION:
             _, mechanism, substitute, claimed, relation, path = first.key
-            record["type"] = "substitution"
-            record["mechanism"] = mechanism
-            record["substitute"] = substitute
-            record["claimed_target"] = claimed
-            record["relation"] = relation
-            record["path"] = path
-            record["count"] = count
-            args, args_overflow = _values(group, "args", digester)
-            record["args"] = args
+            args, args_overflow = _values(group, "args", digests)
+            record = {
+                "id": node_id,
+                "parent": parent_id,
+                "type": "substitution",
+                "mechanism": mechanism,
+                "substitute": substitute,
+                "claimed_target": claimed,
+                "relation": relation,
+                "path": path,
+                "count": count,
+                "args": args,
+            }
             if args_overflow is not None:
                 record["args_overflow"] = args_overflow
-            record["exits"] = _exits(group)
-            if first.key[1] == "interposition":
-                del record["exits"]  # installed, not called: nothing to exit
+            if mechanism != "interposition":  # installed, not called: nothing to exit
+                record["exits"] = _exits(group)
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
             )
             nodes.append(record)
         else:
             _, kind, target, outcome = first.key
-            record.update({"type": "os_event", "kind": kind, "target": target, "outcome": outcome})
-            record["count"] = count
-            nodes.append(record)
-        children: list[tuple[tuple[Any, ...], list[Node]]] = []
-        merged: dict[tuple[Any, ...], list[Node]] = {}
-        for node in group:
-            for identity, kids in _children(node):
-                merged.setdefault(identity, []).extend(kids)
-        children = sorted(merged.items(), key=lambda item: item[0])
-        for _, kids in children:
+            nodes.append(
+                {
+                    "id": node_id,
+                    "parent": parent_id,
+                    "type": "os_event",
+                    "kind": kind,
+                    "target": target,
+                    "outcome": outcome,
+                    "count": count,
+                }
+            )
+        for kids in _child_groups(group):
             visit(kids, node_id)
 
-    for _, group in _children(capture.root):
+    for group in _child_groups([capture.root]):
         visit(group, None)
     return {"nodes": nodes, "branches": branches}

@@ -324,7 +324,7 @@ class Recorder:
             self.standins.errors = 0
         if errors:
             self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
-        if any(t not in self._threads_at_start for t in _enumerate_threads()):
+        if not self._threads_at_start.issuperset(_enumerate_threads()):
             self._phase_reasons.append(f"{phase}:thread-outlived-phase")
 
     def _phase(self, phase: str) -> Generator[None, object, object]:
