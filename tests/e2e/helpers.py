@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -52,6 +53,16 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT.
+
+    A shell without job control starts background jobs with SIGINT ignored, and children
+    inherit that; Python then never turns SIGINT into KeyboardInterrupt. CI runners (and
+    ``cmd &``) do this, so the child gets the default action back before it starts.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_files(root: Path, files: Mapping[str, str]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from e2e.helpers import BASE_ARGS, clean_env, write_files
+from e2e.helpers import BASE_ARGS, clean_env, default_sigint, write_files
 
 PY = sys.executable
 GIT = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
@@ -820,6 +820,7 @@ def test_an_interrupted_diff_leaves_nothing_behind(tmp_path: Path, tmpdir_for_cl
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 120

@@ -24,6 +24,7 @@ from e2e.helpers import (
     PY,
     clean_env,
     cli,
+    default_sigint,
     export,
     make_project,
     one_node,
@@ -133,6 +134,7 @@ def test_ctrl_c_mid_session_marks_the_run_interrupted(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 120
