@@ -608,6 +608,27 @@ fast_child(Core *self, PyObject *parent, PyObject *info)
     return node;
 }
 
+/* The tree node of the frame an event is about, as a new reference: taken out of the active
+ * map when the frame's step ends (``pop``), else only looked up. NULL without an error when the
+ * frame has none, NULL with one on failure. */
+static PyObject *
+event_node(Core *self, int pop, PyFrameObject **frame_out)
+{
+    PyFrameObject *frame = PyEval_GetFrame();
+    *frame_out = frame;
+    if (frame == NULL) {
+        return NULL;
+    }
+    PyObject *node =
+        pop ? pop_by_id(self->active, frame) : Py_XNewRef(get_by_id(self->active, frame));
+    if (node != NULL && Py_TYPE(node) != (PyTypeObject *)self->node_type) {
+        Py_DECREF(node);
+        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
+        return NULL;
+    }
+    return node;
+}
+
 static PyObject *
 Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -711,24 +732,13 @@ Core_on_return(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 3 || !self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (frame == NULL) {
-        Py_RETURN_NONE;
-    }
-    PyObject *node = pop_by_id(self->active, frame);
+    PyFrameObject *frame;
+    PyObject *node = event_node(self, 1, &frame);
     if (node == NULL) {
-        if (PyErr_Occurred()) {
-            return failed(self);
-        }
-        Py_RETURN_NONE;
+        return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
     }
     PyObject *result = NULL;
-    PyObject *info = NULL;
-    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
-        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
-        goto error;
-    }
-    info = SLOT(node, self->n_key);
+    PyObject *info = SLOT(node, self->n_key);
     PyObject *ntype = SLOT(node, self->n_ntype);
     if (info == NULL || ntype == NULL) {
         PyErr_SetString(PyExc_AttributeError, "node slots are not set");
@@ -805,25 +815,12 @@ Core_on_yield(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (!self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (frame == NULL) {
-        Py_RETURN_NONE;
-    }
-    PyObject *node = pop_by_id(self->active, frame);
+    PyFrameObject *frame;
+    PyObject *node = event_node(self, 1, &frame);
     if (node == NULL) {
-        if (PyErr_Occurred()) {
-            return failed(self);
-        }
-        Py_RETURN_NONE;
+        return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
     }
-    int rc = 0;
-    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
-        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
-        rc = -1;
-    }
-    else {
-        rc = increment(node, self->n_yielded);
-    }
+    int rc = increment(node, self->n_yielded);
     Py_DECREF(node);
     if (rc < 0) {
         return failed(self);
@@ -879,27 +876,19 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (!self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (frame == NULL) {
-        Py_RETURN_NONE;
-    }
-    PyObject *node = get_by_id(self->active, frame);
+    PyFrameObject *frame;
+    PyObject *node = event_node(self, 0, &frame);
     if (node == NULL) {
-        if (PyErr_Occurred()) {
-            return failed(self);
-        }
-        Py_RETURN_NONE;
-    }
-    if (Py_TYPE(node) != (PyTypeObject *)self->node_type) {
-        PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
-        return failed(self);
+        return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
     }
     PyObject *branches = SLOT(node, self->n_branches);
     if (branches == NULL || !PyDict_CheckExact(branches)) {
+        Py_DECREF(node);
         PyErr_SetString(PyExc_TypeError, "branches is not a dict");
         return failed(self);
     }
     Py_INCREF(branches);
+    Py_DECREF(node);  /* the dict is held on its own from here */
     Py_INCREF(outcome);
     PyObject *seen = PyDict_GetItemWithError(branches, outcome);
     PyObject *count = NULL;

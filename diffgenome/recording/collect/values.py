@@ -237,10 +237,7 @@ def stable_text(text: str) -> str:
 
 
 def _str_form(text: str) -> bytes:
-    for marker in STR_MARKERS:
-        if marker in text:
-            text = stable_text(text)
-            break
+    text = stable_text(text)
     raw = text.encode("utf-8", "surrogatepass")
     return b"%d:" % len(raw) + raw
 
