@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect.capabilities import CAPABILITIES
-from e2e.helpers import make_project, record_full
+from e2e.helpers import REPO, make_project, record_full
 
 pytestmark = pytest.mark.slow
 
@@ -179,11 +180,11 @@ def _canonical_genomes(doc: dict[str, Any]) -> str:
     )
 
 
-def _record_both(project: Path, *args: str, returncode: int = 0) -> tuple[str, str, str]:
+def _record_both(project: Path, *args: str, returncode: int = 0) -> tuple[str, str, str, str]:
     key = project.parent / f"{project.name}.key"
     key.write_bytes(os.urandom(32))
     texts: dict[str, str] = {}
-    header = ""
+    headers: dict[str, str] = {}
     for core in ("c", "python"):
         store = f".dg-{core}"
         done = record_full(
@@ -196,9 +197,8 @@ def _record_both(project: Path, *args: str, returncode: int = 0) -> tuple[str, s
             store=store,
         )
         texts[core] = _canonical_genomes(done.doc)
-        if core == "c":
-            header = done.output
-    return texts["c"], texts["python"], header
+        headers[core] = done.output
+    return texts["c"], texts["python"], headers["c"], headers["python"]
 
 
 def test_the_compiled_core_is_built_where_it_is_supported() -> None:
@@ -212,9 +212,11 @@ def test_the_compiled_core_is_built_where_it_is_supported() -> None:
 
 def test_workout_records_the_same_genomes_with_both_cores(tmp_path: Path) -> None:
     project = make_project(tmp_path, WORKOUT)
-    compiled, python, header = _record_both(project)
+    compiled, python, header, python_header = _record_both(project)
     if CAPABILITIES.tested:
         assert "diffgenome: recording with the compiled core" in header
+    expected = "diffgenome: recording with the pure-Python core (DIFFGENOME_CORE=python)"
+    assert expected in python_header
     assert '"type":"call"' in compiled and "work.core.chained" in compiled
     assert compiled == python
 
@@ -232,6 +234,42 @@ def test_example_projects_record_the_same_genomes_with_both_cores(
     tmp_path: Path, base: str, args: tuple[str, ...], returncode: int
 ) -> None:
     project = make_project(tmp_path, {}, base=base)
-    compiled, python, _ = _record_both(project, *args, returncode=returncode)
+    compiled, python, _, _ = _record_both(project, *args, returncode=returncode)
     assert '"nodes":[{' in compiled
     assert compiled == python
+
+
+def test_a_core_built_from_other_sources_is_not_used() -> None:
+    """An in-place build left over from older sources (its VERSION differs) would run callbacks
+    that disagree with tracer.py: the Python callbacks record instead, and say why."""
+    if not CAPABILITIES.tested:
+        pytest.skip("the compiled core is not used on this interpreter")
+    probe = (
+        "from diffgenome.recording.collect import tracer as t\n"
+        "t.CORE_VERSION = -1\n"
+        "core, why = t._load_accelerator()\n"
+        "print(core is None, why)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True stale-build: rebuild it with pip install -e ."
+
+
+def test_a_versioned_venv_folder_gets_its_own_python_or_a_clear_error(tmp_path: Path) -> None:
+    """``scripts/venv .venv-3.X`` without PYTHON must not build that folder with another
+    interpreter; with no 3.X here it says so in one line and creates nothing."""
+    target = tmp_path / ".venv-3.9"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    done = subprocess.run(
+        ["sh", str(REPO / "scripts" / "venv"), str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"venv: no Python 3.9 found for {target}; set PYTHON="
+    assert not target.exists()
