@@ -78,13 +78,41 @@ def _enabled(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Start recording, or say in one line why not: only a mistake in the user's own options
+    or store (pytest's usage error, before any test runs) may stop the session."""
     if not _enabled(config):
         return
+    from diffgenome.recording.notices import say
     from diffgenome.recording.session import Recorder
 
-    recorder = Recorder(config)
-    config.pluginmanager.register(recorder, _RECORDER_NAME)
-    recorder.start()
+    try:
+        recorder = Recorder(config)
+    except pytest.UsageError:
+        raise
+    except Exception as exc:
+        say(config, f"recording is off for this session: cannot set up ({_one_line(exc)})")
+        return
+    if recorder.start():
+        config.pluginmanager.register(recorder, _RECORDER_NAME)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist controller: say what a worker's recorder had to say (its terminal is unseen).
+
+    A module-level hook, so that workers are heard even when the controller records nothing.
+    """
+    config = getattr(node, "config", None)
+    if config is None or not _enabled(config):
+        return
+    from diffgenome.recording.notices import say_from_worker
+
+    say_from_worker(config, node)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

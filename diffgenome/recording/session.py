@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Generator
 from typing import Any
 
@@ -33,6 +32,7 @@ from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import Bounds, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
+from diffgenome.recording.notices import say
 from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 
@@ -136,6 +136,8 @@ class Recorder:
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
         self._collection_failed = False
+        self._begun = False  # this process created the run in the store
+        self._joined = False  # this process is a writer of the run
 
     # -- session -------------------------------------------------------------------------
 
@@ -157,16 +159,50 @@ class Recorder:
         args = list(self.config.invocation_params.args)
         for option in ("--genome-store", "--genome-key-file"):
             if option in args[:-1]:
-                warnings.warn(
-                    pytest.PytestWarning(
-                        f"diffgenome: write {option}=PATH as one argument; as two, pytest may "
-                        "take PATH for a test path when it chooses its rootdir "
-                        f"(rootdir is {self.rootdir})"
-                    ),
-                    stacklevel=1,
+                say(
+                    self.config,
+                    f"write {option}=PATH as one argument; as two, pytest may take PATH for a "
+                    f"test path when it chooses its rootdir (rootdir is {self.rootdir})",
                 )
 
-    def start(self) -> None:
+    def start(self) -> bool:
+        """Begin (or join) the run and switch the collector on; False when recording could
+        not start, which the user is told in one line while the tests run unrecorded."""
+        try:
+            self._start()
+        except Exception as exc:
+            self._abandon_start(exc)
+            return False
+        return True
+
+    def _abandon_start(self, exc: BaseException) -> None:
+        """Undo whatever ``_start`` did, and make the run (if it exists) read as incomplete."""
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        say(self.config, f"recording is off for this session: {detail}")
+        self._closed = True
+        with contextlib.suppress(Exception):
+            if self.guard is not None:
+                self.guard.deactivate()
+        with contextlib.suppress(Exception):
+            if self.standins is not None:
+                self.standins.uninstall()
+                self.tracer.standins = None
+        with contextlib.suppress(Exception):
+            if self.subtests is not None:
+                self.subtests.uninstall()
+        with contextlib.suppress(Exception):
+            self.tracer.stop()
+        reason = f"recorder-start-failed: {detail}"
+        with contextlib.suppress(Exception):
+            if self._joined:
+                self.store.leave_run(self.run_id, self.worker, False, [reason])
+        with contextlib.suppress(Exception):
+            if self._begun:
+                self.store.finish_run(self.run_id, False, [reason], _now())
+        with contextlib.suppress(Exception):
+            self.store.close()
+
+    def _start(self) -> None:
         self._warn_split_path_options()
         if not self.is_worker:
             commit = _git(self.rootdir, "rev-parse", "HEAD")
@@ -206,18 +242,18 @@ class Recorder:
                     ],
                 }
             )
+            self._begun = True
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
         self.store.join_run(self.run_id, self.worker)
+        self._joined = True
         if not self.tracer.start():
             reason = self.tracer.unavailable_reason or "tool-id-unavailable"
             self._session_reasons.append(reason)
-            warnings.warn(
-                pytest.PytestWarning(
-                    f"diffgenome: no sys.monitoring tool id free ({reason}); tests run, "
-                    "but their genomes are not recorded and the run is marked unverified"
-                ),
-                stacklevel=1,
+            say(
+                self.config,
+                f"no sys.monitoring tool id free ({reason}); tests run, but their genomes "
+                "are not recorded and the run is marked unverified",
             )
         self._tracing = self.tracer.tool_id is not None
         if self._tracing:
@@ -306,6 +342,14 @@ class Recorder:
             self.tracer.begin_phase()
 
     def _end(self, phase: str) -> None:
+        """Close a phase; a fault of the recorder's own is the test's unverified reason, never
+        an exception in the user's session."""
+        try:
+            self._end_phase(phase)
+        except Exception as exc:
+            self._phase_reasons.append(f"recorder-error:{phase}:{type(exc).__name__}")
+
+    def _end_phase(self, phase: str) -> None:
         if not self._tracing:
             self._phase_reasons.append(f"not-recorded:{phase}")
             return
@@ -405,7 +449,10 @@ class Recorder:
                 self._session_reasons.append(reason)
 
     def _finish_test(self, test_id: str, outcome: str) -> None:
-        self._check_origins()
+        try:
+            self._check_origins()
+        except Exception as exc:
+            self._phase_reasons.append(f"recorder-error:origins:{type(exc).__name__}")
         reasons = list(self._session_reasons) + self._phase_reasons
         record = {
             "id": test_id,
@@ -426,12 +473,10 @@ class Recorder:
         stays unfinished in the store (so it reads as incomplete), and pytest says so once."""
         if not self._store_broken:
             self._store_broken = True
-            warnings.warn(
-                pytest.PytestWarning(
-                    f"diffgenome: the store at {self.store_path} failed ({exc}); recording "
-                    "stopped, the run is incomplete"
-                ),
-                stacklevel=1,
+            say(
+                self.config,
+                f"the store at {self.store_path} failed ({exc}); recording stopped, the run "
+                "is incomplete",
             )
 
     def _flush(self) -> None:

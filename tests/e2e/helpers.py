@@ -271,8 +271,14 @@ def test_summary(doc: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
 test_summary.__test__ = False  # type: ignore[attr-defined]
 
 
-def diffgenome_warnings(output: str) -> list[str]:
-    return [line for line in output.splitlines() if "Warning: diffgenome" in line]
+def diffgenome_notices(output: str) -> list[str]:
+    """What the recorder said to the user: its one-line notices, never Python warnings (the
+    header line that names the recording core is not a notice)."""
+    return [
+        line
+        for line in output.splitlines()
+        if line.startswith("diffgenome: ") and not line.startswith("diffgenome: recording with")
+    ]
 
 
 def reasons_of(doc: Mapping[str, Any]) -> dict[str, list[str]]:

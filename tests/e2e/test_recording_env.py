@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
-    diffgenome_warnings,
+    diffgenome_notices,
     make_project,
     one_node,
     parent_symbol,
@@ -42,7 +42,7 @@ PKG = {
 # -- tool ids --------------------------------------------------------------------------------
 
 
-def test_all_tool_ids_taken_runs_tests_unverified_with_one_warning(tmp_path: Path) -> None:
+def test_all_tool_ids_taken_runs_tests_unverified_with_one_notice(tmp_path: Path) -> None:
     project = make_project(
         tmp_path,
         {
@@ -69,9 +69,10 @@ def test_all_tool_ids_taken_runs_tests_unverified_with_one_warning(tmp_path: Pat
     )
     recording = record_full(project)
     assert "2 passed" in recording.proc.stdout
-    warnings = diffgenome_warnings(recording.output)
-    assert len(warnings) == 1, recording.output
-    assert "tool id" in warnings[0]
+    notices = diffgenome_notices(recording.output)
+    assert len(notices) == 1, recording.output
+    assert "tool id" in notices[0]
+    assert "Warning" not in recording.output
     tests = recording.doc["tests"]
     assert {t["id"] for t in tests} >= {"tests/test_a.py::test_one", "tests/test_a.py::test_two"}
     for test in tests:
@@ -364,4 +365,4 @@ def test_without_genome_nothing_is_recorded(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
     assert not (project / ".diffgenome").exists()
-    assert diffgenome_warnings(proc.stdout + proc.stderr) == []
+    assert diffgenome_notices(proc.stdout + proc.stderr) == []

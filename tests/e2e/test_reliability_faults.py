@@ -322,7 +322,7 @@ def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: 
     ids = _ids(doc)
     assert "test_first" in ids and "test_freezes_the_store" in ids
     # Open handles may keep writing after the chmod (then the run is whole), or the store
-    # refuses (then pytest warned once and the run is incomplete): never a half-truth.
+    # refuses (then diffgenome said so once and the run is incomplete): never a half-truth.
     if run["complete"]:
         assert ids == {"<import>", "test_first", "test_freezes_the_store", "test_after"}
         assert "diffgenome: the store" not in output

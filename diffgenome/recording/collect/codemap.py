@@ -57,13 +57,12 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Final
 
+from diffgenome.protocol import quiet
 from diffgenome.protocol.vocab import SYMBOL_PREFIX
 
 # Captured at import time: the recording side must not see later monkeypatching.
 _get_instructions = dis.get_instructions
-_ast_parse = ast.parse
 _ast_unparse = ast.unparse
-_compile = compile
 
 NOT_AN_OUTCOME: Final = -1
 NEVER_AN_OUTCOME: Final = -2
@@ -479,7 +478,7 @@ class FileMap:
         if self._compiled is None:
             self._compiled = {}
             try:
-                todo = [_compile(self._source, "<codemap>", "exec", dont_inherit=True)]
+                todo = [quiet.compile_module(self._source)]
             except Exception:
                 todo = []
             while todo:
@@ -686,7 +685,7 @@ def _index_of(instrs: list[dis.Instruction], offset: object, n: int) -> int:
 def build_file_map(source: str, module: str) -> FileMap:
     """Parse ``source`` (the text of the module ``module``) once; raises SyntaxError only."""
     try:
-        tree = _ast_parse(source)
+        tree = quiet.parse(source)
     except SyntaxError:
         raise
     except (ValueError, RecursionError, MemoryError) as exc:
