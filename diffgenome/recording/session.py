@@ -26,7 +26,7 @@ import pytest
 from diffgenome import __version__
 from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
-from diffgenome.recording.collect import values
+from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
@@ -110,7 +110,18 @@ class Recorder:
         sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
         self.scope = Scope(self.rootdir, sources, tests)
         self.repo_modules = _top_level_modules(self.scope)
-        self._id_prefix = _rootdir_in_repository(self.rootdir)
+        toplevel = _git_toplevel(self.rootdir)
+        self._id_prefix = _rootdir_in_repository(self.rootdir, toplevel)
+        # Before the tracer exists: the compiled core takes the markers when it is built.
+        basetemp = config.getoption("basetemp", None)
+        stable.configure(
+            stable.locations_of_this_process(
+                toplevel or self.rootdir,
+                os.path.abspath(str(basetemp)) if basetemp else None,
+                os.environ.get("HOME"),
+            )
+        )
+        self.tempfile_names = stable.TempfileNames()
         self.bounds = Bounds(max_nodes=_max_nodes(config))
         try:
             self.store = StoreWriter.open(self.store_path, self.key_file)
@@ -191,6 +202,8 @@ class Recorder:
             if self.subtests is not None:
                 self.subtests.uninstall()
         with contextlib.suppress(Exception):
+            self.tempfile_names.uninstall()
+        with contextlib.suppress(Exception):
             self.tracer.stop()
         reason = f"recorder-start-failed: {detail}"
         with contextlib.suppress(Exception):
@@ -257,6 +270,7 @@ class Recorder:
             )
         self._tracing = self.tracer.tool_id is not None
         if self._tracing:
+            self.tempfile_names.install()
             self.standins = StandIns(self.tracer)
             self.tracer.standins = self.standins
             self.standins.install()
@@ -306,6 +320,7 @@ class Recorder:
             self.tracer.standins = None
         if self.subtests is not None:
             self.subtests.uninstall()
+        self.tempfile_names.uninstall()
         self.tracer.stop()
         try:
             self._flush()
@@ -421,7 +436,7 @@ class Recorder:
                 "id": test_id,
                 "outcome": outcome,
                 "verified": not reasons,
-                "unverified_reasons": sorted(set(reasons)),
+                "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
                 "phases": phases,
             }
         )
@@ -458,7 +473,7 @@ class Recorder:
             "id": test_id,
             "outcome": outcome,
             "verified": not reasons,
-            "unverified_reasons": sorted(set(reasons)),
+            "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
             "phases": self._phases,
         }
         self._batch.append(record)
@@ -518,12 +533,17 @@ def _max_nodes(config: pytest.Config) -> int:
     return value
 
 
-def _rootdir_in_repository(rootdir: str) -> str:
-    """``sub/dir/`` when pytest's rootdir lies below the git repository root, else ``""``."""
+def _git_toplevel(rootdir: str) -> str | None:
+    """The git work tree that holds ``rootdir`` (a worktree's own folder), if any."""
     toplevel = _git(rootdir, "rev-parse", "--show-toplevel")
+    return toplevel.strip() if toplevel and toplevel.strip() else None
+
+
+def _rootdir_in_repository(rootdir: str, toplevel: str | None) -> str:
+    """``sub/dir/`` when pytest's rootdir lies below the git repository root, else ``""``."""
     if not toplevel:
         return ""
-    top = os.path.realpath(toplevel.strip())
+    top = os.path.realpath(toplevel)
     here = os.path.realpath(rootdir)
     if here == top or not here.startswith(top + os.sep):
         return ""

@@ -83,3 +83,31 @@ def test_the_fingerprint_wraps_modulo_two_to_the_64() -> None:
         CORE.add_pair(core_side, pair)  # type: ignore[attr-defined]
     assert core_side._sum == python_side._sum < (1 << 64)
     assert core_side._count == python_side._count == 2
+
+
+NAMES = ["ab12cd34", "zz_9xy01", "q1w2e3r4"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(NAMES), st.text(max_size=6), st.sampled_from(["x", "-", "."])),
+        max_size=6,
+    ).map("".join)
+)
+def test_text_holding_a_tempfile_name_is_summarised_like_python(text: str) -> None:
+    """Names ``tempfile`` made are rewritten anywhere in a text, without a marker: the core
+    must hand every such text to Python (its bitmap may send more, never fewer)."""
+    from diffgenome.recording.collect import stable
+
+    for name in NAMES:
+        stable.learn_tempfile_name(name)
+    try:
+        assert CORE is not None
+        expected = (values.shape(text), values.canonical(text))
+        assert CORE.summarize(text) == expected  # type: ignore[attr-defined]
+        if any(name in text for name in NAMES):
+            assert b"<random>" in (expected[1] or b"")
+    finally:
+        stable.tempfile_names().clear()
+        stable.TEMPFILE_NAME_BITS[:] = bytes(len(stable.TEMPFILE_NAME_BITS))

@@ -52,6 +52,8 @@ typedef struct {
         i_branch_cache;
     Py_ssize_t b_seen, b_limit, b_count, b_sum;
     PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
+    /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
+    PyObject *tempfile_names, *tempfile_name_bits;
 } Core;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -188,6 +190,48 @@ pop_by_id(PyObject *dict, void *ptr)
     return value;
 }
 
+/* Whether ``value`` may hold a name that ``tempfile`` made while recording: some window of
+ * STABLE_NAME_LENGTH characters whose hash (stable.name_hash: h = h * 31 + ch, mod 2**16) has
+ * its bit set in stable.py's bitmap. A false positive only sends the text to Python, which
+ * rewrites exactly the names it knows; there are no false negatives, so both cores agree. */
+#define STABLE_NAME_LENGTH 8
+static int
+may_hold_tempfile_name(Core *self, PyObject *value)
+{
+    if (PySet_GET_SIZE(self->tempfile_names) == 0) {
+        return 0;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    if (n < STABLE_NAME_LENGTH) {
+        return 0;
+    }
+    const unsigned char *bits = (const unsigned char *)PyByteArray_AS_STRING(self->tempfile_name_bits);
+    Py_ssize_t nbits = PyByteArray_GET_SIZE(self->tempfile_name_bits) * 8;
+    if (nbits != 65536) {
+        return 1;  /* not the table this code knows: let Python decide */
+    }
+    int kind = PyUnicode_KIND(value);
+    const void *data = PyUnicode_DATA(value);
+    uint32_t h = 0, top = 1;
+    for (int i = 0; i < STABLE_NAME_LENGTH - 1; i++) {
+        top *= 31u;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t ch = (uint32_t)PyUnicode_READ(kind, data, i);
+        if (i >= STABLE_NAME_LENGTH) {
+            h -= (uint32_t)PyUnicode_READ(kind, data, i - STABLE_NAME_LENGTH) * top;
+        }
+        h = h * 31u + ch;
+        if (i >= STABLE_NAME_LENGTH - 1) {
+            uint32_t slot = h & 0xFFFFu;
+            if (bits[slot >> 3] & (1u << (slot & 7u))) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ``(shape(value), canonical(value))`` of an exact int in (-10**6, 10**6) or an exact str of
  * fewer than 64 characters, byte for byte as values.py writes them (``i<hex>;`` and
  * ``s<len>:<utf-8>``); a str holding one of values.STR_MARKERS is the Python function's (it
@@ -219,6 +263,9 @@ scalar_summary(Core *self, PyObject *value, int is_int)
         if (marked) {
             return PyObject_CallOneArg(self->summarize, value);
         }
+    }
+    if (may_hold_tempfile_name(self, value)) {
+        return PyObject_CallOneArg(self->summarize, value);
     }
     PyObject *raw = PyUnicode_AsEncodedString(value, "utf-8", "surrogatepass");
     if (raw == NULL) {
@@ -914,17 +961,20 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
     PyObject *record_state, *summarize, *none_summary, *disable;
     PyObject *node_type, *info_type, *bounded_type, *blake2b, *str_markers;
+    PyObject *tempfile_names, *tempfile_name_bits;
     long never;
     static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
                             "on_resume", "on_branch", "record_state", "summarize",
                             "none_summary", "disable", "node_type",
-                            "info_type", "bounded_type", "blake2b", "str_markers", "never", NULL};
+                            "info_type", "bounded_type", "blake2b", "str_markers",
+                            "tempfile_names", "tempfile_name_bits", "never", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOOO!O!O!OO!l", names, &tracer, &PyDict_Type, &codes,
-            &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
+            args, kwargs, "OO!O!O!OOOOOOOO!O!O!OO!O!O!l", names, &tracer, &PyDict_Type,
+            &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
             &py_branch, &record_state, &summarize, &none_summary,
             &disable, &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type,
-            &bounded_type, &blake2b, &PyTuple_Type, &str_markers, &never)) {
+            &bounded_type, &blake2b, &PyTuple_Type, &str_markers, &PySet_Type,
+            &tempfile_names, &PyByteArray_Type, &tempfile_name_bits, &never)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -1011,6 +1061,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         }
     }
     Py_XSETREF(self->str_markers, Py_NewRef(str_markers));
+    Py_XSETREF(self->tempfile_names, Py_NewRef(tempfile_names));
+    Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
     self->never = never;
     self->recording = 0;
     return 0;
@@ -1035,6 +1087,8 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->bounded_type);
     Py_VISIT(self->blake2b);
     Py_VISIT(self->str_markers);
+    Py_VISIT(self->tempfile_names);
+    Py_VISIT(self->tempfile_name_bits);
     Py_VISIT(self->int_summaries);
     Py_VISIT(self->str_summaries);
     Py_VISIT(self->bool_summaries[0]);
@@ -1071,6 +1125,8 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_int);
     Py_CLEAR(self->str_str);
     Py_CLEAR(self->str_markers);
+    Py_CLEAR(self->tempfile_names);
+    Py_CLEAR(self->tempfile_name_bits);
     Py_CLEAR(self->int_summaries);
     Py_CLEAR(self->str_summaries);
     Py_CLEAR(self->bool_summaries[0]);
@@ -1171,7 +1227,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 3) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 4) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -26,6 +26,8 @@ class Core:
         bounded_type: type,
         blake2b: Callable[..., Any],
         str_markers: tuple[str, ...],
+        tempfile_names: set[str],
+        tempfile_name_bits: bytearray,
         never: int,
     ) -> None: ...
     def on_start(self, code: Any, offset: int) -> Any: ...

@@ -35,7 +35,7 @@ from dis import get_instructions as _get_instructions
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
-from diffgenome.recording.collect import codemap, values
+from diffgenome.recording.collect import codemap, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.sources import read_source
@@ -58,7 +58,7 @@ _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
 CORE_ENV = "DIFFGENOME_CORE"
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 3
+CORE_VERSION = 4
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -483,7 +483,9 @@ class Tracer:
             return
         parent = self._parent_of(frame)
         if kind == "subprocess":  # a program's basename: a temporary script's name is noise
-            target = values.stable_text("/" + target)[1:]
+            target = stable.stable_program(target)
+        else:
+            target = stable.stable_text(target)
         node = self.child(parent, NODE_OS_EVENT, ("os", kind, target, outcome))
         node.count += 1
         if kind == "subprocess":
@@ -880,7 +882,9 @@ class Tracer:
                 info_type=CodeInfo,
                 bounded_type=values.BoundedValues,
                 blake2b=values._blake2b,
-                str_markers=values.STR_MARKERS,
+                str_markers=stable.markers(),
+                tempfile_names=stable.tempfile_names(),
+                tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
                 never=never,
             )
             core.recording = self._recording

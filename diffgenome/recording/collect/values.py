@@ -64,13 +64,13 @@ import enum
 import hashlib
 import hmac
 import math
-import re
 import types
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Final
 
 from diffgenome.protocol.store import fingerprint_key as key_fingerprint
+from diffgenome.recording.collect import stable
 
 __all__ = [
     "BoundedValues",
@@ -201,39 +201,9 @@ def _instance_dict(value: object, dicts: list[Mapping[object, object]]) -> dict[
 # --- canonical -------------------------------------------------------------------------------
 
 
-# Text that changes between two runs of the same code, whatever the code does, is made stable
-# inside digested strings (and in the few disclosures that quote program names):
-# - pytest's per-session temporary folders (``/tmp/pytest-of-USER/pytest-17/``, under xdist
-#   ``.../pytest-17/popen-gw1/``), numbered per session and worker;
-# - names made by ``tempfile`` (``mkdtemp``/``mkstemp``/``NamedTemporaryFile``: ``tmp`` and 8
-#   random characters) as a path component;
-# - object addresses in default reprs (``<function f at 0x7f3a...>``) and the ``id='...'`` of
-#   a unittest.mock repr (``<Mock name='m.url' id='1401874'>``): memory layout, not behaviour.
-# Each rewrite keeps the rest of the text, so a different function or path still differs.
-# ``STR_MARKERS`` are cheap substrings that every rewritten text contains: text without any of
-# them is digested as it is (the compiled core checks the same tuple).
-STR_MARKERS: Final = ("pytest-of-", "/tmp", " at 0x", " id='")
-_PYTEST_TMP: Final = re.compile(r"/pytest-of-[^/\s]+/pytest-\d+(?:/popen-gw\d+)?")
-_PYTEST_TMP_STABLE: Final = "/pytest-of-<user>/pytest-<n>"
-_TEMPFILE_NAME: Final = re.compile(r"(?<=/)tmp[a-z0-9_]{8}(?=[/.'\"\s>]|$)")
-_TEMPFILE_STABLE: Final = "tmp<random>"
-_ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+")
-_ADDRESS_STABLE: Final = " at 0x<address>"
-_MOCK_ID: Final = re.compile(r"(<[A-Za-z_]*Mock\b[^<>]*?) id='\d+'")
-_MOCK_ID_STABLE: Final = r"\1 id='<id>'"
-
-
-def stable_text(text: str) -> str:
-    """``text`` with run-specific noise replaced (see ``STR_MARKERS``)."""
-    if "pytest-of-" in text:
-        text = _PYTEST_TMP.sub(_PYTEST_TMP_STABLE, text)
-    if "/tmp" in text:
-        text = _TEMPFILE_NAME.sub(_TEMPFILE_STABLE, text)
-    if " at 0x" in text:
-        text = _ADDRESS.sub(_ADDRESS_STABLE, text)
-    if " id='" in text:
-        text = _MOCK_ID.sub(_MOCK_ID_STABLE, text)
-    return text
+# Run- and location-specific text is made stable before digesting: see stable.py.
+STR_MARKERS: Final = stable.FIXED_MARKERS
+stable_text = stable.stable_text
 
 
 def _str_form(text: str) -> bytes:

@@ -1,0 +1,185 @@
+"""End-to-end: a genome does not depend on where the tree is checked out (#10.1).
+
+``diffgenome diff`` records base and head in two disposable worktrees, so every value that
+holds a path under the tree, a temporary folder or the interpreter's location would differ
+between them although the code does the same. The same commit is recorded in folders with
+different names and depths, and through two git worktrees; the genomes must be byte-identical,
+under both cores, and a commit whose tree equals its parent's must diff as unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.helpers import PY, clean_env, export, git_commit, run_pytest, write_files
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/files.py": """
+        import os
+
+
+        def describe(path):
+            if os.path.isdir(path):
+                return ("dir", path, sorted(os.listdir(path)))
+            with open(path) as handle:
+                return ("file", path, handle.read())
+
+
+        def where(*paths):
+            return [p for p in paths if p]
+    """,
+    "tests/conftest.py": """
+        from pathlib import Path
+
+        import pytest
+
+
+        @pytest.fixture
+        def data_dir():
+            return str(Path(__file__).parent / "data")
+    """,
+    "tests/data/a.txt": "hello\n",
+    "tests/test_paths.py": """
+        import os
+        import shutil
+        import sys
+        import tempfile
+
+        from pkg.files import describe, where
+
+
+        def test_a_path_under_the_tree(data_dir):
+            kind, path, content = describe(os.path.join(data_dir, "a.txt"))
+            assert (kind, content) == ("file", "hello\\n")
+            assert describe(data_dir)[2] == ["a.txt"]
+
+
+        def test_temporary_folders_with_any_name(tmp_path):
+            made = tempfile.mkdtemp(prefix="build-", suffix="-out", dir=tmp_path)
+            fd, name = tempfile.mkstemp(prefix="x", suffix=".txt", dir=made)
+            os.close(fd)
+            assert describe(made)[2] == [os.path.basename(name)]
+            with tempfile.TemporaryDirectory(prefix="scratch_") as scratch:
+                assert describe(scratch)[0] == "dir"
+            default = tempfile.mkdtemp()
+            try:
+                assert describe(default)[0] == "dir"
+            finally:
+                shutil.rmtree(default)
+
+
+        def test_where_the_tools_live():
+            found = where(
+                sys.executable,
+                sys.prefix,
+                sys.base_prefix,
+                sys.exec_prefix,
+                os.path.expanduser("~"),
+                tempfile.gettempdir(),
+                os.getcwd(),
+            )
+            assert len(found) == 7
+    """,
+}
+
+
+def _record(project: Path, key: Path, store: Path, core: str) -> dict[str, Any]:
+    done = run_pytest(
+        project,
+        "--genome",
+        f"--genome-key-file={key}",
+        f"--genome-store={store}",
+        "-q",
+        env={"DIFFGENOME_CORE": core},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = export(project, store)
+    assert all(t["verified"] for t in doc["tests"]), [t["unverified_reasons"] for t in doc["tests"]]
+    return doc
+
+
+def _genomes(doc: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in doc.items() if k != "run"}, sort_keys=True)
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize("core", ["c", "python"])
+def test_the_same_commit_recorded_anywhere_gives_the_same_genomes(
+    tmp_path: Path, core: str
+) -> None:
+    origin = tmp_path / "proj"
+    origin.mkdir()
+    write_files(origin, PROJECT)
+    git_commit(origin)
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32))
+    copy = tmp_path / "a" / "much" / "deeper" / "other-name"
+    copy.parent.mkdir(parents=True)
+    _git(tmp_path, "clone", "-q", str(origin), str(copy))
+    first_wt = tmp_path / "wt1"
+    second_wt = tmp_path / "x" / "wt-two"
+    _git(origin, "worktree", "add", "-q", "--detach", str(first_wt))
+    _git(origin, "worktree", "add", "-q", "--detach", str(second_wt))
+    recorded = {
+        place: _genomes(_record(place, key, tmp_path / f"store-{n}", core))
+        for n, place in enumerate((origin, copy, first_wt, second_wt))
+    }
+    texts = set(recorded.values())
+    assert len(texts) == 1, "genomes differ between checkouts"
+    text = texts.pop()
+    for place in recorded:
+        assert str(place) not in text
+    assert str(tmp_path) not in text
+
+
+def test_an_unchanged_tree_diffs_as_unchanged_through_two_worktrees(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    done = subprocess.run(
+        [
+            PY,
+            "-m",
+            "diffgenome.analysis.cli",
+            "diff",
+            "HEAD~1",
+            "HEAD",
+            "--json",
+            "-",
+            "--",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+        ],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    document = json.loads(done.stdout)
+    statuses = {t["id"]: t["status"] for t in document["tests"]}
+    assert statuses["tests/test_paths.py::test_a_path_under_the_tree"] == "unchanged"
+    assert set(statuses.values()) == {"unchanged"}, statuses
