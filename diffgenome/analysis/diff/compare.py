@@ -200,11 +200,18 @@ def _scaled_with_parent(
 
 
 def _proportional(b: Mapping[str, int], h: Mapping[str, int], bn: int, hn: int) -> bool:
-    """Same set of non-zero outcomes, each scaled like the node's count."""
+    """Same set of non-zero outcomes, each equal or scaled like the node's count.
+
+    Equal outcomes are never a change, whatever the counts: a decision taken twice each way
+    on both sides was taken alike even if its function ran more often on one (that is a
+    count change, reported on the call). Reporting it would show ``true 2 → true 2``.
+    """
     b_keys = {key for key, value in b.items() if value}
     h_keys = {key for key, value in h.items() if value}
     if b_keys != h_keys:
         return False
+    if all(b[key] == h[key] for key in b_keys):
+        return True
     if bn == hn or bn == 0 or hn == 0:
         return all(b[key] == h[key] for key in b_keys)
     return all(b[key] * hn == h[key] * bn for key in b_keys)
