@@ -39,9 +39,28 @@ def observe(tests: Mapping[str, TestIndex]) -> Observed:
     return seen
 
 
+def test_code_paths(*documents: Mapping[str, object]) -> frozenset[str]:
+    """Files that the recordings call test code (their symbols' origin is ``test``)."""
+    paths: set[str] = set()
+    for document in documents:
+        symbols = document.get("symbols")
+        for symbol in symbols if isinstance(symbols, list) else ():
+            if isinstance(symbol, Mapping) and symbol.get("origin") == "test":
+                path = symbol.get("path")
+                if isinstance(path, str):
+                    paths.add(path)
+    return frozenset(paths)
+
+
 def code_change_entries(
-    code: CodeChangeInput, base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]
+    code: CodeChangeInput,
+    base: Mapping[str, TestIndex],
+    head: Mapping[str, TestIndex],
+    test_paths: frozenset[str] = frozenset(),
 ) -> list[CodeChange]:
+    """One entry per changed symbol. A gap names only code whose evidence the recorder would
+    have collected: decisions in test code (asserts, ifs in tests and fixtures) are not
+    recorded, so an outcome never observed there is no gap."""
     b_seen, h_seen = observe(base), observe(head)
     entries: list[CodeChange] = []
     for change in code.symbols:
@@ -59,7 +78,13 @@ def code_change_entries(
                     "head": dict(h_out) if h_out is not None else None,
                 }
             )
-            if change.change != "removed" and site.change != "removed" and tests_head:
+            decisions_recorded = change.path not in test_paths
+            if (
+                decisions_recorded
+                and change.change != "removed"
+                and site.change != "removed"
+                and tests_head
+            ):
                 for outcome in ("true", "false"):
                     if not (h_out or {}).get(outcome):
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))

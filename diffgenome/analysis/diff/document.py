@@ -15,7 +15,7 @@ from typing import Any, Literal
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import PRESENCE_KINDS, Found, StabilityKey, compare_tests
-from diffgenome.analysis.diff.coverage import code_change_entries
+from diffgenome.analysis.diff.coverage import code_change_entries, test_code_paths
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
@@ -190,7 +190,9 @@ def diff_documents(
         summary=summary,
         tests=diffs,
         code_changes=(
-            code_change_entries(code_changes, b_tests, h_tests) if code_changes is not None else []
+            code_change_entries(code_changes, b_tests, h_tests, test_code_paths(base, head))
+            if code_changes is not None
+            else []
         ),
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
     )
