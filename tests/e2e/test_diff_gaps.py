@@ -47,14 +47,27 @@ HEAD = {
 }
 
 
+OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
 def test_new_asserts_in_tests_are_no_gaps_but_project_decisions_are(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
     git_commit(repo)
     write_files(repo, HEAD)
     done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-", "--"]
-        + ["-p", "no:cacheprovider", "-p", "no:randomly"],
+        [
+            PY,
+            "-m",
+            "diffgenome.analysis.cli",
+            "diff",
+            "HEAD",
+            "WORKTREE",
+            "--json",
+            "-",
+            "--",
+            *OPTIONS,
+        ],
         cwd=repo,
         env=clean_env({"TMPDIR": str(tmp_path)}),
         capture_output=True,
