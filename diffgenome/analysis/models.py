@@ -184,6 +184,7 @@ class DiffSummary(_Model):
     removed: int = 0
     unverified: int = 0
     unstable: int = 0
+    touched: int = 0
 
 
 class Change(_Model):
@@ -204,7 +205,7 @@ class OutcomePair(_Model):
 
 class TestDiff(_Model):
     id: str
-    status: Literal["unchanged", "changed", "added", "removed", "unverified", "unstable"]
+    status: Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
     outcome: OutcomePair
     reasons: list[str] = []
     changes: list[Change] = []

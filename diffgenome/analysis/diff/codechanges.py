@@ -61,6 +61,15 @@ class CodeChangeInput:
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
 
+    def one_sided_sites(self) -> frozenset[str]:
+        """Decision sites that exist in one side's code only (added or removed)."""
+        return frozenset(
+            site.site
+            for change in self.symbols
+            for site in change.sites
+            if site.change in ("added", "removed")
+        )
+
 
 @dataclass(slots=True)
 class _ScopeFacts:

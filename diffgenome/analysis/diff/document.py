@@ -14,14 +14,20 @@ from typing import Any, Literal
 
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
-from diffgenome.analysis.diff.compare import PRESENCE_KINDS, Found, StabilityKey, compare_tests
+from diffgenome.analysis.diff.compare import (
+    BRANCH_CHANGED,
+    PRESENCE_KINDS,
+    Found,
+    StabilityKey,
+    compare_tests,
+)
 from diffgenome.analysis.diff.coverage import code_change_entries, test_code_paths
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
 
 DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
-Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable"]
+Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
 MAX_UNSTABLE_REASONS = 20
 
 
@@ -137,6 +143,7 @@ def diff_documents(
     _instability(b_tests, b_run, base_repeats, "base", unstable)
     _instability(h_tests, h_run, head_repeats, "head", unstable)
 
+    one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     diffs: list[TestDiff] = []
     stable_changes: dict[str, list[Found]] = {}
     for test_id in sorted(set(b_tests) | set(h_tests)):
@@ -163,6 +170,8 @@ def diff_documents(
         reasons.extend(run_reasons)
         if reasons:
             status = "unverified"
+        elif found and one_sided_sites and _only_changed_decisions(found, one_sided_sites):
+            status = "touched"
         elif found:
             status = "changed"
         elif instability is not None:
@@ -196,3 +205,19 @@ def diff_documents(
         ),
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
     )
+
+
+def _only_changed_decisions(found: Sequence[Found], one_sided_sites: frozenset[str]) -> bool:
+    """Whether every difference is a decision that exists in one side's code only.
+
+    Such a test ran code the change added or removed and did exactly the same otherwise:
+    every call, count, exit, value, stand-in, egress and state fact is equal (any of those
+    would be another entry). It is ``touched``, not ``changed``; how each new decision was
+    taken is still listed under its code change.
+    """
+    for item in found:
+        if item.kind != BRANCH_CHANGED or item.site not in one_sided_sites:
+            return False
+        if item.base is not None and item.head is not None:
+            return False
+    return True

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.models import Change, DiffDocument, DiffSide, TestDiff
 
-STATUS_ORDER = ("changed", "unverified", "unstable", "added", "removed", "unchanged")
+STATUS_ORDER = (
+    "changed",
+    "unverified",
+    "unstable",
+    "touched",
+    "added",
+    "removed",
+    "unchanged",
+)
 KIND_TITLES = {
     "outcome_changed": "outcome changed",
     "call_added": "new calls",

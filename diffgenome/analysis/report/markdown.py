@@ -67,6 +67,7 @@ def render_markdown(diff: DiffDocument, *, max_tests: int = 20, max_changes: int
     for status, title in (
         ("unverified", "Unverified tests"),
         ("unstable", "Unstable tests (differed between recordings of one commit)"),
+        ("touched", "Touched tests (ran changed decisions, behaved the same)"),
         ("added", "Added tests"),
         ("removed", "Removed tests"),
     ):

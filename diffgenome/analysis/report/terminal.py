@@ -24,6 +24,7 @@ _STATUS_STYLE = {
     "changed": "yellow",
     "unverified": "red",
     "unstable": "magenta",
+    "touched": "cyan",
     "added": "green",
     "removed": "red",
     "unchanged": "green",
@@ -67,6 +68,7 @@ def render_terminal(
     for status, title in (
         ("unverified", "unverified: not comparable, never read as unchanged"),
         ("unstable", "unstable: differed between recordings of one commit"),
+        ("touched", "touched: ran changed decisions and behaved the same"),
         ("added", "added tests"),
         ("removed", "removed tests"),
     ):

@@ -57,6 +57,9 @@ TOOL_NAME = "diffgenome"
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
 CORE_ENV = "DIFFGENOME_CORE"
+# Code that can pause: generators, coroutines, async generators (inspect's CO_* flags).
+_SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
+
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
 CORE_VERSION = 4
 
@@ -821,6 +824,13 @@ class Tracer:
                     # The recorder's callbacks need frames too: near the limit, recording
                     # can move where the RecursionError happens.
                     tracer._reasons.add("recursion-limit-reached")
+                if type(exc) is GeneratorExit and code.co_flags & _SUSPENDABLE and node.count:
+                    # Closing a paused generator throws GeneratorExit into it only when the
+                    # pause is inside a ``try``; elsewhere CPython closes it without an event.
+                    # Both are one close by the consumer: the throw is no entry and its unwind
+                    # no exit, so moving a ``try`` around a ``yield`` changes nothing.
+                    node.count -= 1
+                    return None
                 key = "raised:" + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1

@@ -1,0 +1,127 @@
+"""End-to-end: same behaviour through changed code (#10.5).
+
+A test whose only differences are decisions that exist in one side's code only (a guard the
+change added, never taken), with every call, count, exit and value equal, ran changed code and
+did the same: it is ``touched``, listed, and the default gate passes. A generator closed by its
+consumer is one close whether or not its paused ``yield`` sits inside a ``try`` (CPython throws
+GeneratorExit into it only then).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import PY, clean_env, git_commit, write_files
+
+OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+BASE = {
+    "pkg/__init__.py": "",
+    "pkg/calc.py": """
+        def double(x):
+            return x * 2
+
+
+        def numbers(n):
+            i = 0
+            while True:
+                yield i
+                i += 1
+                if i >= n:
+                    i = 0
+
+
+        def first_two(n):
+            out = []
+            for value in numbers(n):
+                out.append(value)
+                if len(out) == 2:
+                    break
+            return out
+    """,
+    "tests/test_calc.py": """
+        from pkg.calc import double, first_two
+
+
+        def test_double():
+            assert double(2) == 4
+
+
+        def test_first_two():
+            assert first_two(5) == [0, 1]
+
+
+        def test_close_explicitly():
+            from pkg.calc import numbers
+
+            gen = numbers(3)
+            assert next(gen) == 0
+            gen.close()
+    """,
+}
+HEAD = {
+    "pkg/calc.py": """
+        def double(x):
+            if x is None:
+                raise TypeError("x is None")
+            return x * 2
+
+
+        def numbers(n):
+            i = 0
+            try:
+                while True:
+                    yield i
+                    i += 1
+                    if i >= n:
+                        i = 0
+            finally:
+                i = -1
+
+
+        def first_two(n):
+            out = []
+            for value in numbers(n):
+                out.append(value)
+                if len(out) == 2:
+                    break
+            return out
+    """,
+}
+
+
+def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-"]
+        + [*extra, "--", *OPTIONS],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_a_new_guard_never_taken_is_touched_and_a_moved_try_is_no_change(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, BASE)
+    git_commit(repo)
+    write_files(repo, HEAD)
+    code, document = _diff(repo, tmp_path)
+    statuses = {t["id"]: t["status"] for t in document["tests"]}
+    assert statuses["tests/test_calc.py::test_double"] == "touched", document["tests"]
+    # the try/finally around the paused yield: no GeneratorExit appears, nothing else changed
+    assert statuses["tests/test_calc.py::test_first_two"] in ("unchanged", "touched")
+    assert statuses["tests/test_calc.py::test_close_explicitly"] in ("unchanged", "touched")
+    assert "changed" not in statuses.values(), document["tests"]
+    assert document["summary"]["touched"] >= 1
+    assert code == 0  # touched does not fail the default gate
+    double = next(c for c in document["code_changes"] if c["symbol"] == "py:pkg.calc.double")
+    [site] = [s for s in double["sites"] if s["change"] == "added"]
+    assert site["head"] == {"true": 0, "false": 1}  # how the new decision was taken
