@@ -12,6 +12,8 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from diffgenome.protocol.modules import is_excluded_dir, is_test_file, module_name
+
 WORKTREE = "WORKTREE"
 GIT_TIMEOUT_S = 120
 
@@ -20,9 +22,12 @@ class RevisionError(Exception):
     """A repository or revision problem; the message is ``<what is wrong>; <what to do>``."""
 
 
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else ""
+def first_line(text: str) -> str:
+    """The first line that says anything: what a tool's error output leads with."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
 
 
 def git_env() -> dict[str, str]:
@@ -52,7 +57,7 @@ def run_git(
     except (OSError, subprocess.SubprocessError) as exc:
         raise RevisionError(f"git {args[0]} failed ({exc}); check the repository") from None
     if check and done.returncode != 0:
-        why = _one_line(done.stderr) or f"exit status {done.returncode}"
+        why = first_line(done.stderr) or f"exit status {done.returncode}"
         raise RevisionError(f"git {args[0]} failed in {cwd}: {why}; check the repository")
     return done
 
@@ -248,20 +253,17 @@ def module_namer(
                 continue
             rel = path[len(prefix) :]
             parts = rel.split("/")
-            if any(p.startswith(".") or p in _EXCLUDED for p in parts[:-1]):
+            if any(is_excluded_dir(p) for p in parts[:-1]):
                 return None
             name = parts[-1]
-            if any(rel.startswith(root) for root in tests if root) or _is_test_file(name):
-                return _module_name(rel)
+            if any(rel.startswith(root) for root in tests if root) or is_test_file(name):
+                return module_name(rel)
             for root in sorted(sources, key=len, reverse=True):
                 if rel.startswith(root):
-                    return _module_name(rel[len(root) :])
+                    return module_name(rel[len(root) :])
         return None
 
     return module_of
-
-
-_EXCLUDED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
 
 
 def _root(relative: str) -> str:
@@ -269,17 +271,6 @@ def _root(relative: str) -> str:
     if relative in (".", "./", ""):
         return ""
     return relative.rstrip("/") + "/"
-
-
-def _is_test_file(name: str) -> bool:
-    return (name.startswith("test_") or name.endswith("_test.py")) or name == "conftest.py"
-
-
-def _module_name(rel: str) -> str:
-    stem = rel[:-3] if rel.endswith(".py") else rel
-    if stem.endswith("/__init__"):
-        stem = stem[: -len("/__init__")]
-    return stem.replace("/", ".")
 
 
 def _rootdir_prefix(document: Mapping[str, object]) -> str:
@@ -295,7 +286,7 @@ def _rootdir_prefix(document: Mapping[str, object]) -> str:
             continue
         parts = path.split("/")
         for k in range(len(parts)):
-            module = _module_name("/".join(parts[k:]))
+            module = module_name("/".join(parts[k:]))
             body = ident[3:] if ident.startswith("py:") else ident
             if body == module or body.startswith(module + "."):
                 return "".join(p + "/" for p in parts[:k])

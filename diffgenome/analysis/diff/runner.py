@@ -35,13 +35,20 @@ from diffgenome.analysis.diff.revisions import (
     WORKTREE,
     Repository,
     RevisionError,
+    first_line,
     module_namer,
 )
 from diffgenome.analysis.diff.worktree import Workspace
 from diffgenome.analysis.models import DiffDocument, GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
-from diffgenome.protocol.store import DEFAULT_DIR, KEY_FILE, StoreError, recording_key
+from diffgenome.protocol.store import (
+    DEFAULT_DIR,
+    KEY_FILE,
+    StoreError,
+    create_store,
+    recording_key,
+)
 
 PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
@@ -309,9 +316,7 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         assert self.store is not None
-        from diffgenome.recording.store import StoreWriter
-
-        StoreWriter.open(self.store).close()
+        create_store(self.store)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
@@ -360,7 +365,7 @@ class Runner:
         try:
             info = json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
-            first = _first_line(done.stderr) or f"exit status {done.returncode}"
+            first = first_line(done.stderr) or f"exit status {done.returncode}"
             raise DiffError(
                 f"the target interpreter {python} does not run ({first}); pass --python PY"
             ) from None
@@ -534,13 +539,6 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def pytest_error(output: str) -> str:

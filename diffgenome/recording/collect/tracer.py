@@ -35,6 +35,7 @@ from dis import get_instructions as _get_instructions
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
+from diffgenome.protocol.naming import Site, fallback_name
 from diffgenome.recording.collect import codemap, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.scope import Scope
@@ -247,7 +248,7 @@ class Tracer:
         self._filemaps: dict[str, codemap.FileMap | None] = {}
         self.symbols: dict[str, dict[str, object]] = {}
         self.new_symbols: list[dict[str, object]] = []
-        self.sites: dict[str, codemap.Site] = {}
+        self.sites: dict[str, Site] = {}
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
@@ -616,7 +617,7 @@ class Tracer:
                 if filemap is not None:
                     name = filemap.code_name(code)
                 else:
-                    name = codemap.fallback_name(code, placement.module)
+                    name = fallback_name(code, placement.module)
                 info = CodeInfo(
                     code,
                     name.symbol,
