@@ -15,7 +15,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL, TYPE_SUBSTITUTION
 
 _CONTAINER_KINDS = ("module", "class")
 
@@ -105,13 +105,13 @@ def _reasons(
     for phase_name, phase in test.phases.items():
         for path, node in phase.nodes.items():
             kind = node.get("type")
-            if kind == "substitution":
+            if kind == TYPE_SUBSTITUTION:
                 target = node.get("claimed_target")
                 change = changes.get(str(target)) if target else None
                 if change is not None:
                     keep(Reason(change.symbol, change.change, "stand-in", phase_name, path))
                 continue
-            if kind != "call":
+            if kind != TYPE_CALL:
                 continue
             symbol = element_symbol(path[-1]) or ""
             change = changes.get(symbol)

@@ -20,6 +20,7 @@ from diffgenome.protocol.modules import (
     is_test_file,
     module_name,
 )
+from diffgenome.protocol.vocab import ORIGIN_REPO, ORIGIN_TEST
 
 _stat = os.stat
 _SEP = os.sep
@@ -80,12 +81,12 @@ class Scope:
         basename = rel.rpartition("/")[2]
         for test_root in self.test_roots:
             if filename.startswith(test_root):
-                return Placement("test", module_name(rel), rel)
+                return Placement(ORIGIN_TEST, module_name(rel), rel)
         if is_test_file(basename, self.test_files):
-            return Placement("test", module_name(rel), rel)
+            return Placement(ORIGIN_TEST, module_name(rel), rel)
         for source_root in self.source_roots:
             if filename.startswith(source_root):
-                return Placement("repo", module_name(filename[len(source_root) :]), rel)
+                return Placement(ORIGIN_REPO, module_name(filename[len(source_root) :]), rel)
         return None
 
     def _excluded(self, root: str, rel: str) -> bool:

@@ -36,6 +36,12 @@ from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
 from diffgenome.protocol.naming import Site, fallback_name
+from diffgenome.protocol.vocab import (
+    EXIT_RAISED_PREFIX,
+    ORIGIN_EXTERNAL,
+    ORIGIN_REPO,
+    ORIGIN_TEST,
+)
 from diffgenome.recording.collect import codemap, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.scope import Scope
@@ -143,7 +149,7 @@ class CodeInfo:
         self.code = code
         self.symbol = symbol
         self.origin = origin
-        self.is_test = origin == "test"
+        self.is_test = origin == ORIGIN_TEST
         self.kind = kind
         self.line = line
         self.path = path
@@ -381,7 +387,7 @@ class Tracer:
             if exc is None:
                 node.returned += 1
             else:
-                key = "raised:" + self._exception_symbol(exc)
+                key = EXIT_RAISED_PREFIX + self._exception_symbol(exc)
                 node.exits[key] = node.exits.get(key, 0) + 1
         except Exception:
             self.errors += 1
@@ -442,7 +448,7 @@ class Tracer:
             symbol = f"py:{module}.{qualname}"
         kind = "class" if isinstance(obj, type) else "function"
         self._add_symbol(
-            {"id": symbol, "origin": "external", "path": None, "line": None, "kind": kind}
+            {"id": symbol, "origin": ORIGIN_EXTERNAL, "path": None, "line": None, "kind": kind}
         )
         return symbol
 
@@ -625,7 +631,7 @@ class Tracer:
                     name.kind,
                     name.line,
                     placement.relpath,
-                    filemap if placement.origin == "repo" else None,
+                    filemap if placement.origin == ORIGIN_REPO else None,
                 )
                 self._add_symbol(
                     {
@@ -721,7 +727,7 @@ class Tracer:
                     parent = parent_of(back, frame)
                 if info.is_test and tracer.standins is not None:
                     from_repo = parent.ntype == call and (
-                        parent.key is not None and parent.key.origin == "repo"
+                        parent.key is not None and parent.key.origin == ORIGIN_REPO
                     )
                     key = tracer.standins.fake_key(info, frame, from_repo)
                     if key is not None:
@@ -820,7 +826,7 @@ class Tracer:
                     # The recorder's callbacks need frames too: near the limit, recording
                     # can move where the RecursionError happens.
                     tracer._reasons.add("recursion-limit-reached")
-                key = "raised:" + exception_symbol(exc)
+                key = EXIT_RAISED_PREFIX + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1
             except Exception:
