@@ -35,6 +35,7 @@ from time import monotonic as _monotonic
 from time import sleep as _sleep
 from typing import Final
 
+from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import STORE_FORMAT, FormatError, check_format
 
 DB_FILE: Final = "genome.sqlite"
@@ -147,7 +148,7 @@ _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _GITIGNORE: Final = "# created by diffgenome: the store and its key stay out of git\n*\n"
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """The store cannot be used; the message is one line: what is wrong, then what to do."""
 
 

@@ -134,3 +134,18 @@ def test_protocol_imports_neither_side_and_only_the_standard_library() -> None:
         for path, names in _imported("protocol").items()
     }
     assert {path: names for path, names in outside.items() if names} == {}
+
+
+def test_the_differ_does_no_input_or_output() -> None:
+    """Git, files, child processes and the store are ``analysis.record``'s and the CLI's."""
+    io = {"os", "subprocess", "shutil", "tempfile", "signal", "sqlite3", "pathlib", "rich"}
+    io_modules = (
+        "diffgenome.analysis.record",
+        "diffgenome.analysis.store",
+        "diffgenome.analysis.report",
+    )
+    found = {
+        path: sorted(n for n in names if n.split(".")[0] in io or n.startswith(io_modules))
+        for path, names in _imported("analysis/diff").items()
+    }
+    assert {path: names for path, names in found.items() if names} == {}
