@@ -14,8 +14,16 @@ from diffgenome.protocol.formats import DIFF_FORMAT, GENOME_FORMAT
 
 assert GENOME_FORMAT == "diffgenome-genome/1" and DIFF_FORMAT == "diffgenome-diff/1"
 
+# The words of diffgenome.protocol.vocab, spelled out because a type checker reads only
+# literals here; tests/unit/test_protocol.py fails when one of them no longer equals its tuple.
 Origin = Literal["repo", "test", "external", "unknown"]
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+Phase = Literal["setup", "call", "teardown"]
+Plane = Literal["symbol", "os"]
+Fidelity = Literal["complete", "partial"]
+Mechanism = Literal["mock_object", "interposition", "fake", "stub", "unknown"]
+Relation = Literal["spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"]
+DecisionKind = Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
 
 
 class _Model(BaseModel):
@@ -48,8 +56,8 @@ class Run(_Model):
 
 class Collector(_Model):
     name: str
-    plane: Literal["symbol", "os"]
-    fidelity: Literal["complete", "partial"]
+    plane: Plane
+    fidelity: Fidelity
     notes: list[str] = []
 
 
@@ -103,12 +111,12 @@ class SubstitutionNode(_Model):
     id: int
     parent: int | None
     type: Literal["substitution"]
-    mechanism: Literal["mock_object", "interposition", "fake", "stub", "unknown"]
+    mechanism: Mechanism
     substitute: str = Field(description="what stood in: a stand-in type or a test symbol")
     claimed_target: str | None = Field(description="symbol of the real code it replaces")
-    relation: Literal[
-        "spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"
-    ] = Field(description="how the claim is known; 'override': a test subclass's method")
+    relation: Relation = Field(
+        description="how the claim is known; 'override': a test subclass's method"
+    )
     path: str = Field(description="attribute path on the stand-in; '()' for a return value")
     count: int
     args: list[ValueShape] = []
@@ -139,7 +147,7 @@ class Branch(_Model):
     node: int
     site: str = Field(description="<symbol>/<kind>[<ordinal>]; never a line number")
     symbol: str
-    kind: Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
+    kind: DecisionKind
     predicate: str = Field(description="source text of the condition, for people")
     outcomes: BranchOutcomes
 
@@ -154,7 +162,7 @@ class TestRecord(_Model):
     outcome: Outcome
     verified: bool
     unverified_reasons: list[str] = []
-    phases: dict[Literal["setup", "call", "teardown"], PhaseGenome] = {}
+    phases: dict[Phase, PhaseGenome] = {}
 
 
 class GenomeDocument(_Model):

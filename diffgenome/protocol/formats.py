@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from diffgenome.protocol.errors import UserError
+
 GENOME_FORMAT = "diffgenome-genome/1"
 DIFF_FORMAT = "diffgenome-diff/1"
 STORE_FORMAT = "diffgenome-store/1"
 
 
-class FormatError(ValueError):
+class FormatError(UserError, ValueError):
     """A document or store of a format or major version this reader does not know.
 
     The message is one line that says what was found and what to do, because it is shown to

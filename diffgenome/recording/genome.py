@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from diffgenome.protocol.vocab import (
+    EXIT_RETURNED,
+    EXIT_YIELDED,
+    INTERPOSITION,
+    TYPE_CALL,
+    TYPE_OS_EVENT,
+    TYPE_SUBSTITUTION,
+)
 from diffgenome.recording.collect import values
 from diffgenome.recording.collect.tracer import (
     NODE_CALL,
@@ -105,16 +113,16 @@ def _exits(nodes: list[Node]) -> dict[str, int]:
         node = nodes[0]
         plain: dict[str, int] = {}
         if node.returned:
-            plain["returned"] = node.returned
+            plain[EXIT_RETURNED] = node.returned
         if node.yielded:
-            plain["yielded"] = node.yielded
+            plain[EXIT_YIELDED] = node.yielded
         return plain
     exits: dict[str, int] = {}
     for node in nodes:
         if node.returned:
-            exits["returned"] = exits.get("returned", 0) + node.returned
+            exits[EXIT_RETURNED] = exits.get(EXIT_RETURNED, 0) + node.returned
         if node.yielded:
-            exits["yielded"] = exits.get("yielded", 0) + node.yielded
+            exits[EXIT_YIELDED] = exits.get(EXIT_YIELDED, 0) + node.yielded
         for key, count in node.exits.items():
             exits[key] = exits.get(key, 0) + count
     return dict(sorted(exits.items()))
@@ -182,7 +190,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record = {
                 "id": node_id,
                 "parent": parent_id,
-                "type": "call",
+                "type": TYPE_CALL,
                 "symbol": info.symbol,
                 "count": count,
                 "exits": _exits(group),
@@ -234,7 +242,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record = {
                 "id": node_id,
                 "parent": parent_id,
-                "type": "substitution",
+                "type": TYPE_SUBSTITUTION,
                 "mechanism": mechanism,
                 "substitute": substitute,
                 "claimed_target": claimed,
@@ -245,7 +253,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             }
             if args_overflow is not None:
                 record["args_overflow"] = args_overflow
-            if mechanism != "interposition":  # installed, not called: nothing to exit
+            if mechanism != INTERPOSITION:  # installed, not called: nothing to exit
                 record["exits"] = _exits(group)
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
@@ -257,7 +265,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
                 {
                     "id": node_id,
                     "parent": parent_id,
-                    "type": "os_event",
+                    "type": TYPE_OS_EVENT,
                     "kind": kind,
                     "target": target,
                     "outcome": outcome,

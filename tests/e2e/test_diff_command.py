@@ -12,11 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 import venv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from e2e.helpers import BASE_ARGS, clean_env, default_sigint, write_files
+from e2e.helpers import BASE_ARGS, clean_env, default_sigint, interrupt_when, write_files
 
 PY = sys.executable
 GIT = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
@@ -448,6 +446,7 @@ def test_a_run_id_and_a_genome_file_are_sides_without_code_changes(
 # -- recording and reuse ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_recorded_revision_is_reused_unless_rerecord(calc: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     args = ("diff", "HEAD~2", "HEAD~1", f"--store={store}", "--json", "-", "--", *BASE_ARGS)
@@ -503,6 +502,7 @@ def test_worktree_sees_uncommitted_and_untracked_changes(
     assert checkout_state(repo) == before  # no cache, bytecode or store shows up in git
 
 
+@pytest.mark.slow
 def test_an_unstable_test_is_marked_with_repeat(tmp_path_factory: pytest.TempPathFactory) -> None:
     root = tmp_path_factory.mktemp("flaky")
     counter = root / "counter"
@@ -822,18 +822,12 @@ def test_an_interrupted_diff_leaves_nothing_behind(tmp_path: Path, tmpdir_for_cl
         text=True,
         preexec_fn=default_sigint,
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not (len(worktrees(repo)) > 1 and started.exists()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the recording never started"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    out, err = interrupt_when(
+        proc,
+        lambda: len(worktrees(repo)) > 1 and started.exists(),
+        "the recording never started",
+        poll_s=0.1,
+    )
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
     assert_clean(repo, tmpdir_for_cli, before)

@@ -17,6 +17,7 @@ from typing import Any
 from e2e.helpers import PY, clean_env, git_commit, write_files
 
 OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-")
 
 BASE = {
     "pkg/__init__.py": "",
@@ -95,8 +96,7 @@ HEAD = {
 
 def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-"]
-        + [*extra, "--", *OPTIONS],
+        [*DIFF, *extra, "--", *OPTIONS],
         cwd=repo,
         env=clean_env({"TMPDIR": str(tmp_path)}),
         capture_output=True,

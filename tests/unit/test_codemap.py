@@ -17,14 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diffgenome.protocol.naming import CodeName, fallback_name, iter_code_objects
 from diffgenome.recording.collect.codemap import (
     NEVER_AN_OUTCOME,
     NOT_AN_OUTCOME,
-    CodeName,
     FileMap,
     build_file_map,
-    fallback_name,
-    iter_code_objects,
 )
 
 TOOL = 4

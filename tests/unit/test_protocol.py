@@ -7,15 +7,45 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import jsonschema
 import pytest
 
+from diffgenome.analysis import models
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.schema import SCHEMAS, schema_filename, schema_for, schema_text
+from diffgenome.protocol import vocab
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("literal", "words"),
+    [
+        (models.Origin, vocab.ORIGINS),
+        (models.Outcome, vocab.TEST_OUTCOMES),
+        (models.Phase, vocab.PHASES),
+        (models.Plane, vocab.PLANES),
+        (models.Fidelity, vocab.FIDELITIES),
+        (models.Mechanism, vocab.MECHANISMS),
+        (models.Relation, vocab.RELATIONS),
+        (models.DecisionKind, vocab.DECISION_KINDS),
+    ],
+)
+def test_every_literal_of_the_models_is_its_vocabulary(
+    literal: Any, words: tuple[str, ...]
+) -> None:
+    assert get_args(literal) == words
+
+
+def test_the_node_types_of_the_models_are_the_vocabulary() -> None:
+    node_types = tuple(
+        get_args(node.model_fields["type"].annotation)[0]
+        for node in (models.CallNode, models.SubstitutionNode, models.OsEventNode)
+    )
+    assert node_types == vocab.NODE_TYPES
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -15,7 +15,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL, TYPE_SUBSTITUTION
 
 _CONTAINER_KINDS = ("module", "class")
 
@@ -105,13 +105,13 @@ def _reasons(
     for phase_name, phase in test.phases.items():
         for path, node in phase.nodes.items():
             kind = node.get("type")
-            if kind == "substitution":
+            if kind == TYPE_SUBSTITUTION:
                 target = node.get("claimed_target")
                 change = changes.get(str(target)) if target else None
                 if change is not None:
                     keep(Reason(change.symbol, change.change, "stand-in", phase_name, path))
                 continue
-            if kind != "call":
+            if kind != TYPE_CALL:
                 continue
             symbol = element_symbol(path[-1]) or ""
             change = changes.get(symbol)
@@ -144,36 +144,3 @@ def _sites(
             }
         )
     return tuple(out)
-
-
-def render_text(affected: list[Affected], total: int, base: str, head: str) -> str:
-    """The plain-text list for people: one block per test, one line per reason."""
-    lines = [
-        f"diffgenome affected {base} \u2192 {head}: {len(affected)} of {total} "
-        f"test{'s' if total != 1 else ''} reach changed code"
-    ]
-    for item in affected:
-        lines.append("")
-        lines.append(f"{item.test}  ({item.outcome})")
-        for reason in item.reasons:
-            how = {
-                "call": "runs",
-                "stand-in": "replaces with a stand-in",
-                "module": "runs code of the changed module",
-                "class": "runs code of the changed class",
-                "unparsed": "runs code of an unparsable changed file",
-            }.get(reason.via, reason.via)
-            lines.append(f"  {reason.symbol} {reason.change}: {how}")
-            lines.append(f"    via {' \u2192 '.join(reason.path)} ({reason.phase} phase)")
-            for site in reason.sites:
-                seen = site.get("observed")
-                seen_text = (
-                    f"seen true {seen.get('true', 0)}, false {seen.get('false', 0)}"
-                    if isinstance(seen, dict)
-                    else "not reached on this path"
-                )
-                lines.append(
-                    f"    decision {site['site']} ({site['predicate']}) {site['change']}; "
-                    f"{seen_text}"
-                )
-    return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 
 The differ needs "which symbols changed" in the recorder's vocabulary (``py:pkg.mod.f``,
 ``py:pkg.mod.f/if[0]``), not in lines. Both versions of every changed file are parsed; each
-code object is named by the recorder's own :func:`build_file_map`, and each symbol's code is
+code object is named by the recorder's own naming (:mod:`diffgenome.protocol.naming`), and each
+symbol's code is
 compared as a normalised syntax tree: no line numbers, no comments, no docstrings, and the
 bodies of nested functions and classes left to their own symbols. So moving a function or
 adding a comment is no change, editing a method changes that method and not its class, and a
@@ -18,17 +19,25 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import CodeType
 from typing import Literal
 
-from diffgenome.recording.collect.codemap import build_file_map
+from diffgenome.protocol.naming import (
+    SourceNames,
+    Span,
+    iter_code_objects,
+    node_span,
+    parse_source,
+    predicate,
+)
 
 ChangeKind = Literal["added", "removed", "modified"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_MAX_PREDICATE = 200  # as the recorder truncates predicates
+# Scopes whose code object is compiled from a syntax node of their own (not the parameter and
+# alias scopes of PEP 695, whose code belongs to a definition).
+_NODE_ROLES = frozenset({"class", "function", "lambda", "genexpr"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,85 +149,36 @@ def _site_changes(
 
 def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
     """Symbol -> fingerprint and decision sites, for every code object of ``source``."""
-    file_map = build_file_map(source, module)
-    tree = ast.parse(source)
+    tree = parse_source(source, module)
+    names = SourceNames(source, module, tree)
     code = compile(tree, f"<diffgenome:{module}>", "exec", dont_inherit=True)
-    by_name: dict[str, list[ast.AST]] = {"<module>": [tree]}
-    for node in ast.walk(tree):
-        if isinstance(node, _SCOPES):
-            by_name.setdefault(_code_name(node), []).append(node)
+    nodes: dict[Span | None, ast.AST] = {
+        node_span(node): node for node in ast.walk(tree) if isinstance(node, _SCOPES)
+    }
     sites_by_scope: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for site in file_map.sites:
+    for site in names.sites:
         sites_by_scope.setdefault((site.symbol, site.kind), []).append((site.id, site.predicate))
 
     facts: dict[str, _ScopeFacts] = {}
-    for code_object in _code_objects(code):
-        scope_node = _node_of(code_object, by_name.get(code_object.co_name, []))
-        symbol = file_map.code_name(code_object).symbol
-        if scope_node is None or symbol in facts:
+    for code_object in iter_code_objects(code):
+        scope = names.scope_of(code_object)
+        if scope is None or scope.symbol in facts:
             continue
-        facts[symbol] = _ScopeFacts(
-            _fingerprint(scope_node), _sites_of(scope_node, symbol, sites_by_scope)
+        if scope.role == "module":
+            scope_node: ast.AST | None = tree
+        else:
+            scope_node = nodes.get(scope.span) if scope.role in _NODE_ROLES else None
+        if scope_node is None:
+            continue
+        facts[scope.symbol] = _ScopeFacts(
+            _fingerprint(scope_node), _sites_of(scope_node, scope.symbol, sites_by_scope)
         )
     # Sites the walk could not attribute still count, by their text.
     for (symbol, _kind), items in sites_by_scope.items():
-        scope = facts.setdefault(symbol, _ScopeFacts(None))
-        for site_id, predicate in items:
-            scope.sites.setdefault(site_id, (predicate, None))
+        scope_facts = facts.setdefault(symbol, _ScopeFacts(None))
+        for site_id, text in items:
+            scope_facts.sites.setdefault(site_id, (text, None))
     return facts
-
-
-def _code_objects(code: CodeType) -> Iterator[CodeType]:
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(const for const in current.co_consts if isinstance(const, CodeType))
-
-
-def _code_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Lambda):
-        return "<lambda>"
-    if isinstance(node, ast.GeneratorExp):
-        return "<genexpr>"
-    return str(getattr(node, "name", ""))
-
-
-def _span(node: ast.AST) -> tuple[int, int, int, int]:
-    return (
-        getattr(node, "lineno", 0),
-        getattr(node, "col_offset", 0),
-        getattr(node, "end_lineno", 0) or 0,
-        getattr(node, "end_col_offset", 0) or 0,
-    )
-
-
-def _node_of(code: CodeType, candidates: list[ast.AST]) -> ast.AST | None:
-    """The syntax node a code object was compiled from: by name, then by where its
-    instructions lie (several lambdas or same-named functions in one file)."""
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else None
-    if isinstance(candidates[0], ast.Module):
-        return candidates[0]
-    positions = [
-        (line, col)
-        for line, _end_line, col, _end_col in code.co_positions()
-        if line is not None and col is not None
-    ]
-
-    def score(node: ast.AST) -> tuple[int, int, int]:
-        line, col, end_line, end_col = _span(node)
-        inside = sum(1 for p in positions if (line, col) <= p <= (end_line, end_col))
-        return (inside, -(end_line - line), -(end_col - col))
-
-    first = code.co_firstlineno
-    near = [node for node in candidates if _first_line(node) == first] or candidates
-    return max(near, key=score)
-
-
-def _first_line(node: ast.AST) -> int:
-    decorators = getattr(node, "decorator_list", None) or []
-    return min([getattr(d, "lineno", 0) for d in decorators] + [getattr(node, "lineno", 0)])
 
 
 # --- fingerprints ----------------------------------------------------------------------------
@@ -305,11 +265,6 @@ def _fp(*nodes: ast.AST | list[ast.stmt] | None, top: ast.AST) -> str | None:
 # --- decision sites ---------------------------------------------------------------------------
 
 
-def _predicate(*nodes: ast.AST | None) -> str:
-    text = " if ".join(ast.unparse(node) for node in nodes if node is not None)
-    return text if len(text) <= _MAX_PREDICATE else text[: _MAX_PREDICATE - 1] + "\u2026"
-
-
 def _sites_of(
     top: ast.AST, symbol: str, recorded: Mapping[tuple[str, str], list[tuple[str, str]]]
 ) -> dict[str, tuple[str, str | None]]:
@@ -321,8 +276,8 @@ def _sites_of(
     """
     found: dict[str, list[tuple[str, str | None]]] = {}
     try:
-        for kind, predicate, fingerprint in _decisions(top):
-            found.setdefault(kind, []).append((predicate, fingerprint))
+        for kind, text, fingerprint in _decisions(top):
+            found.setdefault(kind, []).append((text, fingerprint))
     except RecursionError:
         found = {}
     out: dict[str, tuple[str, str | None]] = {}
@@ -331,10 +286,10 @@ def _sites_of(
             continue
         mine = found.get(kind, [])
         agree = len(mine) == len(items) and all(
-            m[0] == predicate for m, (_site, predicate) in zip(mine, items, strict=True)
+            m[0] == text for m, (_site, text) in zip(mine, items, strict=True)
         )
-        for i, (site_id, predicate) in enumerate(items):
-            out[site_id] = (predicate, mine[i][1] if agree else None)
+        for i, (site_id, text) in enumerate(items):
+            out[site_id] = (text, mine[i][1] if agree else None)
     return out
 
 
@@ -424,18 +379,18 @@ def _comprehension_sites(
     )
     for gen in node.generators:
         for test in gen.ifs:
-            yield ("comprehension", _predicate(test), _fp(test, *element, top=top))
+            yield ("comprehension", predicate(test), _fp(test, *element, top=top))
 
 
 def _node_sites(node: ast.AST, top: ast.AST) -> Iterator[tuple[str, str, str | None]]:
     if isinstance(node, ast.If):
-        yield ("if", _predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
+        yield ("if", predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
     elif isinstance(node, ast.While):
-        yield ("while", _predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
+        yield ("while", predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
     elif isinstance(node, ast.IfExp):
-        yield ("ifexp", _predicate(node.test), _fp(node, top=top))
+        yield ("ifexp", predicate(node.test), _fp(node, top=top))
     elif isinstance(node, ast.Assert):
-        yield ("assert", _predicate(node.test), _fp(node, top=top))
+        yield ("assert", predicate(node.test), _fp(node, top=top))
     elif isinstance(node, ast.Match):
         for case in node.cases:
-            yield ("match", _predicate(case.pattern, case.guard), _fp(case, top=top))
+            yield ("match", predicate(case.pattern, case.guard), _fp(case, top=top))

@@ -16,6 +16,7 @@ from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import EXIT_CHANGED, RESULT_CHANGED, Found
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.models import Drift
+from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
 
 MAX_BEHAVIOUR_EVIDENCE = 10
 
@@ -27,7 +28,7 @@ def stand_in_users(*sides: Mapping[str, TestIndex]) -> dict[str, set[str]]:
         for test_id, test in tests.items():
             for phase in test.phases.values():
                 for node in phase.nodes.values():
-                    if node.get("type") == "substitution" and node.get("claimed_target"):
+                    if node.get("type") == TYPE_SUBSTITUTION and node.get("claimed_target"):
                         users.setdefault(str(node["claimed_target"]), set()).add(test_id)
     return users
 

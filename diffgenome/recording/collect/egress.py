@@ -79,7 +79,14 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Final
 
-from diffgenome.protocol.vocab import EGRESS_POLICIES
+from diffgenome.protocol.vocab import (
+    EGRESS_POLICIES,
+    OS_BIND,
+    OS_CONNECT,
+    OS_DNS,
+    OS_SENDTO,
+    OS_SUBPROCESS,
+)
 
 __all__ = [
     "OUTCOME_ALLOWED",
@@ -98,21 +105,21 @@ OUTCOME_REFUSED: Final = "refused:egress-guard"
 OUTCOME_UNTRACED: Final = "untraced-child"
 
 _EVENT_KINDS: Final[dict[str, str]] = {
-    "socket.connect": "connect",
-    "socket.sendto": "sendto",
-    "socket.sendmsg": "sendto",
-    "socket.bind": "bind",
-    "socket.getaddrinfo": "dns",
-    "socket.gethostbyname": "dns",
-    "socket.gethostbyaddr": "dns",
-    "socket.getnameinfo": "dns",
-    "subprocess.Popen": "subprocess",
-    "os.system": "subprocess",
-    "os.exec": "subprocess",
-    "os.posix_spawn": "subprocess",
-    "os.spawn": "subprocess",
-    "os.startfile": "subprocess",
-    "os.fork": "subprocess",
+    "socket.connect": OS_CONNECT,
+    "socket.sendto": OS_SENDTO,
+    "socket.sendmsg": OS_SENDTO,
+    "socket.bind": OS_BIND,
+    "socket.getaddrinfo": OS_DNS,
+    "socket.gethostbyname": OS_DNS,
+    "socket.gethostbyaddr": OS_DNS,
+    "socket.getnameinfo": OS_DNS,
+    "subprocess.Popen": OS_SUBPROCESS,
+    "os.system": OS_SUBPROCESS,
+    "os.exec": OS_SUBPROCESS,
+    "os.posix_spawn": OS_SUBPROCESS,
+    "os.spawn": OS_SUBPROCESS,
+    "os.startfile": OS_SUBPROCESS,
+    "os.fork": OS_SUBPROCESS,
 }
 # Raised once by install() to prove that the hook was really added: sys.addaudithook silently
 # drops the new hook when an existing hook raises RuntimeError.
@@ -287,7 +294,7 @@ class EgressGuard:
             local.busy = False
 
     def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
-        if kind == "subprocess":
+        if kind == OS_SUBPROCESS:
             try:
                 program = _spawned_program(event, args)
             except Exception:
@@ -297,7 +304,7 @@ class EgressGuard:
                 self._emit(kind, program, OUTCOME_UNTRACED)
             return
         try:
-            seen = _dns_target(event, args) if kind == "dns" else _socket_target(args)
+            seen = _dns_target(event, args) if kind == OS_DNS else _socket_target(args)
         except Exception:
             self.errors += 1
             seen = ("?", _UNKNOWN)

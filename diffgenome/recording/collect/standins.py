@@ -35,6 +35,7 @@ from types import CodeType, FrameType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
 from unittest import mock as _mock
 
+from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
 from diffgenome.recording.collect import values
 
 if TYPE_CHECKING:
@@ -49,11 +50,6 @@ _NonCallableMock = _mock.NonCallableMock
 _CallableMixin = _mock.CallableMixin
 _patch_class: Any = getattr(_mock, "_patch", None)
 _patch_dict_class: Any = getattr(_mock, "_patch_dict", None)
-
-MOCK_OBJECT = "mock_object"
-INTERPOSITION = "interposition"
-FAKE = "fake"
-STUB = "stub"
 
 
 def _is_mock(obj: object) -> bool:

@@ -11,9 +11,6 @@ import copy
 import functools
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,19 +26,8 @@ from diffgenome.analysis.diff import (
 )
 from diffgenome.analysis.models import DiffDocument, GenomeDocument
 from diffgenome.analysis.models import TestDiff as DiffOfTest
-
-PY = sys.executable
-_LEAKY = ("PYTEST_", "COV_CORE_", "COVERAGE_", "DIFFGENOME_")
-_PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest")
-GIT = [
-    "git",
-    "-c",
-    "user.name=t",
-    "-c",
-    "user.email=t@example.invalid",
-    "-c",
-    "commit.gpgsign=false",
-]
+from e2e.helpers import DIFF_SCHEMA, export, run_pytest
+from e2e.helpers import make_project as make_git_project
 
 TESTS = """
 import pytest
@@ -287,70 +273,29 @@ def egress_added_fn():
 '''
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
-    env.pop("PYTHONPATH", None)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+PROJECT = {
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "calc/__init__.py": "",
+}
 
 
 def make_project(root: Path, files: Mapping[str, str]) -> Path:
-    root.mkdir(parents=True)
-    files = {
-        "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
-        "calc/__init__.py": "",
-        **files,
-    }
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=_env())
-    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True, env=_env())
-    subprocess.run([*GIT, "commit", "-qm", "v"], cwd=root, check=True, env=_env())
-    return root
+    return make_git_project(root.parent, {**PROJECT, **files}, name=root.name)
 
 
 def record(project: Path, store: Path, key: Path) -> dict[str, Any]:
     """One real recording of ``project``, read back as the exported document."""
-    done = subprocess.run(
-        [
-            *(PY, "-m", "pytest", "--genome", "-q", *_PYTEST_ARGS),
-            # "--opt=value": a separate path argument would move pytest's rootdir
-            *(f"--genome-store={store}", f"--genome-key-file={key}"),
-        ],
-        cwd=project,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=False,
+    # "--opt=value": a separate path argument would move pytest's rootdir
+    done = run_pytest(
+        project, "--genome", "-q", f"--genome-store={store}", f"--genome-key-file={key}"
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    exported = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "export", "latest", "--store", str(store)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    document: dict[str, Any] = json.loads(exported.stdout)
-    return document
-
-
-@functools.cache
-def diff_schema() -> dict[str, Any]:
-    done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "schema", "diff"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    schema: dict[str, Any] = json.loads(done.stdout)
-    return schema
+    return export(project, store)
 
 
 def validated(diff: DiffDocument) -> DiffDocument:
     """Every produced diff must be valid against the published ``diff`` schema."""
-    jsonschema.validate(json.loads(diff.model_dump_json()), diff_schema())
+    jsonschema.validate(json.loads(diff.model_dump_json()), DIFF_SCHEMA)
     return diff
 
 
@@ -677,6 +622,7 @@ def repeats(tmp_path_factory: pytest.TempPathFactory) -> RecordedRepeats:
     return RecordedRepeats(tmp_path_factory.mktemp("diff-repeats"))
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_value_that_differs_between_repeats_is_unstable_not_a_change(
     repeats: RecordedRepeats,
 ) -> None:
@@ -691,17 +637,20 @@ def test_a_value_that_differs_between_repeats_is_unstable_not_a_change(
     assert "result_changed" in kinds(by_id(alone)[tid("test_clock")])
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_call_made_on_every_other_run_is_unstable(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_alternating")]
     assert test.status == "unstable" and test.changes == []
     assert any("py:calc.core.note" in reason for reason in test.reasons), test.reasons
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_stable_test_next_to_unstable_ones_is_unchanged(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_steady")]
     assert test.status == "unchanged" and test.reasons == []
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_real_change_is_reported_apart_from_unstable_items(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_clock_and_real_change")]
     assert test.status == "changed"
@@ -711,6 +660,7 @@ def test_a_real_change_is_reported_apart_from_unstable_items(repeats: RecordedRe
     assert any(reason.startswith("unstable") for reason in test.reasons)
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_an_unverified_test_is_never_unchanged_and_keeps_its_changes(
     repeats: RecordedRepeats,
 ) -> None:

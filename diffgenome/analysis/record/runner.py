@@ -9,7 +9,7 @@ interpreter version is reused.
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
 that neither an editable install of the checkout nor a missing diffgenome can change what
-runs. Whatever goes wrong comes out as a :class:`DiffError` with one line; worktrees, temp
+runs. Whatever the user can fix comes out as a one-line :class:`UserError`; worktrees, temp
 folders and child processes are removed on every way out, Ctrl-C included.
 """
 
@@ -31,17 +31,20 @@ from pydantic import ValidationError
 from diffgenome import __version__
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
 from diffgenome.analysis.diff.document import diff_documents
-from diffgenome.analysis.diff.revisions import (
-    WORKTREE,
-    Repository,
-    RevisionError,
-    module_namer,
-)
-from diffgenome.analysis.diff.worktree import Workspace
+from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, GenomeDocument
+from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
+from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
-from diffgenome.protocol.store import DEFAULT_DIR, KEY_FILE, StoreError, recording_key
+from diffgenome.protocol.store import (
+    DEFAULT_DIR,
+    KEY_FILE,
+    StoreError,
+    create_store,
+    recording_key,
+)
 
 PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
@@ -53,8 +56,8 @@ _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "u
 _NO_TESTS = 5
 
 
-class DiffError(Exception):
-    """A user or input error of ``diff``/``affected``: one line, exit status 2."""
+class DiffError(UserError):
+    """A user or input error of ``diff``/``affected`` found while resolving or recording a side."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,7 @@ class Runner:
         if run_side is not None:
             return run_side
         if repo is not None:
-            raise DiffError(str(repo.unknown_revision(spec)))
+            raise repo.unknown_revision(spec)
         raise DiffError(
             f"{spec!r} is neither a run in the store {self.store} nor a genome JSON file; "
             "list the runs with `diffgenome runs`"
@@ -309,9 +312,7 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         assert self.store is not None
-        from diffgenome.recording.store import StoreWriter
-
-        StoreWriter.open(self.store).close()
+        create_store(self.store)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
@@ -360,7 +361,7 @@ class Runner:
         try:
             info = json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
-            first = _first_line(done.stderr) or f"exit status {done.returncode}"
+            first = first_line(done.stderr) or f"exit status {done.returncode}"
             raise DiffError(
                 f"the target interpreter {python} does not run ({first}); pass --python PY"
             ) from None
@@ -454,12 +455,9 @@ class Runner:
             return None
         documents = [d for d in (head.document, base.document) if d]
         module_of = module_namer(documents)
-        try:
-            base_files, head_files = self.repo.sources(
-                base.code, head.code, lambda path: module_of(path) is not None
-            )
-        except RevisionError as exc:
-            raise DiffError(str(exc)) from None
+        base_files, head_files = self.repo.sources(
+            base.code, head.code, lambda path: module_of(path) is not None
+        )
         return code_changes_from_sources(base_files, head_files, module_of)
 
 
@@ -536,13 +534,6 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
 def pytest_error(output: str) -> str:
     """pytest's most telling line: the exception of the first failed import or collection,
     else its first error line, else its last line."""
@@ -563,12 +554,8 @@ def pytest_error(output: str) -> str:
 
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
-    """Resolve and record both sides; raise :class:`DiffError` on any user or input error."""
-    runner = Runner(options)
-    try:
-        return runner.prepare(need_head_recording=need_head_recording)
-    except (RevisionError, StoreError, FormatError) as exc:
-        raise DiffError(str(exc)) from None
+    """Resolve and record both sides; any user or input error is a :class:`UserError`."""
+    return Runner(options).prepare(need_head_recording=need_head_recording)
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
@@ -594,6 +581,5 @@ __all__ = [
     "Side",
     "prepare",
     "pytest_error",
-    "recording_key",
     "run_diff",
 ]
