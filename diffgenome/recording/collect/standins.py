@@ -150,8 +150,8 @@ class StandIns:
         self._instance_claims: dict[int, tuple[Any, _Claim | None]] = {}
         # test function code -> the claim of a function stored on a real object, or None
         self._function_claims: dict[int, tuple[CodeType, _Claim | None]] = {}
-        # a fake's frame -> the seam its call is checked against (``check_fake_call``)
-        self._pending: dict[int, seams.Seam] = {}
+        # a fake's frame -> its code and the seam its call is checked against
+        self._pending: dict[int, tuple[CodeType, seams.Seam]] = {}
         self._notset: object = _MISSING
         self.errors = 0
 
@@ -267,7 +267,11 @@ class StandIns:
         code = _code_of(replacement)
         if code is not None:
             mechanism = FAKE if isinstance(original, type) else STUB
-            stand_in = _unwrap_method(replacement)
+            # A bound method (``self.fake_put`` of a test class) already holds its self: its
+            # signature, and the call rebuilt from its frame, leave that self out.
+            stand_in: object = replacement
+            if not isinstance(replacement, MethodType):
+                stand_in = _unwrap_method(replacement)
             claim = _Claim(original, relation, False, mechanism, readings, owner_class, stand_in)
             self.codes[id(code)] = (code, claim)
 
@@ -538,9 +542,10 @@ class StandIns:
 
     def check_fake_call(self, node: Node, frame: FrameType) -> None:
         """Check the call a fake or stub just received against the real target's signature."""
-        seam = self._pending.pop(id(frame), None)
-        if seam is None:
+        pending = self._pending.pop(id(frame), None)
+        if pending is None or pending[0] is not frame.f_code:
             return
+        seam = pending[1]
         try:
             call = seams.call_of(seam.stand_in, frame.f_locals) if seam.stand_in else None
             flags = node.flags
@@ -558,7 +563,7 @@ class StandIns:
             return
         seam = self._seam(real, claim.readings, claim.owner, claim.stand_in)
         if seam is not None:
-            self._pending[id(frame)] = seam
+            self._pending[id(frame)] = (frame.f_code, seam)
 
     def _pend_override_seam(
         self, frame: FrameType, code: CodeType, cls: type, name: str, real: object
@@ -573,7 +578,7 @@ class StandIns:
         readings = seams.readings(_real_kind(cls, name, real, False), _stand_in_kind(cls, own))
         seam = self._seam(target, readings, cls, _unwrap_method(own))
         if seam is not None:
-            self._pending[id(frame)] = seam
+            self._pending[id(frame)] = (code, seam)
 
     def _function_claim(self, code: CodeType, frame: FrameType) -> _Claim | None:
         """A test function stored on a real object under a name its class defines as a method

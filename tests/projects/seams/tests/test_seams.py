@@ -164,3 +164,12 @@ def test_instance_attribute_function_drifted():
     s = Store()
     s.put = lambda key: "i"
     assert st.put_one(s) == "i"
+
+
+class TestBoundFake:
+    def fake_put(self, key, value):
+        return "bound"
+
+    def test_bound_method_fits(self, monkeypatch):
+        monkeypatch.setattr(Store, "put", self.fake_put)
+        assert st.put_via_instance(Store(), "k", "v") == "bound"
