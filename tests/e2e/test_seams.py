@@ -83,7 +83,7 @@ def test_both_cores_record_identical_seams(both_cores: dict[str, Recording]) -> 
 def test_every_test_passed_verified(recorded: dict[str, Any]) -> None:
     assert {t["outcome"] for t in recorded["tests"]} == {"passed"}
     assert {t["id"]: t["unverified_reasons"] for t in recorded["tests"] if not t["verified"]} == {}
-    assert len([t for t in recorded["tests"] if t["id"].startswith(T)]) == 28
+    assert len([t for t in recorded["tests"] if t["id"].startswith(T)]) == 30
 
 
 # (test, mechanism, relation, readings, mismatch): the expectation is what the real method
@@ -192,6 +192,16 @@ FUNCTIONS = [
         ["call: missing a required argument: 'value'", "missing parameter value"],
     ),
     ("test_monkeypatch_staticmethod_with_function", "stub", "monkeypatch", "(key)", "class", []),
+    # A catch-all is not faulted for taking the parameters; its calls are checked.
+    ("test_override_catch_all_fits", "fake", "override", "(self, *args, **kwargs)", "method", []),
+    (
+        "test_override_catch_all_called_wrongly",
+        "fake",
+        "override",
+        "(self, *args, **kwargs)",
+        "method",
+        ["call: too many positional arguments"],
+    ),
     # A test class's bound method already holds its own self: left out of its signature.
     (
         "TestBoundFake::test_bound_method_fits",

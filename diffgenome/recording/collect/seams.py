@@ -284,9 +284,11 @@ def _same_default(real: object, stand_in: object) -> bool:
 
 
 def signature_problems(stand_in: Any, real: Any, readings: tuple[Reading, ...]) -> list[str]:
-    """What the stand-in's signature would refuse or change of the real one's, or nothing
-    when one reading fits (a stand-in that accepts more than the real target is no problem:
-    the calls it gets are checked one by one)."""
+    """What the stand-in's own signature changed of the real one's, or nothing when one
+    reading fits. A stand-in that accepts more than the real target, or takes parameters
+    through ``*args``/``**kwargs``, is no problem by itself: the calls it gets are checked one
+    by one. An explicit parameter that is missing, renamed, of another kind, or has another
+    default is: it is what a stand-in that drifted from its target looks like."""
     first: list[str] | None = None
     for label, shift, _ in readings:
         stand_params = list(stand_in.parameters.values())
@@ -320,10 +322,10 @@ def _compare(stand: list[Any], real: list[Any], shared_receiver: bool) -> list[s
             keyword_only = stand_by_name.get(name)
             if keyword_only is not None and keyword_only.kind == _KEYWORD_ONLY:
                 problems.append(f"parameter {name} is keyword-only in the stand-in")
-            elif not stand_var:
+            elif not (stand_var or stand_var_kw):
                 problems.append(f"missing parameter {name}")
-            elif parameter.kind == _POSITIONAL_OR_KEYWORD and not stand_var_kw:
-                problems.append(f"parameter {name} cannot be passed by keyword to the stand-in")
+            # else a catch-all (``*args``, ``**kwargs``) takes it: a forwarding stand-in has
+            # not drifted, and the calls it gets are checked one by one.
             continue
         if not receiver and parameter.kind == _POSITIONAL_OR_KEYWORD:
             if other.name != name:

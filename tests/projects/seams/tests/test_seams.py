@@ -173,3 +173,16 @@ class TestBoundFake:
     def test_bound_method_fits(self, monkeypatch):
         monkeypatch.setattr(Store, "put", self.fake_put)
         assert st.put_via_instance(Store(), "k", "v") == "bound"
+
+
+class ForwardingStore(Store):
+    def put(self, *args, **kwargs):
+        return "forwarded"
+
+
+def test_override_catch_all_fits():
+    assert st.put_via_instance(ForwardingStore(), "k", "v") == "forwarded"
+
+
+def test_override_catch_all_called_wrongly():
+    assert st.put_three(ForwardingStore()) == "forwarded"
