@@ -107,6 +107,29 @@ class CallNode(_Model):
     via: str | None = Field(None, description="'thread' or 'task' when started elsewhere")
 
 
+class Seam(_Model):
+    """What the seam check read: could the real target have accepted the stand-in's calls?"""
+
+    target: str = Field(
+        description="the real target's signature: names, kinds, short literal defaults ('…' "
+        "for others), no annotations"
+    )
+    stand_in: str | None = Field(
+        None, description="the stand-in's own signature (functions: stubs, fakes); null for mocks"
+    )
+    readings: list[str] = Field(
+        [],
+        description="how the calls reached the stand-in: function, instance (self implied), "
+        "class (self explicit), method (the stand-in binds self like the real method), static, "
+        "classmethod, ambiguous (instance or class: accepted when either binds)",
+    )
+    problems: list[str] = Field(
+        [],
+        description="differences of the stand-in's signature from the real one, and 'call: "
+        "<reason>' for calls the real target would reject (at most 8)",
+    )
+
+
 class SubstitutionNode(_Model):
     id: int
     parent: int | None
@@ -123,6 +146,9 @@ class SubstitutionNode(_Model):
     args_overflow: Overflow | None = None
     exits: dict[str, int] = {}
     signature_mismatch: bool = False
+    seam: Seam | None = Field(
+        None, description="present where the seam check ran (a real function target, no spec)"
+    )
 
 
 class OsEventNode(_Model):

@@ -158,6 +158,32 @@ def _state(group: list[Node]) -> tuple[list[dict[str, str]], int]:
     ], overflow
 
 
+_SEAM_PREFIX = "seam:"
+_MAX_SEAM_PROBLEMS = 8
+
+
+def _seam(group: list[Node]) -> dict[str, Any] | None:
+    """The seam check's facts of a stand-in node (``collect/seams.py``), or None where no
+    check ran. A node merges calls from several places, so readings and problems are sets."""
+    facts: set[str] = set()
+    for node in group:
+        flags = node.flags
+        if flags is not None:
+            facts.update(flag for flag in flags if flag.startswith(_SEAM_PREFIX))
+    if not facts:
+        return None
+    found: dict[str, list[str]] = {"target": [], "stand_in": [], "reading": [], "problem": []}
+    for fact in sorted(facts):
+        kind, _, text = fact[len(_SEAM_PREFIX) :].partition("=")
+        found.setdefault(kind, []).append(text)
+    return {
+        "target": " | ".join(found["target"]),
+        "stand_in": " | ".join(found["stand_in"]) or None,
+        "readings": found["reading"],
+        "problems": found["problem"][:_MAX_SEAM_PROBLEMS],
+    }
+
+
 def consistency_problems(phase: dict[str, Any]) -> list[str]:
     """Self-check of an exported phase: every entry of a call or stand-in ended somehow.
 
@@ -258,6 +284,9 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
             )
+            seam = _seam(group)
+            if seam is not None:
+                record["seam"] = seam
             nodes.append(record)
         else:
             _, kind, target, outcome = first.key

@@ -271,6 +271,11 @@ def _compare_stand_ins(
     for field in ("substitute", "relation", "signature_mismatch"):
         if b.get(field) != h.get(field):
             b_diff[field], h_diff[field] = b.get(field), h.get(field)
+    # The seam (signatures, readings, problems): a recording from before the seam check has
+    # none, which is not a change of the seam.
+    b_seam, h_seam = b.get("seam"), h.get("seam")
+    if b_seam is not None and h_seam is not None and b_seam != h_seam:
+        b_diff["seam"], h_diff["seam"] = b_seam, h_seam
     bc, hc = _count(b), _count(h)
     if bc != hc:
         b_diff["count"], h_diff["count"] = bc, hc

@@ -741,6 +741,7 @@ class Tracer:
                         active[id(frame)] = stand_in
                         if info.argnames:
                             record_args(stand_in, info, frame)
+                        tracer.standins.check_fake_call(stand_in, frame)
                         return None
                 node = parent.children.get(info)
                 if node is None:
