@@ -158,7 +158,15 @@ def diff_documents(
                 status = "unverified"
             else:
                 status = "added" if b is None else "removed"
-            diffs.append(TestDiff(id=test_id, status=status, outcome=outcome, reasons=reasons))
+            diffs.append(
+                TestDiff(
+                    id=test_id,
+                    status=status,
+                    outcome=outcome,
+                    reasons=reasons,
+                    may_hide_change=status == "unverified",
+                )
+            )
             continue
         found = compare_tests(b, h, digests=digests)
         instability = unstable.get(test_id)
@@ -168,8 +176,10 @@ def diff_documents(
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)
         reasons.extend(run_reasons)
+        may_hide = False
         if reasons:
             status = "unverified"
+            may_hide = bool(found) or _may_hide(b, h, reasons, run_reasons)
         elif found and one_sided_sites and _only_changed_decisions(found, one_sided_sites):
             status = "touched"
         elif found:
@@ -187,6 +197,7 @@ def diff_documents(
                 outcome=outcome,
                 reasons=reasons,
                 changes=[item.change() for item in found],
+                may_hide_change=may_hide,
             )
         )
 
@@ -221,3 +232,20 @@ def _only_changed_decisions(found: Sequence[Found], one_sided_sites: frozenset[s
         if item.base is not None and item.head is not None:
             return False
     return True
+
+
+def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[str]) -> bool:
+    """Whether an unverified test with no observed difference could still hide a change.
+
+    It could when a run is incomplete, when digests cannot be compared (a changed value of
+    the same type would be invisible), or when the two sides are unverified for different
+    reasons (whatever one side could not see, the other saw, or saw differently). A test
+    unverified for exactly the same reasons on both sides lacked the same evidence twice, and
+    everything the recorder did see is equal: it stays ``unverified`` (never ``unchanged``)
+    but does not fail the default gate; ``--fail-on unverified`` makes it fail.
+    """
+    if run_reasons or DIGESTS_NOT_COMPARABLE in reasons:
+        return True
+    base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()
+    head = set(h.record.get("unverified_reasons") or ()) if not h.record.get("verified") else set()
+    return base != head
