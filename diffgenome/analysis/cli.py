@@ -281,6 +281,14 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         "without test evidence), never",
     )
     parser.add_argument(
+        "--no-confirm",
+        dest="confirm",
+        action="store_false",
+        help="do not record the tests that differ again to tell change from noise "
+        "(by default each is recorded twice more on each side, and what differs between "
+        "recordings of one commit is unstable, not changed)",
+    )
+    parser.add_argument(
         "--repeat",
         metavar="N",
         type=int,
@@ -303,6 +311,7 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         store=args.store,
         repeat=repeat,
         rerecord=args.rerecord,
+        confirm=getattr(args, "confirm", True),
         progress=progress if sys.stderr.isatty() else None,
     )
 

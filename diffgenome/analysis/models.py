@@ -222,6 +222,9 @@ class DiffSummary(_Model):
     unverified: int = 0
     unstable: int = 0
     touched: int = 0
+    confirmed: int = Field(
+        0, description="tests recorded again on both sides to tell change from noise"
+    )
 
 
 class Change(_Model):
