@@ -30,6 +30,7 @@ import pytest
 
 from diffgenome.recording.collect.egress import (
     OUTCOME_ALLOWED,
+    OUTCOME_PROGRAM,
     OUTCOME_REFUSED,
     OUTCOME_UNTRACED,
     EgressGuard,
@@ -437,7 +438,7 @@ def test_subprocesses_are_recorded_as_untraced_and_never_refused() -> None:
     # Exactly one record each: on 3.13 Popen also raises os.posix_spawn, which must not count.
     assert records == [
         ("subprocess", python, OUTCOME_UNTRACED),
-        ("subprocess", "sh", OUTCOME_UNTRACED),
+        ("subprocess", "sh", OUTCOME_PROGRAM),  # a shell command line that runs no Python
         ("subprocess", python, OUTCOME_UNTRACED),
         ("subprocess", python, OUTCOME_UNTRACED),
     ]

@@ -91,10 +91,27 @@ def identify(program: str, argv: list[str], root: str | None) -> tuple[str, bool
     """
     identity, python = _identify(program, root)
     basename = program.rpartition("/")[2] or program
+    if not python and basename in _SHELLS and len(argv) > 1 and argv[0] == "-c":
+        # A command line: Python anywhere in it may run in-scope code out of sight.
+        for word in argv[1].split():
+            if _PYTHON_NAME.match(word.rpartition("/")[2]) or _shebang_python(word):
+                return identity, True
+        return identity, False
     if not python and basename in _SHELLS and argv and not argv[0].startswith("-"):
         script, script_python = _identify(argv[0], root)
         return f"{identity} {script}", script_python
     return identity, python
+
+
+def _shebang_python(word: str) -> bool:
+    """Whether ``word`` names a file (as a path) whose first line runs Python."""
+    if "/" not in word:
+        return False
+    content = _read_file(word if _isabs(word) else _join(_getcwd(), word))
+    if content is None:
+        return False
+    first_line = content[0][:256].split(b"\n", 1)[0]
+    return first_line.startswith(b"#!") and b"python" in first_line.lower()
 
 
 def _identify(program: str, root: str | None) -> tuple[str, bool]:
