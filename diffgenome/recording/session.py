@@ -27,10 +27,11 @@ from diffgenome import __version__
 from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
+from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
-from diffgenome.recording.collect.tracer import Bounds, Tracer
+from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import say
 from diffgenome.recording.store import StoreError, StoreWriter
@@ -322,6 +323,7 @@ class Recorder:
             self.subtests.uninstall()
         self.tempfile_names.uninstall()
         self.tracer.stop()
+        self._say_first_errors()
         try:
             self._flush()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
@@ -345,6 +347,12 @@ class Recorder:
         finally:
             with contextlib.suppress(Exception):
                 self.store.close()
+
+    def _say_first_errors(self) -> None:
+        """Under ``DIFFGENOME_DEBUG=callbacks``, one line per kind of exception a callback
+        caught: otherwise only counted, as ``tracer-error:N`` on the phases it struck."""
+        for kind, where in sorted((self.tracer.first_errors or {}).items()):
+            say(self.config, f"first {kind} caught by a callback: {where}")
 
     # -- tests ---------------------------------------------------------------------------
 

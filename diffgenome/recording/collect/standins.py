@@ -38,7 +38,8 @@ from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
 from diffgenome.recording.collect import seams, values
 
 if TYPE_CHECKING:
-    from diffgenome.recording.collect.tracer import CodeInfo, Node, Tracer
+    from diffgenome.recording.collect.contract import CodeInfo, Node
+    from diffgenome.recording.collect.tracer import Tracer
 
 _getframe = sys._getframe
 _object_getattribute = object.__getattribute__
@@ -151,6 +152,12 @@ class StandIns:
         self._notset: object = _MISSING
         self.errors = 0
 
+    def failed(self, exc: BaseException) -> None:
+        """A hook caught ``exc``: counted apart from the tracer's (the session adds both to
+        the phase), kept like the tracer's under ``DIFFGENOME_DEBUG=callbacks``."""
+        self.errors += 1
+        self.tracer.keep_first_error(exc)
+
     # -- install / uninstall -------------------------------------------------------------
 
     def install(self) -> None:
@@ -203,8 +210,8 @@ class StandIns:
                     if eat_self and isinstance(spec, FunctionType):
                         claim.instance = True  # an autospecced method: self is eaten
                     specs.put(mock, claim)
-                except Exception:
-                    standins.errors += 1
+                except Exception as exc:
+                    standins.failed(exc)
             return result
 
         return _mock_add_spec
@@ -216,8 +223,8 @@ class StandIns:
             result = original(patcher)
             try:
                 standins._after_patch(patcher)
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return __enter__
@@ -283,8 +290,8 @@ class StandIns:
                     _getframe(1),
                     (INTERPOSITION, "unittest.mock.patch.dict", claimed, "patch-target", ""),
                 )
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return _patch_dict
@@ -310,8 +317,8 @@ class StandIns:
                             standins._register_replacement(
                                 replacement, old, "monkeypatch", owner, name, through_instance
                             )
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return setattr
@@ -332,8 +339,8 @@ class StandIns:
                 node: Node | None = None
                 try:
                     node = standins._enter_mock(mock, args, kwargs, frame)  # type: ignore[arg-type]
-                except Exception:
-                    standins.errors += 1
+                except Exception as exc:
+                    standins.failed(exc)
                 if node is None:
                     return original(mock, *args, **kwargs)
                 try:
@@ -551,8 +558,8 @@ class StandIns:
                 flags.update(seam.flags)
             else:
                 seams.check_call(seam, flags, call[0], call[1])
-        except Exception:
-            self.errors += 1
+        except Exception as exc:
+            self.failed(exc)
 
     def _pend_seam(self, frame: FrameType, real: object, claim: _Claim) -> None:
         if claim.readings is None or not isinstance(real, FunctionType):

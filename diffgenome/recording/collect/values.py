@@ -601,10 +601,19 @@ def _bucket(value: object) -> str:
 # --- bounded sets ----------------------------------------------------------------------------
 
 _MASK64: Final = (1 << 64) - 1
+#: An overflowing pair is hashed as a tag and its canonical form (or, without one, its shape);
+#: the hash's first 8 bytes, big-endian, are added to the fingerprint modulo 2**64.
+OVERFLOW_SHAPE_TAG: Final = b"s"
+OVERFLOW_CANON_TAG: Final = b"c"
+OVERFLOW_DIGEST_SIZE: Final = 8
 
 
 _SUMMARY_CACHE: dict[tuple[type, object], tuple[str, bytes | None]] = {}
 _SUMMARY_CACHE_LIMIT: Final = 8192
+#: Exact ints in (-SMALL_INT, SMALL_INT) and strs shorter than SHORT_STR have summaries worth
+#: remembering (the compiled core writes these itself; contract.py checks that it agrees).
+SMALL_INT: Final = 1_000_000
+SHORT_STR: Final = 64
 
 
 # Instances of a plain class (not a builtin container or scalar, enum, namedtuple or
@@ -675,8 +684,8 @@ def summarize(value: object) -> tuple[str, bytes | None]:
     """
     kind = type(value)
     if (
-        (kind is int and -1_000_000 < value < 1_000_000)  # type: ignore[operator]
-        or (kind is str and len(value) < 64)  # type: ignore[arg-type]
+        (kind is int and -SMALL_INT < value < SMALL_INT)  # type: ignore[operator]
+        or (kind is str and len(value) < SHORT_STR)  # type: ignore[arg-type]
         or kind is bool
     ):  # never floats: -0.0 == 0.0 would share an entry
         key = (kind, value)
@@ -687,7 +696,7 @@ def summarize(value: object) -> tuple[str, bytes | None]:
             known = _SUMMARY_CACHE[key] = (shape(value), canonical(value))
         return known
     if value is None:
-        return _NONE_SUMMARY
+        return NONE_SUMMARY
     known_plain = _PLAIN_SUMMARY.get(id(kind))
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
@@ -729,9 +738,12 @@ class BoundedValues:
             return
         self._count += 1
         data = (
-            b"s" + shape.encode("utf-8", "surrogatepass") if canonical is None else b"c" + canonical
+            OVERFLOW_SHAPE_TAG + shape.encode("utf-8", "surrogatepass")
+            if canonical is None
+            else OVERFLOW_CANON_TAG + canonical
         )
-        self._sum = (self._sum + int.from_bytes(_blake2b(data, digest_size=8).digest())) & _MASK64
+        digest = _blake2b(data, digest_size=OVERFLOW_DIGEST_SIZE).digest()
+        self._sum = (self._sum + int.from_bytes(digest)) & _MASK64
 
     @property
     def limit(self) -> int:
@@ -762,4 +774,4 @@ class BoundedValues:
         return entries, {"count": self._count, "digest": digester.digest(overflow_form)}
 
 
-_NONE_SUMMARY: Final = (shape(None), canonical(None))
+NONE_SUMMARY: Final = (shape(None), canonical(None))
