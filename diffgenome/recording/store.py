@@ -27,7 +27,7 @@ from diffgenome.protocol.store import (
     STATUS_RUNNING,
     TEST_COLUMNS,
     StoreError,
-    fingerprint_key,
+    key_fingerprint,
     one_line,
     open_store,
     process_token,
@@ -74,7 +74,7 @@ class StoreWriter:
         self.path = path
         self.db_path = db_path
         self.key = key
-        self.key_fingerprint = fingerprint_key(key)
+        self.key_fingerprint = key_fingerprint(key)
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
 

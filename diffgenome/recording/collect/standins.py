@@ -35,16 +35,18 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock as _mock
 
 from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
-from diffgenome.recording.collect import seams, values
+from diffgenome.recording.collect import reflect, seams, values
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.contract import CodeInfo, Node
     from diffgenome.recording.collect.tracer import Tracer
 
 _getframe = sys._getframe
-_object_getattribute = object.__getattribute__
-_type_mro = type.__dict__["__mro__"].__get__
-_type_dict = type.__dict__["__dict__"].__get__
+_type_mro = reflect.type_mro
+_type_dict = reflect.type_dict
+# An object's own __dict__, read without running its code (no __dict__ property, no
+# non-str key whose __eq__ a lookup could run).
+_dict_of: Callable[[object], dict[str, Any] | None] = reflect.instance_dict
 _NonCallableMock = _mock.NonCallableMock
 _CallableMixin = _mock.CallableMixin
 _patch_class: Any = getattr(_mock, "_patch", None)
@@ -53,14 +55,6 @@ _patch_dict_class: Any = getattr(_mock, "_patch_dict", None)
 
 def _is_mock(obj: object) -> bool:
     return _NonCallableMock in _type_mro(type(obj))
-
-
-def _dict_of(obj: object) -> dict[str, Any] | None:
-    try:
-        data = _object_getattribute(obj, "__dict__")
-    except Exception:
-        return None
-    return data if type(data) is dict else None
 
 
 def _class_lookup(cls: type, name: str) -> object:
@@ -371,7 +365,7 @@ class StandIns:
             # A relation only next to a claim: below a patched or spec'd root, a path that
             # cannot be followed to real code claims nothing (never a relation with a null).
             relation = claim.relation if claimed is not None else "none"
-        substitute = values.type_name(type(mock))
+        substitute = reflect.type_name(type(mock))
         key = (mechanism, substitute, claimed, relation, path)
         node = self.tracer.enter_substitution(frame, key)
         if node is None:

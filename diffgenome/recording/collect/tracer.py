@@ -40,7 +40,7 @@ from diffgenome.protocol.vocab import (
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
 )
-from diffgenome.recording.collect import codemap, contract, stable, values
+from diffgenome.recording.collect import codemap, contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
@@ -161,7 +161,7 @@ class Tracer:
         if first is None:
             return
         try:
-            kind = values.type_name(type(exc))
+            kind = reflect.type_name(type(exc))
             if kind not in first:
                 first[kind] = _describe_error(exc)
         except Exception:
@@ -329,7 +329,7 @@ class Tracer:
 
     def _external_symbol(self, obj: object) -> str | None:
         if isinstance(obj, type):
-            symbol = "py:" + values.type_name(obj)
+            symbol = "py:" + reflect.type_name(obj)
         else:
             try:
                 module = getattr(obj, "__module__", None)
@@ -843,7 +843,7 @@ class Tracer:
             state = node.state = StateSet(self.bounds.state)
         if info.self_attrs and info.receiver is not None:
             receiver = frame.f_locals.get(info.receiver)
-            fields = _instance_dict(receiver)
+            fields = _fields_of(receiver)
             if fields is not None:
                 for attr in info.self_attrs:
                     value = fields.get(attr, _ABSENT)
@@ -869,7 +869,7 @@ class Tracer:
         known = self._exc_symbols.get(id(cls))
         if known is not None and known[0] is cls:
             return known[1]
-        symbol = "py:" + values.type_name(cls)
+        symbol = "py:" + reflect.type_name(cls)
         self._exc_symbols[id(cls)] = (cls, symbol)
         return symbol
 
@@ -877,9 +877,10 @@ class Tracer:
 _ABSENT = object()
 _SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
 _CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
-_object_dict = object.__getattribute__
-_type_dict = type.__dict__["__dict__"].__get__
-_type_qualname = type.__dict__["__qualname__"].__get__
+# The receiver's own fields, read without running its code (see reflect.py).
+_fields_of = reflect.instance_dict
+_type_dict = reflect.type_dict
+_type_qualname = reflect.type_qualname
 _BUILTIN_FUNCTION = type(len)
 _FUNCTION = type(lambda: 0)
 _MODULE = type(sys)
@@ -915,11 +916,3 @@ def _is_code_like(value: object) -> bool:
         or kind is _MODULE
         or _is_subtype(type, kind)  # a class: its type is a metaclass
     )
-
-
-def _instance_dict(obj: object) -> dict[str, object] | None:
-    try:
-        fields = _object_dict(obj, "__dict__")
-    except Exception:
-        return None
-    return fields if type(fields) is dict else None
