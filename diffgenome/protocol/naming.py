@@ -30,9 +30,11 @@ Known limits:
 from __future__ import annotations
 
 import ast
+import copy
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from hashlib import blake2b as _blake2b
 from types import CodeType
 from typing import Final
 
@@ -53,12 +55,16 @@ Span = tuple[int, int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """One decision: ``id`` is ``<symbol>/<kind>[<ordinal>]``, never a line number."""
+    """One decision: ``id`` is ``<symbol>/<kind>[<digest>]`` (see ``site_ids``), never a line
+    number nor a position. ``parts`` are the syntax the decision is made of (condition, then
+    the code it guards), kept only when asked for (``SourceNames(keep_parts=True)``): the
+    differ fingerprints them, the recorder does not need them."""
 
     id: str
     symbol: str
     kind: str
     predicate: str
+    parts: tuple[ast.AST | list[ast.stmt] | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +92,18 @@ class Scope:
     globals_: set[str] = field(default_factory=set)
     qualname: str = ""
     symbol: str = ""
+    # Names bound in this scope (assigned, imported, loop targets) and its parameters: a
+    # decision's identity writes them as placeholders, so renaming a local changes nothing.
+    stores: set[str] = field(default_factory=set)
+    params: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
+
+    def renamable(self) -> frozenset[str]:
+        """The names a decision's identity writes as placeholders: a function's locals and
+        parameters (module and class names are seen from outside: they stay as written)."""
+        if self.role not in ("function", "lambda", "genexpr"):
+            return frozenset()  # module and class names are seen from outside
+        return frozenset((self.stores | self.params) - self.globals_ - self.nonlocals)
 
 
 def node_span(node: ast.AST) -> Span | None:
@@ -134,13 +152,19 @@ def _qualname(scope: Scope) -> str:
 
 @dataclass(slots=True, eq=False)
 class SiteSpans:
-    """Where a decision sits in the source: what the recorder needs to classify its jumps."""
+    """Where a decision sits in the source: what the recorder needs to classify its jumps,
+    and what its identity is made of (``key``: the condition's syntax; ``context``: the
+    innermost enclosing decision of the same scope and the arm this one sits in; ``parts``:
+    condition and guarded code, for the differ)."""
 
     scope: Scope
     kind: str
     predicate: str
     cond: tuple[Span, ...]
     body: tuple[Span, ...]  # for assert: the message span, if any (a landing there = failed)
+    key: tuple[ast.AST | None, ...] = ()
+    context: tuple[int, str] | None = None
+    parts: tuple[ast.AST | list[ast.stmt] | None, ...] = ()
 
 
 def predicate(*nodes: ast.AST | None, sep: str = " if ") -> str:
@@ -191,9 +215,93 @@ def _comprehension_sites(
                 later_gens.append(s)
         for ii, test in enumerate(gen.ifs):
             body = _spans(*gen.ifs[ii + 1 :]) + tuple(later_gens) + elements
-            info = SiteSpans(scope, "comprehension", predicate(test), _spans(test), body)
+            info = SiteSpans(
+                scope,
+                "comprehension",
+                predicate(test),
+                _spans(test),
+                body,
+                key=(test,),
+                parts=(
+                    test,
+                    *([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]),
+                ),
+            )
             out.append((info, test))
     return out
+
+
+_Item = tuple[ast.AST, Scope, int, tuple[int, str] | None]
+
+
+def _param_names(args: ast.arguments) -> list[str]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
+class _Placeholders(ast.NodeTransformer):
+    """Writes locals as ``_0``, ``_1``... in order of first appearance in the condition."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.seen: dict[str, str] = {}
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id not in self.names:
+            return node
+        placeholder = self.seen.setdefault(node.id, f"_{len(self.seen)}")
+        return ast.copy_location(ast.Name(id=placeholder, ctx=node.ctx), node)
+
+
+def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -> str:
+    """What a decision tests, independent of layout, comments and local names."""
+    renamer = _Placeholders(locals_)
+    parts: list[str] = []
+    for node in nodes:
+        if node is None:
+            parts.append("-")
+            continue
+        try:
+            tree = renamer.visit(copy.deepcopy(node)) if locals_ else node
+            parts.append(_ast_unparse(tree))
+        except Exception:  # absurdly deep expressions: their dump still tells them apart
+            parts.append(ast.dump(node))
+    return "\x1f".join(parts)
+
+
+def site_ids(sites: list[SiteSpans]) -> list[str]:
+    """Content identities of a file's decisions, in the order given.
+
+    A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind and condition
+    (locals as placeholders). Only where two decisions of one symbol are otherwise equal does
+    the digest also take the enclosing decision and the arm they sit in (``if x`` under the
+    true and under the false arm of ``if y`` stay apart), and only where that is still equal
+    an occurrence index ``#n`` in source order. So inserting, removing or reordering other
+    decisions, moving code, adding comments or renaming a local leaves an identity as it was.
+    """
+    base: list[tuple[str, ...]] = [
+        (info.scope.symbol, info.kind, condition_text(info.key, info.scope.renamable()))
+        for info in sites
+    ]
+    count: dict[tuple[str, ...], int] = {}
+    for key in base:
+        count[key] = count.get(key, 0) + 1
+    full: list[tuple[str, ...]] = []
+    for info, key in zip(sites, base, strict=True):
+        if count[key] > 1 and info.context is not None:
+            parent, arm = info.context
+            full.append((*key, base[parent][1], base[parent][2], arm))
+        else:
+            full.append(key)
+    seen: dict[tuple[str, ...], int] = {}
+    ids: list[str] = []
+    for info, identity in zip(sites, full, strict=True):
+        n = seen.get(identity, 0)
+        seen[identity] = n + 1
+        digest = _blake2b("\x1e".join(identity[1:]).encode("utf-8", "surrogatepass"), digest_size=5)
+        suffix = f"#{n}" if n else ""
+        ids.append(f"{info.scope.symbol}/{info.kind}[{digest.hexdigest()}]{suffix}")
+    return ids
 
 
 class _Builder:
@@ -219,22 +327,33 @@ class _Builder:
     def run(self, tree: ast.Module) -> None:
         module = Scope("module", "module", "<module>", None, 1, None)
         self.scopes.append(module)
-        # (node, scope for this node, innermost site whose condition holds this node)
-        stack: list[tuple[ast.AST, Scope, int]] = [(tree, module, -1)]
+        # (node, scope for this node, innermost site whose condition holds this node,
+        #  innermost decision of the same scope whose arm holds this node, and that arm)
+        stack: list[_Item] = [(tree, module, -1, None)]
         while stack:
-            node, scope, cur = stack.pop()
+            node, scope, cur, ctx = stack.pop()
             if cur >= 0 and (s := node_span(node)) is not None:
                 self.cond_index[s] = cur
-            pushes: list[tuple[ast.AST, Scope, int]] = []
-            self.visit(node, scope, cur, pushes)
+            pushes: list[_Item] = []
+            self.visit(node, scope, cur, ctx, pushes)
             stack.extend(reversed(pushes))
 
     def visit(
-        self, node: ast.AST, scope: Scope, cur: int, out: list[tuple[ast.AST, Scope, int]]
+        self,
+        node: ast.AST,
+        scope: Scope,
+        cur: int,
+        ctx: tuple[int, str] | None,
+        out: list[_Item],
     ) -> None:
-        def push(child: ast.AST | None, in_scope: Scope = scope, site: int = cur) -> None:
+        def push(
+            child: ast.AST | None,
+            in_scope: Scope = scope,
+            site: int = cur,
+            arm: tuple[int, str] | None = ctx,
+        ) -> None:
             if child is not None:
-                out.append((child, in_scope, site))
+                out.append((child, in_scope, site, arm if in_scope is scope else None))
 
         def push_all(
             children: list[ast.AST] | list[ast.expr] | list[ast.stmt], **kw: object
@@ -242,9 +361,20 @@ class _Builder:
             for c in children:
                 push(c, **kw)  # type: ignore[arg-type]
 
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                scope.stores.add(node.id)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                scope.stores.add((alias.asname or alias.name).partition(".")[0])
+            return
         if isinstance(node, ast.Global):
             scope.globals_.update(node.names)
+        if isinstance(node, ast.Nonlocal):
+            scope.nonlocals.update(node.names)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            scope.stores.add(node.name)
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])
             push_all(node.decorator_list)
             inner_parent = scope
@@ -271,12 +401,14 @@ class _Builder:
                         push(a.annotation)
                 push(node.returns)
                 inner = self.new_scope("function", "function", node.name, inner_parent, node, first)
+                inner.params.update(_param_names(args))
             push_all(node.body, in_scope=inner, site=-1)
             return
         if isinstance(node, ast.Lambda):
             push_all(node.args.defaults)
             push_all([d for d in node.args.kw_defaults if d is not None])
             inner = self.new_scope("lambda", "lambda", "<lambda>", scope, node, node.lineno)
+            inner.params.update(_param_names(node.args))
             push(node.body, in_scope=inner, site=-1)
             return
         if type(node).__name__ == "TypeAlias":  # 3.12+: ``type X = ...`` is a lazy scope
@@ -303,6 +435,8 @@ class _Builder:
                 )
             site_of: dict[int, int] = {}
             for info, test in _comprehension_sites(node, comp_scope):
+                if comp_scope is scope:
+                    info.context = ctx
                 site_of[id(test)] = self.add_site(info)
             for gi, gen in enumerate(node.generators):
                 # The first iterable is evaluated by the enclosing code, not the genexpr.
@@ -319,23 +453,46 @@ class _Builder:
         if isinstance(node, ast.If | ast.While):
             kind = "if" if isinstance(node, ast.If) else "while"
             info = SiteSpans(
-                scope, kind, predicate(node.test), _spans(node.test), _body_span(node.body)
+                scope,
+                kind,
+                predicate(node.test),
+                _spans(node.test),
+                _body_span(node.body),
+                key=(node.test,),
+                context=ctx,
+                parts=(node.test, node.body, node.orelse),
             )
-            push(node.test, site=self.add_site(info))
-            push_all(node.body)
-            push_all(node.orelse)
+            idx = self.add_site(info)
+            push(node.test, site=idx)
+            push_all(node.body, arm=(idx, "true"))
+            push_all(node.orelse, arm=(idx, "false"))
             return
         if isinstance(node, ast.IfExp):
             info = SiteSpans(
-                scope, "ifexp", predicate(node.test), _spans(node.test), _spans(node.body)
+                scope,
+                "ifexp",
+                predicate(node.test),
+                _spans(node.test),
+                _spans(node.body),
+                key=(node.test,),
+                context=ctx,
+                parts=(node,),
             )
-            push(node.test, site=self.add_site(info))
-            push(node.body)
-            push(node.orelse)
+            idx = self.add_site(info)
+            push(node.test, site=idx)
+            push(node.body, arm=(idx, "true"))
+            push(node.orelse, arm=(idx, "false"))
             return
         if isinstance(node, ast.Assert):
             info = SiteSpans(
-                scope, "assert", predicate(node.test), _spans(node.test), _spans(node.msg)
+                scope,
+                "assert",
+                predicate(node.test),
+                _spans(node.test),
+                _spans(node.msg),
+                key=(node.test,),
+                context=ctx,
+                parts=(node,),
             )
             push(node.test, site=self.add_site(info))
             push(node.msg)
@@ -349,11 +506,14 @@ class _Builder:
                     predicate(case.pattern, case.guard),
                     _spans(case.pattern, case.guard),
                     _body_span(case.body),
+                    key=(node.subject, case.pattern, case.guard),
+                    context=ctx,
+                    parts=(case,),
                 )
                 idx = self.add_site(info)
                 push(case.pattern, site=idx)
                 push(case.guard, site=idx)
-                push_all(case.body)
+                push_all(case.body, arm=(idx, "true"))
             return
         for child in ast.iter_child_nodes(node):
             push(child)
@@ -369,7 +529,14 @@ class SourceNames:
     cannot name.
     """
 
-    def __init__(self, source: str, module: str, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        module: str,
+        tree: ast.Module | None = None,
+        *,
+        keep_parts: bool = False,
+    ) -> None:
         if tree is None:
             tree = parse_source(source, module)
         builder = _Builder()
@@ -401,14 +568,19 @@ class SourceNames:
             self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
             self._by_qualname.setdefault(scope.qualname, []).append(scope)
 
-        ordinals: dict[tuple[str, str], int] = {}
-        self.sites: list[Site] = []
-        for info in builder.sites:
-            key = (info.scope.symbol, info.kind)
-            n = ordinals.get(key, 0)
-            ordinals[key] = n + 1
-            sid = f"{info.scope.symbol}/{info.kind}[{n}]"
-            self.sites.append(Site(sid, info.scope.symbol, info.kind, info.predicate))
+        self.sites: list[Site] = [
+            Site(
+                sid,
+                info.scope.symbol,
+                info.kind,
+                info.predicate,
+                info.parts if keep_parts else (),
+            )
+            for sid, info in zip(site_ids(builder.sites), builder.sites, strict=True)
+        ]
+        if not keep_parts:
+            for info in builder.sites:
+                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
 
     def code_name(self, code: CodeType) -> CodeName:
         cached = self._names.get(id(code))

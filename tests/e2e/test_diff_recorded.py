@@ -425,12 +425,23 @@ def test_different_arguments_are_an_args_change(rec: Recorded) -> None:
     assert args.base[0]["shape"] == "y=int" and args.base[0]["digest"] != args.head[0]["digest"]
 
 
-def test_a_decision_going_the_other_way_is_a_branch_change(rec: Recorded) -> None:
+def test_a_changed_condition_is_the_old_decision_gone_and_the_new_one_taken(
+    rec: Recorded,
+) -> None:
+    """Decisions are known by what they test: ``x > 0`` became ``x >= 0``, so the old one is no
+    longer reached and the new one is taken; the counts of one are never shown under the
+    other's text. The result that changed with it is a change of its own."""
     test = by_id(rec.diff)[tid("test_branch")]
-    (branch,) = [c for c in test.changes if c.kind == "branch_changed"]
-    assert branch.site == "py:calc.core.branch_fn/if[0]"
-    assert branch.predicate == "x >= 0"
-    assert branch.base == {"true": 0, "false": 1} and branch.head == {"true": 1, "false": 0}
+    branches = {c.predicate: c for c in test.changes if c.kind == "branch_changed"}
+    assert set(branches) == {"x > 0", "x >= 0"}
+    old, new = branches["x > 0"], branches["x >= 0"]
+    assert old.base == {"true": 0, "false": 1} and old.head is None
+    assert new.base is None and new.head == {"true": 1, "false": 0}
+    assert old.site != new.site
+    assert old.site.startswith("py:calc.core.branch_fn/if[")
+    assert new.site.startswith("py:calc.core.branch_fn/if[")
+    assert test.status == "changed"
+    assert any(c.kind == "result_changed" for c in test.changes)
 
 
 def test_a_new_connection_is_egress_added(rec: Recorded) -> None:
@@ -514,10 +525,14 @@ def test_code_changes_name_symbols_tests_and_gaps(rec: Recorded) -> None:
     assert "py:calc.core.stable_fn" not in entries
     branch = entries["py:calc.core.branch_fn"]
     assert branch.change == "modified" and branch.tests_head == [tid("test_branch")]
-    (site,) = branch.sites
-    assert site["site"] == "py:calc.core.branch_fn/if[0]" and site["change"] == "modified"
-    assert site["base"] == {"true": 0, "false": 1} and site["head"] == {"true": 1, "false": 0}
-    assert branch.gaps == ["decision outcome never observed: py:calc.core.branch_fn/if[0] false"]
+    sites = {site["predicate"]: site for site in branch.sites}
+    assert set(sites) == {"x > 0", "x >= 0"}
+    assert sites["x > 0"]["change"] == "removed"
+    assert sites["x > 0"]["base"] == {"true": 0, "false": 1} and sites["x > 0"]["head"] is None
+    assert sites["x >= 0"]["change"] == "added"
+    assert sites["x >= 0"]["base"] is None
+    assert sites["x >= 0"]["head"] == {"true": 1, "false": 0}
+    assert branch.gaps == [f"decision outcome never observed: {sites['x >= 0']['site']} false"]
 
 
 # --- repeats and unverified tests ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What a commit range changed in the code, named as the recorder names it.
 
 The differ needs "which symbols changed" in the recorder's vocabulary (``py:pkg.mod.f``,
-``py:pkg.mod.f/if[0]``), not in lines. Both versions of every changed file are parsed; each
+``py:pkg.mod.f/if[3f2a9c01d4]``), not in lines. Both versions of every changed file are parsed; each
 code object is named by the recorder's own naming (:mod:`diffgenome.protocol.naming`), and each
 symbol's code is
 compared as a normalised syntax tree: no line numbers, no comments, no docstrings, and the
@@ -27,14 +27,12 @@ from diffgenome.protocol.naming import (
     iter_code_objects,
     node_span,
     parse_source,
-    predicate,
 )
 
 ChangeKind = Literal["added", "removed", "modified"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # Scopes whose code object is compiled from a syntax node of their own (not the parameter and
 # alias scopes of PEP 695, whose code belongs to a definition).
 _NODE_ROLES = frozenset({"class", "function", "lambda", "genexpr"})
@@ -150,16 +148,13 @@ def _site_changes(
 def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
     """Symbol -> fingerprint and decision sites, for every code object of ``source``."""
     tree = parse_source(source, module)
-    names = SourceNames(source, module, tree)
+    names = SourceNames(source, module, tree, keep_parts=True)
     code = compile(tree, f"<diffgenome:{module}>", "exec", dont_inherit=True)
     nodes: dict[Span | None, ast.AST] = {
         node_span(node): node for node in ast.walk(tree) if isinstance(node, _SCOPES)
     }
-    sites_by_scope: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for site in names.sites:
-        sites_by_scope.setdefault((site.symbol, site.kind), []).append((site.id, site.predicate))
-
     facts: dict[str, _ScopeFacts] = {}
+    tops: dict[str, ast.AST] = {}
     for code_object in iter_code_objects(code):
         scope = names.scope_of(code_object)
         if scope is None or scope.symbol in facts:
@@ -170,14 +165,17 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             scope_node = nodes.get(scope.span) if scope.role in _NODE_ROLES else None
         if scope_node is None:
             continue
-        facts[scope.symbol] = _ScopeFacts(
-            _fingerprint(scope_node), _sites_of(scope_node, scope.symbol, sites_by_scope)
+        facts[scope.symbol] = _ScopeFacts(_fingerprint(scope_node))
+        tops[scope.symbol] = scope_node
+    for site in names.sites:
+        top = tops.get(site.symbol)
+        # A site whose scope's code could not be found still counts, by its text: taken as
+        # changed (fingerprint None) rather than guessed.
+        fingerprint = _fp(*site.parts, top=top) if top is not None else None
+        facts.setdefault(site.symbol, _ScopeFacts(None)).sites[site.id] = (
+            site.predicate,
+            fingerprint,
         )
-    # Sites the walk could not attribute still count, by their text.
-    for (symbol, _kind), items in sites_by_scope.items():
-        scope_facts = facts.setdefault(symbol, _ScopeFacts(None))
-        for site_id, text in items:
-            scope_facts.sites.setdefault(site_id, (text, None))
     return facts
 
 
@@ -260,137 +258,3 @@ def _fp(*nodes: ast.AST | list[ast.stmt] | None, top: ast.AST) -> str | None:
     except RecursionError:
         return None
     return "".join(out)
-
-
-# --- decision sites ---------------------------------------------------------------------------
-
-
-def _sites_of(
-    top: ast.AST, symbol: str, recorded: Mapping[tuple[str, str], list[tuple[str, str]]]
-) -> dict[str, tuple[str, str | None]]:
-    """Site id -> (predicate, fingerprint of condition and guarded code).
-
-    Decisions are visited in the recorder's order so that the n-th decision of a kind here is
-    the recorder's ``<kind>[n]``; a kind whose predicates then disagree with the recorder's is
-    matched by text only (fingerprint None), never guessed.
-    """
-    found: dict[str, list[tuple[str, str | None]]] = {}
-    try:
-        for kind, text, fingerprint in _decisions(top):
-            found.setdefault(kind, []).append((text, fingerprint))
-    except RecursionError:
-        found = {}
-    out: dict[str, tuple[str, str | None]] = {}
-    for (sym, kind), items in recorded.items():
-        if sym != symbol:
-            continue
-        mine = found.get(kind, [])
-        agree = len(mine) == len(items) and all(
-            m[0] == text for m, (_site, text) in zip(mine, items, strict=True)
-        )
-        for i, (site_id, text) in enumerate(items):
-            out[site_id] = (text, mine[i][1] if agree else None)
-    return out
-
-
-def _decisions(top: ast.AST) -> Iterator[tuple[str, str, str | None]]:
-    """(kind, predicate, fingerprint) of the decisions evaluated by ``top``'s own code object,
-    in the order the recorder numbers them."""
-    stack: list[ast.AST] = list(reversed(_own_children(top)))
-    while stack:
-        node = stack.pop()
-        children: list[ast.AST]
-        if isinstance(node, _GenexprBody):
-            yield from _comprehension_sites(node.node, top)
-            children = _comprehension_children(node.node, skip_first=True)
-        elif isinstance(node, _DEFS):
-            children = _outer_parts(node)  # decorators, defaults...: evaluated here
-        elif isinstance(node, ast.Lambda):
-            children = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        elif isinstance(node, _COMPREHENSIONS):
-            if isinstance(node, ast.GeneratorExp):
-                children = [node.generators[0].iter]  # the rest runs in the genexpr's scope
-            else:
-                yield from _comprehension_sites(node, top)
-                children = _comprehension_children(node)
-        else:
-            yield from _node_sites(node, top)
-            children = list(ast.iter_child_nodes(node))
-        stack.extend(reversed(children))
-
-
-def _own_children(top: ast.AST) -> list[ast.AST]:
-    if isinstance(top, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return list(top.body)
-    if isinstance(top, ast.Lambda):
-        return [top.body]
-    if isinstance(top, ast.GeneratorExp):
-        # The generator's own code: its clauses (except the first iterable) and element.
-        return [_GenexprBody(top)]
-    return []
-
-
-class _GenexprBody(ast.AST):
-    """Marker for the part of a generator expression that runs in its own code object."""
-
-    def __init__(self, node: ast.GeneratorExp) -> None:
-        super().__init__()
-        self.node = node
-
-
-def _outer_parts(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.AST]:
-    parts: list[ast.AST] = list(node.decorator_list)
-    if isinstance(node, ast.ClassDef):
-        parts.extend(node.bases)
-        parts.extend(keyword.value for keyword in node.keywords)
-        return parts
-    args = node.args
-    parts.extend(args.defaults)
-    parts.extend(d for d in args.kw_defaults if d is not None)
-    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-        if arg is not None and arg.annotation is not None:
-            parts.append(arg.annotation)
-    if node.returns is not None:
-        parts.append(node.returns)
-    return parts
-
-
-def _comprehension_children(
-    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, *, skip_first: bool = False
-) -> list[ast.AST]:
-    children: list[ast.AST] = []
-    for i, gen in enumerate(node.generators):
-        if not (skip_first and i == 0):
-            children.append(gen.iter)
-        children.append(gen.target)
-        children.extend(gen.ifs)
-    if isinstance(node, ast.DictComp):
-        children.extend([node.key, node.value])
-    else:
-        children.append(node.elt)
-    return children
-
-
-def _comprehension_sites(
-    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, top: ast.AST
-) -> Iterator[tuple[str, str, str | None]]:
-    element: list[ast.AST] = (
-        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-    )
-    for gen in node.generators:
-        for test in gen.ifs:
-            yield ("comprehension", predicate(test), _fp(test, *element, top=top))
-
-
-def _node_sites(node: ast.AST, top: ast.AST) -> Iterator[tuple[str, str, str | None]]:
-    if isinstance(node, ast.If):
-        yield ("if", predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
-    elif isinstance(node, ast.While):
-        yield ("while", predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
-    elif isinstance(node, ast.IfExp):
-        yield ("ifexp", predicate(node.test), _fp(node, top=top))
-    elif isinstance(node, ast.Assert):
-        yield ("assert", predicate(node.test), _fp(node, top=top))
-    elif isinstance(node, ast.Match):
-        for case in node.cases:
-            yield ("match", predicate(case.pattern, case.guard), _fp(case, top=top))
