@@ -612,7 +612,7 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
         return failed(self);
     }
     if (value < 0) {
-        return value == self->never ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
+        return value == self->no_decision ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
     }
     if (!self->recording) {
         Py_RETURN_NONE;
@@ -658,7 +658,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *tempfile_names, *tempfile_name_bits;
     PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
     PyObject *none_summary;
-    long node_call, never, small_int;
+    long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
     static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
@@ -666,7 +666,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "disable", "node_type", "info_type", "bounded_type", "blake2b",
                             "str_markers", "tempfile_names", "tempfile_name_bits", "on_error",
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
-                            "arg_canon_separator", "branch_key_shift", "never", "small_int",
+                            "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
                             "none_summary", "tempfile_name_hash", NULL};
     if (!PyArg_ParseTupleAndKeywords(
@@ -676,7 +676,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
             &blake2b, &PyTuple_Type, &str_markers, &PySet_Type, &tempfile_names,
             &PyByteArray_Type, &tempfile_name_bits, &on_error, &node_call, &state_entry,
-            &state_exit, &shape_sep, &canon_sep, &branch_shift, &never, &small_int,
+            &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
             &name_base, &name_bits)) {
         return -1;
@@ -778,7 +778,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
     self->node_call = node_call;
     self->branch_shift = branch_shift;
-    self->never = never;
+    self->no_decision = no_decision;
     self->small_int = small_int;
     self->short_str = short_str;
     self->name_length = name_length;

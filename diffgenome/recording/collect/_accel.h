@@ -51,7 +51,7 @@ typedef struct {
     PyObject *str_entry, *str_exit;       /* contract.STATE_ENTRY, STATE_EXIT */
     PyObject *comma, *bytes_join;         /* ARG_SHAPE_SEPARATOR, ARG_CANON_SEPARATOR.join */
     int branch_shift;                     /* contract.BRANCH_KEY_SHIFT */
-    long never;                           /* codemap's "disable this branch" outcome */
+    long no_decision;                     /* codemap.NO_DECISION: disable that branch event */
     long small_int;                       /* values.SMALL_INT */
     Py_ssize_t short_str;                 /* values.SHORT_STR */
     PyObject *overflow_shape_tag, *overflow_canon_tag;  /* values.OVERFLOW_*_TAG */

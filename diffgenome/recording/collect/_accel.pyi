@@ -36,7 +36,7 @@ class Core:
         arg_shape_separator: str,
         arg_canon_separator: bytes,
         branch_key_shift: int,
-        never: int,
+        no_decision: int,
         small_int: int,
         short_str: int,
         overflow_tags: tuple[bytes, bytes],

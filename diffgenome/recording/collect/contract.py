@@ -202,7 +202,7 @@ def core_encodings() -> dict[str, Any]:
         "arg_shape_separator": ARG_SHAPE_SEPARATOR,
         "arg_canon_separator": ARG_CANON_SEPARATOR,
         "branch_key_shift": BRANCH_KEY_SHIFT,
-        "never": codemap.NEVER_AN_OUTCOME,
+        "no_decision": codemap.NO_DECISION,
         "small_int": values.SMALL_INT,
         "short_str": values.SHORT_STR,
         "overflow_tags": (values.OVERFLOW_SHAPE_TAG, values.OVERFLOW_CANON_TAG),

@@ -599,7 +599,7 @@ class Tracer:
         exception_symbol = self._exception_symbol
         summarize = values.summarize
         disable = _DISABLE
-        never = codemap.NEVER_AN_OUTCOME
+        no_decision = codemap.NO_DECISION
         call = NODE_CALL
         entry = contract.STATE_ENTRY
         leave = contract.STATE_EXIT
@@ -754,7 +754,7 @@ class Tracer:
                     outcome = filemap.classify(code, src, dest)
                     cache[pair] = outcome
                 if outcome < 0:
-                    return disable if outcome == never else None
+                    return disable if outcome == no_decision else None
                 if not tracer._recording:
                     return None
                 node = active_get(id(getframe(1)))
