@@ -26,8 +26,8 @@ format: venv
 	$(VENV)/bin/ruff format diffgenome tests experiments
 
 schema: venv
-	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-1.schema.json
-	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-1.schema.json
+	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-2.schema.json
+	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-2.schema.json
 
 demo: venv
 	$(PY) experiments/demo.py

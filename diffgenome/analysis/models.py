@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diffgenome.protocol.formats import DIFF_FORMAT, GENOME_FORMAT
 
-assert GENOME_FORMAT == "diffgenome-genome/1" and DIFF_FORMAT == "diffgenome-diff/1"
+assert GENOME_FORMAT == "diffgenome-genome/2" and DIFF_FORMAT == "diffgenome-diff/2"
 
 # The words of diffgenome.protocol.vocab, spelled out because a type checker reads only
 # literals here; tests/unit/test_protocol.py fails when one of them no longer equals its tuple.
@@ -194,7 +194,10 @@ class TestRecord(_Model):
 class GenomeDocument(_Model):
     """``diffgenome-genome/1``: one recorded run."""
 
-    format: Literal["diffgenome-genome/1"] = "diffgenome-genome/1"
+    format: Literal["diffgenome-genome/1", "diffgenome-genome/2"] = Field(
+        "diffgenome-genome/2",
+        description="/2 names decision sites by content; /1 (positional ids) is still read",
+    )
     run: Run
     collectors: list[Collector] = []
     symbols: list[Symbol] = []
@@ -263,7 +266,7 @@ class Drift(_Model):
 class DiffDocument(_Model):
     """``diffgenome-diff/1``: how behaviour changed between two recordings."""
 
-    format: Literal["diffgenome-diff/1"] = "diffgenome-diff/1"
+    format: Literal["diffgenome-diff/2"] = "diffgenome-diff/2"
     base: DiffSide
     head: DiffSide
     summary: DiffSummary

@@ -20,7 +20,12 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import quote
 
-from diffgenome.protocol.formats import GENOME_FORMAT, STORE_FORMAT, FormatError, check_format
+from diffgenome.protocol.formats import (
+    STORE_FORMAT,
+    FormatError,
+    check_format,
+    genome_format_of,
+)
 from diffgenome.protocol.store import (
     BUSY_TIMEOUT_S,
     DB_FILE,
@@ -270,9 +275,10 @@ class StoreReader:
         """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot."""
         with self._snapshot():
             row = self._run_row(run_id)
+            run = self._run_object(row)
             return {
-                "format": GENOME_FORMAT,
-                "run": self._run_object(row),
+                "format": genome_format_of(run.get("config")),
+                "run": run,
                 "collectors": [
                     c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
                 ],

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
+from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
@@ -161,6 +162,7 @@ class Recorder:
             "egress": self.egress_policy,
             "bounds": self.bounds.as_config(),
             "recorder": f"diffgenome {__version__}",
+            "genome_format": GENOME_FORMAT,
         }
         return config
 

@@ -26,10 +26,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PROJECTS = REPO / "tests" / "projects"
 SCHEMA: dict[str, Any] = json.loads(
-    (REPO / "docs" / "schema" / "diffgenome-genome-1.schema.json").read_text()
+    (REPO / "docs" / "schema" / "diffgenome-genome-2.schema.json").read_text()
 )
 DIFF_SCHEMA: dict[str, Any] = json.loads(
-    (REPO / "docs" / "schema" / "diffgenome-diff-1.schema.json").read_text()
+    (REPO / "docs" / "schema" / "diffgenome-diff-2.schema.json").read_text()
 )
 PY = sys.executable
 STORE = ".diffgenome"

@@ -422,7 +422,12 @@ def test_affected_lists_tests_reaching_changed_code_with_paths(calc: Path) -> No
         "call",
     )
     assert sign["path"] == ["py:tests.test_core.test_sign", "py:calc.core.sign"]
-    assert sign["sites"][0]["observed"] == {"true": 1, "false": 0}
+    sites = {site["predicate"]: site for site in sign["sites"]}
+    # ``x >= 0`` became ``x > 0`` and ``x == 0``: the old decision is gone (as seen at base),
+    # the new ones are added (not reached on the base path)
+    assert sites["x >= 0"]["change"] == "removed"
+    assert sites["x >= 0"]["observed"] == {"true": 1, "false": 0}
+    assert sites["x > 0"]["change"] == "added" and sites["x > 0"]["observed"] is None
     [mocked] = found["tests/test_core.py::test_report_with_mocked_fetch"]["reasons"]
     assert (mocked["symbol"], mocked["via"]) == ("py:calc.net.fetch", "stand-in")
 
@@ -853,3 +858,22 @@ def test_the_demo_prints_a_real_diff() -> None:
         "py:shop.payment.Gateway.charge",
     ):
         assert text in done.stdout, text
+
+
+def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_path: Path) -> None:
+    """/1 documents name decisions by their order, /2 by what they test: comparing the two
+    would pair different decisions, so the CLI says in one line to record again."""
+    diff_json(calc, "HEAD~1", "HEAD")  # both recorded (or reused)
+    done = diffgenome("export", "HEAD", "-o", str(tmp_path / "head.json"), cwd=calc)
+    assert done.returncode == 0, done.stderr
+    head = json.loads((tmp_path / "head.json").read_text())
+    assert head["format"] == "diffgenome-genome/2"
+    old = dict(head, format="diffgenome-genome/1")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    same = diffgenome("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"), cwd=calc)
+    assert same.returncode == 0, same.stderr  # a /1 document is still read
+    mixed = diffgenome("diff", str(tmp_path / "old.json"), str(tmp_path / "head.json"), cwd=calc)
+    assert mixed.returncode == 2
+    lines = mixed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "record both again" in lines[0], mixed.stderr
+    assert "Traceback" not in mixed.stderr

@@ -37,7 +37,12 @@ from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, 
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader, UnknownRunError
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
+from diffgenome.protocol.formats import (
+    GENOME_FORMAT,
+    FormatError,
+    check_comparable,
+    check_genome_format,
+)
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
     KEY_FILE,
@@ -220,7 +225,7 @@ class Runner:
         if not isinstance(data, dict):
             raise DiffError(f"{path} is not a {GENOME_FORMAT} document; pass a genome file")
         try:
-            check_format(data.get("format"), GENOME_FORMAT)
+            check_genome_format(data.get("format"))
         except FormatError as exc:
             raise DiffError(f"{path}: {exc}") from None
         document = _validated(data, path)
@@ -562,6 +567,7 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     """The diff of two sides, and notes on what was not analysed."""
     prepared = prepare(options)
     base, head = prepared.base, prepared.head
+    check_comparable(base.document.get("format"), head.document.get("format"))
     diff = diff_documents(
         base.document,
         head.document,
