@@ -64,7 +64,7 @@ MODULE = """
 
 _names = itertools.count()
 _NO_CORE = f"no compiled core: {tracer_module._ACCEL_ABSENT}"
-Recorder = Callable[..., tuple[dict[str, Any], Tracer]]
+Record = Callable[..., tuple[dict[str, Any], Tracer]]
 
 
 @pytest.fixture(
@@ -111,7 +111,7 @@ def _tracer(project: Path, core: str) -> Tracer:
 
 
 @pytest.fixture
-def record(project: Path) -> Iterator[Recorder]:
+def record(project: Path) -> Iterator[Record]:
     started: list[Tracer] = []
 
     def run(
@@ -154,7 +154,7 @@ def _by_symbol(phase: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def test_a_phase_records_calls_values_exits_and_decisions(core: str, record: Recorder) -> None:
+def test_a_phase_records_calls_values_exits_and_decisions(core: str, record: Record) -> None:
     phase, tracer = record(core, _workload)
     assert tracer.core == ("c" if core == "auto" else "python")
     assert tracer.errors == 0
@@ -176,7 +176,7 @@ def test_a_phase_records_calls_values_exits_and_decisions(core: str, record: Rec
 
 
 def test_both_cores_record_the_same_phase(
-    record: Recorder,
+    record: Record,
 ) -> None:
     if tracer_module._ACCEL is None:
         pytest.skip(_NO_CORE)
@@ -223,7 +223,7 @@ def _break_a_node(module: Any, tracer: Tracer) -> None:
 
 def test_a_failing_callback_is_counted_and_never_raised(
     core: str,
-    record: Recorder,
+    record: Record,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(tracer_module.DEBUG_ENV, raising=False)
@@ -234,7 +234,7 @@ def test_a_failing_callback_is_counted_and_never_raised(
 
 def test_debugging_callbacks_keeps_the_first_error_of_each_kind(
     core: str,
-    record: Recorder,
+    record: Record,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(tracer_module.DEBUG_ENV, "callbacks")
