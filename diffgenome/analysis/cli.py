@@ -232,7 +232,7 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 # -- diff and affected --------------------------------------------------------------------
 
-FAIL_ON = ("changed", "drift", "gaps", "never")
+FAIL_ON = ("changed", "unverified", "drift", "gaps", "never")
 EXIT_FOUND = 1
 
 
@@ -276,8 +276,17 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         choices=FAIL_ON,
         default="changed",
         help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
-        "unverified; the default), drift (a mock drifted), gaps (changed code without test "
-        "evidence), never",
+        "unverified where missing evidence could hide a change; the default), unverified "
+        "(also every other unverified test), drift (a mock drifted), gaps (changed code "
+        "without test evidence), never",
+    )
+    parser.add_argument(
+        "--no-confirm",
+        dest="confirm",
+        action="store_false",
+        help="do not record the tests that differ again to tell change from noise "
+        "(by default each is recorded twice more on each side, and what differs between "
+        "recordings of one commit is unstable, not changed)",
     )
     parser.add_argument(
         "--repeat",
@@ -302,6 +311,7 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         store=args.store,
         repeat=repeat,
         rerecord=args.rerecord,
+        confirm=getattr(args, "confirm", True),
         progress=progress if sys.stderr.isatty() else None,
     )
 
@@ -315,7 +325,11 @@ def found_for(diff: DiffDocument, fail_on: str) -> bool:
     if fail_on == "gaps":
         return any(change.gaps for change in diff.code_changes)
     s = diff.summary
-    return bool(s.changed or s.added or s.removed or s.unverified)
+    if s.changed or s.added or s.removed:
+        return True
+    if fail_on == "unverified":
+        return bool(s.unverified)
+    return any(t.status == "unverified" and t.may_hide_change for t in diff.tests)
 
 
 @contextlib.contextmanager

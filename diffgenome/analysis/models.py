@@ -222,6 +222,9 @@ class DiffSummary(_Model):
     unverified: int = 0
     unstable: int = 0
     touched: int = 0
+    confirmed: int = Field(
+        0, description="tests recorded again on both sides to tell change from noise"
+    )
 
 
 class Change(_Model):
@@ -246,6 +249,14 @@ class TestDiff(_Model):
     outcome: OutcomePair
     reasons: list[str] = []
     changes: list[Change] = []
+    may_hide_change: bool = Field(
+        False,
+        description=(
+            "unverified only: true when missing evidence could hide a change (a difference "
+            "was observed, the sides are unverified for different reasons, a run is "
+            "incomplete or digests are not comparable); such a test fails --fail-on changed"
+        ),
+    )
 
 
 class CodeChange(_Model):

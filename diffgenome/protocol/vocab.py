@@ -57,6 +57,8 @@ OS_BIND: Final = "bind"
 OS_LISTEN: Final = "listen"
 OS_SENDTO: Final = "sendto"
 OS_SUBPROCESS: Final = "subprocess"
+# A child process running Python, whose code the recorder did not see.
+OUTCOME_UNTRACED_CHILD: Final = "untraced-child"
 OS_EVENT_KINDS: Final = (OS_CONNECT, OS_DNS, OS_BIND, OS_LISTEN, OS_SENDTO, OS_SUBPROCESS)
 
 DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "assert")

@@ -79,6 +79,7 @@ class Recorder:
         self.scope = Scope(self.rootdir, sources, tests)
         self.repo_modules = _top_level_modules(self.scope)
         toplevel = git_toplevel(self.rootdir)
+        self.tree_root = toplevel or self.rootdir
         self._id_prefix = rootdir_in_repository(self.rootdir, toplevel)
         # Before the tracer exists: the compiled core takes the markers when it is built.
         basetemp = options.basetemp
@@ -200,7 +201,7 @@ class Recorder:
             self.standins.install()
             self.subtests = SubtestCapture(self.tracer)
             self.subtests.install()
-        self.guard = EgressGuard(self.egress_policy, self._on_egress)
+        self.guard = EgressGuard(self.egress_policy, self._on_egress, self.tree_root)
         self.guard.activate()
 
     def _on_egress(self, kind: str, target: str, outcome: str) -> None:

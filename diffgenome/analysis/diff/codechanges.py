@@ -55,6 +55,12 @@ class SymbolChange:
     change: ChangeKind
     sites: tuple[SiteChange, ...] = ()
     path: str | None = None
+    # For a modified module or class body: the names its changed statements bind, the
+    # functions of the file that read one of them, and whether a changed statement does
+    # more than bind names (a call, an assert...), whose effect no name tells.
+    bound: tuple[str, ...] = ()
+    readers: tuple[str, ...] = ()
+    opaque: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,10 @@ class CodeChangeInput:
 class _ScopeFacts:
     fingerprint: str | None
     sites: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> predicate, fp
+    # module and class bodies: canonical form -> statement, for their own statements
+    statements: dict[str, list[ast.stmt]] | None = None
+    # functions: every name and attribute name their code reads
+    loads: frozenset[str] = frozenset()
 
 
 def code_changes_from_sources(
@@ -122,7 +132,85 @@ def _compare_files(
         elif h is None:
             yield SymbolChange(symbol, "removed", (), path)
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
-            yield SymbolChange(symbol, "modified", _site_changes(b.sites, h.sites), path)
+            sites = _site_changes(b.sites, h.sites)
+            if b.statements is None or h.statements is None:
+                yield SymbolChange(symbol, "modified", sites, path)
+                continue
+            changed = _changed_statements(b.statements, h.statements)
+            bound: set[str] = set()
+            opaque = False
+            for stmt in changed:
+                opaque |= not _binds(stmt, bound)
+            readers = sorted(
+                name
+                for name, facts in (*base.items(), *head.items())
+                if facts.loads & bound and name != symbol
+            )
+            yield SymbolChange(
+                symbol,
+                "modified",
+                sites,
+                path,
+                bound=tuple(sorted(bound)),
+                readers=tuple(dict.fromkeys(readers)),
+                opaque=opaque,
+            )
+
+
+def _changed_statements(
+    base: Mapping[str, list[ast.stmt]], head: Mapping[str, list[ast.stmt]]
+) -> list[ast.stmt]:
+    """Statements of a body present on one side only (as many times as they differ)."""
+    out: list[ast.stmt] = []
+    for key in set(base) | set(head):
+        b, h = base.get(key, []), head.get(key, [])
+        if len(b) > len(h):
+            out.extend(b[len(h) :])
+        elif len(h) > len(b):
+            out.extend(h[len(b) :])
+    return out
+
+
+_NEUTRAL = (ast.Pass, ast.Global, ast.Nonlocal)
+
+
+def _binds(stmt: ast.stmt, bound: set[str]) -> bool:
+    """Add the names ``stmt`` binds to ``bound``; False when it also does something no name
+    stands for (an expression statement, an assert, a raise, a mutation through an index)."""
+    if isinstance(stmt, _NEUTRAL):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)  # a string used as a comment
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        for alias in stmt.names:
+            bound.add((alias.asname or alias.name).partition(".")[0])
+        return True
+    if isinstance(stmt, _DEFS):
+        bound.add(stmt.name)
+        return True
+    if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+        targets = stmt.targets if isinstance(stmt, ast.Assign | ast.Delete) else [stmt.target]
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    bound.add(node.id)  # ``X.y = 1`` and ``X[k] = 1`` change what X holds
+        return True
+    if isinstance(stmt, ast.If | ast.Try | ast.With | ast.For | ast.While):
+        ok = True
+        if isinstance(stmt, ast.For):
+            ok &= _binds(ast.Assign(targets=[stmt.target], value=stmt.iter), bound)
+        if isinstance(stmt, ast.With):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    _binds(ast.Assign(targets=[item.optional_vars], value=item.context_expr), bound)
+        blocks: list[list[ast.stmt]] = [stmt.body, getattr(stmt, "orelse", [])]
+        if isinstance(stmt, ast.Try):
+            blocks += [h.body for h in stmt.handlers] + [stmt.finalbody]
+        for block in blocks:
+            for inner in block:
+                ok &= _binds(inner, bound)
+        return ok
+    return False
 
 
 def _site_changes(
@@ -165,7 +253,11 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             scope_node = nodes.get(scope.span) if scope.role in _NODE_ROLES else None
         if scope_node is None:
             continue
-        facts[scope.symbol] = _ScopeFacts(_fingerprint(scope_node))
+        facts[scope.symbol] = _ScopeFacts(
+            _fingerprint(scope_node),
+            statements=_own_statements(scope_node),
+            loads=_loads(scope_node),
+        )
         tops[scope.symbol] = scope_node
     for site in names.sites:
         top = tops.get(site.symbol)
@@ -177,6 +269,36 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             fingerprint,
         )
     return facts
+
+
+def _own_statements(top: ast.AST) -> dict[str, list[ast.stmt]] | None:
+    """A module's or class's own statements by canonical form (definitions are symbols of
+    their own; a docstring is no statement)."""
+    if not isinstance(top, ast.Module | ast.ClassDef):
+        return None
+    out: dict[str, list[ast.stmt]] = {}
+    for stmt in _body(top, top, list(top.body)):
+        if isinstance(stmt, ast.stmt):
+            parts: list[str] = []
+            try:
+                _canon(stmt, top, parts)
+            except RecursionError:
+                parts = [f"<unreadable {id(stmt)}>"]
+            out.setdefault("".join(parts), []).append(stmt)
+    return out
+
+
+def _loads(top: ast.AST) -> frozenset[str]:
+    """Names a function reads, and the attribute names it reads (``self.LIMIT``)."""
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(top):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+    return frozenset(names)
 
 
 # --- fingerprints ----------------------------------------------------------------------------

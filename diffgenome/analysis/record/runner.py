@@ -50,6 +50,7 @@ from diffgenome.protocol.store import (
     create_store,
     recording_key,
 )
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
@@ -76,6 +77,7 @@ class Options:
     repeat: int = 1
     rerecord: bool = False
     progress: Callable[[str], None] | None = None
+    confirm: bool = True
 
 
 @dataclass
@@ -89,6 +91,7 @@ class Side:
     code: str | None
     repeats: list[dict[str, Any]] = field(default_factory=list)
     reused: bool = False
+    sha: str | None = None  # the commit a revision side was recorded from
 
 
 @dataclass
@@ -269,7 +272,7 @@ class Runner:
     def _record_revision(self, spec: str, sha: str, name: str, workspace: Workspace) -> Side:
         cached = self._recorded.get(("revision", sha))
         if cached is not None:
-            return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused)
+            return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused, sha)
         assert self.repo is not None
         selection = self._selection(workspace)
         reused: str | None = None
@@ -284,7 +287,7 @@ class Runner:
                 tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
             run_id = self._record(spec, tree, workspace, selection)
             documents.append(self._document(run_id))
-        side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None)
+        side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None, sha)
         self._recorded[("revision", sha)] = side
         return side
 
@@ -451,6 +454,59 @@ class Runner:
             document = reader.document(run_id)
         return _validated(document, f"run {run_id}")
 
+    # -- confirmation -----------------------------------------------------------------------
+
+    def confirm(
+        self, prepared: Prepared, test_ids: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
+        between those two recordings of one commit is noise, not change. Sides that cannot
+        be recorded again (a run, a file) give nothing, and the note says so."""
+        node_ids = self._node_ids(test_ids)
+        if not node_ids:
+            return [], []
+        out: list[list[dict[str, Any]]] = []
+        workspace = Workspace(self.repo)
+        try:
+            selection = [*self._selection(workspace), *node_ids]
+            for side in (prepared.base, prepared.head):
+                if side.kind == "revision" and side.sha is not None:
+                    tree = workspace.worktree(side.sha, f"confirm-{side.sha[:12]}")
+                elif side.kind == "worktree" and self.repo is not None:
+                    tree = self.repo.toplevel
+                else:
+                    self.notes.append(
+                        f"{side.spec} cannot be recorded again: its differences are not confirmed"
+                    )
+                    out.append([])
+                    continue
+                out.append(
+                    [
+                        self._document(
+                            self._record(f"{side.spec} (confirming)", tree, workspace, selection)
+                        )
+                        for _ in range(2)
+                    ]
+                )
+        finally:
+            with _sigint_ignored():
+                workspace.close()
+        return out[0], out[1]
+
+    def _node_ids(self, test_ids: Sequence[str]) -> list[str]:
+        """pytest node ids (relative to where pytest runs) of recorded test ids (relative to
+        the repository root); subtests confirm through their test."""
+        prefix = f"{self.repo.prefix}/" if self.repo and self.repo.prefix else ""
+        out: dict[str, None] = {}
+        for test_id in test_ids:
+            if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
+                continue
+            node = test_id[len(prefix) :]
+            if " " in node:  # a subtest: "<node id> [label]"
+                node = node.split(" ", 1)[0]
+            out[node] = None
+        return list(out)
+
     # -- code changes -----------------------------------------------------------------------
 
     def _code_changes(self, base: Side, head: Side) -> CodeChangeInput | None:
@@ -564,19 +620,41 @@ def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
-    """The diff of two sides, and notes on what was not analysed."""
-    prepared = prepare(options)
+    """The diff of two sides, and notes on what was not analysed.
+
+    With ``options.confirm`` (the default), the tests that differ are recorded again, twice
+    on each side, and whatever differs between recordings of one commit is masked as
+    unstable; the cost grows with the number of differing tests, not with the suite.
+    """
+    runner = Runner(options)
+    prepared = runner.prepare()
     base, head = prepared.base, prepared.head
     check_comparable(base.document.get("format"), head.document.get("format"))
-    diff = diff_documents(
-        base.document,
-        head.document,
-        base_rev=base.spec,
-        head_rev=head.spec,
-        base_repeats=base.repeats,
-        head_repeats=head.repeats,
-        code_changes=prepared.code_changes,
-    )
+
+    def compare(
+        base_confirmation: Sequence[dict[str, Any]] = (),
+        head_confirmation: Sequence[dict[str, Any]] = (),
+    ) -> DiffDocument:
+        return diff_documents(
+            base.document,
+            head.document,
+            base_rev=base.spec,
+            head_rev=head.spec,
+            base_repeats=base.repeats,
+            head_repeats=head.repeats,
+            code_changes=prepared.code_changes,
+            base_confirmation=base_confirmation,
+            head_confirmation=head_confirmation,
+        )
+
+    diff = compare()
+    differing = [t.id for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    if options.confirm and differing:
+        if options.progress is not None:
+            options.progress(f"confirming {len(differing)} tests ...")
+        base_again, head_again = runner.confirm(prepared, differing)
+        if base_again or head_again:
+            diff = compare(base_again, head_again)
     return diff, prepared.notes
 
 

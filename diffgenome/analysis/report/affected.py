@@ -25,6 +25,7 @@ def render_affected(affected: list[Affected], total: int, base: str, head: str) 
                 "module": "runs code of the changed module",
                 "class": "runs code of the changed class",
                 "unparsed": "runs code of an unparsable changed file",
+                "reads": "reads " + ", ".join(reason.names) + ", bound by a changed statement",
             }.get(reason.via, reason.via)
             lines.append(f"  {reason.symbol} {reason.change}: {how}")
             lines.append(f"    via {' \u2192 '.join(reason.path)} ({reason.phase} phase)")

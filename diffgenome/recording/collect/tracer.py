@@ -39,6 +39,8 @@ from diffgenome.protocol.vocab import (
     EXIT_RAISED_PREFIX,
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
+    OS_SUBPROCESS,
+    OUTCOME_UNTRACED_CHILD,
 )
 from diffgenome.recording.collect import codemap, contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
@@ -388,7 +390,8 @@ class Tracer:
             target = stable.stable_text(target)
         node = self.child(parent, NODE_OS_EVENT, ("os", kind, target, outcome))
         node.count += 1
-        if kind == "subprocess":
+        if kind == OS_SUBPROCESS and outcome == OUTCOME_UNTRACED_CHILD:
+            # Python ran out of sight; another program's identity is evidence, no gap.
             self._reasons.add("untraced-subprocess:" + target)
 
     def child(self, parent: Node, ntype: int, key: Any) -> Node:
