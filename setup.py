@@ -7,11 +7,15 @@ same genomes, only slower; `pytest --genome` says which core it uses.
 
 from setuptools import Extension, setup
 
+_CORE = "diffgenome/recording/collect"
+
 setup(
     ext_modules=[
         Extension(
             "diffgenome.recording.collect._accel",
-            sources=["diffgenome/recording/collect/_accel.c"],
+            # One translation unit: _accel.c #includes _accel_values.c (see _accel.h).
+            sources=[f"{_CORE}/_accel.c"],
+            depends=[f"{_CORE}/_accel.h", f"{_CORE}/_accel_values.c"],
             optional=True,
             extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
         )

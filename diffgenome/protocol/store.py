@@ -163,7 +163,7 @@ def store_file(folder: str, name: str) -> str:
     return folder if not folder else folder.rstrip(_sep) + _sep + name
 
 
-def fingerprint_key(key: bytes) -> str:
+def key_fingerprint(key: bytes) -> str:
     """A name for the key that reveals nothing about it: digests compare only when these match."""
     mac = hmac.new(key, b"diffgenome key fingerprint", hashlib.sha256).hexdigest()
     return "hmac-sha256:" + mac[:16]

@@ -20,7 +20,7 @@ from diffgenome.protocol.vocab import (
     TYPE_SUBSTITUTION,
 )
 from diffgenome.recording.collect import values
-from diffgenome.recording.collect.tracer import (
+from diffgenome.recording.collect.contract import (
     NODE_CALL,
     NODE_OS_EVENT,
     NODE_SUBSTITUTION,

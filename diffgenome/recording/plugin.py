@@ -136,5 +136,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     tracer = recorder.tracer
     if tracer.core == "c":
-        return "diffgenome: recording with the compiled core"
-    return f"diffgenome: recording with the pure-Python core ({tracer.core_reason})"
+        line = "diffgenome: recording with the compiled core"
+    else:
+        line = f"diffgenome: recording with the pure-Python core ({tracer.core_reason})"
+    if tracer.first_errors is not None:
+        line += "; DIFFGENOME_DEBUG=callbacks: the first error of each kind is said at the end"
+    return line

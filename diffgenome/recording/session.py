@@ -2,22 +2,19 @@
 
 The ``Recorder`` is registered as a pytest plugin when ``--genome`` is on. It brackets each
 setup/call/teardown phase, turns the phase trees into genome objects, decides per test
-whether its capture is complete, and writes tests to the store in batches. Under
-pytest-xdist the controller owns the run (creates and finishes it) and each worker records
-its own tests into it.
+whether its capture is complete, and writes each test to the store as soon as it
+finishes. Under pytest-xdist the controller owns the run (creates and finishes it) and each
+worker records its own tests into it. What the session was asked for is options.py's; the
+run's life in the store is run.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import sqlite3
-import subprocess
 import sys
 import threading
-import time
-import uuid
 from collections.abc import Generator
 from typing import Any
 
@@ -25,41 +22,21 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT
-from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
+from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
-from diffgenome.recording.collect.tracer import Bounds, Tracer
+from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import say
+from diffgenome.recording.options import read_options
+from diffgenome.recording.run import Run, git_toplevel, new_run_id, rootdir_in_repository
 from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 
 _enumerate_threads = threading.enumerate
-# Tests are written as soon as they finish: a session that dies without running its hooks
-# (``os._exit`` in a test, a segfault, SIGKILL) must still leave every finished test in the
-# store. A WAL commit without fsync costs far less than a test.
-BATCH_SIZE = 1
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _git(rootdir: str, *args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", rootdir, *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def _outcome(reports: dict[str, pytest.TestReport]) -> str:
@@ -89,59 +66,49 @@ class Recorder:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.rootdir = str(config.rootpath)
-        workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.worker = str(workerinput["workerid"]) if workerinput else "main"
-        self.is_worker = workerinput is not None
-        self.is_controller = not self.is_worker and _xdist_distributing(config)
-        store_opt = config.getoption("genome_store") or config.getini("genome_store")
-        self.store_path = str(store_opt) if store_opt else self.rootdir + "/.diffgenome"
-        if not self.store_path.startswith("/"):
-            self.store_path = str(config.invocation_params.dir / self.store_path)
-        self.key_file: str | None = config.getoption("genome_key_file")
-        policy = config.getoption("genome_egress") or config.getini("genome_egress")
-        self.egress_policy = str(policy or "loopback")
-        source_roots = list(config.getoption("genome_source_root")) + [
-            str(p) for p in config.getini("genome_source_roots")
-        ]
-        test_roots = list(config.getoption("genome_test_root")) + [
-            str(p) for p in config.getini("genome_test_roots")
-        ]
-        testpaths = [str(p) for p in config.getini("testpaths")]
-        sources, tests = discover_roots(self.rootdir, testpaths, source_roots, test_roots)
+        options = self.options = read_options(config)
+        self.rootdir = options.rootdir
+        self.worker = options.worker
+        self.is_worker = options.is_worker
+        self.is_controller = options.is_controller
+        self.store_path = options.store_path
+        self.egress_policy = options.egress_policy
+        sources, tests = discover_roots(
+            self.rootdir, options.testpaths, options.source_roots, options.test_roots
+        )
         self.scope = Scope(self.rootdir, sources, tests)
         self.repo_modules = _top_level_modules(self.scope)
-        toplevel = _git_toplevel(self.rootdir)
+        toplevel = git_toplevel(self.rootdir)
         self.tree_root = toplevel or self.rootdir
-        self._id_prefix = _rootdir_in_repository(self.rootdir, toplevel)
+        self._id_prefix = rootdir_in_repository(self.rootdir, toplevel)
         # Before the tracer exists: the compiled core takes the markers when it is built.
-        basetemp = config.getoption("basetemp", None)
+        basetemp = options.basetemp
         stable.configure(
             stable.locations_of_this_process(
                 toplevel or self.rootdir,
-                os.path.abspath(str(basetemp)) if basetemp else None,
+                os.path.abspath(basetemp) if basetemp else None,
                 os.environ.get("HOME"),
             )
         )
         self.tempfile_names = stable.TempfileNames()
-        self.bounds = Bounds(max_nodes=_max_nodes(config))
+        self.bounds = Bounds(max_nodes=options.max_nodes)
         try:
-            self.store = StoreWriter.open(self.store_path, self.key_file)
+            self.store = StoreWriter.open(self.store_path, options.key_file)
         except StoreError as exc:
             raise pytest.UsageError(f"diffgenome: {exc}") from None
         self.digester = values.Digester(self.store.key)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
-        self.run_id: str = (
-            str(workerinput["diffgenome_run"])
-            if workerinput and "diffgenome_run" in workerinput
-            else time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-        )
+        self.run = Run(self.store, options.controller_run_id or new_run_id(), self.worker)
+        self.run_id = self.run.id
         self._session_reasons: list[str] = []
-        self._batch: list[dict[str, Any]] = []
+        # Tests finished but not yet in the store: written as soon as each one finishes, so
+        # a session that dies without running its hooks (``os._exit`` in a test, a segfault,
+        # SIGKILL) still leaves every finished test in the store. A WAL commit without fsync
+        # costs far less than a test.
+        self._pending: list[dict[str, Any]] = []
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
         self._reports: dict[str, pytest.TestReport] = {}
-        self._errors_at_test_start = 0
         self._tracing = False
         self._closed = False
         self.guard: EgressGuard | None = None
@@ -149,8 +116,6 @@ class Recorder:
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
         self._collection_failed = False
-        self._begun = False  # this process created the run in the store
-        self._joined = False  # this process is a writer of the run
 
     # -- session -------------------------------------------------------------------------
 
@@ -208,61 +173,18 @@ class Recorder:
             self.tempfile_names.uninstall()
         with contextlib.suppress(Exception):
             self.tracer.stop()
-        reason = f"recorder-start-failed: {detail}"
-        with contextlib.suppress(Exception):
-            if self._joined:
-                self.store.leave_run(self.run_id, self.worker, False, [reason])
-        with contextlib.suppress(Exception):
-            if self._begun:
-                self.store.finish_run(self.run_id, False, [reason], _now())
+        self.run.abandon(f"recorder-start-failed: {detail}")
         with contextlib.suppress(Exception):
             self.store.close()
 
     def _start(self) -> None:
         self._warn_split_path_options()
         if not self.is_worker:
-            commit = _git(self.rootdir, "rev-parse", "HEAD")
-            status = _git(self.rootdir, "status", "--porcelain")
-            # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
-            dirty = bool(status.strip()) if status is not None else None
-            config = self.run_config()
             selection = [str(a) for a in self.config.invocation_params.args]
-            python = f"{platform.python_implementation()} {platform.python_version()}"
-            config["recording_key"] = recording_key(
-                commit.strip() if commit else None, dirty, python, selection, config
-            )
-            self.store.begin_run(
-                {
-                    "id": self.run_id,
-                    "commit": commit.strip() if commit else None,
-                    "dirty": dirty,
-                    "python": python,
-                    "platform": platform.platform(),
-                    "started_at": _now(),
-                    "config": config,
-                    "selection": selection,
-                    "key_fingerprint": self.store.key_fingerprint,
-                    "tool": f"diffgenome {__version__}",
-                    "collectors": [
-                        {"name": "py-sys-monitoring", "plane": "symbol", "fidelity": "complete"},
-                        {
-                            "name": "py-egress-guard",
-                            "plane": "os",
-                            "fidelity": "partial",
-                            "notes": [
-                                "sees socket and subprocess audit events of this process only",
-                                "C extensions that call libc directly are not seen",
-                                "child processes are recorded, not traced nor guarded",
-                            ],
-                        },
-                    ],
-                }
-            )
-            self._begun = True
+            self.run.begin(self.rootdir, self.run_config(), selection)
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
-        self.store.join_run(self.run_id, self.worker)
-        self._joined = True
+        self.run.join()
         if not self.tracer.start():
             reason = self.tracer.unavailable_reason or "tool-id-unavailable"
             self._session_reasons.append(reason)
@@ -325,6 +247,7 @@ class Recorder:
             self.subtests.uninstall()
         self.tempfile_names.uninstall()
         self.tracer.stop()
+        self._say_first_errors()
         try:
             self._flush()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
@@ -335,19 +258,18 @@ class Recorder:
                 reasons.append("session-ended-early")
             if self._store_broken:
                 return
-            if not self.is_controller:
-                self.store.leave_run(
-                    self.run_id, self.worker, not interrupted and exitstatus is not None, reasons
-                )
-            if not self.is_worker:
-                self.store.finish_run(
-                    self.run_id, not interrupted and exitstatus is not None, reasons, _now()
-                )
+            self.run.end(not interrupted and exitstatus is not None, reasons)
         except (StoreError, sqlite3.Error, OSError) as exc:
             self._store_failed(exc)
         finally:
             with contextlib.suppress(Exception):
                 self.store.close()
+
+    def _say_first_errors(self) -> None:
+        """Under ``DIFFGENOME_DEBUG=callbacks``, one line per kind of exception a callback
+        caught: otherwise only counted, as ``tracer-error:N`` on the phases it struck."""
+        for kind, where in sorted((self.tracer.first_errors or {}).items()):
+            say(self.config, f"first {kind} caught by a callback: {where}")
 
     # -- tests ---------------------------------------------------------------------------
 
@@ -426,25 +348,12 @@ class Recorder:
         """A subtest's report: its block's capture becomes a test of its own."""
         describe = getattr(report, "_sub_test_description", None)
         label = describe() if callable(describe) else "[subtest]"
-        test_id = f"{self._test_id(report.nodeid)} {label}"
-        reasons = list(self._session_reasons)
-        phases: dict[str, Any] = {}
         assert self.subtests is not None
-        capture = self.subtests.finished.pop(0)
-        phases["call"] = export_phase(capture, self.digester)
-        reasons.extend(f"call:{p}" for p in consistency_problems(phases["call"]))
+        capture: PhaseCapture = self.subtests.finished.pop(0)
+        call = export_phase(capture, self.digester)
         outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
-        self._batch.append(
-            {
-                "id": test_id,
-                "outcome": outcome,
-                "verified": not reasons,
-                "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
-                "phases": phases,
-            }
-        )
-        if len(self._batch) >= BATCH_SIZE:
-            self._flush()
+        reasons = [f"call:{p}" for p in consistency_problems(call)]
+        self._add_test(f"{self._test_id(report.nodeid)} {label}", outcome, {"call": call}, reasons)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:
@@ -471,20 +380,28 @@ class Recorder:
             self._check_origins()
         except Exception as exc:
             self._phase_reasons.append(f"recorder-error:origins:{type(exc).__name__}")
-        reasons = list(self._session_reasons) + self._phase_reasons
-        record = {
-            "id": test_id,
-            "outcome": outcome,
-            "verified": not reasons,
-            "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
-            "phases": self._phases,
-        }
-        self._batch.append(record)
+        phases, reasons = self._phases, self._phase_reasons
         self._phases = {}
         self._phase_reasons = []
         self._reports = {}
-        if len(self._batch) >= BATCH_SIZE:
-            self._flush()
+        self._add_test(test_id, outcome, phases, reasons)
+
+    def _add_test(
+        self, test_id: str, outcome: str, phases: dict[str, Any], reasons: list[str]
+    ) -> None:
+        """The one place a test record is made (tests and subtests alike) and written: the
+        session's reasons hold for every test, the test's own are added to them."""
+        reasons = self._session_reasons + reasons
+        self._pending.append(
+            {
+                "id": test_id,
+                "outcome": outcome,
+                "verified": not reasons,
+                "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
+                "phases": phases,
+            }
+        )
+        self._flush()
 
     def _store_failed(self, exc: BaseException) -> None:
         """The store broke mid-session (deleted, read-only, disk full): tests go on, the run
@@ -499,15 +416,15 @@ class Recorder:
 
     def _flush(self) -> None:
         if self._store_broken:
-            self._batch = []
+            self._pending = []
             return
         try:
-            self._write_batch()
+            self._write_pending()
         except (StoreError, sqlite3.Error, OSError) as exc:
-            self._batch = []
+            self._pending = []
             self._store_failed(exc)
 
-    def _write_batch(self) -> None:
+    def _write_pending(self) -> None:
         prefix = self._id_prefix
         symbols = [
             {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
@@ -515,42 +432,9 @@ class Recorder:
         ]
         if symbols:
             self.store.add_symbols(self.run_id, symbols)
-        if self._batch:
-            self.store.add_tests(self.run_id, self.worker, self._batch)
-            self._batch = []
-
-
-def _max_nodes(config: pytest.Config) -> int:
-    """The node bound from ini ``genome_max_nodes``; a value that is not a positive integer
-    is a usage error, reported before any test runs."""
-    default: int = Bounds().max_nodes
-    raw = str(config.getini("genome_max_nodes") or "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise pytest.UsageError(f"genome_max_nodes must be a positive integer, not {raw!r}")
-    return value
-
-
-def _git_toplevel(rootdir: str) -> str | None:
-    """The git work tree that holds ``rootdir`` (a worktree's own folder), if any."""
-    toplevel = _git(rootdir, "rev-parse", "--show-toplevel")
-    return toplevel.strip() if toplevel and toplevel.strip() else None
-
-
-def _rootdir_in_repository(rootdir: str, toplevel: str | None) -> str:
-    """``sub/dir/`` when pytest's rootdir lies below the git repository root, else ``""``."""
-    if not toplevel:
-        return ""
-    top = os.path.realpath(toplevel)
-    here = os.path.realpath(rootdir)
-    if here == top or not here.startswith(top + os.sep):
-        return ""
-    return here[len(top) + 1 :].replace(os.sep, "/") + "/"
+        if self._pending:
+            self.store.add_tests(self.run_id, self.worker, self._pending)
+            self._pending = []
 
 
 def _top_level_modules(scope: Scope) -> list[str]:
@@ -590,12 +474,3 @@ def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
         if isinstance(where, str) and not where.startswith(rootdir):
             foreign.append((name, where))
     return foreign
-
-
-def _xdist_distributing(config: pytest.Config) -> bool:
-    """True in an xdist controller that will hand tests to workers."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return False
-    dist = getattr(config.option, "dist", "no")
-    numprocesses = getattr(config.option, "numprocesses", None)
-    return dist != "no" or bool(numprocesses)

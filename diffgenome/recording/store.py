@@ -2,7 +2,7 @@
 
 Standard library only, because it runs inside the user's test process. The os functions it
 needs are bound at import time, so a test that patches ``os`` or ``builtins.open`` while a
-batch is flushed cannot redirect or break the write; creating the folder, the key and the
+test is written cannot redirect or break the write; creating the folder, the key and the
 layout is :func:`diffgenome.protocol.store.open_store`'s, bound the same way. Every failure
 surfaces as ``StoreError`` with a one-line message; the plugin decides how to report it.
 """
@@ -27,7 +27,7 @@ from diffgenome.protocol.store import (
     STATUS_RUNNING,
     TEST_COLUMNS,
     StoreError,
-    fingerprint_key,
+    key_fingerprint,
     one_line,
     open_store,
     process_token,
@@ -74,7 +74,7 @@ class StoreWriter:
         self.path = path
         self.db_path = db_path
         self.key = key
-        self.key_fingerprint = fingerprint_key(key)
+        self.key_fingerprint = key_fingerprint(key)
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
 

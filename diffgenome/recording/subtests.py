@@ -17,7 +17,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from diffgenome.recording.collect.tracer import NODE_CALL, Node, PhaseCapture, Tracer
+from diffgenome.recording.collect.contract import NODE_CALL, Node, PhaseCapture
+from diffgenome.recording.collect.tracer import Tracer
 
 _getframe = sys._getframe
 
@@ -46,15 +47,15 @@ class SubtestCapture:
             result = enter(context)
             try:
                 capture._open_block(_getframe(1))
-            except Exception:
-                capture.tracer.errors += 1
+            except Exception as exc:
+                capture.tracer.failed(exc)
             return result
 
         def __exit__(context: Any, *exc_info: Any) -> Any:
             try:
                 capture._close_block()
-            except Exception:
-                capture.tracer.errors += 1
+            except Exception as exc:
+                capture.tracer.failed(exc)
             return leave(context, *exc_info)
 
         self._saved = [(manager, "__enter__", enter), (manager, "__exit__", leave)]

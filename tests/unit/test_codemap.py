@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from diffgenome.protocol.naming import CodeName, fallback_name, iter_code_objects
 from diffgenome.recording.collect.codemap import (
-    NEVER_AN_OUTCOME,
-    NOT_AN_OUTCOME,
+    INTERNAL_JUMP,
+    NO_DECISION,
     FileMap,
     build_file_map,
 )
@@ -209,8 +209,8 @@ def test_value_context_boolean_operators_are_not_decisions() -> None:
     )
     assert positions(rec.fmap.sites) == ["py:m.v/if[0]"]
     assert rec.site("py:m.v/if[0]") == (2, 1)
-    internal = [r for r in rec.results if r[3] == NOT_AN_OUTCOME]
-    never = [r for r in rec.results if r[3] == NEVER_AN_OUTCOME]
+    internal = [r for r in rec.results if r[3] == INTERNAL_JUMP]
+    never = [r for r in rec.results if r[3] == NO_DECISION]
     assert never, "the jumps of `x = a or b` belong to no decision"
     assert internal == [], "jumps that only go on evaluating a condition are disabled"
 
@@ -251,7 +251,7 @@ def test_while_loops_break_continue_and_for_loops_are_never_outcomes() -> None:
     seen = {src for q, src, _, r in rec.results if q == "loops" and src in for_iters}
     assert seen == for_iters
     assert all(
-        r == NEVER_AN_OUTCOME for q, src, _, r in rec.results if src in for_iters and q == "loops"
+        r == NO_DECISION for q, src, _, r in rec.results if src in for_iters and q == "loops"
     )
 
 
@@ -835,8 +835,8 @@ def test_unknown_code_falls_back_and_classify_never_raises() -> None:
     assert name.symbol.endswith(".<locals>.stranger")
     for ins in dis.get_instructions(stranger):
         assert fmap.classify(stranger.__code__, ins.offset, ins.offset + 2) in (
-            NEVER_AN_OUTCOME,
-            NOT_AN_OUTCOME,
+            NO_DECISION,
+            INTERNAL_JUMP,
         )
     mod = compile("x = 1\n", "m.py", "exec", dont_inherit=True)
     assert fallback_name(mod, "pkg.m") == CodeName("py:pkg.m", "module", 1)

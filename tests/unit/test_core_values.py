@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect import values
+from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.collect.scope import Scope
-from diffgenome.recording.collect.tracer import Bounds, Tracer
+from diffgenome.recording.collect.tracer import Tracer
 
 pytestmark = pytest.mark.skipif(
     tracer_module._ACCEL is None, reason=f"no compiled core: {tracer_module._ACCEL_ABSENT}"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from diffgenome.recording import genome, store
 from diffgenome.recording.collect import codemap, values
-from diffgenome.recording.collect.tracer import (
+from diffgenome.recording.collect.contract import (
     NODE_CALL,
     NODE_OS_EVENT,
     NODE_SUBSTITUTION,

@@ -24,7 +24,7 @@ from diffgenome.protocol.store import (
     KEY_FILE,
     REASON_INTERRUPTED,
     StoreError,
-    fingerprint_key,
+    key_fingerprint,
 )
 from diffgenome.recording.store import StoreWriter
 
@@ -325,7 +325,7 @@ def test_two_processes_write_one_new_store_at_once(store: Path) -> None:
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     fingerprints = {out.strip() for out, _ in outputs}
-    assert fingerprints == {fingerprint_key((store / KEY_FILE).read_bytes())}
+    assert fingerprints == {key_fingerprint((store / KEY_FILE).read_bytes())}
 
     with StoreReader.open(str(store)) as reader:
         runs = {r.id: r for r in reader.runs()}
@@ -353,7 +353,7 @@ def test_the_key_is_made_once_private_and_never_stored(store: Path, tmp_path: Pa
     with StoreWriter.open(str(store)) as writer:
         assert writer.key == key
     with StoreReader.open(str(store)) as reader:
-        assert reader.key_fingerprint("x") == fingerprint_key(key)
+        assert reader.key_fingerprint("x") == key_fingerprint(key)
         exported = json.dumps(reader.document("x")).encode()
     stored = b"".join(p.read_bytes() for p in store.iterdir() if p.name.startswith(DB_FILE))
     for haystack in (stored, exported):
@@ -366,7 +366,7 @@ def test_a_key_file_is_used_instead_of_the_store_key(store: Path, tmp_path: Path
     key_file.write_bytes(b"k" * 20)
     with StoreWriter.open(str(store), key_file=str(key_file)) as writer:
         assert writer.key == b"k" * 20
-        assert writer.key_fingerprint == fingerprint_key(b"k" * 20)
+        assert writer.key_fingerprint == key_fingerprint(b"k" * 20)
     assert not (store / KEY_FILE).exists()
 
     key_file.write_bytes(b"short")

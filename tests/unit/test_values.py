@@ -31,13 +31,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diffgenome.protocol.store import key_fingerprint
 from diffgenome.recording.collect import values as value_summaries
 from diffgenome.recording.collect.values import (
     BoundedValues,
     Digester,
     bucket,
     canonical,
-    key_fingerprint,
     shape,
 )
 

@@ -21,9 +21,9 @@ from diffgenome.analysis.diff.compare import (
     StabilityKey,
     compare_tests,
 )
-from diffgenome.analysis.diff.coverage import code_change_entries, test_code_paths
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
+from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 

@@ -1,64 +1,26 @@
 /*
  * The compiled core of the collector: the hot sys.monitoring callbacks in C.
  *
- * It is an accelerator, not a second implementation. The pure-Python callbacks in
- * tracer.py stay the definition of what is recorded; this core takes the common path of
- * each event (a known code object, a parent frame already attributed, a tree node that
- * already exists) and hands every other case, unchanged, to the Python callback. That is
- * what makes both cores produce byte-identical genomes: the C code never decides anything
- * the Python code has not decided before, and the test suite records the same projects
- * with both and compares the stored genomes.
+ * The pure-Python callbacks in tracer.py are the definition of what is recorded. This core
+ * takes the common path of each event (a known code object, a parent frame already
+ * attributed, a tree node that already exists) and hands every other case, unchanged, to the
+ * Python callback: attribution, scope and decisions are only ever decided in Python.
  *
- * Tree nodes, code infos and bounded value sets stay the Python classes of tracer.py and
- * values.py; their ``__slots__`` are read and written here through the offsets of the
- * slot descriptors, learned once when the core is built (and checked to be object slots).
+ * What it does write itself, it writes to a contract it is given (contract.py): tree nodes,
+ * code infos and bounded value sets are the Python classes of contract.py and values.py,
+ * whose ``__slots__`` are read and written here through the offsets of the slot descriptors,
+ * learned when the core is built (and checked to be object slots); the node type numbers,
+ * separators, branch cache key, value limits, overflow tags and the tempfile-name hash are
+ * Core() arguments (contract.core_encodings). The byte forms of the scalars it summarises
+ * (_accel_values.c) cannot be handed over; contract.core_disagreement compares them with
+ * values.py when the core is built, and a core that disagrees records nothing. The test suite
+ * records the same projects with both cores and compares the stored genomes byte for byte.
  *
  * Only CPython 3.12 and 3.13 are supported (the rows of the capability table that are
  * tested); any other interpreter uses the Python callbacks.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <frameobject.h>
-#include <structmember.h>
-
-#define CODE_CACHE_SIZE 1024
-#define SUMMARY_CACHE_LIMIT 8192
-
-typedef struct {
-    PyObject_HEAD
-    char recording;
-    PyObject *tracer;        /* for tracer.errors */
-    PyObject *codes;         /* id(code) -> CodeInfo | None */
-    PyObject *active;        /* id(frame) -> Node */
-    PyObject *task_frames;   /* non-empty: attribution needs the Python path */
-    PyObject *py_start, *py_resume, *py_branch;
-    PyObject *record_state;
-    PyObject *summarize;
-    PyObject *none_summary;
-    PyObject *disable;
-    PyObject *node_type, *info_type, *bounded_type;
-    PyObject *str_entry, *str_exit, *str_errors, *str_add_pair;
-    PyObject *comma, *bytes_join;
-    long never;
-    /* Private caches of values the Python side already decided; see code_info and
-     * summarize. */
-    struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
-    PyObject *int_summaries, *str_summaries;
-    PyObject *bool_summaries[2];
-    /* slot offsets */
-    Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
-        n_results, n_branches;
-    Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
-        i_branch_cache;
-    Py_ssize_t b_seen, b_limit, b_count, b_sum;
-    PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
-    /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
-    PyObject *tempfile_names, *tempfile_name_bits;
-} Core;
-
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
-
-static PyObject *one;
+#include "_accel.h"
+#include "_accel_values.c"
 
 static int
 slot_offset(PyObject *type, const char *name, Py_ssize_t *out)
@@ -83,14 +45,30 @@ slot_offset(PyObject *type, const char *name, Py_ssize_t *out)
     return 0;
 }
 
-/* The Python callbacks catch Exception and count it; anything else propagates. */
+/* Clears an Exception raised while failed() reports one; 0 when something else (a
+ * KeyboardInterrupt) must propagate. */
+static int
+cleared(void)
+{
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return 0;
+        }
+        PyErr_Clear();
+    }
+    return 1;
+}
+
+/* The Python callbacks catch Exception and count it (Tracer.failed); anything else
+ * propagates. Under DIFFGENOME_DEBUG=callbacks the exception is handed to on_error, which
+ * keeps the first one of each kind. */
 static PyObject *
 failed(Core *self)
 {
     if (!PyErr_ExceptionMatches(PyExc_Exception)) {
         return NULL;
     }
-    PyErr_Clear();
+    PyObject *exc = PyErr_GetRaisedException();
     PyObject *errors = PyObject_GetAttr(self->tracer, self->str_errors);
     if (errors != NULL) {
         PyObject *more = PyNumber_Add(errors, one);
@@ -100,32 +78,21 @@ failed(Core *self)
             Py_DECREF(more);
         }
     }
-    if (PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            return NULL;
-        }
-        PyErr_Clear();
+    if (!cleared()) {
+        Py_XDECREF(exc);
+        return NULL;
+    }
+    if (self->on_error != Py_None && exc != NULL) {
+        PyObject *kept = PyObject_CallOneArg(self->on_error, exc);
+        Py_XDECREF(kept);
+    }
+    Py_XDECREF(exc);
+    if (!cleared()) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
 
-static int
-increment(PyObject *obj, Py_ssize_t offset)
-{
-    PyObject **slot = (PyObject **)((char *)obj + offset);
-    PyObject *old = *slot;
-    if (old == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "counter slot is not set");
-        return -1;
-    }
-    PyObject *value = PyNumber_Add(old, one);
-    if (value == NULL) {
-        return -1;
-    }
-    *slot = value;
-    Py_DECREF(old);
-    return 0;
-}
 
 /* Borrowed value of dict[id(ptr)], NULL without error when absent. */
 static PyObject *
@@ -188,279 +155,6 @@ pop_by_id(PyObject *dict, void *ptr)
     }
     Py_DECREF(key);
     return value;
-}
-
-/* Whether ``value`` may hold a name that ``tempfile`` made while recording: some window of
- * STABLE_NAME_LENGTH characters whose hash (stable.name_hash: h = h * 31 + ch, mod 2**16) has
- * its bit set in stable.py's bitmap. A false positive only sends the text to Python, which
- * rewrites exactly the names it knows; there are no false negatives, so both cores agree. */
-#define STABLE_NAME_LENGTH 8
-static int
-may_hold_tempfile_name(Core *self, PyObject *value)
-{
-    if (PySet_GET_SIZE(self->tempfile_names) == 0) {
-        return 0;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
-    if (n < STABLE_NAME_LENGTH) {
-        return 0;
-    }
-    const unsigned char *bits = (const unsigned char *)PyByteArray_AS_STRING(self->tempfile_name_bits);
-    Py_ssize_t nbits = PyByteArray_GET_SIZE(self->tempfile_name_bits) * 8;
-    if (nbits != 65536) {
-        return 1;  /* not the table this code knows: let Python decide */
-    }
-    int kind = PyUnicode_KIND(value);
-    const void *data = PyUnicode_DATA(value);
-    uint32_t h = 0, top = 1;
-    for (int i = 0; i < STABLE_NAME_LENGTH - 1; i++) {
-        top *= 31u;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint32_t ch = (uint32_t)PyUnicode_READ(kind, data, i);
-        if (i >= STABLE_NAME_LENGTH) {
-            h -= (uint32_t)PyUnicode_READ(kind, data, i - STABLE_NAME_LENGTH) * top;
-        }
-        h = h * 31u + ch;
-        if (i >= STABLE_NAME_LENGTH - 1) {
-            uint32_t slot = h & 0xFFFFu;
-            if (bits[slot >> 3] & (1u << (slot & 7u))) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* ``(shape(value), canonical(value))`` of an exact int in (-10**6, 10**6) or an exact str of
- * fewer than 64 characters, byte for byte as values.py writes them (``i<hex>;`` and
- * ``s<len>:<utf-8>``); a str holding one of values.STR_MARKERS is the Python function's (it
- * is made stable there before digesting). */
-static PyObject *
-scalar_summary(Core *self, PyObject *value, int is_int)
-{
-    if (is_int) {
-        long number = PyLong_AsLong(value);
-        if (number == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        char text[32];
-        int n = number < 0 ? snprintf(text, sizeof text, "i-%lx;", -number)
-                           : snprintf(text, sizeof text, "i%lx;", number);
-        PyObject *form = PyBytes_FromStringAndSize(text, n);
-        if (form == NULL) {
-            return NULL;
-        }
-        PyObject *summary = PyTuple_Pack(2, self->str_int, form);
-        Py_DECREF(form);
-        return summary;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->str_markers); i++) {
-        int marked = PyUnicode_Contains(value, PyTuple_GET_ITEM(self->str_markers, i));
-        if (marked < 0) {
-            return NULL;
-        }
-        if (marked) {
-            return PyObject_CallOneArg(self->summarize, value);
-        }
-    }
-    if (may_hold_tempfile_name(self, value)) {
-        return PyObject_CallOneArg(self->summarize, value);
-    }
-    PyObject *raw = PyUnicode_AsEncodedString(value, "utf-8", "surrogatepass");
-    if (raw == NULL) {
-        return NULL;
-    }
-    char head[32];
-    int n = snprintf(head, sizeof head, "s%zd:", PyBytes_GET_SIZE(raw));
-    PyObject *form = PyBytes_FromStringAndSize(NULL, n + PyBytes_GET_SIZE(raw));
-    if (form == NULL) {
-        Py_DECREF(raw);
-        return NULL;
-    }
-    memcpy(PyBytes_AS_STRING(form), head, n);
-    memcpy(PyBytes_AS_STRING(form) + n, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
-    Py_DECREF(raw);
-    PyObject *summary = PyTuple_Pack(2, self->str_str, form);
-    Py_DECREF(form);
-    return summary;
-}
-
-/* values.summarize. Exact small ints, short strs and bools have summaries that never change
- * (the Python function caches them too): the first one of each value is the Python function's,
- * kept here by value in per-type tables (by type, so that 1 and True stay apart). Everything
- * else is the Python function's every time. */
-static PyObject *
-summarize(Core *self, PyObject *value)
-{
-    PyTypeObject *kind = Py_TYPE(value);
-    PyObject *table = NULL;
-    if (kind == &PyLong_Type) {
-        int overflow = 0;
-        long number = PyLong_AsLongAndOverflow(value, &overflow);
-        if (number == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (!overflow && number > -1000000 && number < 1000000) {
-            table = self->int_summaries;
-        }
-    }
-    else if (kind == &PyUnicode_Type) {
-        if (PyUnicode_GET_LENGTH(value) < 64) {
-            table = self->str_summaries;
-        }
-    }
-    else if (kind == &PyBool_Type) {
-        int index = value == Py_True;
-        if (self->bool_summaries[index] == NULL) {
-            self->bool_summaries[index] = PyObject_CallOneArg(self->summarize, value);
-        }
-        return Py_XNewRef(self->bool_summaries[index]);
-    }
-    else if (value == Py_None) {
-        return Py_NewRef(self->none_summary);
-    }
-    if (table == NULL) {
-        return PyObject_CallOneArg(self->summarize, value);
-    }
-    PyObject *known = PyDict_GetItemWithError(table, value);
-    if (known != NULL) {
-        return Py_NewRef(known);
-    }
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    PyObject *summary = scalar_summary(self, value, table == self->int_summaries);
-    if (summary != NULL) {
-        if (PyDict_GET_SIZE(table) >= SUMMARY_CACHE_LIMIT) {
-            PyDict_Clear(table);
-        }
-        if (PyDict_SetItem(table, value, summary) < 0) {
-            Py_CLEAR(summary);
-        }
-    }
-    return summary;
-}
-
-/* The overflow branch of BoundedValues.add_pair: count the pair and add the first 8 bytes of
- * its BLAKE2b (big-endian) to the multiset fingerprint, modulo 2**64. */
-static int
-add_overflow(Core *self, PyObject *bounded, PyObject *pair)
-{
-    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
-        PyErr_SetString(PyExc_TypeError, "a summary is a pair");
-        return -1;
-    }
-    PyObject *shape = PyTuple_GET_ITEM(pair, 0);
-    PyObject *canon = PyTuple_GET_ITEM(pair, 1);
-    PyObject *count = SLOT(bounded, self->b_count);
-    PyObject *sum = SLOT(bounded, self->b_sum);
-    if (count == NULL || sum == NULL || !PyLong_CheckExact(sum)) {
-        PyErr_SetString(PyExc_TypeError, "overflow slots are not set");
-        return -1;
-    }
-    PyObject *body;
-    char tag;
-    if (canon == Py_None) {
-        if (!PyUnicode_Check(shape)) {
-            PyErr_SetString(PyExc_TypeError, "a shape is a str");
-            return -1;
-        }
-        body = PyUnicode_AsEncodedString(shape, "utf-8", "surrogatepass");
-        tag = 's';
-    }
-    else {
-        if (!PyBytes_Check(canon)) {
-            PyErr_SetString(PyExc_TypeError, "a canonical form is bytes");
-            return -1;
-        }
-        body = Py_NewRef(canon);
-        tag = 'c';
-    }
-    if (body == NULL) {
-        return -1;
-    }
-    PyObject *data = PyBytes_FromStringAndSize(NULL, 1 + PyBytes_GET_SIZE(body));
-    if (data == NULL) {
-        Py_DECREF(body);
-        return -1;
-    }
-    PyBytes_AS_STRING(data)[0] = tag;
-    memcpy(PyBytes_AS_STRING(data) + 1, PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body));
-    Py_DECREF(body);
-    PyObject *call_args = PyTuple_Pack(1, data);
-    Py_DECREF(data);
-    if (call_args == NULL) {
-        return -1;
-    }
-    PyObject *hasher = PyObject_Call(self->blake2b, call_args, self->blake2b_kwargs);
-    Py_DECREF(call_args);
-    if (hasher == NULL) {
-        return -1;
-    }
-    PyObject *digest = PyObject_CallMethodNoArgs(hasher, self->str_digest);
-    Py_DECREF(hasher);
-    if (digest == NULL) {
-        return -1;
-    }
-    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 8) {
-        Py_DECREF(digest);
-        PyErr_SetString(PyExc_ValueError, "an 8-byte digest was expected");
-        return -1;
-    }
-    const unsigned char *bytes = (const unsigned char *)PyBytes_AS_STRING(digest);
-    unsigned long long hash = 0;
-    for (int i = 0; i < 8; i++) {
-        hash = (hash << 8) | bytes[i];
-    }
-    Py_DECREF(digest);
-    unsigned long long total = PyLong_AsUnsignedLongLong(sum);
-    if (total == (unsigned long long)-1 && PyErr_Occurred()) {
-        return -1;
-    }
-    PyObject *new_sum = PyLong_FromUnsignedLongLong(total + hash); /* wraps modulo 2**64 */
-    if (new_sum == NULL) {
-        return -1;
-    }
-    if (increment(bounded, self->b_count) < 0) {
-        Py_DECREF(new_sum);
-        return -1;
-    }
-    Py_SETREF(SLOT(bounded, self->b_sum), new_sum);
-    return 0;
-}
-
-/* BoundedValues.add_pair while the set still has room; the overflow path is Python's. */
-static int
-add_pair(Core *self, PyObject *bounded, PyObject *pair)
-{
-    if (Py_TYPE(bounded) == (PyTypeObject *)self->bounded_type) {
-        PyObject *seen = SLOT(bounded, self->b_seen);
-        PyObject *limit = SLOT(bounded, self->b_limit);
-        if (seen != NULL && limit != NULL && PyDict_CheckExact(seen)) {
-            int present = PyDict_Contains(seen, pair);
-            if (present < 0) {
-                return -1;
-            }
-            if (present) {
-                return 0;
-            }
-            Py_ssize_t room = PyLong_AsSsize_t(limit);
-            if (room == -1 && PyErr_Occurred()) {
-                return -1;
-            }
-            if (PyDict_GET_SIZE(seen) < room) {
-                return PyDict_SetItem(seen, pair, Py_None);
-            }
-            return add_overflow(self, bounded, pair);
-        }
-    }
-    PyObject *result = PyObject_CallMethodOneArg(bounded, self->str_add_pair, pair);
-    if (result == NULL) {
-        return -1;
-    }
-    Py_DECREF(result);
-    return 0;
 }
 
 static PyObject *
@@ -624,7 +318,7 @@ fast_parent(Core *self, PyFrameObject *frame)
         return NULL;
     }
     long kind = PyLong_AsLong(ntype);
-    if (kind == 0 && key != Py_None) {
+    if (kind == self->node_call && key != Py_None) {
         if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
             Py_DECREF(back);
             return NULL;
@@ -799,7 +493,7 @@ Core_on_return(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (kind == -1 && PyErr_Occurred()) {
         goto error;
     }
-    if (kind != 0) {
+    if (kind != self->node_call) {
         if (increment(node, self->n_returned) < 0) {
             goto error;
         }
@@ -895,13 +589,13 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
     long long src = PyLong_AsLongLong(args[1]);
     long long dest = PyLong_AsLongLong(args[2]);
     if (cache == NULL || !PyDict_CheckExact(cache) || src < 0 || dest < 0 ||
-        src >= (1LL << 38) || dest >= (1LL << 24)) {
+        dest >= (1LL << self->branch_shift) || src >= (1LL << (62 - self->branch_shift))) {
         if (PyErr_Occurred()) {
             return failed(self);
         }
         return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
     }
-    PyObject *pair = PyLong_FromLongLong((src << 24) | dest);
+    PyObject *pair = PyLong_FromLongLong((src << self->branch_shift) | dest);
     if (pair == NULL) {
         return failed(self);
     }
@@ -918,7 +612,7 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
         return failed(self);
     }
     if (value < 0) {
-        return value == self->never ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
+        return value == self->no_decision ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
     }
     if (!self->recording) {
         Py_RETURN_NONE;
@@ -959,27 +653,49 @@ static int
 Core_init(Core *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
-    PyObject *record_state, *summarize, *none_summary, *disable;
+    PyObject *record_state, *summarize, *disable, *on_error;
     PyObject *node_type, *info_type, *bounded_type, *blake2b, *str_markers;
     PyObject *tempfile_names, *tempfile_name_bits;
-    long never;
+    PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
+    PyObject *none_summary;
+    long node_call, no_decision, small_int;
+    Py_ssize_t short_str;
+    int branch_shift, digest_size, name_length, name_base, name_bits;
     static char *names[] = {"tracer", "codes", "active", "task_frames", "on_start",
                             "on_resume", "on_branch", "record_state", "summarize",
-                            "none_summary", "disable", "node_type",
-                            "info_type", "bounded_type", "blake2b", "str_markers",
-                            "tempfile_names", "tempfile_name_bits", "never", NULL};
+                            "disable", "node_type", "info_type", "bounded_type", "blake2b",
+                            "str_markers", "tempfile_names", "tempfile_name_bits", "on_error",
+                            "node_call", "state_entry", "state_exit", "arg_shape_separator",
+                            "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
+                            "short_str", "overflow_tags", "overflow_digest_size",
+                            "none_summary", "tempfile_name_hash", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOOO!O!O!OO!O!O!l", names, &tracer, &PyDict_Type,
-            &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames, &py_start, &py_resume,
-            &py_branch, &record_state, &summarize, &none_summary,
-            &disable, &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type,
-            &bounded_type, &blake2b, &PyTuple_Type, &str_markers, &PySet_Type,
-            &tempfile_names, &PyByteArray_Type, &tempfile_name_bits, &never)) {
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)", names, &tracer,
+            &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
+            &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
+            &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
+            &blake2b, &PyTuple_Type, &str_markers, &PySet_Type, &tempfile_names,
+            &PyByteArray_Type, &tempfile_name_bits, &on_error, &node_call, &state_entry,
+            &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
+            &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
+            &name_base, &name_bits)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
         !PyDict_CheckExact(task_frames)) {
         PyErr_SetString(PyExc_TypeError, "the shared tables must be plain dicts");
+        return -1;
+    }
+    /* What the C arithmetic can hold: the branch key in 62 bits, a small int in a long, the
+     * fingerprint as a sum of 8-byte hashes modulo 2**64, a name hash's mask in 32 bits. */
+    if (branch_shift < 1 || branch_shift > 61 || small_int < 1 || short_str < 1 ||
+        digest_size != 8 || name_length < 1 || name_base < 1 || name_bits < 3 ||
+        name_bits > 30) {
+        PyErr_SetString(PyExc_ValueError, "an encoding this core cannot follow");
+        return -1;
+    }
+    if (on_error != Py_None && !PyCallable_Check(on_error)) {
+        PyErr_SetString(PyExc_TypeError, "on_error must be None or callable");
         return -1;
     }
     if (slot_offset(node_type, "ntype", &self->n_ntype) < 0 ||
@@ -1004,21 +720,16 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(bounded_type, "_sum", &self->b_sum) < 0) {
         return -1;
     }
-    PyObject *sep = PyBytes_FromStringAndSize("\x1e", 1);
-    if (sep == NULL) {
-        return -1;
-    }
-    PyObject *bytes_join = PyObject_GetAttrString(sep, "join");
-    Py_DECREF(sep);
+    PyObject *bytes_join = PyObject_GetAttrString(canon_sep, "join");
     if (bytes_join == NULL) {
         return -1;
     }
     Py_XSETREF(self->bytes_join, bytes_join);
-    Py_XSETREF(self->comma, PyUnicode_FromString(", "));
+    Py_XSETREF(self->comma, Py_NewRef(shape_sep));
     Py_XSETREF(self->str_digest, PyUnicode_InternFromString("digest"));
     Py_XSETREF(self->str_int, PyUnicode_InternFromString("int"));
     Py_XSETREF(self->str_str, PyUnicode_InternFromString("str"));
-    Py_XSETREF(self->blake2b_kwargs, Py_BuildValue("{s:i}", "digest_size", 8));
+    Py_XSETREF(self->blake2b_kwargs, Py_BuildValue("{s:i}", "digest_size", digest_size));
     if (!self->str_digest || !self->str_int || !self->str_str ||
         !self->blake2b_kwargs) {
         return -1;
@@ -1031,12 +742,11 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     if (!self->int_summaries || !self->str_summaries) {
         return -1;
     }
-    Py_XSETREF(self->str_entry, PyUnicode_InternFromString("entry"));
-    Py_XSETREF(self->str_exit, PyUnicode_InternFromString("exit"));
+    Py_XSETREF(self->str_entry, Py_NewRef(state_entry));
+    Py_XSETREF(self->str_exit, Py_NewRef(state_exit));
     Py_XSETREF(self->str_errors, PyUnicode_InternFromString("errors"));
     Py_XSETREF(self->str_add_pair, PyUnicode_InternFromString("add_pair"));
-    if (!self->comma || !self->str_entry || !self->str_exit || !self->str_errors ||
-        !self->str_add_pair) {
+    if (!self->str_errors || !self->str_add_pair) {
         return -1;
     }
     Py_XSETREF(self->tracer, Py_NewRef(tracer));
@@ -1050,10 +760,13 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->summarize, Py_NewRef(summarize));
     Py_XSETREF(self->none_summary, Py_NewRef(none_summary));
     Py_XSETREF(self->disable, Py_NewRef(disable));
+    Py_XSETREF(self->on_error, Py_NewRef(on_error));
     Py_XSETREF(self->node_type, Py_NewRef(node_type));
     Py_XSETREF(self->info_type, Py_NewRef(info_type));
     Py_XSETREF(self->bounded_type, Py_NewRef(bounded_type));
     Py_XSETREF(self->blake2b, Py_NewRef(blake2b));
+    Py_XSETREF(self->overflow_shape_tag, Py_NewRef(shape_tag));
+    Py_XSETREF(self->overflow_canon_tag, Py_NewRef(canon_tag));
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(str_markers); i++) {
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(str_markers, i))) {
             PyErr_SetString(PyExc_TypeError, "str_markers must be a tuple of str");
@@ -1063,7 +776,14 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->str_markers, Py_NewRef(str_markers));
     Py_XSETREF(self->tempfile_names, Py_NewRef(tempfile_names));
     Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
-    self->never = never;
+    self->node_call = node_call;
+    self->branch_shift = branch_shift;
+    self->no_decision = no_decision;
+    self->small_int = small_int;
+    self->short_str = short_str;
+    self->name_length = name_length;
+    self->name_base = (uint32_t)name_base;
+    self->name_bits = name_bits;
     self->recording = 0;
     return 0;
 }
@@ -1082,6 +802,9 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->summarize);
     Py_VISIT(self->none_summary);
     Py_VISIT(self->disable);
+    Py_VISIT(self->on_error);
+    Py_VISIT(self->overflow_shape_tag);
+    Py_VISIT(self->overflow_canon_tag);
     Py_VISIT(self->node_type);
     Py_VISIT(self->info_type);
     Py_VISIT(self->bounded_type);
@@ -1110,6 +833,9 @@ Core_clear(Core *self)
     Py_CLEAR(self->summarize);
     Py_CLEAR(self->none_summary);
     Py_CLEAR(self->disable);
+    Py_CLEAR(self->on_error);
+    Py_CLEAR(self->overflow_shape_tag);
+    Py_CLEAR(self->overflow_canon_tag);
     Py_CLEAR(self->node_type);
     Py_CLEAR(self->info_type);
     Py_CLEAR(self->bounded_type);
@@ -1227,7 +953,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 4) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 5) < 0) {
         Py_DECREF(module);
         return NULL;
     }

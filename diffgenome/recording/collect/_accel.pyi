@@ -1,4 +1,5 @@
-"""Type stub of the compiled core (``_accel.c``); see tracer.py for what it accelerates."""
+"""Type stub of the compiled core (``_accel.c``); see tracer.py for what it accelerates and
+contract.py for the encodings it is handed."""
 
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,6 @@ class Core:
         on_branch: Callable[..., Any],
         record_state: Callable[..., None],
         summarize: Callable[[object], tuple[str, bytes | None]],
-        none_summary: tuple[str, bytes | None],
         disable: object,
         node_type: type,
         info_type: type,
@@ -28,7 +28,21 @@ class Core:
         str_markers: tuple[str, ...],
         tempfile_names: set[str],
         tempfile_name_bits: bytearray,
-        never: int,
+        on_error: Callable[[BaseException], None] | None,
+        *,
+        node_call: int,
+        state_entry: str,
+        state_exit: str,
+        arg_shape_separator: str,
+        arg_canon_separator: bytes,
+        branch_key_shift: int,
+        no_decision: int,
+        small_int: int,
+        short_str: int,
+        overflow_tags: tuple[bytes, bytes],
+        overflow_digest_size: int,
+        none_summary: tuple[str, bytes | None],
+        tempfile_name_hash: tuple[int, int, int],
     ) -> None: ...
     def on_start(self, code: Any, offset: int) -> Any: ...
     def on_resume(self, code: Any, offset: int, *rest: object) -> Any: ...

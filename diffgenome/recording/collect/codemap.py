@@ -21,14 +21,14 @@ ends the walk at a *landing* instruction. The outcome is "true" iff the landing 
 guarded body (the statement body, the ``ifexp`` true arm, the rest of a comprehension after the
 clause, the case body) -- for ``assert``, "true" iff the landing is not the ``AssertionError``
 block. Jumps outside every condition (``for`` loops, ``with``/``try``/``except`` machinery,
-value-context ``and``/``or``) are ``NEVER_AN_OUTCOME`` so that the caller can disable them.
+value-context ``and``/``or``) are ``NO_DECISION`` so that the caller can disable them.
 
 Known limits:
 - A body that compiles to no instruction of its own (e.g. a constant-folded ``ifexp`` arm inside
   a condition) cannot be recognised as entered; such a direction is counted as "false".
 - Code not compiled from this exact source (stale file, ``python -O``, pytest's assertion
   rewriting of test modules, other AST transformers) is matched by position only: jumps the
-  transformer synthesised outside the original condition spans are ``NEVER_AN_OUTCOME`` (pytest
+  transformer synthesised outside the original condition spans are ``NO_DECISION`` (pytest
   rewritten ``assert`` statements are therefore not recorded as sites).
 - Decisions inside PEP 695 bounds/annotations are attributed to the enclosing symbol (see
   :mod:`diffgenome.protocol.naming`); their outcomes are still classified.
@@ -47,8 +47,12 @@ from diffgenome.protocol.naming import SourceNames, Span, span_size, within
 # Captured at import time: the recording side must not see later monkeypatching.
 _get_instructions = dis.get_instructions
 
-NOT_AN_OUTCOME: Final = -1
-NEVER_AN_OUTCOME: Final = -2
+#: What ``classify`` says of a jump that is no outcome. ``INTERNAL_JUMP``: a step inside a
+#: condition still being evaluated (short-circuit), ignored while its event stays on; the same
+#: instruction may decide on another run. ``NO_DECISION``: no decision can ever come from this
+#: jump (loops, ``with``/``try`` machinery, value-context ``and``/``or``): its event is disabled.
+INTERNAL_JUMP: Final = -1
+NO_DECISION: Final = -2
 
 _UNCONDITIONAL: Final = frozenset(
     {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
@@ -88,11 +92,11 @@ class FileMap(SourceNames):
             self._tables[id(code)] = table
         directions = table.jumps.get(src)
         if directions is None or src in table.never:
-            return NEVER_AN_OUTCOME
+            return NO_DECISION
         for d, result in directions:
             if d == dest:
                 return result
-        return NOT_AN_OUTCOME
+        return INTERNAL_JUMP
 
     def _site_of(self, pos: Span) -> int:
         idx = self.cond_index.get(pos)
@@ -172,7 +176,7 @@ class FileMap(SourceNames):
             results = tuple(dests)
             for off in prefixes:
                 jumps[off] = results
-                if all(r == NOT_AN_OUTCOME for _, r in results):
+                if all(r == INTERNAL_JUMP for _, r in results):
                     never.add(off)
         return _CodeTable(code, jumps, frozenset(never))
 
@@ -189,7 +193,7 @@ class FileMap(SourceNames):
         through_jumps = info.kind in ("ifexp", "comprehension")
         landing = _walk(info.cond, start, instrs, positions, through_jumps)
         if landing is None:
-            return NOT_AN_OUTCOME
+            return INTERNAL_JUMP
         pos = positions[landing]
         if info.kind == "assert":
             failed = instrs[landing].opname == "LOAD_ASSERTION_ERROR" or (

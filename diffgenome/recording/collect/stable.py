@@ -61,14 +61,18 @@ _tempfile_names: set[str] = set()
 # One bit per window hash of a known name (``name_hash``); the compiled core slides the same
 # hash over a short string and hands it to Python only where a bit is set.
 TEMPFILE_NAME_LENGTH: Final = 8
-TEMPFILE_NAME_BITS: Final = bytearray(1 << 13)
+NAME_HASH_BASE: Final = 31
+NAME_HASH_BITS: Final = 16
+TEMPFILE_NAME_BITS: Final = bytearray(1 << (NAME_HASH_BITS - 3))
+_NAME_HASH_MASK: Final = (1 << NAME_HASH_BITS) - 1
 
 
 def name_hash(name: str) -> int:
-    """The 16-bit polynomial hash of an 8-character name, as ``_accel.c`` rolls it."""
+    """The polynomial hash of a name (base NAME_HASH_BASE, modulo 2**NAME_HASH_BITS), which
+    the compiled core rolls over every window of a string (it is handed all three numbers)."""
     h = 0
     for char in name:
-        h = (h * 31 + ord(char)) & 0xFFFF
+        h = (h * NAME_HASH_BASE + ord(char)) & _NAME_HASH_MASK
     return h
 
 

@@ -35,15 +35,18 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock as _mock
 
 from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
-from diffgenome.recording.collect import seams, values
+from diffgenome.recording.collect import reflect, seams, values
 
 if TYPE_CHECKING:
-    from diffgenome.recording.collect.tracer import CodeInfo, Node, Tracer
+    from diffgenome.recording.collect.contract import CodeInfo, Node
+    from diffgenome.recording.collect.tracer import Tracer
 
 _getframe = sys._getframe
-_object_getattribute = object.__getattribute__
-_type_mro = type.__dict__["__mro__"].__get__
-_type_dict = type.__dict__["__dict__"].__get__
+_type_mro = reflect.type_mro
+_type_dict = reflect.type_dict
+# An object's own __dict__, read without running its code (no __dict__ property, no
+# non-str key whose __eq__ a lookup could run).
+_dict_of: Callable[[object], dict[str, Any] | None] = reflect.instance_dict
 _NonCallableMock = _mock.NonCallableMock
 _CallableMixin = _mock.CallableMixin
 _patch_class: Any = getattr(_mock, "_patch", None)
@@ -52,14 +55,6 @@ _patch_dict_class: Any = getattr(_mock, "_patch_dict", None)
 
 def _is_mock(obj: object) -> bool:
     return _NonCallableMock in _type_mro(type(obj))
-
-
-def _dict_of(obj: object) -> dict[str, Any] | None:
-    try:
-        data = _object_getattribute(obj, "__dict__")
-    except Exception:
-        return None
-    return data if type(data) is dict else None
 
 
 def _class_lookup(cls: type, name: str) -> object:
@@ -151,6 +146,12 @@ class StandIns:
         self._notset: object = _MISSING
         self.errors = 0
 
+    def failed(self, exc: BaseException) -> None:
+        """A hook caught ``exc``: counted apart from the tracer's (the session adds both to
+        the phase), kept like the tracer's under ``DIFFGENOME_DEBUG=callbacks``."""
+        self.errors += 1
+        self.tracer.keep_first_error(exc)
+
     # -- install / uninstall -------------------------------------------------------------
 
     def install(self) -> None:
@@ -203,8 +204,8 @@ class StandIns:
                     if eat_self and isinstance(spec, FunctionType):
                         claim.instance = True  # an autospecced method: self is eaten
                     specs.put(mock, claim)
-                except Exception:
-                    standins.errors += 1
+                except Exception as exc:
+                    standins.failed(exc)
             return result
 
         return _mock_add_spec
@@ -216,8 +217,8 @@ class StandIns:
             result = original(patcher)
             try:
                 standins._after_patch(patcher)
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return __enter__
@@ -283,8 +284,8 @@ class StandIns:
                     _getframe(1),
                     (INTERPOSITION, "unittest.mock.patch.dict", claimed, "patch-target", ""),
                 )
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return _patch_dict
@@ -310,8 +311,8 @@ class StandIns:
                             standins._register_replacement(
                                 replacement, old, "monkeypatch", owner, name, through_instance
                             )
-            except Exception:
-                standins.errors += 1
+            except Exception as exc:
+                standins.failed(exc)
             return result
 
         return setattr
@@ -332,8 +333,8 @@ class StandIns:
                 node: Node | None = None
                 try:
                     node = standins._enter_mock(mock, args, kwargs, frame)  # type: ignore[arg-type]
-                except Exception:
-                    standins.errors += 1
+                except Exception as exc:
+                    standins.failed(exc)
                 if node is None:
                     return original(mock, *args, **kwargs)
                 try:
@@ -364,7 +365,7 @@ class StandIns:
             # A relation only next to a claim: below a patched or spec'd root, a path that
             # cannot be followed to real code claims nothing (never a relation with a null).
             relation = claim.relation if claimed is not None else "none"
-        substitute = values.type_name(type(mock))
+        substitute = reflect.type_name(type(mock))
         key = (mechanism, substitute, claimed, relation, path)
         node = self.tracer.enter_substitution(frame, key)
         if node is None:
@@ -551,8 +552,8 @@ class StandIns:
                 flags.update(seam.flags)
             else:
                 seams.check_call(seam, flags, call[0], call[1])
-        except Exception:
-            self.errors += 1
+        except Exception as exc:
+            self.failed(exc)
 
     def _pend_seam(self, frame: FrameType, real: object, claim: _Claim) -> None:
         if claim.readings is None or not isinstance(real, FunctionType):

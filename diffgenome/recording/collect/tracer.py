@@ -31,7 +31,6 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
-from dis import get_instructions as _get_instructions
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +39,21 @@ from diffgenome.protocol.vocab import (
     EXIT_RAISED_PREFIX,
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
-    ORIGIN_TEST,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
 )
-from diffgenome.recording.collect import codemap, stable, values
+from diffgenome.recording.collect import codemap, contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
+from diffgenome.recording.collect.contract import (
+    NODE_CALL,
+    NODE_OS_EVENT,
+    NODE_SUBSTITUTION,
+    Bounds,
+    CodeInfo,
+    Node,
+    PhaseCapture,
+    StateSet,
+)
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.sources import read_source
 
@@ -66,11 +74,15 @@ TOOL_NAME = "diffgenome"
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
 CORE_ENV = "DIFFGENOME_CORE"
+#: ``DIFFGENOME_DEBUG=callbacks``: keep the first exception of each kind that a callback
+#: caught (``Tracer.first_errors``; the session says them when it ends) instead of only
+#: counting it. Read when a tracer is made, never at event time.
+DEBUG_ENV = "DIFFGENOME_DEBUG"
 # Code that can pause: generators, coroutines, async generators (inspect's CO_* flags).
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 4
+CORE_VERSION = 5
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -91,168 +103,25 @@ def _load_accelerator() -> tuple[Any, str | None]:
 
 _ACCEL, _ACCEL_ABSENT = _load_accelerator()
 
-NODE_CALL = 0
-NODE_SUBSTITUTION = 1
-NODE_OS_EVENT = 2
-
-
-class Bounds:
-    """Hard bounds on every set the collector keeps; what does not fit is disclosed."""
-
-    __slots__ = ("args", "max_nodes", "results", "state")
-
-    def __init__(
-        self, max_nodes: int = 20_000, args: int = 8, results: int = 8, state: int = 32
-    ) -> None:
-        self.max_nodes = max_nodes
-        self.args = args
-        self.results = results
-        self.state = state
-
-    def as_config(self) -> dict[str, int]:
-        return {
-            "max_nodes_per_phase": self.max_nodes,
-            "args_per_node": self.args,
-            "results_per_node": self.results,
-            "state_facts_per_node": self.state,
-        }
-
-
-class CodeInfo:
-    """Everything decided once per in-scope code object."""
-
-    __slots__ = (
-        "arg_labels",
-        "argnames",
-        "branch_cache",
-        "code",
-        "filemap",
-        "globals_read",
-        "has_state",
-        "is_test",
-        "kind",
-        "line",
-        "origin",
-        "path",
-        "receiver",
-        "salted_results",
-        "self_attrs",
-        "state_globals",
-        "symbol",
-    )
-
-    def __init__(
-        self,
-        code: CodeType,
-        symbol: str,
-        origin: str,
-        kind: str,
-        line: int,
-        path: str,
-        filemap: codemap.FileMap | None,
-    ) -> None:
-        self.code = code
-        self.symbol = symbol
-        self.origin = origin
-        self.is_test = origin == ORIGIN_TEST
-        self.kind = kind
-        self.line = line
-        self.path = path
-        self.filemap = filemap
-        self.branch_cache: dict[int, int] = {}
-        names, receiver = _argument_names(code)
-        self.argnames = names
-        self.arg_labels = tuple(name + "=" for name in names)
-        # ``__hash__`` results are salted per process (str and bytes hashing): their value is
-        # noise between two recordings of one commit, so only their shape is kept.
-        self.salted_results = code.co_name == "__hash__"
-        self.receiver = receiver
-        self.self_attrs, self.globals_read = _state_reads(code, receiver)
-        # Globals that hold data, not code: decided at the first call, from the module's
-        # namespace then (a name bound to a function is a function's name, not state).
-        self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()
-        self.has_state = bool(self.self_attrs or self.globals_read)
-
-
-class Node:
-    """A calling-context tree node: a call path, a stand-in, or an OS event."""
-
-    __slots__ = (
-        "args",
-        "branches",
-        "children",
-        "count",
-        "exits",
-        "flags",
-        "key",
-        "ntype",
-        "results",
-        "returned",
-        "state",
-        "thread_roots",
-        "via",
-        "yielded",
-    )
-
-    def __init__(self, ntype: int, key: Any, bounds: Bounds) -> None:
-        # No link back to the parent: a tree without cycles is freed by reference counting
-        # when its phase is exported, instead of waiting for (and feeding) the cyclic GC.
-        self.ntype = ntype
-        self.key = key
-        self.children: dict[Any, Node] = {}
-        self.count = 0
-        self.returned = 0
-        self.yielded = 0
-        self.exits: dict[str, int] = {}
-        self.args = values.BoundedValues(bounds.args)
-        self.results = values.BoundedValues(bounds.results)
-        self.state: StateSet | None = None
-        self.branches: dict[int, int] = {}
-        self.thread_roots: list[Node] = []
-        self.via: str | None = None
-        self.flags: set[str] | None = None
-
-
-class StateSet:
-    """Bounded set of (when, target, bucket) facts; overflow is counted, never dropped silently."""
-
-    __slots__ = ("facts", "limit", "overflow")
-
-    def __init__(self, limit: int) -> None:
-        self.facts: set[tuple[str, str, str]] = set()
-        self.limit = limit
-        self.overflow = 0
-
-    def add(self, fact: tuple[str, str, str]) -> None:
-        facts = self.facts
-        if fact in facts:
-            return
-        if len(facts) < self.limit:
-            facts.add(fact)
-        else:
-            self.overflow += 1
-
-
-class PhaseCapture:
-    """What one phase produced: the tree, the decision map it refers to, and disclosures."""
-
-    __slots__ = ("reasons", "root")
-
-    def __init__(self, root: Node, reasons: list[str]) -> None:
-        self.root = root
-        self.reasons = reasons
-
 
 class Tracer:
     """Owns the tool id, the callbacks and the per-phase trees."""
 
-    def __init__(self, scope: Scope, digester: values.Digester, bounds: Bounds) -> None:
+    def __init__(
+        self, scope: Scope, digester: values.Digester, bounds: Bounds, *, core: str = "auto"
+    ) -> None:
+        """``core="python"`` records with the Python callbacks even where the compiled core
+        is built (the tests run the tracer under both); ``auto`` uses the core when it can."""
         self.scope = scope
         self.digester = digester
         self.bounds = bounds
         self.tool_id: int | None = None
         self.unavailable_reason: str | None = None
         self.errors = 0
+        #: Under ``DIFFGENOME_DEBUG=callbacks``: exception type -> where it was first caught.
+        self.first_errors: dict[str, str] | None = (
+            {} if "callbacks" in os.environ.get(DEBUG_ENV, "").split(",") else None
+        )
         self.codes: dict[int, CodeInfo | None] = {}
         self._keep_alive: list[CodeType] = []
         self._armed: list[CodeType] = []
@@ -274,10 +143,31 @@ class Tracer:
         self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
         self._create_task_original: tuple[Any, Any] | None = None
         self._core: Any = None  # the compiled core's object, when it is in use
+        self._accel = _ACCEL if core == "auto" else None
         #: ``c`` or ``python``: which callbacks record (both record the same genomes).
-        self.core = "python" if _ACCEL is None else "c"
+        self.core = "python" if self._accel is None else "c"
         #: Why the Python callbacks are used, when they are.
-        self.core_reason = _ACCEL_ABSENT
+        self.core_reason = _ACCEL_ABSENT if core == "auto" else f"core={core}"
+
+    def failed(self, exc: BaseException) -> None:
+        """A callback caught ``exc``: count it (the phase is then unverified) and, when
+        debugging callbacks, keep the first one of its kind with where it was raised."""
+        self.errors += 1
+        if self.first_errors is not None:
+            self.keep_first_error(exc)
+
+    def keep_first_error(self, exc: BaseException) -> None:
+        """Under ``DIFFGENOME_DEBUG=callbacks``, the first ``exc`` of its kind and where it
+        was raised (the compiled core counts its own and hands them here)."""
+        first = self.first_errors
+        if first is None:
+            return
+        try:
+            kind = reflect.type_name(type(exc))
+            if kind not in first:
+                first[kind] = _describe_error(exc)
+        except Exception:
+            pass  # a description is a debugging aid: it must never fail a callback
 
     def _set_recording(self, recording: bool) -> None:
         self._recording = recording
@@ -394,8 +284,8 @@ class Tracer:
             else:
                 key = EXIT_RAISED_PREFIX + self._exception_symbol(exc)
                 node.exits[key] = node.exits.get(key, 0) + 1
-        except Exception:
-            self.errors += 1
+        except Exception as exc:
+            self.failed(exc)
 
     def record_substitution_event(self, frame: FrameType | None, key: tuple[Any, ...]) -> None:
         """A stand-in that is installed rather than called (``patch.dict``)."""
@@ -441,7 +331,7 @@ class Tracer:
 
     def _external_symbol(self, obj: object) -> str | None:
         if isinstance(obj, type):
-            symbol = "py:" + values.type_name(obj)
+            symbol = "py:" + reflect.type_name(obj)
         else:
             try:
                 module = getattr(obj, "__module__", None)
@@ -565,8 +455,8 @@ class Tracer:
                 try:
                     node = tracer._parent_of(_getframe(1))
                     tracer._starters[id(thread)] = (thread, node)
-                except Exception:
-                    tracer.errors += 1
+                except Exception as exc:
+                    tracer.failed(exc)
             original(thread)
 
         start.__wrapped__ = original  # type: ignore[attr-defined]
@@ -591,8 +481,8 @@ class Tracer:
                         # A weak reference: holding the frame would keep the coroutine alive.
                         tracer._task_frames[id(frame)] = (weakref.ref(coro), root)
                     frame = None
-                except Exception:
-                    tracer.errors += 1
+                except Exception as exc:
+                    tracer.failed(exc)
             return original(loop, coro, *args, **kwargs)
 
         create_task.__wrapped__ = original  # type: ignore[attr-defined]
@@ -712,8 +602,11 @@ class Tracer:
         exception_symbol = self._exception_symbol
         summarize = values.summarize
         disable = _DISABLE
-        never = codemap.NEVER_AN_OUTCOME
+        no_decision = codemap.NO_DECISION
         call = NODE_CALL
+        entry = contract.STATE_ENTRY
+        leave = contract.STATE_EXIT
+        shift = contract.BRANCH_KEY_SHIFT
 
         def on_start(code: CodeType, offset: int) -> Any:
             try:
@@ -754,9 +647,9 @@ class Tracer:
                 if info.argnames:
                     record_args(node, info, frame)
                 if info.has_state:
-                    record_state(node, info, frame, "entry")
-            except Exception:
-                tracer.errors += 1
+                    record_state(node, info, frame, entry)
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         def on_resume(code: CodeType, offset: int, *rest: object) -> Any:
@@ -780,8 +673,8 @@ class Tracer:
                     node = make_child(parent, call, info)
                 node.count += 1
                 active[id(frame)] = node
-            except Exception:
-                tracer.errors += 1
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         def on_return(code: CodeType, offset: int, value: object) -> Any:
@@ -806,9 +699,9 @@ class Tracer:
                     summary = (summary[0], None)
                 node.results.add_pair(summary)
                 if info.has_state:
-                    record_state(node, info, frame, "exit")
-            except Exception:
-                tracer.errors += 1
+                    record_state(node, info, frame, leave)
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         def on_yield(code: CodeType, offset: int, value: object) -> Any:
@@ -818,8 +711,8 @@ class Tracer:
                 node = active_pop(id(getframe(1)), None)
                 if node is not None:
                     node.yielded += 1
-            except Exception:
-                tracer.errors += 1
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         def on_unwind(code: CodeType, offset: int, exc: BaseException) -> Any:
@@ -845,8 +738,8 @@ class Tracer:
                 key = EXIT_RAISED_PREFIX + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1
-            except Exception:
-                tracer.errors += 1
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         def on_branch(code: CodeType, src: int, dest: int) -> Any:
@@ -855,7 +748,7 @@ class Tracer:
                 if info is None:
                     return disable
                 cache = info.branch_cache
-                pair = (src << 24) | dest
+                pair = (src << shift) | dest
                 outcome = cache.get(pair)
                 if outcome is None:
                     filemap = info.filemap
@@ -864,15 +757,15 @@ class Tracer:
                     outcome = filemap.classify(code, src, dest)
                     cache[pair] = outcome
                 if outcome < 0:
-                    return disable if outcome == never else None
+                    return disable if outcome == no_decision else None
                 if not tracer._recording:
                     return None
                 node = active_get(id(getframe(1)))
                 if node is not None:
                     branches = node.branches
                     branches[outcome] = branches.get(outcome, 0) + 1
-            except Exception:
-                tracer.errors += 1
+            except Exception as exc:
+                tracer.failed(exc)
             return None
 
         events = _events
@@ -886,8 +779,8 @@ class Tracer:
         }
         for event in CAPABILITIES.branch_events:
             callbacks[event] = on_branch
-        if _ACCEL is not None:
-            core = self._core = _ACCEL.Core(
+        if self._accel is not None:
+            core = self._accel.Core(
                 tracer=self,
                 codes=self.codes,
                 active=active,
@@ -897,7 +790,6 @@ class Tracer:
                 on_branch=on_branch,
                 record_state=record_state,
                 summarize=summarize,
-                none_summary=values._NONE_SUMMARY,
                 disable=disable,
                 node_type=Node,
                 info_type=CodeInfo,
@@ -906,8 +798,14 @@ class Tracer:
                 str_markers=stable.markers(),
                 tempfile_names=stable.tempfile_names(),
                 tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
-                never=never,
+                on_error=None if self.first_errors is None else self.keep_first_error,
+                **contract.core_encodings(),
             )
+            disagreement = contract.core_disagreement(core.summarize, core.add_pair)
+            if disagreement is not None:
+                self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
+                return callbacks
+            self._core = core
             core.recording = self._recording
             callbacks[events.PY_START] = core.on_start
             callbacks[events.PY_RESUME] = core.on_resume
@@ -938,7 +836,9 @@ class Tracer:
                 complete = False
             elif complete:
                 canons.append(canon)
-        node.args.add_pair((", ".join(shapes), b"\x1e".join(canons) if complete else None))
+        node.args.add_pair(
+            (_SHAPE_SEPARATOR.join(shapes), _CANON_SEPARATOR.join(canons) if complete else None)
+        )
 
     def _record_state(self, node: Node, info: CodeInfo, frame: FrameType, when: str) -> None:
         state = node.state
@@ -946,7 +846,7 @@ class Tracer:
             state = node.state = StateSet(self.bounds.state)
         if info.self_attrs and info.receiver is not None:
             receiver = frame.f_locals.get(info.receiver)
-            fields = _instance_dict(receiver)
+            fields = _fields_of(receiver)
             if fields is not None:
                 for attr in info.self_attrs:
                     value = fields.get(attr, _ABSENT)
@@ -972,19 +872,38 @@ class Tracer:
         known = self._exc_symbols.get(id(cls))
         if known is not None and known[0] is cls:
             return known[1]
-        symbol = "py:" + values.type_name(cls)
+        symbol = "py:" + reflect.type_name(cls)
         self._exc_symbols[id(cls)] = (cls, symbol)
         return symbol
 
 
 _ABSENT = object()
-_object_dict = object.__getattribute__
-_type_dict = type.__dict__["__dict__"].__get__
-_type_qualname = type.__dict__["__qualname__"].__get__
+_SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
+_CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
+# The receiver's own fields, read without running its code (see reflect.py).
+_fields_of = reflect.instance_dict
+_type_dict = reflect.type_dict
+_type_qualname = reflect.type_qualname
 _BUILTIN_FUNCTION = type(len)
 _FUNCTION = type(lambda: 0)
 _MODULE = type(sys)
 _is_subtype = type.__dict__["__subclasscheck__"]
+
+
+def _describe_error(exc: BaseException) -> str:
+    """``message (file:line in function)`` of the innermost frame that raised ``exc``, read
+    without running its ``__str__`` (an exception of user code may define one)."""
+    args = exc.args
+    message = args[0] if args and type(args[0]) is str else ""
+    tb = exc.__traceback__
+    if tb is None:
+        where = "no Python frame: raised in the compiled core"
+    else:
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        code = tb.tb_frame.f_code
+        where = f"{code.co_filename}:{tb.tb_lineno} in {code.co_name}"
+    return f"{message} ({where})" if message else where
 
 
 def _is_code_like(value: object) -> bool:
@@ -1000,74 +919,3 @@ def _is_code_like(value: object) -> bool:
         or kind is _MODULE
         or _is_subtype(type, kind)  # a class: its type is a metaclass
     )
-
-
-def _instance_dict(obj: object) -> dict[str, object] | None:
-    try:
-        fields = _object_dict(obj, "__dict__")
-    except Exception:
-        return None
-    return fields if type(fields) is dict else None
-
-
-def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:
-    """Parameter names to summarise, and the receiver's name for methods."""
-    flags = code.co_flags
-    count = code.co_argcount + code.co_kwonlyargcount
-    if flags & 0x04:  # CO_VARARGS
-        count += 1
-    if flags & 0x08:  # CO_VARKEYWORDS
-        count += 1
-    names = code.co_varnames[:count]
-    receiver: str | None = None
-    qualname = code.co_qualname
-    if names and "." in qualname and names[0] in ("self", "cls"):
-        owner = qualname.rpartition(".")[0]
-        if not owner.endswith("<locals>"):
-            receiver = names[0]
-            names = names[1:]
-    return tuple(names), receiver
-
-
-_STATE_READS: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Receiver fields and module globals that a code object reads (static, from bytecode).
-
-    Remembered by bytecode and names: code generators (attrs, dataclasses, namedtuple) make
-    a new code object with the same instructions for every class they build.
-    """
-    key = (
-        code.co_code,
-        code.co_names,
-        code.co_varnames,
-        code.co_cellvars,
-        code.co_freevars,
-        receiver,
-    )
-    known = _STATE_READS.get(key)
-    if known is None:
-        if len(_STATE_READS) >= 4096:
-            _STATE_READS.clear()
-        known = _STATE_READS[key] = _read_state_reads(code, receiver)
-    return known
-
-
-def _read_state_reads(
-    code: CodeType, receiver: str | None
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    attrs: list[str] = []
-    globals_read: list[str] = []
-    previous_self = False
-    for instruction in _get_instructions(code):
-        opname = instruction.opname
-        if opname == "LOAD_GLOBAL" and isinstance(instruction.argval, str):
-            globals_read.append(instruction.argval)
-        if previous_self and opname == "LOAD_ATTR" and isinstance(instruction.argval, str):
-            attrs.append(instruction.argval)
-        previous_self = receiver is not None and (
-            opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST")
-            and instruction.argval == receiver
-        )
-    return tuple(sorted(set(attrs))), tuple(sorted(set(globals_read)))

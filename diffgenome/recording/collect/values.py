@@ -11,9 +11,9 @@ So a value is reduced to three things:
 * ``canonical``: a type-tagged byte form that is only ever *digested* (HMAC-SHA256 under a
   per-run key, truncated to 128 bits). HMAC rather than a plain hash because most interesting
   values are short (``0``, ``"admin"``, a four-digit PIN): an unkeyed hash of them is reversed
-  by enumeration, a keyed one is not without the key. :func:`key_fingerprint` lets a reader
-  tell which digests are comparable without revealing the key (it is only as strong as the key,
-  so keys must be long and random).
+  by enumeration, a keyed one is not without the key. ``protocol.store.key_fingerprint`` lets a
+  reader tell which digests are comparable without revealing the key (it is only as strong as
+  the key, so keys must be long and random).
 
 What is canonicalised: ``None``, ``bool``, ``int``, ``float`` (``float.hex``; ``-0.0`` differs
 from ``0.0``; every NaN has one form), ``complex``, ``str``, ``bytes``, ``bytearray``, *exact*
@@ -38,19 +38,14 @@ the behaviour it records (and could raise, recurse into itself or deadlock). Hen
   define ``__hash__``/``__eq__``);
 * a subclass of a builtin that is not an enum member or a namedtuple gives ``None``: its
   methods, and so its meaning, may be overridden;
-* class facts (``__mro__``, ``__dict__``, ``__module__``, ``__qualname__``) are read through the
-  descriptors stored in ``type.__dict__``. ``type.__getattribute__(cls, "__module__")`` is *not*
-  safe: it runs a data descriptor of the same name defined on a metaclass;
-* instance fields are read through the exact ``__dict__`` getset or ``__slots__`` member
-  descriptors found in the class dicts, never through attribute access;
+* classes and instance dicts are read as reflect.py reads them (descriptors taken from
+  ``type.__dict__``, never attribute access); slot fields through the exact ``__slots__``
+  member descriptors found in the class dicts;
 * a dataclass whose class (other than ``object``) defines ``__getattribute__`` or
   ``__getattr__`` gives ``None``: its attributes are virtual (proxies, lazy objects), so its
   stored fields may not be what the code sees. We would not call them either way. The same
   holds for a field whose class attribute is a descriptor (a property named like a field): the
   code sees the property's result, which we cannot compute without running it.
-
-A class whose namespace holds a non-str key (possible only through the class body) is treated
-as unreadable: looking any name up in it could run that key's ``__eq__``.
 
 Dataclasses contribute *all* their fields (also ``compare=False`` ones): the digest describes
 state, not ``__eq__``. Extra instance attributes of a namedtuple subclass give ``None``.
@@ -64,20 +59,33 @@ import enum
 import hashlib
 import hmac
 import math
-import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Final
 
-from diffgenome.protocol.store import fingerprint_key as key_fingerprint
 from diffgenome.recording.collect import stable
+from diffgenome.recording.collect.reflect import (
+    HEAPTYPE,
+    MISSING,
+    Member,
+    class_dicts,
+    fields_of,
+    forget_classes,
+    is_descriptor,
+    lookup,
+    qualified_name,
+    type_bases,
+    type_flags,
+    type_mro,
+    type_name,
+    type_qualname,
+)
 
 __all__ = [
     "BoundedValues",
     "Digester",
     "bucket",
     "canonical",
-    "key_fingerprint",
     "shape",
     "type_name",
 ]
@@ -94,108 +102,9 @@ _blake2b: Final = hashlib.blake2b
 _isnan: Final = math.isnan
 _islice: Final = islice
 
-_type_mro: Final[Callable[[type], tuple[type, ...]]] = type.__dict__["__mro__"].__get__
-_type_dict: Final[Callable[[type], Mapping[object, object]]] = type.__dict__["__dict__"].__get__
-_type_module: Final[Callable[[type], object]] = type.__dict__["__module__"].__get__
-_type_qualname: Final[Callable[[type], object]] = type.__dict__["__qualname__"].__get__
-_type_bases: Final[Callable[[type], tuple[type, ...]]] = type.__dict__["__bases__"].__get__
-_type_flags: Final[Callable[[type], int]] = type.__dict__["__flags__"].__get__
-_HEAPTYPE: Final = 1 << 9  # Py_TPFLAGS_HEAPTYPE: the class was made by a class statement
-
-_GetSet: Final = types.GetSetDescriptorType
-_Member: Final = types.MemberDescriptorType
 _Enum: Final = enum.Enum
 _Field: Final = dataclasses.Field
 _FIELD_KIND: Final = getattr(dataclasses, "_FIELD", None)
-
-_MISSING: Final = object()
-
-# Classes whose dict holds only exact-str keys, by id (the class is kept alive, so the id is
-# not reused). A non-str key with a colliding hash would have its __eq__ run by any lookup in
-# that dict; keys added after creation are always exact str (type.__setattr__ interns a copy),
-# so a class once verified stays verified.
-_STR_KEYED: dict[int, type] = {}
-_STR_KEYED_MAX: Final = 8192
-
-
-def _class_dict(cls: type) -> Mapping[object, object] | None:
-    """The class's own namespace, or None when a lookup in it could run user code."""
-    ns = _type_dict(cls)
-    if _STR_KEYED.get(id(cls)) is cls:
-        return ns
-    for key in ns:
-        if type(key) is not str:
-            return None
-    if len(_STR_KEYED) >= _STR_KEYED_MAX:
-        _STR_KEYED.clear()
-    _STR_KEYED[id(cls)] = cls
-    return ns
-
-
-def _class_dicts(cls: type) -> list[Mapping[object, object]] | None:
-    out = []
-    for klass in _type_mro(cls):
-        ns = _class_dict(klass)
-        if ns is None:
-            return None
-        out.append(ns)
-    return out
-
-
-def _lookup(dicts: list[Mapping[object, object]], name: str) -> object:
-    for ns in dicts:
-        if name in ns:
-            return ns[name]
-    return _MISSING
-
-
-def _display_name(cls: type) -> str:
-    known = _DISPLAY_NAMES.get(id(cls))
-    if known is not None and known[0] is cls:
-        return known[1]
-    name = _type_name(cls, "?") or "?"
-    if len(_DISPLAY_NAMES) >= _PLAIN_SUMMARY_LIMIT:
-        _DISPLAY_NAMES.clear()
-    _DISPLAY_NAMES[id(cls)] = (cls, name)
-    return name
-
-
-def _type_name(cls: type, unknown: str | None) -> str | None:
-    """``module.qualname`` of a class read without running user code; ``unknown`` replaces
-    a part that cannot be read that way (a metaclass property, a non-str ``__module__``)."""
-    qualname = _type_qualname(cls)
-    module = _type_module(cls) if _class_dict(cls) is not None else None
-    if type(qualname) is not str or type(module) is not str:
-        if unknown is None:
-            return None
-        qualname = qualname if type(qualname) is str else unknown
-        module = module if type(module) is str else unknown
-    return module + "." + qualname
-
-
-def _is_descriptor(attr: object, data_only: bool) -> bool | None:
-    """Whether attribute lookup would run ``type(attr)``'s descriptor methods (None: unknown)."""
-    dicts = _class_dicts(type(attr))
-    if dicts is None:
-        return None
-    names = ("__set__", "__delete__") if data_only else ("__get__", "__set__", "__delete__")
-    return any(_lookup(dicts, name) is not _MISSING for name in names)
-
-
-def _instance_dict(value: object, dicts: list[Mapping[object, object]]) -> dict[str, object] | None:
-    """The instance ``__dict__`` via the builtin getset; ``{}`` when the class has no dict."""
-    descr = _lookup(dicts, "__dict__")
-    if descr is _MISSING:
-        return {}
-    if type(descr) is not _GetSet:
-        return None
-    inst = descr.__get__(value, type(value))
-    if type(inst) is not dict:
-        return None
-    for key in inst:
-        if type(key) is not str:
-            return None
-    return inst
 
 
 # --- canonical -------------------------------------------------------------------------------
@@ -311,21 +220,21 @@ def _members_form(
 
 def _object_form(value: object, cls: type, depth: int, budget: int) -> bytes | None:
     """Enum members, namedtuples and dataclass instances; None for everything else."""
-    mro = _type_mro(cls)
-    dicts = _class_dicts(cls)
+    mro = type_mro(cls)
+    dicts = class_dicts(cls)
     if dicts is None:
         return None
     is_enum = any(klass is _Enum for klass in mro)
     is_tuple = not is_enum and any(klass is tuple for klass in mro)
-    fields = _MISSING if is_enum or is_tuple else _lookup(dicts, "__dataclass_fields__")
+    fields = MISSING if is_enum or is_tuple else lookup(dicts, "__dataclass_fields__")
     if not (is_enum or is_tuple or type(fields) is dict):
         return None
-    name = _type_name(cls, None)
+    name = qualified_name(cls, None)
     if name is None:
         return None
     head = _str_form(name)
     if is_enum:
-        inst = _instance_dict(value, dicts)
+        inst = fields_of(value, dicts)
         if not inst:
             return None
         member = inst.get("_name_")
@@ -353,11 +262,11 @@ def _namedtuple_form(
     depth: int,
     budget: int,
 ) -> bytes | None:
-    names: object = _MISSING
+    names: object = MISSING
     for klass, ns in zip(mro, dicts, strict=True):
         if "_fields" in ns:
             # The class that declares _fields must be the namedtuple itself: a direct tuple child.
-            bases = _type_bases(klass)
+            bases = type_bases(klass)
             if len(bases) == 1 and bases[0] is tuple:
                 names = ns["_fields"]
             break
@@ -366,7 +275,7 @@ def _namedtuple_form(
     items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
     if len(items) != len(names) or len(items) > MAX_ITEMS:
         return None
-    if _instance_dict(value, dicts):  # non-empty: extra state a digest would miss
+    if fields_of(value, dicts):  # non-empty: extra state a digest would miss
         return None
     return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
 
@@ -391,13 +300,13 @@ def _dataclass_form(
         if klass is object:
             continue
         # A builtin base (int, dict, BaseException, a C extension type) holds state no field shows.
-        if not _type_flags(klass) & _HEAPTYPE:
+        if not type_flags(klass) & HEAPTYPE:
             return None
         if "__getattribute__" in ns or "__getattr__" in ns:
             return None
     if len(fields) > MAX_ITEMS or _FIELD_KIND is None:  # no marker: cannot tell fields apart
         return None
-    inst = _instance_dict(value, dicts)
+    inst = fields_of(value, dicts)
     if inst is None:
         return None
     names: list[str] = []
@@ -408,7 +317,7 @@ def _dataclass_form(
         if spec._field_type is not _FIELD_KIND:  # type: ignore[attr-defined]
             continue  # ClassVar / InitVar pseudo-fields hold no instance state
         found = _field_value(value, cls, dicts, inst, name)
-        if found is _MISSING:
+        if found is MISSING:
             return None
         names.append(name)
         values.append(found)
@@ -424,21 +333,21 @@ def _field_value(
     inst: dict[str, object],
     name: str,
 ) -> object:
-    """What ``value.<name>`` would give, or _MISSING when computing it could run user code."""
-    attr = _lookup(dicts, name)
-    if attr is not _MISSING:
-        if type(attr) is _Member:
+    """What ``value.<name>`` would give, or MISSING when computing it could run user code."""
+    attr = lookup(dicts, name)
+    if attr is not MISSING:
+        if type(attr) is Member:
             try:
                 return attr.__get__(value, cls)
             except AttributeError:  # slot never assigned
-                return _MISSING
-        data = _is_descriptor(attr, data_only=True)
+                return MISSING
+        data = is_descriptor(attr, data_only=True)
         if data is None or data:
-            return _MISSING
+            return MISSING
     if name in inst:
         return inst[name]
-    if attr is _MISSING or _is_descriptor(attr, data_only=False) is not False:
-        return _MISSING
+    if attr is MISSING or is_descriptor(attr, data_only=False) is not False:
+        return MISSING
     return attr  # a plain class-level default
 
 
@@ -469,11 +378,6 @@ class Digester:
     def digest_value(self, value: object) -> str | None:
         form = canonical(value)
         return None if form is None else self.digest(form)
-
-
-def type_name(cls: type) -> str:
-    """``module.qualname`` of a class, read without running user code ("?" for what can't be)."""
-    return _display_name(cls)
 
 
 # --- shape -----------------------------------------------------------------------------------
@@ -533,7 +437,7 @@ def _shape(value: object, depth: int) -> str:
         if depth >= len(_SHAPE_ITEMS) or len(value) > _SHAPE_ITEMS[depth] * 4:
             return name + "[...]" if value else name + "[]"
         return _bounded(name, _union({_shape(item, depth + 1) for item in value}))
-    out = _display_name(t)
+    out = type_name(t)
     return out if len(out) <= MAX_SHAPE else out[: MAX_SHAPE - 3] + "..."
 
 
@@ -588,23 +492,32 @@ def _bucket(value: object) -> str:
         n = len(value)
         return "empty" if n == 0 else "one" if n == 1 else "many"
     t = type(value)
-    if any(klass is _Enum for klass in _type_mro(t)):
-        dicts = _class_dicts(t)
-        inst = _instance_dict(value, dicts) if dicts is not None else None
+    if any(klass is _Enum for klass in type_mro(t)):
+        dicts = class_dicts(t)
+        inst = fields_of(value, dicts) if dicts is not None else None
         name = inst.get("_name_") if inst else None
-        qualname = _type_qualname(t)
+        qualname = type_qualname(t)
         if type(name) is str and type(qualname) is str:
             return "enum:" + qualname + "." + name
-    return "type:" + _display_name(t)
+    return "type:" + type_name(t)
 
 
 # --- bounded sets ----------------------------------------------------------------------------
 
 _MASK64: Final = (1 << 64) - 1
+#: An overflowing pair is hashed as a tag and its canonical form (or, without one, its shape);
+#: the hash's first 8 bytes, big-endian, are added to the fingerprint modulo 2**64.
+OVERFLOW_SHAPE_TAG: Final = b"s"
+OVERFLOW_CANON_TAG: Final = b"c"
+OVERFLOW_DIGEST_SIZE: Final = 8
 
 
 _SUMMARY_CACHE: dict[tuple[type, object], tuple[str, bytes | None]] = {}
 _SUMMARY_CACHE_LIMIT: Final = 8192
+#: Exact ints in (-SMALL_INT, SMALL_INT) and strs shorter than SHORT_STR have summaries worth
+#: remembering (the compiled core writes these itself; contract.py checks that it agrees).
+SMALL_INT: Final = 1_000_000
+SHORT_STR: Final = 64
 
 
 # Instances of a plain class (not a builtin container or scalar, enum, namedtuple or
@@ -634,10 +547,6 @@ _BUILTIN_IDS: Final = frozenset(
 )
 
 
-# Class display names (shapes), likewise once per class and phase.
-_DISPLAY_NAMES: dict[int, tuple[type, str]] = {}
-
-
 def reset_class_summaries() -> None:
     """Forget everything remembered per class (called at every phase start).
 
@@ -647,8 +556,7 @@ def reset_class_summaries() -> None:
     garbage collection walk them.
     """
     _PLAIN_SUMMARY.clear()
-    _DISPLAY_NAMES.clear()
-    _STR_KEYED.clear()
+    forget_classes()
 
 
 def _is_plain(cls: type) -> bool:
@@ -656,13 +564,13 @@ def _is_plain(cls: type) -> bool:
     alone: the class-level exits of ``_object_form``, taken in the same order."""
     if id(cls) in _BUILTIN_IDS:
         return False
-    dicts = _class_dicts(cls)
+    dicts = class_dicts(cls)
     if dicts is None:
         return True
-    mro = _type_mro(cls)
+    mro = type_mro(cls)
     if any(klass is _Enum or klass is tuple for klass in mro):
         return False
-    return type(_lookup(dicts, "__dataclass_fields__")) is not dict
+    return type(lookup(dicts, "__dataclass_fields__")) is not dict
 
 
 def summarize(value: object) -> tuple[str, bytes | None]:
@@ -675,8 +583,8 @@ def summarize(value: object) -> tuple[str, bytes | None]:
     """
     kind = type(value)
     if (
-        (kind is int and -1_000_000 < value < 1_000_000)  # type: ignore[operator]
-        or (kind is str and len(value) < 64)  # type: ignore[arg-type]
+        (kind is int and -SMALL_INT < value < SMALL_INT)  # type: ignore[operator]
+        or (kind is str and len(value) < SHORT_STR)  # type: ignore[arg-type]
         or kind is bool
     ):  # never floats: -0.0 == 0.0 would share an entry
         key = (kind, value)
@@ -687,7 +595,7 @@ def summarize(value: object) -> tuple[str, bytes | None]:
             known = _SUMMARY_CACHE[key] = (shape(value), canonical(value))
         return known
     if value is None:
-        return _NONE_SUMMARY
+        return NONE_SUMMARY
     known_plain = _PLAIN_SUMMARY.get(id(kind))
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
@@ -729,9 +637,12 @@ class BoundedValues:
             return
         self._count += 1
         data = (
-            b"s" + shape.encode("utf-8", "surrogatepass") if canonical is None else b"c" + canonical
+            OVERFLOW_SHAPE_TAG + shape.encode("utf-8", "surrogatepass")
+            if canonical is None
+            else OVERFLOW_CANON_TAG + canonical
         )
-        self._sum = (self._sum + int.from_bytes(_blake2b(data, digest_size=8).digest())) & _MASK64
+        digest = _blake2b(data, digest_size=OVERFLOW_DIGEST_SIZE).digest()
+        self._sum = (self._sum + int.from_bytes(digest)) & _MASK64
 
     @property
     def limit(self) -> int:
@@ -762,4 +673,4 @@ class BoundedValues:
         return entries, {"count": self._count, "digest": digester.digest(overflow_form)}
 
 
-_NONE_SUMMARY: Final = (shape(None), canonical(None))
+NONE_SUMMARY: Final = (shape(None), canonical(None))

@@ -1,0 +1,86 @@
+/*
+ * What the two files of the compiled core share: the Core object and a few helpers.
+ *
+ * _accel.c #includes _accel_values.c (one translation unit, so the value paths stay static
+ * and inlinable in the hot callbacks); both include this header. setup.py lists every file
+ * as a dependency of the extension and scripts/venv rebuilds it when any of them changes.
+ */
+#ifndef DIFFGENOME_ACCEL_H
+#define DIFFGENOME_ACCEL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <structmember.h>
+
+#define CODE_CACHE_SIZE 1024
+#define SUMMARY_CACHE_LIMIT 8192
+
+/* The encodings below the "handed over" line come from contract.core_encodings(): the
+ * Python side owns them, the core is told them when it is built. */
+typedef struct {
+    PyObject_HEAD
+    char recording;
+    PyObject *tracer;        /* for tracer.errors */
+    PyObject *codes;         /* id(code) -> CodeInfo | None */
+    PyObject *active;        /* id(frame) -> Node */
+    PyObject *task_frames;   /* non-empty: attribution needs the Python path */
+    PyObject *py_start, *py_resume, *py_branch;
+    PyObject *record_state;
+    PyObject *summarize;
+    PyObject *disable;
+    PyObject *on_error;      /* None, or Tracer.keep_first_error (DIFFGENOME_DEBUG=callbacks) */
+    PyObject *node_type, *info_type, *bounded_type;
+    PyObject *str_errors, *str_add_pair;
+    /* Private caches of values the Python side already decided; see code_info and
+     * summarize. */
+    struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
+    PyObject *int_summaries, *str_summaries;
+    PyObject *bool_summaries[2];
+    /* slot offsets */
+    Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
+        n_results, n_branches;
+    Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
+        i_branch_cache;
+    Py_ssize_t b_seen, b_limit, b_count, b_sum;
+    PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
+    /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
+    PyObject *tempfile_names, *tempfile_name_bits;
+    /* -- handed over ------------------------------------------------------------------ */
+    long node_call;                       /* contract.NODE_CALL */
+    PyObject *str_entry, *str_exit;       /* contract.STATE_ENTRY, STATE_EXIT */
+    PyObject *comma, *bytes_join;         /* ARG_SHAPE_SEPARATOR, ARG_CANON_SEPARATOR.join */
+    int branch_shift;                     /* contract.BRANCH_KEY_SHIFT */
+    long no_decision;                     /* codemap.NO_DECISION: disable that branch event */
+    long small_int;                       /* values.SMALL_INT */
+    Py_ssize_t short_str;                 /* values.SHORT_STR */
+    PyObject *overflow_shape_tag, *overflow_canon_tag;  /* values.OVERFLOW_*_TAG */
+    PyObject *none_summary;               /* values.NONE_SUMMARY */
+    int name_length;                      /* stable.TEMPFILE_NAME_LENGTH */
+    uint32_t name_base;                   /* stable.NAME_HASH_BASE */
+    int name_bits;                        /* stable.NAME_HASH_BITS */
+} Core;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static PyObject *one;
+
+static int
+increment(PyObject *obj, Py_ssize_t offset)
+{
+    PyObject **slot = (PyObject **)((char *)obj + offset);
+    PyObject *old = *slot;
+    if (old == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "counter slot is not set");
+        return -1;
+    }
+    PyObject *value = PyNumber_Add(old, one);
+    if (value == NULL) {
+        return -1;
+    }
+    *slot = value;
+    Py_DECREF(old);
+    return 0;
+}
+
+#endif /* DIFFGENOME_ACCEL_H */

@@ -1,0 +1,302 @@
+"""What both cores share: the tree they grow, what they know per code object, and the
+encodings the compiled core must write exactly as the Python callbacks do.
+
+The Python callbacks (tracer.py) and the compiled core (``_accel.c``) work on the same
+objects: the core reads and writes the ``__slots__`` below through their descriptors' offsets.
+Everything the core would otherwise have to repeat by hand (node type numbers, separators,
+the branch cache key, which values it summarises itself) is a constant here, used by the
+Python side and handed to ``_accel.Core`` by ``core_encodings``; what cannot be handed over
+(the byte forms it writes) is compared with values.py by ``core_disagreement`` when the core
+is built, so that one edit cannot make the two cores record different genomes.
+"""
+
+from __future__ import annotations
+
+from dis import get_instructions as _get_instructions
+from types import CodeType
+from typing import TYPE_CHECKING, Any, Final
+
+from diffgenome.protocol.vocab import ORIGIN_TEST
+from diffgenome.recording.collect import codemap, stable, values
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+NODE_CALL = 0
+NODE_SUBSTITUTION = 1
+NODE_OS_EVENT = 2
+
+
+class Bounds:
+    """Hard bounds on every set the collector keeps; what does not fit is disclosed."""
+
+    __slots__ = ("args", "max_nodes", "results", "state")
+
+    def __init__(
+        self, max_nodes: int = 20_000, args: int = 8, results: int = 8, state: int = 32
+    ) -> None:
+        self.max_nodes = max_nodes
+        self.args = args
+        self.results = results
+        self.state = state
+
+    def as_config(self) -> dict[str, int]:
+        return {
+            "max_nodes_per_phase": self.max_nodes,
+            "args_per_node": self.args,
+            "results_per_node": self.results,
+            "state_facts_per_node": self.state,
+        }
+
+
+class CodeInfo:
+    """Everything decided once per in-scope code object."""
+
+    __slots__ = (
+        "arg_labels",
+        "argnames",
+        "branch_cache",
+        "code",
+        "filemap",
+        "globals_read",
+        "has_state",
+        "is_test",
+        "kind",
+        "line",
+        "origin",
+        "path",
+        "receiver",
+        "salted_results",
+        "self_attrs",
+        "state_globals",
+        "symbol",
+    )
+
+    def __init__(
+        self,
+        code: CodeType,
+        symbol: str,
+        origin: str,
+        kind: str,
+        line: int,
+        path: str,
+        filemap: codemap.FileMap | None,
+    ) -> None:
+        self.code = code
+        self.symbol = symbol
+        self.origin = origin
+        self.is_test = origin == ORIGIN_TEST
+        self.kind = kind
+        self.line = line
+        self.path = path
+        self.filemap = filemap
+        self.branch_cache: dict[int, int] = {}
+        names, receiver = _argument_names(code)
+        self.argnames = names
+        self.arg_labels = tuple(name + "=" for name in names)
+        # ``__hash__`` results are salted per process (str and bytes hashing): their value is
+        # noise between two recordings of one commit, so only their shape is kept.
+        self.salted_results = code.co_name == "__hash__"
+        self.receiver = receiver
+        self.self_attrs, self.globals_read = _state_reads(code, receiver)
+        # Globals that hold data, not code: decided at the first call, from the module's
+        # namespace then (a name bound to a function is a function's name, not state).
+        self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()
+        self.has_state = bool(self.self_attrs or self.globals_read)
+
+
+class Node:
+    """A calling-context tree node: a call path, a stand-in, or an OS event."""
+
+    __slots__ = (
+        "args",
+        "branches",
+        "children",
+        "count",
+        "exits",
+        "flags",
+        "key",
+        "ntype",
+        "results",
+        "returned",
+        "state",
+        "thread_roots",
+        "via",
+        "yielded",
+    )
+
+    def __init__(self, ntype: int, key: Any, bounds: Bounds) -> None:
+        # No link back to the parent: a tree without cycles is freed by reference counting
+        # when its phase is exported, instead of waiting for (and feeding) the cyclic GC.
+        self.ntype = ntype
+        self.key = key
+        self.children: dict[Any, Node] = {}
+        self.count = 0
+        self.returned = 0
+        self.yielded = 0
+        self.exits: dict[str, int] = {}
+        self.args = values.BoundedValues(bounds.args)
+        self.results = values.BoundedValues(bounds.results)
+        self.state: StateSet | None = None
+        self.branches: dict[int, int] = {}
+        self.thread_roots: list[Node] = []
+        self.via: str | None = None
+        self.flags: set[str] | None = None
+
+
+class StateSet:
+    """Bounded set of (when, target, bucket) facts; overflow is counted, never dropped silently."""
+
+    __slots__ = ("facts", "limit", "overflow")
+
+    def __init__(self, limit: int) -> None:
+        self.facts: set[tuple[str, str, str]] = set()
+        self.limit = limit
+        self.overflow = 0
+
+    def add(self, fact: tuple[str, str, str]) -> None:
+        facts = self.facts
+        if fact in facts:
+            return
+        if len(facts) < self.limit:
+            facts.add(fact)
+        else:
+            self.overflow += 1
+
+
+class PhaseCapture:
+    """What one phase produced: the tree, the decision map it refers to, and disclosures."""
+
+    __slots__ = ("reasons", "root")
+
+    def __init__(self, root: Node, reasons: list[str]) -> None:
+        self.root = root
+        self.reasons = reasons
+
+
+# -- encodings the compiled core writes as the Python callbacks do ---------------------------
+
+#: ``when`` of a state fact read as a frame starts, and as it returns.
+STATE_ENTRY: Final = "entry"
+STATE_EXIT: Final = "exit"
+#: Several arguments are one pair: their labelled shapes joined by the first, their
+#: canonical forms by the second (a form of its own never holds a bare record separator).
+ARG_SHAPE_SEPARATOR: Final = ", "
+ARG_CANON_SEPARATOR: Final = b"\x1e"
+#: A branch event's key in ``CodeInfo.branch_cache``: ``(src << BRANCH_KEY_SHIFT) | dest``.
+BRANCH_KEY_SHIFT: Final = 24
+
+# Values whose byte forms the compiled core writes itself (``_accel_values.c``): it cannot be
+# handed a format, so ``core_disagreement`` compares it with values.py on these when it is built.
+_INT_SAMPLES: Final = (0, 1, -1, 9, 10, 255, -4096, values.SMALL_INT - 1, 1 - values.SMALL_INT)
+_STR_SAMPLES: Final = ("", "a", "é", "\ud800", "\x00:;", "x" * (values.SHORT_STR - 1))
+_OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
+
+
+def core_encodings() -> dict[str, Any]:
+    """The keyword arguments of ``_accel.Core`` that say how things are written."""
+    return {
+        "node_call": NODE_CALL,
+        "state_entry": STATE_ENTRY,
+        "state_exit": STATE_EXIT,
+        "arg_shape_separator": ARG_SHAPE_SEPARATOR,
+        "arg_canon_separator": ARG_CANON_SEPARATOR,
+        "branch_key_shift": BRANCH_KEY_SHIFT,
+        "no_decision": codemap.NO_DECISION,
+        "small_int": values.SMALL_INT,
+        "short_str": values.SHORT_STR,
+        "overflow_tags": (values.OVERFLOW_SHAPE_TAG, values.OVERFLOW_CANON_TAG),
+        "overflow_digest_size": values.OVERFLOW_DIGEST_SIZE,
+        "none_summary": values.NONE_SUMMARY,
+        "tempfile_name_hash": (
+            stable.TEMPFILE_NAME_LENGTH,
+            stable.NAME_HASH_BASE,
+            stable.NAME_HASH_BITS,
+        ),
+    }
+
+
+def core_disagreement(
+    summarize: Callable[[object], tuple[str, bytes | None]],
+    add_pair: Callable[[values.BoundedValues, tuple[str, bytes | None]], None],
+) -> str | None:
+    """Where the compiled core's own summaries or overflow fingerprints differ from
+    values.py's, or None: a core that disagrees must not record (its genomes would differ).
+
+    Given the core's test entry points (``Core.summarize``, ``Core.add_pair``); the values
+    compared are the kinds the core writes without asking Python.
+    """
+    for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None):
+        if summarize(value) != values.summarize(value):
+            return f"summary of {type(value).__name__} {value!r}"
+    python_side = values.BoundedValues(0)
+    core_side = values.BoundedValues(0)
+    for pair in _OVERFLOW_SAMPLES:
+        python_side.add_pair(pair)
+        add_pair(core_side, pair)
+        if (core_side._count, core_side._sum) != (python_side._count, python_side._sum):
+            return f"overflow fingerprint of {pair!r}"
+    return None
+
+
+def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:
+    """Parameter names to summarise, and the receiver's name for methods."""
+    flags = code.co_flags
+    count = code.co_argcount + code.co_kwonlyargcount
+    if flags & 0x04:  # CO_VARARGS
+        count += 1
+    if flags & 0x08:  # CO_VARKEYWORDS
+        count += 1
+    names = code.co_varnames[:count]
+    receiver: str | None = None
+    qualname = code.co_qualname
+    if names and "." in qualname and names[0] in ("self", "cls"):
+        owner = qualname.rpartition(".")[0]
+        if not owner.endswith("<locals>"):
+            receiver = names[0]
+            names = names[1:]
+    return tuple(names), receiver
+
+
+_STATE_READS: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Receiver fields and module globals that a code object reads (static, from bytecode).
+
+    Remembered by bytecode and names: code generators (attrs, dataclasses, namedtuple) make
+    a new code object with the same instructions for every class they build.
+    """
+    key = (
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_cellvars,
+        code.co_freevars,
+        receiver,
+    )
+    known = _STATE_READS.get(key)
+    if known is None:
+        if len(_STATE_READS) >= 4096:
+            _STATE_READS.clear()
+        known = _STATE_READS[key] = _read_state_reads(code, receiver)
+    return known
+
+
+def _read_state_reads(
+    code: CodeType, receiver: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    attrs: list[str] = []
+    globals_read: list[str] = []
+    previous_self = False
+    for instruction in _get_instructions(code):
+        opname = instruction.opname
+        if opname == "LOAD_GLOBAL" and isinstance(instruction.argval, str):
+            globals_read.append(instruction.argval)
+        if previous_self and opname == "LOAD_ATTR" and isinstance(instruction.argval, str):
+            attrs.append(instruction.argval)
+        previous_self = receiver is not None and (
+            opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST")
+            and instruction.argval == receiver
+        )
+    return tuple(sorted(set(attrs))), tuple(sorted(set(globals_read)))

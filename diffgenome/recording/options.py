@@ -1,0 +1,98 @@
+"""What a recording session was asked for: pytest's options and ini values, read once.
+
+Kept apart from the session so that everything the user can set is in one place, checked
+before anything is recorded: a value that is not usable is pytest's usage error, reported
+before any test runs, never a recorder that fails halfway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from diffgenome.recording.collect.contract import Bounds
+
+_DEFAULT_EGRESS = "loopback"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """One session's settings, with the defaults applied and paths made absolute."""
+
+    rootdir: str
+    #: ``main``, or the xdist worker id (``gw0``) of this process.
+    worker: str
+    is_worker: bool
+    #: An xdist controller runs no tests: it creates and finishes the run its workers fill.
+    is_controller: bool
+    #: The run a worker records into, handed over by its controller.
+    controller_run_id: str | None
+    store_path: str
+    key_file: str | None
+    egress_policy: str
+    source_roots: list[str]
+    test_roots: list[str]
+    testpaths: list[str]
+    max_nodes: int
+    basetemp: str | None
+
+
+def read_options(config: pytest.Config) -> Options:
+    """The session's options; raises pytest's usage error for a value that cannot be used."""
+    rootdir = str(config.rootpath)
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    is_worker = workerinput is not None
+    store_opt = config.getoption("genome_store") or config.getini("genome_store")
+    store_path = str(store_opt) if store_opt else rootdir + "/.diffgenome"
+    if not store_path.startswith("/"):
+        store_path = str(config.invocation_params.dir / store_path)
+    policy = config.getoption("genome_egress") or config.getini("genome_egress")
+    basetemp = config.getoption("basetemp", None)
+    return Options(
+        rootdir=rootdir,
+        worker=str(workerinput["workerid"]) if workerinput else "main",
+        is_worker=is_worker,
+        is_controller=not is_worker and _xdist_distributing(config),
+        controller_run_id=(
+            str(workerinput["diffgenome_run"])
+            if workerinput and "diffgenome_run" in workerinput
+            else None
+        ),
+        store_path=store_path,
+        key_file=config.getoption("genome_key_file"),
+        egress_policy=str(policy or _DEFAULT_EGRESS),
+        source_roots=list(config.getoption("genome_source_root"))
+        + [str(p) for p in config.getini("genome_source_roots")],
+        test_roots=list(config.getoption("genome_test_root"))
+        + [str(p) for p in config.getini("genome_test_roots")],
+        testpaths=[str(p) for p in config.getini("testpaths")],
+        max_nodes=_max_nodes(config),
+        basetemp=str(basetemp) if basetemp else None,
+    )
+
+
+def _max_nodes(config: pytest.Config) -> int:
+    """The node bound from ini ``genome_max_nodes``; a value that is not a positive integer
+    is a usage error, reported before any test runs."""
+    default: int = Bounds().max_nodes
+    raw = str(config.getini("genome_max_nodes") or "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(f"genome_max_nodes must be a positive integer, not {raw!r}")
+    return value
+
+
+def _xdist_distributing(config: pytest.Config) -> bool:
+    """True in an xdist controller that will hand tests to workers."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return False
+    dist = getattr(config.option, "dist", "no")
+    numprocesses = getattr(config.option, "numprocesses", None)
+    return dist != "no" or bool(numprocesses)

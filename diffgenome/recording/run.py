@@ -1,0 +1,139 @@
+"""The run a session records into: its identity, its description, and its life in the store.
+
+A run is begun by the process that is not an xdist worker, joined by each process that
+records tests (every one but an xdist controller), left by each of those and finished by the
+one that began it. The store reads a run as complete only when all of that happened with a
+clean exit, so every step is taken once and an abandoned start undoes what it did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+import time
+import uuid
+from typing import Any
+
+from diffgenome import __version__
+from diffgenome.protocol.store import recording_key
+from diffgenome.recording.store import StoreWriter
+
+# What each collector sees and misses, stored with the run so that a reader of its genomes
+# knows what an absent event means.
+COLLECTORS: list[dict[str, Any]] = [
+    {"name": "py-sys-monitoring", "plane": "symbol", "fidelity": "complete"},
+    {
+        "name": "py-egress-guard",
+        "plane": "os",
+        "fidelity": "partial",
+        "notes": [
+            "sees socket and subprocess audit events of this process only",
+            "C extensions that call libc directly are not seen",
+            "child processes are recorded, not traced nor guarded",
+        ],
+    },
+]
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique without coordination between machines."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+class Run:
+    """One run of the store, as this process takes part in it."""
+
+    def __init__(self, store: StoreWriter, run_id: str, worker: str) -> None:
+        self.store = store
+        self.id = run_id
+        self.worker = worker
+        self.begun = False  # this process created the run in the store
+        self.joined = False  # this process is a writer of the run
+
+    def begin(self, rootdir: str, config: dict[str, Any], selection: list[str]) -> None:
+        """Create the run, described by the commit and interpreter it records."""
+        commit = _git(rootdir, "rev-parse", "HEAD")
+        status = _git(rootdir, "status", "--porcelain")
+        # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
+        dirty = bool(status.strip()) if status is not None else None
+        python = f"{platform.python_implementation()} {platform.python_version()}"
+        config = {
+            **config,
+            "recording_key": recording_key(
+                commit.strip() if commit else None, dirty, python, selection, config
+            ),
+        }
+        self.store.begin_run(
+            {
+                "id": self.id,
+                "commit": commit.strip() if commit else None,
+                "dirty": dirty,
+                "python": python,
+                "platform": platform.platform(),
+                "started_at": now(),
+                "config": config,
+                "selection": selection,
+                "key_fingerprint": self.store.key_fingerprint,
+                "tool": f"diffgenome {__version__}",
+                "collectors": COLLECTORS,
+            }
+        )
+        self.begun = True
+
+    def join(self) -> None:
+        self.store.join_run(self.id, self.worker)
+        self.joined = True
+
+    def end(self, complete: bool, reasons: list[str]) -> None:
+        """Leave the run if this process joined it, and finish it if this process began it."""
+        if self.joined:
+            self.store.leave_run(self.id, self.worker, complete, reasons)
+        if self.begun:
+            self.store.finish_run(self.id, complete, reasons, now())
+
+    def abandon(self, reason: str) -> None:
+        """Recording could not start: the run (if it exists) reads as incomplete, and
+        nothing that fails on the way is the user's problem."""
+        with contextlib.suppress(Exception):
+            if self.joined:
+                self.store.leave_run(self.id, self.worker, False, [reason])
+        with contextlib.suppress(Exception):
+            if self.begun:
+                self.store.finish_run(self.id, False, [reason], now())
+
+
+def _git(rootdir: str, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", rootdir, *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_toplevel(rootdir: str) -> str | None:
+    """The git work tree that holds ``rootdir`` (a worktree's own folder), if any."""
+    toplevel = _git(rootdir, "rev-parse", "--show-toplevel")
+    return toplevel.strip() if toplevel and toplevel.strip() else None
+
+
+def rootdir_in_repository(rootdir: str, toplevel: str | None) -> str:
+    """``sub/dir/`` when pytest's rootdir lies below the git repository root, else ``""``."""
+    if not toplevel:
+        return ""
+    top = os.path.realpath(toplevel)
+    here = os.path.realpath(rootdir)
+    if here == top or not here.startswith(top + os.sep):
+        return ""
+    return here[len(top) + 1 :].replace(os.sep, "/") + "/"

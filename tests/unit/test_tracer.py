@@ -1,0 +1,248 @@
+"""The tracer in this process, under each core: what a phase records, and how it fails.
+
+Every test that records runs once with the compiled core and once with the Python callbacks
+(``core`` parameter; the compiled one is skipped where it is not built). The end-to-end
+comparison of whole recorded suites is tests/e2e/test_cores.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from diffgenome.recording.collect import contract, values
+from diffgenome.recording.collect import tracer as tracer_module
+from diffgenome.recording.collect.contract import Bounds
+from diffgenome.recording.collect.scope import Scope
+from diffgenome.recording.collect.tracer import Tracer
+from diffgenome.recording.genome import export_phase
+
+MODULE = """
+    class Box:
+        def __init__(self, size):
+            self.size = size
+
+        def grow(self, by):
+            if by < 0:
+                raise ValueError("shrink")
+            self.size += by
+            return self.size
+
+
+    def ident(x):
+        return x
+
+
+    def pair(a, b="b"):
+        return (a, b)
+
+
+    def numbers(n):
+        for i in range(n):
+            yield i
+
+
+    def odd_total(n):
+        total = 0
+        for value in numbers(n):
+            if value % 2:
+                total += ident(value)
+        return total
+
+
+    def fail():
+        Box(1).grow(-1)
+"""
+
+_names = itertools.count()
+_NO_CORE = f"no compiled core: {tracer_module._ACCEL_ABSENT}"
+Record = Callable[..., tuple[dict[str, Any], Tracer]]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(
+            "c",
+            marks=pytest.mark.skipif(
+                tracer_module._ACCEL is None,
+                reason=_NO_CORE,
+            ),
+        ),
+        "python",
+    ]
+)
+def core(request: pytest.FixtureRequest) -> str:
+    """Which callbacks record: ``auto`` takes the compiled core where it is built."""
+    return "auto" if request.param == "c" else "python"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "work.py").write_text(textwrap.dedent(MODULE))
+    return tmp_path
+
+
+def _load(project: Path) -> ModuleType:
+    """A fresh copy of the module: new code objects, which no earlier tracer has seen."""
+    spec = importlib.util.spec_from_file_location(
+        f"_tracer_test_{next(_names)}", project / "lib" / "work.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DIGESTER = values.Digester(b"k" * 32)
+
+
+def _tracer(project: Path, core: str) -> Tracer:
+    return Tracer(Scope(str(project), [str(project)], []), DIGESTER, Bounds(), core=core)
+
+
+@pytest.fixture
+def record(project: Path) -> Iterator[Record]:
+    started: list[Tracer] = []
+
+    def run(
+        core: str, body: Callable[[ModuleType, Tracer], object]
+    ) -> tuple[dict[str, Any], Tracer]:
+        module = _load(project)
+        tracer = _tracer(project, core)
+        assert tracer.start(), tracer.unavailable_reason
+        started.append(tracer)
+        tracer.begin_phase()
+        try:
+            body(module, tracer)
+        finally:
+            capture = tracer.end_phase()
+            tracer.stop()
+        return export_phase(capture, DIGESTER), tracer
+
+    yield run
+    for tracer in started:
+        tracer.stop()
+
+
+def _workload(module: Any, tracer: Tracer) -> None:
+    box = module.Box(2)
+    box.grow(3)
+    box.grow(4)
+    for i in range(12):  # more distinct arguments than a node keeps: the rest overflow
+        module.ident(i)
+    module.pair("a")
+    module.pair(1, b=None)
+    module.odd_total(5)
+    with contextlib.suppress(ValueError):
+        module.fail()
+
+
+def _by_symbol(phase: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for node in phase["nodes"]:
+        found.setdefault(node.get("symbol"), []).append(node)
+    return found
+
+
+def test_a_phase_records_calls_values_exits_and_decisions(core: str, record: Record) -> None:
+    phase, tracer = record(core, _workload)
+    assert tracer.core == ("c" if core == "auto" else "python")
+    assert tracer.errors == 0
+    nodes = _by_symbol(phase)
+    grow = nodes["py:lib.work.Box.grow"]
+    top_grow = next(node for node in grow if node["count"] == 2)
+    assert top_grow["exits"] == {"returned": 2}
+    assert len(top_grow["args"]) == 2 and top_grow["args"][0]["shape"] == "by=int"
+    raised = next(node for node in grow if node["count"] == 1)
+    assert raised["exits"] == {"raised:py:builtins.ValueError": 1}
+    ident = [node for node in nodes["py:lib.work.ident"] if node["count"] == 12]
+    assert len(ident) == 1
+    assert len(ident[0]["args"]) == 8 and ident[0]["args_overflow"]["count"] == 4
+    pairs = nodes["py:lib.work.pair"][0]
+    assert {entry["shape"] for entry in pairs["args"]} == {"a=str, b=str", "a=int, b=None"}
+    generator = nodes["py:lib.work.numbers"][0]
+    assert generator["exits"] == {"returned": 1, "yielded": 5}
+    assert any(branch["site"].startswith("py:lib.work.odd_total/") for branch in phase["branches"])
+
+
+def test_both_cores_record_the_same_phase(
+    record: Record,
+) -> None:
+    if tracer_module._ACCEL is None:
+        pytest.skip(_NO_CORE)
+    compiled, tracer = record("auto", _workload)
+    python, _ = record("python", _workload)
+    assert tracer.core == "c"
+    assert compiled == python
+
+
+def test_the_python_core_can_be_asked_for(project: Path) -> None:
+    tracer = _tracer(project, "python")
+    assert (tracer.core, tracer.core_reason) == ("python", "core=python")
+
+
+def test_a_compiled_core_that_disagrees_with_values_py_does_not_record(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One encoding changed on one side only: the core is built, checked, and left unused."""
+    if tracer_module._ACCEL is None:
+        pytest.skip(_NO_CORE)
+    encodings = contract.core_encodings()
+    monkeypatch.setattr(
+        contract, "core_encodings", lambda: {**encodings, "overflow_tags": (b"S", b"C")}
+    )
+    tracer = _tracer(project, "auto")
+    tracer._callbacks()  # builds the core, without claiming a tool id
+    assert tracer.core == "python"
+    assert tracer.core_reason is not None
+    assert tracer.core_reason.startswith("core-disagrees: overflow fingerprint of ")
+
+
+def _break_a_node(module: Any, tracer: Tracer) -> None:
+    """Two starts of a call node whose count is no number: inside repo code, where the
+    compiled core takes the start itself (from the test, Python's callback always does)."""
+    module.odd_total(2)
+    root = tracer._root
+    assert root is not None
+    (outer,) = (node for node in root.children.values() if node.key.symbol.endswith("total"))
+    (inner,) = (node for node in outer.children.values() if node.key.symbol.endswith("ident"))
+    inner.count = "not a count"  # type: ignore[assignment]
+    module.odd_total(2)  # each start of ``ident`` fails in the callback: counted, not raised
+    module.odd_total(2)
+
+
+def test_a_failing_callback_is_counted_and_never_raised(
+    core: str,
+    record: Record,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(tracer_module.DEBUG_ENV, raising=False)
+    _, tracer = record(core, _break_a_node)
+    assert tracer.errors == 2
+    assert tracer.first_errors is None
+
+
+def test_debugging_callbacks_keeps_the_first_error_of_each_kind(
+    core: str,
+    record: Record,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(tracer_module.DEBUG_ENV, "callbacks")
+    _, tracer = record(core, _break_a_node)
+    assert tracer.errors == 2
+    assert tracer.first_errors is not None
+    assert list(tracer.first_errors) == ["builtins.TypeError"]
+    kept = tracer.first_errors["builtins.TypeError"]
+    assert kept.startswith("can only concatenate str")
+    where = "compiled core" if tracer.core == "c" else "tracer.py:"
+    assert where in kept
