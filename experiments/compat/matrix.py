@@ -28,6 +28,9 @@ class Row:
     # each mode runs this many times in a row against its own persistent state (hypothesis'
     # database): the second run replays what the first one saved
     repeat: int = 1
+    # the setting stops the session early (``-x``): tests of the example that never ran are
+    # not held against it
+    partial: bool = False
     # per-suite argument lists, for settings that name the project's package
     per_suite: dict[str, tuple[str, ...]] = field(default_factory=dict)
     note: str = ""
@@ -72,7 +75,7 @@ ROWS: tuple[Row, ...] = (
         example_args=("--strict-config", "--strict-markers"),
         note="suites: keys given with `-o`; example: keys in its pytest.ini",
     ),
-    Row("exitfirst", "`-x`", args=("-x",), example="basic"),
+    Row("exitfirst", "`-x`", args=("-x",), example="basic", partial=True),
     Row(
         "importlib",
         "`--import-mode=importlib`",

@@ -41,7 +41,7 @@ def _says(entries: list[dict[str, Any]]) -> str:
     notices = sorted({n for e in entries for n in e["notices"]})
     if not notices:
         return "nothing"
-    return "<br>".join(f"`{n[:150]}`" for n in notices[:3])
+    return "<br>".join(f"`{n[:400]}`" for n in notices[:3])
 
 
 def table(data: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ row's plugins are not installed there).
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -52,6 +53,14 @@ def overlay(base_python: str, plugins: tuple[str, ...], work: Path, name: str) -
     if not plugins:
         return base_python
     folder = work / "compat-venvs" / f"{name}+{'+'.join(sorted(plugins))}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Several processes may ask at once (tests under xdist, two checkouts): one builds.
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _overlay_locked(base_python, plugins, folder)
+
+
+def _overlay_locked(base_python: str, plugins: tuple[str, ...], folder: Path) -> str:
     marker = folder / ".compat-installed"
     python = str(folder / "bin" / "python")
     if marker.exists():
@@ -84,7 +93,7 @@ def installed(python: str) -> dict[str, str]:
     return {p["name"].lower(): p["version"] for p in json.loads(freeze.stdout)}
 
 
-def importable_here(plugins: tuple[str, ...]) -> list[str]:
+def missing_plugins(plugins: tuple[str, ...]) -> list[str]:
     """The plugins not importable by this interpreter (by their module name)."""
     modules = {
         "pytest-randomly": "pytest_randomly",
