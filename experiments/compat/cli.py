@@ -153,24 +153,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    opts = parse(argv)
-    rows = [by_key(k) for k in opts.rows.split(",")] if opts.rows else list(ROWS)
-    results: list[Result] = []
-    baseline: dict[str, set[str]] = {}
-    if not opts.examples_only and rows[0].key != "baseline":
-        rows.insert(0, by_key("baseline"))  # reasons of the baseline are the yardstick
-    for row in rows:
-        log(f"row {row.key}")
-        if row.example and not opts.suites_only:
-            results.append(run_example(row, example_python(row, opts.work)))
-        if not opts.examples_only:
-            for suite in row.suites:
-                results.append(run_suite(row, suite, opts.work, baseline))
-    stamp = datetime.date.today().isoformat()
-    name = f"compat-{stamp}" + (f"-{opts.name}" if opts.name else "")
+def write(opts: argparse.Namespace, results: list[Result], name: str, docs: bool) -> str:
     data: dict[str, Any] = {
-        "date": stamp,
+        "date": datetime.date.today().isoformat(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "results": [r.summary() for r in results],
@@ -182,8 +167,29 @@ def main(argv: list[str] | None = None) -> int:
     (opts.out / f"{name}.json").write_text(json.dumps(data, indent=1, sort_keys=True))
     table = report.table(data)
     (opts.out / f"{name}.md").write_text(report.details(data, table))
-    if not opts.no_docs and not opts.rows and not opts.examples_only and not opts.suites_only:
+    if docs:
         report.update_docs(REPO_ROOT / "docs" / "reliability.md", table, name)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse(argv)
+    rows = [by_key(k) for k in opts.rows.split(",")] if opts.rows else list(ROWS)
+    results: list[Result] = []
+    baseline: dict[str, set[str]] = {}
+    if not opts.examples_only and rows[0].key != "baseline":
+        rows.insert(0, by_key("baseline"))  # reasons of the baseline are the yardstick
+    name = f"compat-{datetime.date.today().isoformat()}" + (f"-{opts.name}" if opts.name else "")
+    for row in rows:
+        log(f"row {row.key}")
+        if row.example and not opts.suites_only:
+            results.append(run_example(row, example_python(row, opts.work)))
+        if not opts.examples_only:
+            for suite in row.suites:
+                results.append(run_suite(row, suite, opts.work, baseline))
+        write(opts, results, name, docs=False)  # a run cut short keeps its whole rows
+    full = not (opts.rows or opts.examples_only or opts.suites_only)
+    table = write(opts, results, name, docs=full and not opts.no_docs)
     log(f"wrote {opts.out / name}.json and .md")
     print(table)
     return 0 if all(r.ok for r in results) else 1
