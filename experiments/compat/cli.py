@@ -150,6 +150,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     p.add_argument("--name", default="", help="suffix of the result files")
     p.add_argument("--no-docs", action="store_true", help="leave docs/reliability.md alone")
+    p.add_argument("--suites", help="comma-separated real suites to keep (default: each row's)")
+    p.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        help="write docs/reliability.md's table from these results JSON files (e.g. runs cut "
+        "short), the first file's entry winning for a (row, target) measured twice",
+    )
     return p.parse_args(argv)
 
 
@@ -174,6 +182,17 @@ def write(opts: argparse.Namespace, results: list[Result], name: str, docs: bool
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse(argv)
+    if opts.report:
+        data = json.loads(opts.report[0].read_text())
+        seen = {(e["row"], e["target"]) for e in data["results"]}
+        for extra in opts.report[1:]:
+            for entry in json.loads(extra.read_text())["results"]:
+                if (entry["row"], entry["target"]) not in seen:
+                    seen.add((entry["row"], entry["target"]))
+                    data["results"].append(entry)
+        names = ", ".join(f"experiments/results/{path.stem}.md" for path in opts.report)
+        report.update_docs(REPO_ROOT / "docs" / "reliability.md", report.table(data), names)
+        return 0
     rows = [by_key(k) for k in opts.rows.split(",")] if opts.rows else list(ROWS)
     results: list[Result] = []
     baseline: dict[str, set[str]] = {}
@@ -185,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         if row.example and not opts.suites_only:
             results.append(run_example(row, example_python(row, opts.work)))
         if not opts.examples_only:
-            for suite in row.suites:
+            keep = opts.suites.split(",") if opts.suites else row.suites
+            for suite in (s for s in row.suites if s in keep):
                 results.append(run_suite(row, suite, opts.work, baseline))
         write(opts, results, name, docs=False)  # a run cut short keeps its whole rows
     full = not (opts.rows or opts.examples_only or opts.suites_only)

@@ -58,6 +58,7 @@ def table(data: dict[str, Any]) -> str:
     for row in ROWS:
         entries = by_row.get(row.key)
         if not entries:
+            lines.append(f"| {row.setting} | not run in this measurement | | | |")
             continue
         ok = all(e["ok"] for e in entries)
         status = "green" if ok else "**see notes**"
@@ -100,7 +101,8 @@ def details(data: dict[str, Any], summary: str) -> str:
 
 def update_docs(path: Any, table_text: str, name: str) -> None:
     text = path.read_text()
-    block = f"{BEGIN}\n\n{table_text}\nDetails: `experiments/results/{name}.md`.\n\n{END}"
+    where = name if name.startswith("experiments/") else f"experiments/results/{name}.md"
+    block = f"{BEGIN}\n\n{table_text}\nDetails: {where}.\n\n{END}"
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
