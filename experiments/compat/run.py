@@ -203,6 +203,9 @@ def run_mode(
         # sessions of a repeated row).
         "HYPOTHESIS_STORAGE_DIRECTORY": str(state / "hypothesis"),
         "COMPAT_TMP": str(state),
+        # pytest-cov's data file out of the project tree: a default ``.coverage`` there is
+        # shared with any other run of the same tree (the bench, tests/e2e/test_real_suites).
+        "COVERAGE_FILE": str(state / ".coverage"),
         "COLUMNS": "200",
         **env,
     }
