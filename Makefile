@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-fast lint format demo bench bench-quick schema clean
+.PHONY: venv test test-fast lint format demo bench bench-quick compat compat-examples schema clean
 
 venv:
 	@sh scripts/venv $(VENV)
@@ -37,6 +37,14 @@ bench: venv
 
 bench-quick: venv
 	$(PY) experiments/bench.py --quick
+
+# Strict settings and common plugins, plain vs --genome (docs/reliability.md); CI runs the
+# example rows as tests/e2e/test_compat.py.
+compat: venv
+	$(PY) experiments/compat.py
+
+compat-examples: venv
+	$(PY) experiments/compat.py --examples-only
 
 clean:
 	rm -rf .venv .venv-* .diffgenome build *.egg-info

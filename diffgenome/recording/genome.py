@@ -204,7 +204,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
     branches: list[dict[str, Any]] = []
     digests = _memo_for(digester)
 
-    def visit(group: list[Node], parent_id: int | None) -> None:
+    def visit(group: list[Node], parent_id: int | None) -> int:
         first = group[0]
         node_id = len(nodes)
         count = first.count if len(group) == 1 else sum(node.count for node in group)
@@ -301,9 +301,16 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
                     "count": count,
                 }
             )
-        for kids in _child_groups(group):
-            visit(kids, node_id)
+        return node_id
 
-    for group in _child_groups([capture.root]):
-        visit(group, None)
+    # Depth first, parents before children, siblings in identity order -- without recursion:
+    # a test may record a call chain as deep as the recursion limit it raised for itself,
+    # and the limit is back down when the phase is exported.
+    stack: list[tuple[list[Node], int | None]] = [
+        (group, None) for group in reversed(_child_groups([capture.root]))
+    ]
+    while stack:
+        group, parent_id = stack.pop()
+        node_id = visit(group, parent_id)
+        stack.extend((kids, node_id) for kids in reversed(_child_groups(group)))
     return {"nodes": nodes, "branches": branches}

@@ -28,7 +28,7 @@ from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
-from diffgenome.recording.collect.tracer import Tracer
+from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import say
 from diffgenome.recording.options import read_options
@@ -115,6 +115,7 @@ class Recorder:
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
+        self._disturbances_said: set[str] = set()
         self._collection_failed = False
 
     # -- session -------------------------------------------------------------------------
@@ -302,6 +303,9 @@ class Recorder:
         self._phases[phase] = exported
         self._phase_reasons.extend(f"{phase}:{p}" for p in consistency_problems(exported))
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
+        disturbed = [r for r in capture.reasons if r.startswith("monitoring-disturbed:")]
+        if disturbed:
+            self._say_disturbed(disturbed[0])
         errors = self.tracer.errors - self._errors_at_phase_start
         if self.standins is not None:
             errors += self.standins.errors
@@ -310,6 +314,29 @@ class Recorder:
             self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
         if not self._threads_at_start.issuperset(_enumerate_threads()):
             self._phase_reasons.append(f"{phase}:thread-outlived-phase")
+
+    def _say_disturbed(self, reason: str) -> None:
+        """Once per kind: code under test changed the recorder's sys.monitoring tool."""
+        what = reason.split(":", 1)[1]
+        kind = "taken" if what.startswith("tool-id-taken") else "changed"
+        if kind in self._disturbances_said:
+            return
+        self._disturbances_said.add(kind)
+        if kind == "taken":
+            detail = "another tool now holds its id, so recording stopped for the rest"
+        else:
+            detail = "recording was put back after it"
+        say(
+            self.config,
+            f"code under test changed diffgenome's sys.monitoring tool ({what}): {detail}; "
+            "the tests concerned are marked unverified (monitoring-disturbed). Leave tool id "
+            f"{self._tool_id_text()} alone in tests, or record them without --genome",
+        )
+
+    def _tool_id_text(self) -> str:
+        mon = sys.monitoring
+        ids = [str(i) for i in range(6) if mon.get_tool(i) == TOOL_NAME]
+        return ids[0] if ids else "(none now)"
 
     def _phase(self, phase: str) -> Generator[None, object, object]:
         self._begin()

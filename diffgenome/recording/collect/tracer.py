@@ -26,6 +26,7 @@ every other case to them unchanged, so both cores record byte-identical genomes 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -70,6 +71,8 @@ _current_thread = threading.current_thread
 # Tool ids in probing order: never 0 (debugger) nor 1 (coverage.py); 5 is the optimizer's.
 TOOL_IDS = (4, 3, 2)
 TOOL_NAME = "diffgenome"
+# The events every code object raises to the tool; the rest are armed per code object.
+GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
@@ -144,6 +147,11 @@ class Tracer:
         self._create_task_original: tuple[Any, Any] | None = None
         self._core: Any = None  # the compiled core's object, when it is in use
         self._accel = _ACCEL if core == "auto" else None
+        # The callback objects registered for the tool id, kept to see whether a test
+        # replaced one (the compiled core's bound methods are new objects at each lookup).
+        self._registered: dict[int, Callable[..., Any]] = {}
+        #: Why recording stopped for good mid-session (another tool took the id), if it did.
+        self.lost_reason: str | None = None
         #: ``c`` or ``python``: which callbacks record (both record the same genomes).
         self.core = "python" if self._accel is None else "c"
         #: Why the Python callbacks are used, when they are.
@@ -197,41 +205,94 @@ class Tracer:
             self.unavailable_reason = f"tool-id-unavailable:{taken}"
             return False
         tid = self.tool_id
-        for event, callback in self._callbacks().items():
+        self._registered = self._callbacks()
+        for event, callback in self._registered.items():
             _monitoring.register_callback(tid, event, callback)
-        _monitoring.set_events(tid, _events.PY_START | _events.PY_UNWIND | _events.PY_THROW)
+        _monitoring.set_events(tid, GLOBAL_EVENTS)
         self._wrap_thread_start()
         self._wrap_create_task()
         return True
 
     def stop(self) -> None:
-        """Release everything: events, callbacks, the tool id, the Thread.start wrapper."""
+        """Release everything: events, callbacks, the tool id, the Thread.start wrapper.
+
+        Never raises: a test may have freed the tool id (``set_events`` then refuses it) or
+        handed it to another tool, whose events and callbacks are not ours to clear."""
         self._set_recording(False)
         self._unwrap_thread_start()
         tid = self.tool_id
         if tid is None:
             return
         self.tool_id = None
-        try:
+        self._registered = {}
+        if _monitoring.get_tool(tid) != TOOL_NAME:
+            self._armed.clear()
+            return
+        with contextlib.suppress(ValueError):
             _monitoring.set_events(tid, 0)
             for code in self._armed:
                 _monitoring.set_local_events(tid, code, 0)
-            events = (
-                _events.PY_START,
-                _events.PY_RESUME,
-                _events.PY_THROW,
-                _events.PY_RETURN,
-                _events.PY_YIELD,
-                _events.PY_UNWIND,
-                *CAPABILITIES.branch_events,
-            )
+        events = (
+            _events.PY_START,
+            _events.PY_RESUME,
+            _events.PY_THROW,
+            _events.PY_RETURN,
+            _events.PY_YIELD,
+            _events.PY_UNWIND,
+            *CAPABILITIES.branch_events,
+        )
+        with contextlib.suppress(ValueError):
             for event in events:
                 _monitoring.register_callback(tid, event, None)
-        finally:
+        with contextlib.suppress(ValueError):
             if CAPABILITIES.has_clear_tool_id:
                 _monitoring.clear_tool_id(tid)  # type: ignore[attr-defined]
             _monitoring.free_tool_id(tid)
         self._armed.clear()
+
+    def reclaim(self) -> list[str]:
+        """Check that the tool id, its events and callbacks are still as the recorder set
+        them, put back whatever a test changed (``sys.monitoring`` is one per process, and
+        any code may call it), and say what had changed: a phase during which recording was
+        switched off is not whole. Another tool holding the id cannot be undone: recording
+        stops for the rest of the session (``lost_reason``)."""
+        tid = self.tool_id
+        if tid is None:
+            return []
+        changed: list[str] = []
+        try:
+            owner = _monitoring.get_tool(tid)
+            if owner != TOOL_NAME:
+                if owner is not None:
+                    self.lost_reason = f"monitoring-disturbed:tool-id-taken:{owner}"
+                    self.tool_id = None
+                    self._registered = {}
+                    self._armed.clear()
+                    self._set_recording(False)
+                    return [self.lost_reason]
+                _monitoring.use_tool_id(tid, TOOL_NAME)
+                changed.append("monitoring-disturbed:tool-id-freed")
+            replaced = False
+            for event, callback in self._registered.items():
+                if _monitoring.register_callback(tid, event, callback) is not callback:
+                    replaced = True
+            if replaced:
+                changed.append("monitoring-disturbed:callback-replaced")
+            if _monitoring.get_events(tid) != GLOBAL_EVENTS:
+                _monitoring.set_events(tid, GLOBAL_EVENTS)
+                changed.append("monitoring-disturbed:events-changed")
+            if changed:
+                # Freeing clears local events on some versions, a test that reset events may
+                # have reset those too, and code first seen while the id was free could not
+                # be armed at all: arm every code object in scope again.
+                self._armed = []
+                for info in list(self.codes.values()):
+                    if info is not None:
+                        self._arm(info.code, info)
+        except Exception:
+            self.errors += 1
+            changed.append("monitoring-disturbed:unrestorable")
+        return changed
 
     def begin_phase(self) -> None:
         """Start a fresh tree for the calling (main) thread."""
@@ -246,6 +307,9 @@ class Tracer:
         self._reasons = set()
         values.reset_class_summaries()
         self._exc_symbols.clear()  # holds exception classes: none may outlive its phase
+        # Whatever changed between phases (another plugin's hook) is put back unsaid: no
+        # phase was being recorded.
+        self.reclaim()
         self._set_recording(self.tool_id is not None)
 
     def end_phase(self) -> PhaseCapture:
@@ -253,6 +317,9 @@ class Tracer:
         self._set_recording(False)
         root = self._root if self._root is not None else Node(NODE_CALL, None, self.bounds)
         reasons = set(self._reasons)
+        reasons.update(self.reclaim())
+        if self.lost_reason is not None:
+            reasons.add(self.lost_reason)
         if self._sink is not None and self._sink.count:
             reasons.add("truncated:nodes")
         self._root = None

@@ -1,0 +1,1 @@
+"""The compatibility matrix of issue #15: settings and plugins, plain vs --genome."""
