@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 import zipfile
 from collections.abc import Mapping
@@ -333,6 +334,14 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
     assert version == "pytest-diffgenome 0.1.0\n"
     _records_and_diffs(wheel_bin, wheel_env, shop, "recording with the compiled core")
 
+    # What cibuildwheel runs on every wheel it builds, run on this one.
+    checked = _sh(
+        wheel_bin / "python", REPO / ".github" / "scripts" / "check_wheel.py", env=wheel_env
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("check_wheel: ok: pytest-diffgenome 0.1.0 in ")
+    assert "venv-wheel" in checked.stdout
+
     # The sdist where no C compiler works: the optional extension is skipped, the pure-Python
     # core records. No pip cache, so no wheel built earlier with a compiler is reused.
     sdist_bin, sdist_env = _fresh_venv(tmp_path / "venv-sdist")
@@ -396,3 +405,45 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
     assert "diffgenome: recording with the compiled core" in repaired.stdout.splitlines()
     version = _ok(_sh(wheel_bin / "diffgenome", "--version", env=wheel_env))
     assert version == "pytest-diffgenome 0.1.0\n"
+
+
+# -- the binary wheel configuration ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("platform", "archs", "expected"),
+    [
+        ("linux", "x86_64", "cp3{}-manylinux_x86_64 cp3{}-musllinux_x86_64"),
+        ("linux", "aarch64", "cp3{}-manylinux_aarch64 cp3{}-musllinux_aarch64"),
+        ("macos", None, "cp3{}-macosx_x86_64 cp3{}-macosx_arm64"),
+        ("windows", None, "cp3{}-win_amd64"),
+    ],
+)
+def test_cibuildwheel_builds_312_and_313_on_each_system(
+    platform: str, archs: str | None, expected: str
+) -> None:
+    """[tool.cibuildwheel] selects exactly CPython 3.12 and 3.13 wheels for the runners of
+    .github/workflows/wheels.yml (Linux x86_64 and aarch64, macOS, Windows)."""
+    pytest.importorskip("cibuildwheel", reason="cibuildwheel (the test extra) reads the config")
+    command = [sys.executable, "-m", "cibuildwheel", "--platform", platform]
+    command += ["--archs", archs] if archs else []
+    done = _sh(*command, "--print-build-identifiers", REPO, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    wanted = {name.format(minor) for minor in (12, 13) for name in expected.split()}
+    assert set(done.stdout.split()) == wanted
+
+
+def test_the_workflow_builds_with_the_configuration_it_names() -> None:
+    """The workflow runs cibuildwheel on each of its runners, with the check the config names,
+    and publishes under the distribution name."""
+    workflow = (REPO / ".github" / "workflows" / "wheels.yml").read_text()
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert config["project"]["name"] == "pytest-diffgenome"
+    assert config["tool"]["cibuildwheel"]["test-command"] == (
+        "python {project}/.github/scripts/check_wheel.py"
+    )
+    assert (REPO / ".github" / "scripts" / "check_wheel.py").is_file()
+    for runner in ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "windows-latest"):
+        assert runner in workflow
+    assert "uses: pypa/cibuildwheel@v" in workflow
+    assert "https://pypi.org/project/pytest-diffgenome/" in workflow
