@@ -5,9 +5,13 @@ built (no compiler, an interpreter it does not support), the pure-Python callbac
 same genomes, only slower; `pytest --genome` says which core it uses.
 """
 
+import sys
+
 from setuptools import Extension, setup
 
 _CORE = "diffgenome/recording/collect"
+# GCC and clang flags; MSVC (Windows wheels) would only warn about them, so it gets its own.
+FLAGS = ["/O2"] if sys.platform == "win32" else ["-O2", "-Wall", "-Wno-missing-field-initializers"]
 
 setup(
     ext_modules=[
@@ -17,7 +21,7 @@ setup(
             sources=[f"{_CORE}/_accel.c"],
             depends=[f"{_CORE}/_accel.h", f"{_CORE}/_accel_values.c"],
             optional=True,
-            extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
+            extra_compile_args=FLAGS,
         )
     ]
 )

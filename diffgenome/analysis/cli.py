@@ -23,7 +23,6 @@ from typing import NoReturn
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
-from diffgenome import __version__
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRecord
@@ -33,6 +32,7 @@ from diffgenome.analysis.report import render_affected, render_markdown, render_
 from diffgenome.analysis.report.runs import genome_tree, run_tests_table, runs_table
 from diffgenome.analysis.schema import SCHEMAS, schema_text
 from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.store import DEFAULT_DIR
@@ -413,7 +413,9 @@ def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentPars
     parser = _Parser(
         prog=PROG, description="Record what every test really does, and diff it between commits."
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"{identity.DISTRIBUTION} {identity.version()}"
+    )
     common = _Parser(add_help=False)
     common.add_argument(
         "--store",
@@ -439,6 +441,11 @@ def _fail(message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
+        finding = identity.check()  # another project's `diffgenome` package in the way?
+        if finding is not None and finding.fatal:
+            raise CliError(finding.text)
+        if finding is not None:
+            sys.stderr.write(f"{PROG}: {finding.text}\n")
         # Everything after the first ``--`` is pytest's (``diff``, ``affected``): argparse
         # would mix it up with the positionals.
         pytest_args: list[str] | None = None

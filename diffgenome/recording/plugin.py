@@ -82,7 +82,16 @@ def pytest_configure(config: pytest.Config) -> None:
     or store (pytest's usage error, before any test runs) may stop the session."""
     if not _enabled(config):
         return
+    from diffgenome.protocol import identity
     from diffgenome.recording.notices import say
+
+    # Before the recorder is imported: with another project's diffgenome/__init__.py it would
+    # record under that project's version, or not import at all.
+    finding = identity.check()
+    if finding is not None:
+        say(config, ("recording is off for this session: " if finding.fatal else "") + finding.text)
+        if finding.fatal:
+            return
     from diffgenome.recording.session import Recorder
 
     try:

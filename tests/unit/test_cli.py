@@ -347,7 +347,7 @@ def test_user_errors_are_one_line(store: Path, tmp_path: Path, args: list[str]) 
 def test_help_and_version_exit_zero() -> None:
     assert cli("--help").returncode == 0
     version = cli("--version")
-    assert version.returncode == 0 and version.stdout.startswith("diffgenome ")
+    assert version.returncode == 0 and version.stdout.startswith("pytest-diffgenome ")
 
 
 # -- rendering (in process) -------------------------------------------------------------------

@@ -72,7 +72,7 @@ def test_recording_side_imports_only_stdlib_and_pytest() -> None:
     outside = set(outside_line.split()) - {
         "__main__",
         "_distutils_hack",
-        "__editable___diffgenome_0_1_0_finder",
+        "__editable___pytest_diffgenome_0_1_0_finder",
     }
     assert outside <= PYTEST_WORLD, f"recording side pulled in {sorted(outside - PYTEST_WORLD)}"
     assert "pydantic" not in outside and "rich" not in outside
