@@ -1,0 +1,127 @@
+"""(a) A new commit with an identical tree: ``diffgenome diff HEAD~1 HEAD`` must say 0 changed.
+
+For each benchmark project: a clone of its unpacked sdist (``bench.envs``: one git commit
+"sdist"), plus ``git commit --allow-empty``, so HEAD~1 and HEAD have the same tree and differ
+only by their commit ids. ``diffgenome diff HEAD~1 HEAD`` then records each commit in its own
+disposable worktree (two different absolute paths, two temp folders, two sessions) with the
+project's venv (``--python``) and the default gate. Goal: 0 ``changed``, exit status 0.
+Unverified tests are counted with their reasons by kind (the default gate fails on them).
+
+``--quick`` uses the benchmark's quick selection where a project has one (more-itertools:
+tests/test_recipes.py less three slow classes), else the whole suite.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bench.envs import log
+
+from truth.common import env_for, project_args
+from truth.history import (
+    HISTORY,
+    diffgenome_commit,
+    git,
+    merge_results,
+    results_path,
+    run_diff,
+    shown,
+    summarise,
+)
+
+
+def selection(name: str, quick: bool) -> tuple[list[str], str]:
+    env = env_for(name)
+    project = env.project
+    if quick and project.quick_paths:
+        args = [*project.pytest_args]
+        for node in [*project.deselect, *project.quick_deselect]:
+            args += ["--deselect", node]
+        return args + list(project.quick_paths), "quick"
+    return project_args(env), "full"
+
+
+def prepare(name: str) -> Path:
+    """A clone of the project's sdist commit with one more commit of the same tree."""
+    env = env_for(name)
+    repo = HISTORY / "identical" / name / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    git(repo.parent, "clone", "-q", str(env.tree), str(repo))
+    exclude = (env.tree / ".git" / "info" / "exclude").read_text()
+    (repo / ".git" / "info" / "exclude").write_text(exclude)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "identical tree")
+    assert git(repo, "rev-parse", "HEAD~1^{tree}") == git(repo, "rev-parse", "HEAD^{tree}")
+    return repo
+
+
+def run(projects: list[str], *, quick: bool, tag: str = "") -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name in projects:
+        env = env_for(name)
+        args, scope = selection(name, quick)
+        repo = prepare(name)
+        out = HISTORY / "identical" / name / (tag or "run")
+        log(f"identical: {name} ({scope})")
+        done = run_diff(repo, env.exe, args, out)
+        entry: dict[str, Any] = {
+            "project": f"{env.project.name} {env.project.version}",
+            "python": env.python.version,
+            "selection": scope,
+            "command": shown(done.command),
+            "exit_code": done.exit_code,
+            "wall_s": round(done.wall_s, 1),
+            "diffgenome_commit": diffgenome_commit(),
+            "raw": str(out),
+        }
+        if done.document is None:
+            entry["error"] = done.stderr_tail
+        else:
+            entry |= summarise(done.document)
+        results[name] = entry
+        merge_results("identical", tag, name, entry)
+    write_markdown(tag)
+    return results
+
+
+def write_markdown(tag: str) -> None:
+    import json
+
+    path = results_path("identical", tag, "json")
+    data = json.loads(path.read_text())
+    out = ["# Identical tree, new commit: `diffgenome diff HEAD~1 HEAD`", ""]
+    out += [
+        "Each project's sdist commit plus `git commit --allow-empty`; both recorded by the diff "
+        "command in disposable worktrees with the project's venv (`--python`), default gate.",
+        "",
+        "| project | selection | tests | changed | unverified | other non-unchanged "
+        "| exit | unverified reasons by kind | diffgenome |",
+        "|---|---|---:|---:|---:|---|---:|---|---|",
+    ]
+    for name, e in data["projects"].items():
+        if "error" in e:
+            out.append(f"| {name} | {e['selection']} | error | | | | {e['exit_code']} | | |")
+            continue
+        st = e["statuses"]
+        other = ", ".join(
+            f"{k} {v}" for k, v in st.items() if k not in ("changed", "unverified", "unchanged")
+        )
+        reasons = ", ".join(f"{k} {v}" for k, v in e["unverified_reasons_by_kind"].items())
+        out.append(
+            f"| {e['project']} | {e['selection']} | {e['tests']} | {st.get('changed', 0)} | "
+            f"{st.get('unverified', 0)} | {other or '-'} | {e['exit_code']} | {reasons or '-'} | "
+            f"`{e['diffgenome_commit']}` |"
+        )
+    out += ["", "Commands (from the project's repo folder):", ""]
+    for name, e in data["projects"].items():
+        out.append(f"- {name}: `{e['command']}`")
+    out += ["", "Non-unchanged tests:", ""]
+    for name, e in data["projects"].items():
+        for t in e.get("reported", []):
+            kinds = sorted({c["kind"] for c in t["changes"]})
+            reasons = "; ".join(t["reasons"][:3])
+            out.append(f"- {name} `{t['test']}` {t['status']}: {', '.join(kinds)} {reasons}")
+    out.append("")
+    results_path("identical", tag, "md").write_text("\n".join(out))
