@@ -22,6 +22,18 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
     p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
     p.add_argument("--quick", action="store_true", help="the benchmark's quick selections")
+    p.add_argument(
+        "--pytest-arg",
+        action="append",
+        default=[],
+        help="a control, e.g. --pytest-arg=--hypothesis-seed=0 (repeatable; use with --tag)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="a control, e.g. --env PYTHONHASHSEED=0 (repeatable; use with --tag)",
+    )
     p.add_argument("--tag", default="", help="suffix of the result files (e.g. after-merge)")
     p = sub.add_parser("releases", help="diff two consecutive releases of real projects")
     p.add_argument("--projects", default="cachetools,semver,humanize")
@@ -44,7 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "identical":
         from truth import identical
 
-        identical.run(args.projects.split(","), quick=args.quick, tag=args.tag)
+        identical.run(
+            args.projects.split(","),
+            quick=args.quick,
+            tag=args.tag,
+            extra_args=args.pytest_arg,
+            extra_env=dict(item.split("=", 1) for item in args.env),
+        )
     elif args.command == "releases":
         from truth import releases
 

@@ -59,6 +59,7 @@ def run_diff(
     head: str = "HEAD",
     fail_on: str | None = None,
     timeout: float = 3600,
+    extra_env: dict[str, str] | None = None,
 ) -> DiffRun:
     """``python -m diffgenome.analysis.cli diff BASE HEAD --python PY --json OUT -- ARGS``.
 
@@ -77,6 +78,7 @@ def run_diff(
         cmd += ["--fail-on", fail_on]
     cmd += ["--", *pytest_args]
     environ = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    environ.update(extra_env or {})
     log(f"$ (cd {repo} && {shlex.join(cmd)})")
     started = time.monotonic()
     done = subprocess.run(
@@ -90,10 +92,12 @@ def run_diff(
     return DiffRun(cmd, repo, done.returncode, wall, document, done.stderr[-3000:], done.stdout)
 
 
-def shown(command: list[str]) -> str:
+def shown(command: list[str], extra_env: dict[str, str] | None = None) -> str:
     """The command as a reader would type it, from the repository's folder."""
     words = ["python" if w == sys.executable else w for w in command]
     text = shlex.join(words)
+    if extra_env:
+        text = " ".join(f"{k}={v}" for k, v in extra_env.items()) + " " + text
     return text.replace(str(REPO_ROOT) + "/", "")
 
 

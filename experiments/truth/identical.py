@@ -57,20 +57,30 @@ def prepare(name: str) -> Path:
     return repo
 
 
-def run(projects: list[str], *, quick: bool, tag: str = "") -> dict[str, Any]:
+def run(
+    projects: list[str],
+    *,
+    quick: bool,
+    tag: str = "",
+    extra_args: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``extra_args``/``extra_env`` are controls (e.g. ``--hypothesis-seed=0``,
+    ``PYTHONHASHSEED=0``) that remove one known source of difference: run them under a tag."""
     results: dict[str, Any] = {}
     for name in projects:
         env = env_for(name)
         args, scope = selection(name, quick)
+        args = [*args, *(extra_args or [])]
         repo = prepare(name)
         out = HISTORY / "identical" / name / (tag or "run")
         log(f"identical: {name} ({scope})")
-        done = run_diff(repo, env.exe, args, out)
+        done = run_diff(repo, env.exe, args, out, extra_env=extra_env)
         entry: dict[str, Any] = {
             "project": f"{env.project.name} {env.project.version}",
             "python": env.python.version,
             "selection": scope,
-            "command": shown(done.command),
+            "command": shown(done.command, extra_env),
             "exit_code": done.exit_code,
             "wall_s": round(done.wall_s, 1),
             "diffgenome_commit": diffgenome_commit(),
