@@ -238,7 +238,9 @@ def run(names: list[str], *, tag: str = "") -> dict[str, Any]:
             entry["error"] = done.stderr_tail
         else:
             entry |= summarise(done.document)
-            entry["verdicts"] = classify(name, entry["reported"])
+            entry["verdicts"] = classify(
+                name, entry["reported"], entry["code_change"]["python_files"]
+            )
         results[name] = entry
         merge_results("releases", tag, name, entry)
     write_markdown(tag)
@@ -251,7 +253,9 @@ def reclassify(tag: str = "") -> None:
     data = json.loads(path.read_text())
     for name, entry in data["projects"].items():
         if "reported" in entry:
-            entry["verdicts"] = classify(name, entry["reported"])
+            entry["verdicts"] = classify(
+                name, entry["reported"], entry["code_change"]["python_files"]
+            )
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     write_markdown(tag)
 
@@ -293,7 +297,7 @@ def write_markdown(tag: str) -> None:
         out += ["", "| test | status | verdict | cause | change kinds |", "|---|---|---|---|---|"]
         for t in e["verdicts"]["tests"]:
             out.append(
-                f"| `{t['test']}` | {t['status']} | {t['verdict']} | {t['cause']} | "
+                f"| `{t['test']}` | {t['status']} | {t['verdict']} | {' + '.join(t['causes'])} | "
                 f"{', '.join(t['kinds'])} |"
             )
     out.append("")
