@@ -173,7 +173,8 @@ def today() -> str:
 
 
 def diffgenome_commit() -> str:
-    return git(REPO_ROOT, "rev-parse", "--short", "HEAD")
+    """The last commit that changed the product (experiments/ commits do not count)."""
+    return git(REPO_ROOT, "log", "-1", "--format=%h", "--", "diffgenome", "setup.py")
 
 
 def results_path(measurement: str, tag: str, suffix: str, date: str | None = None) -> Path:

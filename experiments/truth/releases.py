@@ -238,13 +238,40 @@ def run(names: list[str], *, tag: str = "") -> dict[str, Any]:
             entry["error"] = done.stderr_tail
         else:
             entry |= summarise(done.document)
+            entry["control"] = control(repo, str(env / "bin" / "python"), release, out)
             entry["verdicts"] = classify(
                 name, entry["reported"], entry["code_change"]["python_files"]
             )
+            mark_control(entry)
         results[name] = entry
         merge_results("releases", tag, name, entry)
     write_markdown(tag)
     return results
+
+
+def control(repo: Path, python: str, release: Release, out: Path) -> dict[str, Any]:
+    """The newer release against a new commit of the same tree: what differs there is not
+    the release's doing (clock, randomness, hash seed, addresses...)."""
+    git(repo, "commit", "-q", "--allow-empty", "-m", f"{release.name} {release.head} again")
+    try:
+        done = run_diff(repo, python, release.args(), out.with_name(out.name + "-identical"))
+    finally:
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+    if done.document is None:
+        return {"error": done.stderr_tail, "exit_code": done.exit_code}
+    summary = summarise(done.document)
+    return {
+        "command": shown(done.command).replace("'HEAD~1' HEAD", "HEAD HEAD+same-tree"),
+        "exit_code": done.exit_code,
+        "statuses": summary["statuses"],
+        "tests": [t["test"] for t in summary["reported"]],
+    }
+
+
+def mark_control(entry: dict[str, Any]) -> None:
+    quiet = set(entry.get("control", {}).get("tests", []))
+    for test in entry["verdicts"]["tests"]:
+        test["also_on_identical_tree"] = test["test"] in quiet
 
 
 def reclassify(tag: str = "") -> None:
@@ -256,6 +283,7 @@ def reclassify(tag: str = "") -> None:
             entry["verdicts"] = classify(
                 name, entry["reported"], entry["code_change"]["python_files"]
             )
+            mark_control(entry)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     write_markdown(tag)
 
@@ -266,8 +294,9 @@ def write_markdown(tag: str) -> None:
     out = ["# Release to release: `diffgenome diff HEAD~1 HEAD` on two consecutive sdists", ""]
     out += [
         "| project | releases | tests | non-unchanged | statuses | real | noise | unclassified "
-        "| exit | diffgenome |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|---|",
+        "| noise also on an identical tree | exit | same tree: non-unchanged (exit) "
+        "| diffgenome |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for name, e in data["projects"].items():
         if "error" in e:
@@ -277,10 +306,17 @@ def write_markdown(tag: str) -> None:
             continue
         v = e["verdicts"]["counts"]
         st = ", ".join(f"{k} {n}" for k, n in e["statuses"].items())
+        ctl = e.get("control", {})
+        same = sum(
+            1
+            for t in e["verdicts"]["tests"]
+            if t["verdict"] == "noise" and t.get("also_on_identical_tree")
+        )
+        ctl_text = f"{len(ctl.get('tests', []))} ({ctl.get('exit_code')})" if ctl else "-"
         out.append(
             f"| {name} | {e['base']} → {e['head']} | {e['tests']} | {len(e['reported'])} | "
             f"{st} | {v.get('real', 0)} | {v.get('noise', 0)} | {v.get('unclassified', 0)} | "
-            f"{e['exit_code']} | `{e['diffgenome_commit']}` |"
+            f"{same} | {e['exit_code']} | {ctl_text} | `{e['diffgenome_commit']}` |"
         )
     out += ["", "Commands (from the two-commit repository):", ""]
     for name, e in data["projects"].items():
@@ -294,11 +330,22 @@ def write_markdown(tag: str) -> None:
         if "error" in e:
             out += ["", "```", e["error"], "```"]
             continue
-        out += ["", "| test | status | verdict | cause | change kinds |", "|---|---|---|---|---|"]
-        for t in e["verdicts"]["tests"]:
+        v = e["verdicts"]
+        out += ["", f"Noise by cause (tests): {v['noise_causes'] or 'none'}.", ""]
+        out += [
+            f"Real tests whose report also carries noise lines: {v['with_noise_entries']} "
+            f"({v['noise_entry_causes'] or 'none'}); real tests whose report names the "
+            f"wrong decision (ordinal ids): {v['mislabelled']}.",
+            "",
+        ]
+        out += [
+            "| test | status | verdict | cause | change kinds | also on an identical tree |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in v["tests"]:
             out.append(
                 f"| `{t['test']}` | {t['status']} | {t['verdict']} | {' + '.join(t['causes'])} | "
-                f"{', '.join(t['kinds'])} |"
+                f"{', '.join(t['kinds'])} | {'yes' if t.get('also_on_identical_tree') else ''} |"
             )
     out.append("")
     results_path("releases", tag, "md").write_text("\n".join(out))
