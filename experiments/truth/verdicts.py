@@ -19,6 +19,7 @@ The cause strings are the explanations that go into docs/experiments.md.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,18 @@ class Rule:
     test: str = ""
     level: str = "changed"  # real rules: the status this change alone justifies
     mislabelled: bool = False
+    head_taken: str = ""  # "true"/"false": the head outcome of the decision was taken so
+
+    def _taken(self, change: dict[str, Any]) -> bool:
+        if not self.head_taken:
+            return True
+        head = change.get("head")
+        if isinstance(head, str):
+            try:
+                head = json.loads(head)
+            except ValueError:
+                return False
+        return isinstance(head, dict) and int(head.get(self.head_taken) or 0) > 0
 
     def matches(self, test: str, change: dict[str, Any]) -> bool:
         where = change.get("symbol") or "/".join(change.get("path", []))
@@ -42,6 +55,7 @@ class Rule:
             and self.kind in change.get("kind", "")
             and self.symbol in where
             and self.site in (change.get("site") or "")
+            and self._taken(change)
         )
 
 
@@ -81,9 +95,14 @@ WARN_REAL = (
     "warnings.warn call itself is not in the genome (with content ids: touched)"
 )
 WARN_TOUCHED = (
-    "the new deprecation check in `_comparator.wrapper` ran (false): touched is right, but "
-    "the report names the old `isinstance(other, (dict, tuple, list))` check as the new "
-    "decision `if[2]` (ordinal shift)"
+    "the new deprecation check in `_comparator.wrapper` ran; the report names the old "
+    "`isinstance(other, (dict, tuple, list))` check as a new decision `if[2]` (ordinal shift)"
+)
+WARN_TOUCHED_TRUE = (
+    "==/!= with a tuple or list: the new deprecation check ran *true* and a DeprecationWarning "
+    "is emitted (the test asserts it for tuples), yet the test is only touched: the check's "
+    "outcome equals the old `if[1]`'s, warnings.warn is not in the genome, and the report names "
+    "the old check as the new decision `if[2]` (ordinal shift)"
 )
 ANNOTATIONS = (
     "Compose.__annotations__ became an `_InstanceAnnotations` descriptor (new class at "
@@ -140,6 +159,15 @@ RULES: dict[str, tuple[Rule, ...]] = {
             mislabelled=True,
         ),
         Rule("noise", SHIFT, site="wrapper/if[1]"),
+        Rule(
+            "real",
+            WARN_TOUCHED_TRUE,
+            site="wrapper/if[2]",
+            test="equality_with_malformed",
+            level="touched",
+            mislabelled=True,
+            head_taken="true",
+        ),
         Rule("real", WARN_TOUCHED, site="wrapper/if[2]", level="touched", mislabelled=True),
     ),
     "toolz": (
