@@ -3,13 +3,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-slow lint format demo bench bench-quick schema clean
+.PHONY: venv test test-fast lint format demo bench bench-quick schema clean
 
 venv:
 	@sh scripts/venv $(VENV)
 
+# Everything, as CI runs it.
 test: venv
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# The edit-run loop: everything but the tests marked slow (real suites, both cores, big runs).
+test-fast: venv
+	$(PY) -m pytest -n 2 -q -m "not slow" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check diffgenome tests experiments
@@ -21,8 +26,8 @@ format: venv
 	$(VENV)/bin/ruff format diffgenome tests experiments
 
 schema: venv
-	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-1.schema.json
-	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-1.schema.json
+	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-2.schema.json
+	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-2.schema.json
 
 demo: venv
 	$(PY) experiments/demo.py

@@ -1,10 +1,11 @@
-"""The ``diffgenome`` command: parses arguments, loads from the store, hands off to render.
+"""The ``diffgenome`` command: parses arguments, loads from the store, hands off to report.
 
 Each subcommand is a :class:`Command` in ``COMMANDS``: a name, a function that adds its
 arguments, and a function that runs it and returns the exit code. A new subcommand (``diff``)
 is one more entry; ``--store`` and the error handling come with it. Every user or input
-error leaves as one line, ``diffgenome: error: <what is wrong>; <what to do>``, and exit
-status 2 -- never a traceback.
+error is a :class:`~diffgenome.protocol.errors.UserError`, wherever it is raised, and
+:func:`main` alone turns it into one line, ``diffgenome: error: <what is wrong>; <what to
+do>``, and exit status 2 -- never a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,17 +24,18 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
 from diffgenome import __version__
-from diffgenome.analysis import render
-from diffgenome.analysis.diff import runner
 from diffgenome.analysis.diff.affected import affected_tests
-from diffgenome.analysis.diff.affected import render_text as render_affected
-from diffgenome.analysis.diff.revisions import module_namer
+from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRecord
-from diffgenome.analysis.report import render_markdown, render_terminal
+from diffgenome.analysis.record import runner
+from diffgenome.analysis.record.git import git_output
+from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
+from diffgenome.analysis.report.runs import genome_tree, run_tests_table, runs_table
 from diffgenome.analysis.schema import SCHEMAS, schema_text
 from diffgenome.analysis.store import StoreReader, UnknownRunError
-from diffgenome.protocol.formats import GENOME_FORMAT, FormatError
-from diffgenome.protocol.store import DEFAULT_DIR, StoreError
+from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.store import DEFAULT_DIR
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PROG = "diffgenome"
@@ -42,8 +43,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 
 
-class CliError(Exception):
-    """A user or input error; the message is ``<what is wrong>; <what to do>``."""
+class CliError(UserError):
+    """A user or input error found by the CLI itself (arguments, output files, run lookup)."""
 
 
 @dataclass(frozen=True)
@@ -66,20 +67,9 @@ class _Parser(argparse.ArgumentParser):
 
 def default_store() -> str:
     """``.diffgenome`` at the top of the git work tree around the current folder, else here."""
-    root = os.getcwd()
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        done = None
-    if done is not None and done.returncode == 0 and done.stdout.strip():
-        root = done.stdout.strip()
-    return os.path.join(root, DEFAULT_DIR)
+    here = os.getcwd()
+    toplevel = (git_output(here, "rev-parse", "--show-toplevel") or "").strip()
+    return os.path.join(toplevel or here, DEFAULT_DIR)
 
 
 def open_store(args: argparse.Namespace) -> StoreReader:
@@ -89,18 +79,8 @@ def open_store(args: argparse.Namespace) -> StoreReader:
 def _git_commit(spec: str) -> str | None:
     if not spec or spec.startswith("-"):
         return None
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", spec + "^{commit}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = done.stdout.strip()
-    return sha if done.returncode == 0 and sha else None
+    sha = git_output(os.getcwd(), "rev-parse", "--verify", "--quiet", spec + "^{commit}") or ""
+    return sha.strip() or None
 
 
 def resolve_run(reader: StoreReader, spec: str) -> str:
@@ -181,7 +161,7 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
 def _run_runs(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         runs = reader.runs()
-    _print(render.runs_table(runs))
+    _print(runs_table(runs))
     return EXIT_OK
 
 
@@ -195,12 +175,12 @@ def _run_show(args: argparse.Namespace) -> int:
         run_id = resolve_run(reader, args.run)
         run = _validated(Run, reader.run(run_id), f"run {run_id}")
         if args.test is None:
-            _print(render.run_tests_table(run, reader.test_summaries(run_id)))
+            _print(run_tests_table(run, reader.test_summaries(run_id)))
             return EXIT_OK
         test_id = _find_test(reader.test_ids(run_id), args.test, run_id)
         (test,) = reader.tests(run_id, [test_id])
     record = _validated(TestRecord, test, f"run {run_id}: test {test_id}")
-    _print(render.genome_tree(run, record))
+    _print(genome_tree(run, record))
     return EXIT_OK
 
 
@@ -252,7 +232,7 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 # -- diff and affected --------------------------------------------------------------------
 
-FAIL_ON = ("changed", "drift", "gaps", "never")
+FAIL_ON = ("changed", "unverified", "drift", "gaps", "never")
 EXIT_FOUND = 1
 
 
@@ -296,8 +276,17 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         choices=FAIL_ON,
         default="changed",
         help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
-        "unverified; the default), drift (a mock drifted), gaps (changed code without test "
-        "evidence), never",
+        "unverified where missing evidence could hide a change; the default), unverified "
+        "(also every other unverified test), drift (a mock drifted), gaps (changed code "
+        "without test evidence), never",
+    )
+    parser.add_argument(
+        "--no-confirm",
+        dest="confirm",
+        action="store_false",
+        help="do not record the tests that differ again to tell change from noise "
+        "(by default each is recorded twice more on each side, and what differs between "
+        "recordings of one commit is unstable, not changed)",
     )
     parser.add_argument(
         "--repeat",
@@ -322,6 +311,7 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         store=args.store,
         repeat=repeat,
         rerecord=args.rerecord,
+        confirm=getattr(args, "confirm", True),
         progress=progress if sys.stderr.isatty() else None,
     )
 
@@ -335,7 +325,11 @@ def found_for(diff: DiffDocument, fail_on: str) -> bool:
     if fail_on == "gaps":
         return any(change.gaps for change in diff.code_changes)
     s = diff.summary
-    return bool(s.changed or s.added or s.removed or s.unverified)
+    if s.changed or s.added or s.removed:
+        return True
+    if fail_on == "unverified":
+        return bool(s.unverified)
+    return any(t.status == "unverified" and t.may_hide_change for t in diff.tests)
 
 
 @contextlib.contextmanager
@@ -362,10 +356,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, not {args.repeat}")
     with _terminate_as_interrupt():
-        try:
-            diff, notes = runner.run_diff(_diff_options(args, args.repeat))
-        except runner.DiffError as exc:
-            raise CliError(str(exc)) from None
+        diff, notes = runner.run_diff(_diff_options(args, args.repeat))
     if args.json is not None:
         write_output(diff.model_dump_json(indent=2) + "\n", args.json)
     if args.markdown is not None:
@@ -381,10 +372,7 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 def _run_affected(args: argparse.Namespace) -> int:
     with _terminate_as_interrupt():
-        try:
-            prepared = runner.prepare(_diff_options(args), need_head_recording=False)
-        except runner.DiffError as exc:
-            raise CliError(str(exc)) from None
+        prepared = runner.prepare(_diff_options(args), need_head_recording=False)
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(
@@ -469,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK
-    except (CliError, StoreError, FormatError) as exc:
+    except UserError as exc:
         return _fail(str(exc))
     except BrokenPipeError:
         # The reader of our output (``| head``) went away; that is not an error of ours.

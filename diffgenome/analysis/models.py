@@ -12,10 +12,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from diffgenome.protocol.formats import DIFF_FORMAT, GENOME_FORMAT
 
-assert GENOME_FORMAT == "diffgenome-genome/1" and DIFF_FORMAT == "diffgenome-diff/1"
+assert GENOME_FORMAT == "diffgenome-genome/2" and DIFF_FORMAT == "diffgenome-diff/2"
 
+# The words of diffgenome.protocol.vocab, spelled out because a type checker reads only
+# literals here; tests/unit/test_protocol.py fails when one of them no longer equals its tuple.
 Origin = Literal["repo", "test", "external", "unknown"]
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+Phase = Literal["setup", "call", "teardown"]
+Plane = Literal["symbol", "os"]
+Fidelity = Literal["complete", "partial"]
+Mechanism = Literal["mock_object", "interposition", "fake", "stub", "unknown"]
+Relation = Literal["spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"]
+DecisionKind = Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
 
 
 class _Model(BaseModel):
@@ -48,8 +56,8 @@ class Run(_Model):
 
 class Collector(_Model):
     name: str
-    plane: Literal["symbol", "os"]
-    fidelity: Literal["complete", "partial"]
+    plane: Plane
+    fidelity: Fidelity
     notes: list[str] = []
 
 
@@ -99,22 +107,48 @@ class CallNode(_Model):
     via: str | None = Field(None, description="'thread' or 'task' when started elsewhere")
 
 
+class Seam(_Model):
+    """What the seam check read: could the real target have accepted the stand-in's calls?"""
+
+    target: str = Field(
+        description="the real target's signature: names, kinds, short literal defaults ('…' "
+        "for others), no annotations"
+    )
+    stand_in: str | None = Field(
+        None, description="the stand-in's own signature (functions: stubs, fakes); null for mocks"
+    )
+    readings: list[str] = Field(
+        [],
+        description="how the calls reached the stand-in: function, instance (self implied), "
+        "class (self explicit), method (the stand-in binds self like the real method), static, "
+        "classmethod, ambiguous (instance or class: accepted when either binds)",
+    )
+    problems: list[str] = Field(
+        [],
+        description="differences of the stand-in's signature from the real one, and 'call: "
+        "<reason>' for calls the real target would reject (at most 8)",
+    )
+
+
 class SubstitutionNode(_Model):
     id: int
     parent: int | None
     type: Literal["substitution"]
-    mechanism: Literal["mock_object", "interposition", "fake", "stub", "unknown"]
+    mechanism: Mechanism
     substitute: str = Field(description="what stood in: a stand-in type or a test symbol")
     claimed_target: str | None = Field(description="symbol of the real code it replaces")
-    relation: Literal[
-        "spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"
-    ] = Field(description="how the claim is known; 'override': a test subclass's method")
+    relation: Relation = Field(
+        description="how the claim is known; 'override': a test subclass's method"
+    )
     path: str = Field(description="attribute path on the stand-in; '()' for a return value")
     count: int
     args: list[ValueShape] = []
     args_overflow: Overflow | None = None
     exits: dict[str, int] = {}
     signature_mismatch: bool = False
+    seam: Seam | None = Field(
+        None, description="present where the seam check ran (a real function target, no spec)"
+    )
 
 
 class OsEventNode(_Model):
@@ -139,7 +173,7 @@ class Branch(_Model):
     node: int
     site: str = Field(description="<symbol>/<kind>[<ordinal>]; never a line number")
     symbol: str
-    kind: Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
+    kind: DecisionKind
     predicate: str = Field(description="source text of the condition, for people")
     outcomes: BranchOutcomes
 
@@ -154,13 +188,16 @@ class TestRecord(_Model):
     outcome: Outcome
     verified: bool
     unverified_reasons: list[str] = []
-    phases: dict[Literal["setup", "call", "teardown"], PhaseGenome] = {}
+    phases: dict[Phase, PhaseGenome] = {}
 
 
 class GenomeDocument(_Model):
     """``diffgenome-genome/1``: one recorded run."""
 
-    format: Literal["diffgenome-genome/1"] = "diffgenome-genome/1"
+    format: Literal["diffgenome-genome/1", "diffgenome-genome/2"] = Field(
+        "diffgenome-genome/2",
+        description="/2 names decision sites by content; /1 (positional ids) is still read",
+    )
     run: Run
     collectors: list[Collector] = []
     symbols: list[Symbol] = []
@@ -185,6 +222,9 @@ class DiffSummary(_Model):
     unverified: int = 0
     unstable: int = 0
     touched: int = 0
+    confirmed: int = Field(
+        0, description="tests recorded again on both sides to tell change from noise"
+    )
 
 
 class Change(_Model):
@@ -209,6 +249,14 @@ class TestDiff(_Model):
     outcome: OutcomePair
     reasons: list[str] = []
     changes: list[Change] = []
+    may_hide_change: bool = Field(
+        False,
+        description=(
+            "unverified only: true when missing evidence could hide a change (a difference "
+            "was observed, the sides are unverified for different reasons, a run is "
+            "incomplete or digests are not comparable); such a test fails --fail-on changed"
+        ),
+    )
 
 
 class CodeChange(_Model):
@@ -229,7 +277,7 @@ class Drift(_Model):
 class DiffDocument(_Model):
     """``diffgenome-diff/1``: how behaviour changed between two recordings."""
 
-    format: Literal["diffgenome-diff/1"] = "diffgenome-diff/1"
+    format: Literal["diffgenome-diff/2"] = "diffgenome-diff/2"
     base: DiffSide
     head: DiffSide
     summary: DiffSummary

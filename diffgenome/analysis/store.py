@@ -20,7 +20,12 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import quote
 
-from diffgenome.protocol.formats import GENOME_FORMAT, STORE_FORMAT, FormatError, check_format
+from diffgenome.protocol.formats import (
+    STORE_FORMAT,
+    FormatError,
+    check_format,
+    genome_format_of,
+)
 from diffgenome.protocol.store import (
     BUSY_TIMEOUT_S,
     DB_FILE,
@@ -31,6 +36,7 @@ from diffgenome.protocol.store import (
     STATUS_RUNNING,
     StoreError,
     header_problem,
+    one_line,
     process_token,
 )
 
@@ -84,10 +90,6 @@ class TestSummary:
     outcome: str
     verified: bool
     unverified_reasons: tuple[str, ...]
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class StoreReader:
@@ -273,9 +275,10 @@ class StoreReader:
         """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot."""
         with self._snapshot():
             row = self._run_row(run_id)
+            run = self._run_object(row)
             return {
-                "format": GENOME_FORMAT,
-                "run": self._run_object(row),
+                "format": genome_format_of(run.get("config")),
+                "run": run,
                 "collectors": [
                     c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
                 ],
@@ -518,7 +521,7 @@ def _sql_error(exc: Exception, db_path: str) -> StoreError:
             f"{db_path} is damaged (a text value is not UTF-8); restore it from a copy or "
             "record again"
         )
-    text = _one_line(exc)
+    text = one_line(exc)
     if "locked" in text or "busy" in text:
         return StoreError(
             f"{db_path} is locked by another process ({text}); "
@@ -537,14 +540,14 @@ def _inflate(blob: object, run_id: str, what: str) -> str:
     try:
         return zlib.decompress(blob).decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
-        raise _corrupt(run_id, what, _one_line(exc)) from None
+        raise _corrupt(run_id, what, one_line(exc)) from None
 
 
 def _json[T](text: object, kind: type[T], run_id: str, what: str) -> T:
     try:
         value = json.loads(text) if isinstance(text, (str, bytes)) else text
     except ValueError as exc:
-        raise _corrupt(run_id, what, _one_line(exc)) from None
+        raise _corrupt(run_id, what, one_line(exc)) from None
     if not isinstance(value, kind):
         raise _corrupt(run_id, what, f"expected a JSON {kind.__name__}")
     return value

@@ -4,6 +4,7 @@ Standard library only. Formats are named and versioned as ``<name>/<major>``; ad
 fields keeps the major version, changing a field's meaning bumps it.
 """
 
+from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import (
     DIFF_FORMAT,
     GENOME_FORMAT,
@@ -12,4 +13,11 @@ from diffgenome.protocol.formats import (
     check_format,
 )
 
-__all__ = ["DIFF_FORMAT", "GENOME_FORMAT", "STORE_FORMAT", "FormatError", "check_format"]
+__all__ = [
+    "DIFF_FORMAT",
+    "GENOME_FORMAT",
+    "STORE_FORMAT",
+    "FormatError",
+    "UserError",
+    "check_format",
+]

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-GENOME_FORMAT = "diffgenome-genome/1"
-DIFF_FORMAT = "diffgenome-diff/1"
+from diffgenome.protocol.errors import UserError
+
+# genome/2: decision sites are named by what they test, not by their order (docs/protocol.md).
+GENOME_FORMAT = "diffgenome-genome/2"
+# Genome versions this reader still reads (a /1 document keeps its positional site ids).
+GENOME_FORMATS_READ = ("diffgenome-genome/1", GENOME_FORMAT)
+# diff/2: the ``touched`` status, the seam of stand-ins; site ids as in genome/2.
+DIFF_FORMAT = "diffgenome-diff/2"
 STORE_FORMAT = "diffgenome-store/1"
 
 
-class FormatError(ValueError):
+class FormatError(UserError, ValueError):
     """A document or store of a format or major version this reader does not know.
 
     The message is one line that says what was found and what to do, because it is shown to
@@ -23,6 +29,31 @@ def split_format(value: object) -> tuple[str, int] | None:
     if not name or not major.isdigit():
         return None
     return name, int(major)
+
+
+def genome_format_of(run_config: object) -> str:
+    """The genome format a stored run was recorded in: runs that do not say are /1."""
+    if isinstance(run_config, dict):
+        value = run_config.get("genome_format")
+        if isinstance(value, str) and value in GENOME_FORMATS_READ:
+            return value
+    return GENOME_FORMATS_READ[0]
+
+
+def check_genome_format(value: object) -> None:
+    """Accept every genome version this reader reads; refuse others in one line."""
+    if value in GENOME_FORMATS_READ:
+        return
+    check_format(value, GENOME_FORMAT)
+
+
+def check_comparable(base_format: object, head_format: object) -> None:
+    """Two genomes compare only within one version: their decision ids mean different things."""
+    if base_format != head_format:
+        raise FormatError(
+            f"base is {base_format} and head is {head_format}, whose decision ids are not "
+            "comparable; record both again with this diffgenome (diffgenome diff --rerecord)"
+        )
 
 
 def check_format(value: object, expected: str) -> None:

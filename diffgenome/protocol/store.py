@@ -1,4 +1,5 @@
-"""Layout of the embedded store, shared by the writer (recording side) and the reader.
+"""Layout of the embedded store and its creation, shared by the writer (recording side), the
+reader and ``diffgenome diff`` (which creates the store and its key before either side records).
 
 Standard library only. One SQLite file in WAL mode so that several writer processes (xdist
 workers, parallel sessions) append at once while readers keep a consistent snapshot. The
@@ -12,14 +13,30 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sqlite3
 import struct
-from os import O_RDONLY
+from contextlib import suppress
+from dataclasses import dataclass
+from os import O_CREAT, O_EXCL, O_RDONLY, O_WRONLY
 from os import close as _close
+from os import fsync as _fsync
+from os import getpid as _getpid
+from os import link as _link
+from os import makedirs as _makedirs
 from os import open as _open
 from os import read as _read
+from os import sep as _sep
+from os import stat as _stat
+from os import unlink as _unlink
+from os import urandom as _urandom
+from os import write as _write
+from stat import S_ISDIR
+from time import monotonic as _monotonic
+from time import sleep as _sleep
 from typing import Final
 
-from diffgenome.protocol.formats import STORE_FORMAT
+from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.formats import STORE_FORMAT, FormatError, check_format
 
 DB_FILE: Final = "genome.sqlite"
 KEY_FILE: Final = "secret.key"
@@ -128,10 +145,22 @@ META_FORMAT_KEY: Final = "format"
 FORMAT_ROW: Final = (META_FORMAT_KEY, STORE_FORMAT)
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_GITIGNORE: Final = "# created by diffgenome: the store and its key stay out of git\n*\n"
 
 
-class StoreError(Exception):
+class StoreError(UserError):
     """The store cannot be used; the message is one line: what is wrong, then what to do."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as the middle of a one-line StoreError (SQLite's messages may wrap)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def store_file(folder: str, name: str) -> str:
+    """A file of the store folder, joined as a plain string: the writer runs where tests patch
+    ``os.path``."""
+    return folder if not folder else folder.rstrip(_sep) + _sep + name
 
 
 def fingerprint_key(key: bytes) -> str:
@@ -168,20 +197,12 @@ def header_problem(head: bytes, size: int, has_wal: bool) -> str | None:
     return None
 
 
-def _read_small(path: str) -> bytes:
-    fd = _open(path, O_RDONLY)
-    try:
-        return _read(fd, 4096)
-    finally:
-        _close(fd)
-
-
 def process_token(pid: int) -> str | None:
     """Identity of a process beyond its pid (boot id + start time), so that a reused pid is
     not taken for a writer still at work. None where /proc does not tell."""
     try:
-        boot = _read_small("/proc/sys/kernel/random/boot_id").decode().strip()
-        stat = _read_small(f"/proc/{pid}/stat").decode(errors="replace")
+        boot = _read_file("/proc/sys/kernel/random/boot_id", 4096).decode().strip()
+        stat = _read_file(f"/proc/{pid}/stat", 4096).decode(errors="replace")
     except OSError:
         return None
     fields = stat.rpartition(")")[2].split()
@@ -205,3 +226,282 @@ def recording_key(
     """
     text = json.dumps([commit, dirty, python, list(selection), config], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+# --- creating and opening a store for writing ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStore:
+    """A store folder made ready for writing: its database connection and its digest key."""
+
+    folder: str
+    db_path: str
+    conn: sqlite3.Connection
+    key: bytes
+
+
+def open_store(path: str, key_file: str | None = None) -> OpenedStore:
+    """Open (creating if needed) the store folder ``path`` and its database and key.
+
+    Both the recorder and ``diffgenome diff`` call this, so that a store made by either is the
+    same store: layout, format row, key file and ``.gitignore``.
+    """
+    folder = path.rstrip(_sep) or _sep
+    try:
+        _makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store folder {folder}: {exc.strerror or exc}; "
+            "choose a writable store location"
+        ) from None
+    try:
+        if not S_ISDIR(_stat(folder).st_mode):
+            raise StoreError(f"store path {folder} is not a folder; pass a folder path")
+    except OSError as exc:
+        raise StoreError(f"cannot use store folder {folder}: {exc.strerror or exc}") from None
+
+    key = _load_key(key_file, given=True) if key_file is not None else None
+    db_path = store_file(folder, DB_FILE)
+    conn = _connect(db_path, folder)
+    try:
+        if key is None:
+            key = _store_key(folder)
+        _write_gitignore(folder)
+    except BaseException:
+        conn.close()
+        raise
+    return OpenedStore(folder, db_path, conn, key)
+
+
+def create_store(path: str) -> None:
+    """Make sure the store and its digest key exist, without keeping it open."""
+    open_store(path).conn.close()
+
+
+def _read_file(path: str, limit: int = 1 << 16) -> bytes:
+    fd = _open(path, O_RDONLY)
+    try:
+        chunks: list[bytes] = []
+        while chunk := _read(fd, limit):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) >= limit:
+                break
+        return b"".join(chunks)
+    finally:
+        _close(fd)
+
+
+def _load_key(path: str, given: bool) -> bytes:
+    try:
+        key = _read_file(path)
+    except FileNotFoundError:
+        if not given:
+            raise
+        raise StoreError(
+            f"the key file {path} does not exist; pass an existing key file "
+            f"(at least {KEY_MIN_BYTES} random bytes)"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the digest key {path}: {exc.strerror or exc}; "
+            "fix its permissions or pass another key file"
+        ) from None
+    if len(key) < KEY_MIN_BYTES:
+        hint = "pass a longer key file" if given else "delete it so that a new key is made"
+        raise StoreError(
+            f"digest key {path} is too short ({len(key)} bytes, need at least "
+            f"{KEY_MIN_BYTES}); {hint}"
+        )
+    return key
+
+
+def _create_key(path: str) -> None:
+    """Create the key so that racing processes all end up reading the same one.
+
+    The bytes are written under a private temporary name first and then hard-linked into
+    place; ``link`` fails if the name exists, so the first complete key wins and nobody ever
+    reads a half-written file. Where hard links are unsupported, an exclusive create of the
+    final name still lets only one process write it.
+    """
+    key = _urandom(KEY_BYTES)
+    tmp = f"{path}.{_getpid()}.{_urandom(4).hex()}.tmp"
+    fd = _open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    try:
+        try:
+            _write(fd, key)
+            _fsync(fd)
+        finally:
+            _close(fd)
+        try:
+            _link(tmp, path)
+        except FileExistsError:
+            return
+        except OSError:
+            _create_in_place(path, key)
+    finally:
+        with suppress(OSError):
+            _unlink(tmp)
+
+
+def _create_in_place(path: str, key: bytes) -> None:
+    try:
+        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        _write(fd, key)
+        _fsync(fd)
+    finally:
+        _close(fd)
+
+
+def _store_key(folder: str) -> bytes:
+    path = store_file(folder, KEY_FILE)
+    try:
+        return _load_key(path, given=False)
+    except FileNotFoundError:
+        pass
+    try:
+        _create_key(path)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the digest key in {folder}: {exc.strerror or exc}; "
+            "make the store folder writable or pass a key file"
+        ) from None
+    # Only the no-hard-link fallback can expose a key still being written: give it a moment.
+    for attempt in range(20):
+        try:
+            return _load_key(path, given=False)
+        except FileNotFoundError:
+            raise StoreError(
+                f"digest key {path} vanished right after it was created; "
+                "check what else is cleaning the store folder"
+            ) from None
+        except StoreError:
+            if attempt == 19:
+                raise
+            _sleep(0.05)
+    raise AssertionError("unreachable")
+
+
+def sql_error(exc: sqlite3.Error, what: str, db_path: str) -> StoreError:
+    """SQLite's complaint as a StoreError that says what to do about it."""
+    text = one_line(exc)
+    if "locked" in text or "busy" in text:
+        hint = f"another process held the store longer than {BUSY_TIMEOUT_S:.0f} s; retry later"
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
+        hint = "make the store folder and its files writable"
+    elif "full" in text:
+        hint = "free disk space"
+    else:
+        hint = "move the damaged store away and record again"
+    return StoreError(f"cannot {what} in {db_path}: {text}; {hint}")
+
+
+def _connect(db_path: str, folder: str) -> sqlite3.Connection:
+    """Connect, refuse foreign or damaged files before writing a byte, then create the layout."""
+    try:
+        fd = _open(db_path, O_RDONLY)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read {db_path}: {exc.strerror or exc}; fix the permissions of the store"
+        ) from None
+    else:
+        try:
+            head = _read(fd, 100)
+            size = _stat(db_path).st_size
+        finally:
+            _close(fd)
+        try:
+            wal = _stat(db_path + "-wal").st_size > 0
+        except OSError:
+            wal = False
+        problem = header_problem(head, size, wal)
+        if problem:
+            raise StoreError(
+                f"{db_path} {problem}; move it away (a new store is created on the next run)"
+            )
+    try:
+        conn = sqlite3.connect(
+            db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise sql_error(exc, "open the store", db_path) from None
+    try:
+        _initialise(conn, db_path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _initialise(conn: sqlite3.Connection, db_path: str) -> None:
+    deadline = _monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            _check_existing(conn, db_path)
+            # Switching to WAL needs a moment alone with the file; a racing creator may hold
+            # it, so this is retried rather than waited on by the busy handler.
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                raise sqlite3.OperationalError("database is locked (journal mode)")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", FORMAT_ROW)
+            conn.execute("COMMIT")
+            _check_existing(conn, db_path)
+            return
+        except sqlite3.OperationalError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise sql_error(exc, "open the store", db_path) from None
+            if _monotonic() > deadline:
+                raise sql_error(exc, "open the store", db_path) from None
+            _sleep(0.05)
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise sql_error(exc, "open the store", db_path) from None
+        except UnicodeDecodeError:  # a mangled name in the schema comes back as bad bytes
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(
+                f"{db_path} is damaged (a text value is not UTF-8); move it away "
+                "(a new store is created on the next run)"
+            ) from None
+
+
+def _check_existing(conn: sqlite3.Connection, db_path: str) -> None:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return
+    if "meta" not in tables:
+        raise StoreError(
+            f"{db_path} is an SQLite database but not a diffgenome store; "
+            "choose another store folder"
+        )
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_FORMAT_KEY,)).fetchone()
+    if row is None:
+        return
+    try:
+        check_format(row[0], STORE_FORMAT)
+    except FormatError as exc:
+        raise StoreError(f"{db_path}: {exc}") from None
+
+
+def _write_gitignore(folder: str) -> None:
+    try:
+        fd = _open(store_file(folder, ".gitignore"), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+    except OSError:
+        return
+    try:
+        _write(fd, _GITIGNORE.encode())
+    finally:
+        _close(fd)

@@ -2,6 +2,8 @@
 
 Plain string constants (not enums) so that the recording side can use them on hot paths
 without attribute lookups on enum members, and so that other languages can copy the lists.
+The writers (recording side), the differ and the pydantic models all take their words from
+here; the models spell them as ``Literal`` types, and a test checks each against its tuple.
 """
 
 from __future__ import annotations
@@ -16,16 +18,30 @@ IMPORT_TEST_ID: Final = "<import>"
 
 TEST_OUTCOMES: Final = ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
 
-ORIGINS: Final = ("repo", "test", "external", "unknown")
+# Where a symbol's code lives.
+ORIGIN_REPO: Final = "repo"
+ORIGIN_TEST: Final = "test"
+ORIGIN_EXTERNAL: Final = "external"
+ORIGIN_UNKNOWN: Final = "unknown"
+ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
 
 SYMBOL_KINDS: Final = ("module", "class", "function", "lambda", "generator", "exception", "other")
 
 PLANES: Final = ("symbol", "os")
 FIDELITIES: Final = ("complete", "partial")
 
-NODE_TYPES: Final = ("call", "substitution", "os_event")
+# The ``type`` of a node in a phase's tree.
+TYPE_CALL: Final = "call"
+TYPE_SUBSTITUTION: Final = "substitution"
+TYPE_OS_EVENT: Final = "os_event"
+NODE_TYPES: Final = (TYPE_CALL, TYPE_SUBSTITUTION, TYPE_OS_EVENT)
 
-MECHANISMS: Final = ("mock_object", "interposition", "fake", "stub", "unknown")
+# How a stand-in took the place of real code.
+MOCK_OBJECT: Final = "mock_object"
+INTERPOSITION: Final = "interposition"
+FAKE: Final = "fake"
+STUB: Final = "stub"
+MECHANISMS: Final = (MOCK_OBJECT, INTERPOSITION, FAKE, STUB, "unknown")
 RELATIONS: Final = (
     "spec",
     "patch-target",
@@ -35,7 +51,15 @@ RELATIONS: Final = (
     "none",
 )
 
-OS_EVENT_KINDS: Final = ("connect", "dns", "bind", "listen", "sendto", "subprocess")
+OS_CONNECT: Final = "connect"
+OS_DNS: Final = "dns"
+OS_BIND: Final = "bind"
+OS_LISTEN: Final = "listen"
+OS_SENDTO: Final = "sendto"
+OS_SUBPROCESS: Final = "subprocess"
+# A child process running Python, whose code the recorder did not see.
+OUTCOME_UNTRACED_CHILD: Final = "untraced-child"
+OS_EVENT_KINDS: Final = (OS_CONNECT, OS_DNS, OS_BIND, OS_LISTEN, OS_SENDTO, OS_SUBPROCESS)
 
 DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "assert")
 

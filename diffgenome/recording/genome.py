@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from diffgenome.protocol.vocab import (
+    EXIT_RETURNED,
+    EXIT_YIELDED,
+    INTERPOSITION,
+    TYPE_CALL,
+    TYPE_OS_EVENT,
+    TYPE_SUBSTITUTION,
+)
 from diffgenome.recording.collect import values
 from diffgenome.recording.collect.tracer import (
     NODE_CALL,
@@ -105,16 +113,16 @@ def _exits(nodes: list[Node]) -> dict[str, int]:
         node = nodes[0]
         plain: dict[str, int] = {}
         if node.returned:
-            plain["returned"] = node.returned
+            plain[EXIT_RETURNED] = node.returned
         if node.yielded:
-            plain["yielded"] = node.yielded
+            plain[EXIT_YIELDED] = node.yielded
         return plain
     exits: dict[str, int] = {}
     for node in nodes:
         if node.returned:
-            exits["returned"] = exits.get("returned", 0) + node.returned
+            exits[EXIT_RETURNED] = exits.get(EXIT_RETURNED, 0) + node.returned
         if node.yielded:
-            exits["yielded"] = exits.get("yielded", 0) + node.yielded
+            exits[EXIT_YIELDED] = exits.get(EXIT_YIELDED, 0) + node.yielded
         for key, count in node.exits.items():
             exits[key] = exits.get(key, 0) + count
     return dict(sorted(exits.items()))
@@ -150,6 +158,32 @@ def _state(group: list[Node]) -> tuple[list[dict[str, str]], int]:
     ], overflow
 
 
+_SEAM_PREFIX = "seam:"
+_MAX_SEAM_PROBLEMS = 8
+
+
+def _seam(group: list[Node]) -> dict[str, Any] | None:
+    """The seam check's facts of a stand-in node (``collect/seams.py``), or None where no
+    check ran. A node merges calls from several places, so readings and problems are sets."""
+    facts: set[str] = set()
+    for node in group:
+        flags = node.flags
+        if flags is not None:
+            facts.update(flag for flag in flags if flag.startswith(_SEAM_PREFIX))
+    if not facts:
+        return None
+    found: dict[str, list[str]] = {"target": [], "stand_in": [], "reading": [], "problem": []}
+    for fact in sorted(facts):
+        kind, _, text = fact[len(_SEAM_PREFIX) :].partition("=")
+        found.setdefault(kind, []).append(text)
+    return {
+        "target": " | ".join(found["target"]),
+        "stand_in": " | ".join(found["stand_in"]) or None,
+        "readings": found["reading"],
+        "problems": found["problem"][:_MAX_SEAM_PROBLEMS],
+    }
+
+
 def consistency_problems(phase: dict[str, Any]) -> list[str]:
     """Self-check of an exported phase: every entry of a call or stand-in ended somehow.
 
@@ -182,7 +216,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record = {
                 "id": node_id,
                 "parent": parent_id,
-                "type": "call",
+                "type": TYPE_CALL,
                 "symbol": info.symbol,
                 "count": count,
                 "exits": _exits(group),
@@ -234,7 +268,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record = {
                 "id": node_id,
                 "parent": parent_id,
-                "type": "substitution",
+                "type": TYPE_SUBSTITUTION,
                 "mechanism": mechanism,
                 "substitute": substitute,
                 "claimed_target": claimed,
@@ -245,11 +279,14 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             }
             if args_overflow is not None:
                 record["args_overflow"] = args_overflow
-            if mechanism != "interposition":  # installed, not called: nothing to exit
+            if mechanism != INTERPOSITION:  # installed, not called: nothing to exit
                 record["exits"] = _exits(group)
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
             )
+            seam = _seam(group)
+            if seam is not None:
+                record["seam"] = seam
             nodes.append(record)
         else:
             _, kind, target, outcome = first.key
@@ -257,7 +294,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
                 {
                     "id": node_id,
                     "parent": parent_id,
-                    "type": "os_event",
+                    "type": TYPE_OS_EVENT,
                     "kind": kind,
                     "target": target,
                     "outcome": outcome,

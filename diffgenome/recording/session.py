@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
+from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.store import recording_key
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
@@ -111,6 +112,7 @@ class Recorder:
         self.scope = Scope(self.rootdir, sources, tests)
         self.repo_modules = _top_level_modules(self.scope)
         toplevel = _git_toplevel(self.rootdir)
+        self.tree_root = toplevel or self.rootdir
         self._id_prefix = _rootdir_in_repository(self.rootdir, toplevel)
         # Before the tracer exists: the compiled core takes the markers when it is built.
         basetemp = config.getoption("basetemp", None)
@@ -160,6 +162,7 @@ class Recorder:
             "egress": self.egress_policy,
             "bounds": self.bounds.as_config(),
             "recorder": f"diffgenome {__version__}",
+            "genome_format": GENOME_FORMAT,
         }
         return config
 
@@ -276,7 +279,7 @@ class Recorder:
             self.standins.install()
             self.subtests = SubtestCapture(self.tracer)
             self.subtests.install()
-        self.guard = EgressGuard(self.egress_policy, self._on_egress)
+        self.guard = EgressGuard(self.egress_policy, self._on_egress, self.tree_root)
         self.guard.activate()
 
     def _on_egress(self, kind: str, target: str, outcome: str) -> None:

@@ -48,6 +48,13 @@ def count(doc: dict[str, Any]) -> dict[str, Any]:
     resolved_own = 0
     resolved_by_mechanism: Counter[str] = Counter()
     mismatches = 0
+    # The seam check (docs/recording.md): nodes it ran on, those with a call the real target
+    # would reject, those whose stand-in function's own signature differs, and the readings.
+    checked = 0
+    rejected = 0
+    rejected_examples: Counter[str] = Counter()
+    signature_problems = 0
+    readings: Counter[str] = Counter()
     roots = 0
     roots_resolved = 0
     unresolved_by_relation: Counter[str] = Counter()
@@ -64,6 +71,19 @@ def count(doc: dict[str, Any]) -> dict[str, Any]:
                 by_relation[node["relation"]] += 1
                 by_pair[f"{node['mechanism']}/{node['relation']}"] += 1
                 mismatches += bool(node.get("signature_mismatch"))
+                seam = node.get("seam")
+                if isinstance(seam, dict):
+                    checked += 1
+                    problems = seam.get("problems") or []
+                    calls = [p for p in problems if p.startswith("call: ")]
+                    rejected += bool(calls)
+                    signature_problems += len(calls) < len(problems)
+                    readings.update(seam.get("readings") or [])
+                    if calls:
+                        rejected_examples[
+                            f"{node['mechanism']}/{node['relation']} {node['claimed_target']} "
+                            f"{node['path']}: {calls[0]}"
+                        ] += 1
                 target = node.get("claimed_target")
                 if not node.get("path"):
                     roots += 1
@@ -98,6 +118,11 @@ def count(doc: dict[str, Any]) -> dict[str, Any]:
         "unresolved_by_relation": dict(unresolved_by_relation.most_common()),
         "resolved_by_mechanism": dict(resolved_by_mechanism),
         "signature_mismatch": mismatches,
+        "seam_checked": checked,
+        "seam_call_rejected": rejected,
+        "seam_signature_differs": signature_problems,
+        "seam_readings": dict(readings.most_common()),
+        "seam_rejected_top": dict(rejected_examples.most_common(12)),
         "unresolved_top": dict(unresolved_examples.most_common(12)),
         "source_roots": source_roots,
     }

@@ -14,17 +14,22 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECTS = REPO / "tests" / "projects"
 SCHEMA: dict[str, Any] = json.loads(
-    (REPO / "docs" / "schema" / "diffgenome-genome-1.schema.json").read_text()
+    (REPO / "docs" / "schema" / "diffgenome-genome-2.schema.json").read_text()
+)
+DIFF_SCHEMA: dict[str, Any] = json.loads(
+    (REPO / "docs" / "schema" / "diffgenome-diff-2.schema.json").read_text()
 )
 PY = sys.executable
 STORE = ".diffgenome"
@@ -65,6 +70,17 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def unprivileged() -> list[str]:
+    """A prefix that runs a command as root without capabilities, so that file permissions
+    bind (root ignores them otherwise); [] when not root."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: permissions cannot be tested")
+    return [setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
+
+
 def write_files(root: Path, files: Mapping[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -75,7 +91,10 @@ def write_files(root: Path, files: Mapping[str, str]) -> None:
 def git_commit(project: Path) -> None:
     def git(*args: str) -> None:
         subprocess.run(
-            ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+            [
+                *("git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"),
+                *("-c", "commit.gpgsign=false", *args),
+            ],
             cwd=project,
             check=True,
             capture_output=True,
@@ -102,11 +121,20 @@ def make_project(
     return project
 
 
+def pytest_command(*args: str, prefix: Sequence[str] = ()) -> list[str]:
+    """``python -m pytest`` with the fixed arguments, after ``prefix`` (e.g. setpriv)."""
+    return [*prefix, PY, "-m", "pytest", *BASE_ARGS, *args]
+
+
 def run_pytest(
-    project: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+    project: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    prefix: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PY, "-m", "pytest", *BASE_ARGS, *args],
+        pytest_command(*args, prefix=prefix),
         cwd=project,
         env=clean_env(env),
         capture_output=True,
@@ -114,6 +142,45 @@ def run_pytest(
         timeout=timeout,
         check=False,
     )
+
+
+def start_pytest(
+    project: Path, *args: str, env: Mapping[str, str] | None = None, interruptible: bool = False
+) -> subprocess.Popen[str]:
+    """A pytest session running in the background, its output (stderr included) on stdout;
+    ``interruptible`` for one that a test stops with SIGINT (see :func:`interrupt_when`)."""
+    return subprocess.Popen(
+        pytest_command(*args),
+        cwd=project,
+        env=clean_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=default_sigint if interruptible else None,
+    )
+
+
+def interrupt_when(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], never: str, poll_s: float = 0.05
+) -> tuple[str, str]:
+    """Send SIGINT to ``proc`` once ``ready()`` holds and return its (stdout, stderr).
+
+    ``never`` is the failure message when it does not get there in two minutes. The child is
+    killed on any way out, so a failing test leaves nothing running.
+    """
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():  # synchronisation, not an assertion about time
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, never
+            time.sleep(poll_s)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return out, err or ""
 
 
 def cli(

@@ -12,11 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 import venv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from e2e.helpers import BASE_ARGS, clean_env, default_sigint, write_files
+from e2e.helpers import BASE_ARGS, clean_env, default_sigint, interrupt_when, write_files
 
 PY = sys.executable
 GIT = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
@@ -424,7 +422,12 @@ def test_affected_lists_tests_reaching_changed_code_with_paths(calc: Path) -> No
         "call",
     )
     assert sign["path"] == ["py:tests.test_core.test_sign", "py:calc.core.sign"]
-    assert sign["sites"][0]["observed"] == {"true": 1, "false": 0}
+    sites = {site["predicate"]: site for site in sign["sites"]}
+    # ``x >= 0`` became ``x > 0`` and ``x == 0``: the old decision is gone (as seen at base),
+    # the new ones are added (not reached on the base path)
+    assert sites["x >= 0"]["change"] == "removed"
+    assert sites["x >= 0"]["observed"] == {"true": 1, "false": 0}
+    assert sites["x > 0"]["change"] == "added" and sites["x > 0"]["observed"] is None
     [mocked] = found["tests/test_core.py::test_report_with_mocked_fetch"]["reasons"]
     assert (mocked["symbol"], mocked["via"]) == ("py:calc.net.fetch", "stand-in")
 
@@ -448,6 +451,7 @@ def test_a_run_id_and_a_genome_file_are_sides_without_code_changes(
 # -- recording and reuse ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_recorded_revision_is_reused_unless_rerecord(calc: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     args = ("diff", "HEAD~2", "HEAD~1", f"--store={store}", "--json", "-", "--", *BASE_ARGS)
@@ -503,6 +507,7 @@ def test_worktree_sees_uncommitted_and_untracked_changes(
     assert checkout_state(repo) == before  # no cache, bytecode or store shows up in git
 
 
+@pytest.mark.slow
 def test_an_unstable_test_is_marked_with_repeat(tmp_path_factory: pytest.TempPathFactory) -> None:
     root = tmp_path_factory.mktemp("flaky")
     counter = root / "counter"
@@ -822,18 +827,12 @@ def test_an_interrupted_diff_leaves_nothing_behind(tmp_path: Path, tmpdir_for_cl
         text=True,
         preexec_fn=default_sigint,
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not (len(worktrees(repo)) > 1 and started.exists()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the recording never started"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    out, err = interrupt_when(
+        proc,
+        lambda: len(worktrees(repo)) > 1 and started.exists(),
+        "the recording never started",
+        poll_s=0.1,
+    )
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
     assert_clean(repo, tmpdir_for_cli, before)
@@ -859,3 +858,22 @@ def test_the_demo_prints_a_real_diff() -> None:
         "py:shop.payment.Gateway.charge",
     ):
         assert text in done.stdout, text
+
+
+def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_path: Path) -> None:
+    """/1 documents name decisions by their order, /2 by what they test: comparing the two
+    would pair different decisions, so the CLI says in one line to record again."""
+    diff_json(calc, "HEAD~1", "HEAD")  # both recorded (or reused)
+    done = diffgenome("export", "HEAD", "-o", str(tmp_path / "head.json"), cwd=calc)
+    assert done.returncode == 0, done.stderr
+    head = json.loads((tmp_path / "head.json").read_text())
+    assert head["format"] == "diffgenome-genome/2"
+    old = dict(head, format="diffgenome-genome/1")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    same = diffgenome("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"), cwd=calc)
+    assert same.returncode == 0, same.stderr  # a /1 document is still read
+    mixed = diffgenome("diff", str(tmp_path / "old.json"), str(tmp_path / "head.json"), cwd=calc)
+    assert mixed.returncode == 2
+    lines = mixed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "record both again" in lines[0], mixed.stderr
+    assert "Traceback" not in mixed.stderr

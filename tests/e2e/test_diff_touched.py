@@ -17,6 +17,7 @@ from typing import Any
 from e2e.helpers import PY, clean_env, git_commit, write_files
 
 OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-")
 
 BASE = {
     "pkg/__init__.py": "",
@@ -95,8 +96,7 @@ HEAD = {
 
 def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-"]
-        + [*extra, "--", *OPTIONS],
+        [*DIFF, *extra, "--", *OPTIONS],
         cwd=repo,
         env=clean_env({"TMPDIR": str(tmp_path)}),
         capture_output=True,
@@ -125,3 +125,53 @@ def test_a_new_guard_never_taken_is_touched_and_a_moved_try_is_no_change(tmp_pat
     double = next(c for c in document["code_changes"] if c["symbol"] == "py:pkg.calc.double")
     [site] = [s for s in double["sites"] if s["change"] == "added"]
     assert site["head"] == {"true": 0, "false": 1}  # how the new decision was taken
+
+
+REORDER_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/rules.py": """
+        def grade(score, bonus):
+            if bonus:
+                score += 5
+            if score >= 90:
+                return "A"
+            return "B"
+    """,
+    "tests/test_rules.py": """
+        from pkg.rules import grade
+
+
+        def test_grades():
+            assert grade(95, False) == "A"
+            assert grade(50, True) == "B"
+    """,
+}
+REORDER_HEAD = {
+    "pkg/rules.py": """
+        def grade(score, bonus):
+            if score < 0:
+                raise ValueError(score)
+            if score >= 90:
+                return "A" if not bonus or score >= 90 else "A"
+            if bonus:
+                score += 5
+            return "B"
+    """,
+}
+
+
+def test_decisions_inserted_and_moved_above_an_unchanged_one_leave_it_alone(
+    tmp_path: Path,
+) -> None:
+    """``score >= 90`` keeps its identity when a decision is inserted above it and another
+    moves below it: the report never pairs its counts with another condition's text."""
+    repo = tmp_path / "repo"
+    write_files(repo, REORDER_BASE)
+    git_commit(repo)
+    write_files(repo, REORDER_HEAD)
+    _code, document = _diff(repo, tmp_path)
+    (test,) = [t for t in document["tests"] if t["id"] == "tests/test_rules.py::test_grades"]
+    touched_predicates = {c["predicate"] for c in test["changes"] if c["kind"] == "branch_changed"}
+    assert "score >= 90" not in touched_predicates
+    assert "bonus" in touched_predicates  # it moved below the return: reached once, not twice
+    assert "score < 0" in touched_predicates  # new

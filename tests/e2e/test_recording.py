@@ -212,9 +212,10 @@ def test_symbols_stay_correct_when_os_path_and_open_are_patched(doc: dict[str, A
     symbols = symbol_table(doc)
     assert symbols["py:lab.late.build"]["path"] == "lab/late.py"
     assert symbols["py:lab.late.read"]["kind"] == "function"
-    assert branches_by_site(phase) == {"py:lab.late.build/if[0]": {"true": 1, "false": 0}}
     [branch] = phase["branches"]
     assert branch["predicate"] == "name"
+    assert branch["site"].startswith("py:lab.late.build/if[")
+    assert branch["outcomes"] == {"true": 1, "false": 0}
     read = one_node(phase, "py:lab.late.read")
     assert read["exits"] == {"returned": 1}
 
@@ -223,26 +224,35 @@ def test_symbols_stay_correct_when_os_path_and_open_are_patched(doc: dict[str, A
 
 
 def test_decision_outcomes_are_counted_per_site(doc: dict[str, Any]) -> None:
-    sites = branches_by_site(call(doc, "::test_decisions"))
+    phase = call(doc, "::test_decisions")
+    sites = branches_by_site(phase)
+    # (symbol, kind, predicate) -> outcomes; ids are digests of what each decision tests
+    by_text = {
+        (b["site"].partition("/")[0], b["kind"], b["predicate"]): sites[b["site"]]
+        for b in phase["branches"]
+    }
+    assert len(by_text) == len(sites)
     d = "py:lab.decisions."
-    assert sites[d + "classify/if[0]"] == {"true": 1, "false": 3}  # n < 0
-    assert sites[d + "classify/if[1]"] == {"true": 1, "false": 2}  # elif n == 0
-    assert sites[d + "countdown/while[0]"] == {"true": 3, "false": 1}
-    assert sites[d + "parity/ifexp[0]"] == {"true": 3, "false": 2}
-    assert sites[d + "evens/comprehension[0]"] == {"true": 3, "false": 2}
-    assert sites[d + "command/match[0]"] == {"true": 2, "false": 2}  # case "go"
-    assert sites[d + "command/match[1]"] == {"true": 1, "false": 1}  # case "stop"
-    assert sites[d + "checked/assert[0]"] == {"true": 2, "false": 1}
+    assert by_text[(d + "classify", "if", "n < 0")] == {"true": 1, "false": 3}
+    assert by_text[(d + "classify", "if", "n == 0")] == {"true": 1, "false": 2}  # elif
+    assert by_text[(d + "countdown", "while", "n > 0")] == {"true": 3, "false": 1}
+    parity = [v for (s, k, _), v in by_text.items() if s == d + "parity" and k == "ifexp"]
+    assert parity == [{"true": 3, "false": 2}]
+    evens = [v for (s, k, _), v in by_text.items() if s == d + "evens"]
+    assert evens == [{"true": 3, "false": 2}]
+    command = {p: v for (s, k, p), v in by_text.items() if s == d + "command"}
+    assert command["'go'"] == {"true": 2, "false": 2}
+    assert command["'stop'"] == {"true": 1, "false": 1}
+    checked = [v for (s, k, _), v in by_text.items() if s == d + "checked"]
+    assert checked == [{"true": 2, "false": 1}]
 
 
 def test_decisions_hang_on_their_node_with_predicate(doc: dict[str, Any]) -> None:
     phase = call(doc, "::test_decisions")
     classify = one_node(phase, "py:lab.decisions.classify")
     mine = [b for b in phase["branches"] if b["node"] == classify["id"]]
-    assert [(b["site"], b["kind"], b["predicate"]) for b in mine] == [
-        ("py:lab.decisions.classify/if[0]", "if", "n < 0"),
-        ("py:lab.decisions.classify/if[1]", "if", "n == 0"),
-    ]
+    assert [(b["kind"], b["predicate"]) for b in mine] == [("if", "n < 0"), ("if", "n == 0")]
+    assert all(b["site"].startswith("py:lab.decisions.classify/if[") for b in mine)
     checked = one_node(phase, "py:lab.decisions.checked")
     assert checked["exits"] == {"returned": 2, "raised:py:builtins.AssertionError": 1}
 

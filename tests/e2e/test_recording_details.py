@@ -14,6 +14,7 @@ from e2e.helpers import (
     make_project,
     nodes_by_symbol,
     one_node,
+    os_events,
     record,
     run_pytest,
     test_genome,
@@ -464,7 +465,10 @@ def test_a_temporary_script_is_named_the_same_in_every_run(tmp_path: Path) -> No
     second = record(project)
     assert without_run(first) == without_run(second)
     test = test_genome(first, "::test_hook")
-    assert test["unverified_reasons"] == ["call:untraced-subprocess:tmp<random>.sh"]
+    # A shell script is another program: its identity is evidence, not a gap (#11.2).
+    assert test["verified"] is True, test["unverified_reasons"]
+    [spawn] = os_events(test["phases"]["call"], "subprocess")
+    assert (spawn["target"], spawn["outcome"]) == ("tmp<random>.sh", "program")
 
 
 def test_unfollowable_mock_paths_claim_nothing(tmp_path: Path) -> None:

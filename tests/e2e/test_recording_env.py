@@ -133,7 +133,7 @@ def test_coverage_and_genome_both_record(tmp_path: Path, core: str | None, branc
     f = one_node(phase, "py:pkg.mod.f")
     assert f["count"] == 2
     assert one_node(phase, "py:pkg.mod.g")["count"] == 1
-    assert phase["branches"][0]["site"] == "py:pkg.mod.f/if[0]"
+    assert phase["branches"][0]["site"].startswith("py:pkg.mod.f/if[")
     assert phase["branches"][0]["outcomes"] == {"true": 1, "false": 1}
 
 

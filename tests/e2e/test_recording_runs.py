@@ -87,6 +87,7 @@ def _vault_digests(doc: dict[str, Any]) -> tuple[str, str]:
     return arg["digest"], result["digest"]
 
 
+@pytest.mark.slow
 def test_digests_are_comparable_only_under_one_key(tmp_path: Path) -> None:
     key_a = tmp_path / "a.key"
     key_b = tmp_path / "b.key"

@@ -20,14 +20,12 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from e2e.helpers import (
-    BASE_ARGS,
-    PY,
     SCHEMA,
-    clean_env,
     cli,
     export,
     make_project,
     one_node,
+    start_pytest,
     without_run,
 )
 
@@ -94,14 +92,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def start(project: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q", *args],
-        cwd=project,
-        env=clean_env(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return start_pytest(project, "--genome", "-q", *args, env=env)
 
 
 def finish(proc: subprocess.Popen[str]) -> str:
@@ -126,6 +117,7 @@ def assert_whole_tests(doc: dict[str, Any]) -> None:
         assert (node["count"], node["exits"]) == (n, {"returned": n}), test["id"]
 
 
+@pytest.mark.slow
 def test_two_sessions_write_one_store_at_once(project: Path, tmp_path: Path) -> None:
     barrier = tmp_path / "barrier"
     barrier.mkdir()
@@ -164,6 +156,7 @@ def _diff_live_run(project: Path, store: str, run_id: str) -> dict[str, Any]:
     return document
 
 
+@pytest.mark.slow
 def test_reading_while_a_session_writes_never_fails_nor_shows_half_a_test(
     project: Path, tmp_path: Path
 ) -> None:

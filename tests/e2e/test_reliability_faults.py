@@ -9,27 +9,25 @@ test deleting the store are proven in test_recording_runs.py and test_faults.py.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from e2e.helpers import (
-    BASE_ARGS,
     PY,
     clean_env,
     cli,
-    default_sigint,
     export,
+    interrupt_when,
     make_project,
     one_node,
     run_pytest,
+    start_pytest,
     test_genome,
+    unprivileged,
 )
 
 MOD = {"pkg/__init__.py": "", "pkg/mod.py": "def f(n):\n    return n + 1\n"}
@@ -127,27 +125,10 @@ def test_ctrl_c_mid_session_marks_the_run_interrupted(tmp_path: Path) -> None:
             f(3)
         """,
     )
-    proc = subprocess.Popen(
-        [PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q"],
-        cwd=project,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=default_sigint,
+    proc = start_pytest(project, "--genome", "-q", interruptible=True)
+    output, _ = interrupt_when(
+        proc, ready.exists, "the session never reached test_blocks", poll_s=0.02
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not ready.exists():  # synchronisation, not an assertion about time
-            assert proc.poll() is None, proc.communicate()[0]
-            assert time.monotonic() < deadline, "the session never reached test_blocks"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 2, output  # pytest's INTERRUPTED
     assert "KeyboardInterrupt" in output and "INTERNALERROR" not in output
     doc = assert_incomplete_with_first_test(project, "interrupted")
@@ -189,15 +170,7 @@ def test_a_fixture_crashing_the_process_leaves_an_incomplete_run(tmp_path: Path)
             f(3)
         """,
     )
-    proc = subprocess.run(
-        [PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q", "-p", "no:faulthandler"],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_pytest(project, "--genome", "-q", "-p", "no:faulthandler")
     assert proc.returncode == -signal.SIGSEGV, proc.stdout + proc.stderr
     doc = assert_incomplete_with_first_test(project, "interrupted")
     assert "test_uses_the_fixture" not in _ids(doc) and "test_never" not in _ids(doc)
@@ -231,15 +204,7 @@ def test_a_fixture_raising_is_an_error_in_a_complete_run(tmp_path: Path) -> None
             assert f(3) == 4
         """,
     )
-    proc = subprocess.run(
-        [PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q"],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_pytest(project, "--genome", "-q")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = export(project)
     assert doc["run"]["complete"] is True
@@ -248,17 +213,6 @@ def test_a_fixture_raising_is_an_error_in_a_complete_run(tmp_path: Path) -> None
 
 
 # -- the store folder made read-only by a test ------------------------------------------------
-
-
-def _unprivileged() -> list[str]:
-    """A prefix that runs a command as root without capabilities, so that permissions bind
-    (the same technique as tests/unit/test_store.py); [] when not root."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: permissions cannot be tested")
-    return [setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
 
 
 def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: Path) -> None:
@@ -287,17 +241,9 @@ def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: 
             assert f(3) == 4
         """,
     )
-    prefix = _unprivileged()
+    prefix = unprivileged()
     try:
-        proc = subprocess.run(
-            [*prefix, PY, "-m", "pytest", *BASE_ARGS, "--genome", "-q"],
-            cwd=project,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = run_pytest(project, "--genome", "-q", prefix=prefix)
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0, output
         assert "3 passed" in proc.stdout

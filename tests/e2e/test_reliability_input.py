@@ -10,7 +10,6 @@ locked by another process, a read-only store folder, and the target projects.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
-    BASE_ARGS,
     PY,
     STORE,
     clean_env,
@@ -29,6 +27,7 @@ from e2e.helpers import (
     record,
     run_pytest,
     test_genome,
+    unprivileged,
 )
 
 COMMANDS = [["runs"], ["show", "latest"], ["export", "latest"]]
@@ -177,15 +176,6 @@ def test_a_writer_holding_an_exclusive_transaction_does_not_block_readers(
 # -- read-only store folders (root ignores permissions: capabilities are dropped) --------------
 
 
-def unprivileged() -> list[str]:
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: permissions cannot be tested")
-    return [setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"]
-
-
 def test_the_cli_reads_a_read_only_store_and_leaves_it_alone(
     store: Path, recorded: tuple[Path, dict[str, Any]]
 ) -> None:
@@ -223,15 +213,7 @@ def test_recording_into_a_read_only_store_is_one_usage_line(tmp_path: Path) -> N
     store.chmod(0o555)
     before = snapshot(store)
     try:
-        done = subprocess.run(
-            [*prefix, PY, "-m", "pytest", *BASE_ARGS, "--genome"],
-            cwd=project,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_pytest(project, "--genome", prefix=prefix)
         assert snapshot(store) == before
     finally:
         store.chmod(0o755)

@@ -19,7 +19,7 @@ import pytest
 from e2e.helpers import Recording, make_project, record_full, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "docs" / "schema" / "diffgenome-genome-1.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "docs" / "schema" / "diffgenome-genome-2.schema.json").read_text())
 T = "tests/test_mocks.py::"
 
 

@@ -14,9 +14,10 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 from rich.console import Console
 
-from diffgenome.analysis import models, render
+from diffgenome.analysis import models
 from diffgenome.analysis.cli import main, schema_json
 from diffgenome.analysis.models import GenomeDocument, Run
+from diffgenome.analysis.report.runs import genome_tree
 from diffgenome.protocol.store import DB_FILE
 from diffgenome.recording.store import StoreWriter
 
@@ -154,7 +155,7 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("kind", "fmt"), [("genome", "diffgenome-genome/1"), ("diff", "diffgenome-diff/1")]
+    ("kind", "fmt"), [("genome", "diffgenome-genome/2"), ("diff", "diffgenome-diff/2")]
 )
 def test_schema_is_printed_byte_stable(kind: str, fmt: str) -> None:
     first, second = cli("schema", kind), cli("schema", kind)
@@ -375,7 +376,7 @@ def test_genome_tree_nests_nodes_and_keeps_brackets_literal() -> None:
         }
     )
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None).print(render.genome_tree(run, test))
+    Console(file=buffer, width=200, color_system=None).print(genome_tree(run, test))
     out = buffer.getvalue()
     assert "t::test[1-2]" in out
     assert "`[bold]x[/bold] > 0`" in out

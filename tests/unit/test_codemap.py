@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dis
 import itertools
+import re
 import sys
 import textwrap
 from collections import Counter
@@ -17,14 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diffgenome.protocol.naming import CodeName, fallback_name, iter_code_objects
 from diffgenome.recording.collect.codemap import (
     NEVER_AN_OUTCOME,
     NOT_AN_OUTCOME,
-    CodeName,
     FileMap,
     build_file_map,
-    fallback_name,
-    iter_code_objects,
 )
 
 TOOL = 4
@@ -39,9 +38,28 @@ class Recorded:
     counts: dict[str, tuple[int, int]]  # site id -> (true, false)
     results: list[tuple[str, int, int, int]]  # (qualname, src, dest, classify result)
 
-    def site(self, sid: str) -> tuple[int, int]:
-        assert sid in self.counts, f"{sid} not among {sorted(self.counts)}"
+    def site(self, ref: str) -> tuple[int, int]:
+        """Outcomes of the site ``ref`` names: an id, or ``<symbol>/<kind>[n]`` for the n-th
+        decision of that kind in the symbol, in source order (ids are content digests)."""
+        sid = positional_ids(self.fmap.sites).get(ref, ref)
+        assert sid in self.counts, f"{ref} not among {sorted(positional_ids(self.fmap.sites))}"
         return self.counts[sid]
+
+
+def positional_ids(sites: Iterable[Any]) -> dict[str, str]:
+    """``<symbol>/<kind>[n]`` (the n-th such decision in source order) -> the site's id."""
+    seen: Counter[tuple[str, str]] = Counter()
+    out: dict[str, str] = {}
+    for site in sites:
+        n = seen[(site.symbol, site.kind)]
+        seen[(site.symbol, site.kind)] += 1
+        out[f"{site.symbol}/{site.kind}[{n}]"] = site.id
+    return out
+
+
+def positions(sites: Iterable[Any]) -> list[str]:
+    """The sites as ``<symbol>/<kind>[n]``, in source order."""
+    return list(positional_ids(sites))
 
 
 def record(
@@ -189,7 +207,7 @@ def test_value_context_boolean_operators_are_not_decisions() -> None:
         """,
         calls_of("v", [(0, 0), (0, 1), (1, 0)]),
     )
-    assert [s.id for s in rec.fmap.sites] == ["py:m.v/if[0]"]
+    assert positions(rec.fmap.sites) == ["py:m.v/if[0]"]
     assert rec.site("py:m.v/if[0]") == (2, 1)
     internal = [r for r in rec.results if r[3] == NOT_AN_OUTCOME]
     never = [r for r in rec.results if r[3] == NEVER_AN_OUTCOME]
@@ -414,7 +432,7 @@ def test_assert_outcome_is_whether_it_held_and_try_with_make_no_sites() -> None:
         """,
         calls_of("asrt", [(2,), (-1,), (3,)]),
     )
-    assert [s.id for s in rec.fmap.sites] == ["py:m.asrt/assert[0]", "py:m.asrt/assert[1]"]
+    assert positions(rec.fmap.sites) == ["py:m.asrt/assert[0]", "py:m.asrt/assert[1]"]
     assert rec.site("py:m.asrt/assert[0]") == (2, 1)
     assert rec.site("py:m.asrt/assert[1]") == (2, 0)
     machinery = [r for r in rec.results if r[3] >= 0 and rec.fmap.sites[r[3] // 2].kind != "assert"]
@@ -740,7 +758,7 @@ def test_symbol_ids_and_kinds_of_every_code_object() -> None:
     assert by_symbol["py:pkg.mod.C.m"].line == NAMING_SOURCE.splitlines().index("    @deco") + 1
     # The inlined list comprehension's lambda lives in helper, not in a <listcomp>.
     assert all("<listcomp>" not in s for s in symbols)
-    assert [s.id for s in fmap.sites] == [
+    assert positions(fmap.sites) == [
         "py:pkg.mod.C.x/ifexp[0]",
         "py:pkg.mod.C.x#1/if[0]",
         "py:pkg.mod/if[0]",
@@ -802,7 +820,7 @@ def test_qualname_rules_global_generics_type_alias_and_genexpr_parents() -> None
     assert names["C.A"].symbol == "py:m.C.A"
     assert names["h"].symbol == "py:m.h"
     assert names["f.<locals>.E.q"].symbol == "py:m.f.<locals>.E.q"
-    assert [s.id for s in fmap.sites] == ["py:m.C.A/ifexp[0]"]
+    assert positions(fmap.sites) == ["py:m.C.A/ifexp[0]"]
 
 
 def test_unknown_code_falls_back_and_classify_never_raises() -> None:
@@ -927,7 +945,10 @@ def test_sample_ids_are_the_expected_ones() -> None:
     assert "py:pkg.sample.Store.size" in symbols and "py:pkg.sample.Store.size#1" in symbols
     assert "py:pkg.sample.pick.<locals>.<lambda>#0" in symbols
     assert "py:pkg.sample.pick.<locals>.<lambda>#1" in symbols
-    assert [i for i, _ in sites] == [
+    fmap = build_file_map("\n".join(SAMPLE_LINES) + "\n", "pkg.sample")
+    assert [i for i, _ in sites] == [s.id for s in fmap.sites]
+    assert all(re.fullmatch(r"py:[^/]+/[a-z]+\[[0-9a-f]{10}\](#\d+)?", i) for i, _ in sites)
+    assert positions(fmap.sites) == [
         "py:pkg.sample/ifexp[0]",
         "py:pkg.sample.Store.size/ifexp[0]",
         "py:pkg.sample.Store.size#1/assert[0]",

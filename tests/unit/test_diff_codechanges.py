@@ -5,12 +5,23 @@ from __future__ import annotations
 import textwrap
 
 from diffgenome.analysis.diff import CodeChangeInput, code_changes_from_sources
+from diffgenome.protocol.naming import SourceNames
 
 
 def changes(base: str | None, head: str | None, module: str = "pkg.mod") -> CodeChangeInput:
     base_files = {} if base is None else {"pkg/mod.py": textwrap.dedent(base)}
     head_files = {} if head is None else {"pkg/mod.py": textwrap.dedent(head)}
     return code_changes_from_sources(base_files, head_files, lambda path: module)
+
+
+def site_id(source: str, symbol: str, predicate: str) -> str:
+    """The id the recorder gives the decision ``predicate`` of ``symbol`` in ``source``."""
+    (found,) = [
+        s.id
+        for s in SourceNames(textwrap.dedent(source), "pkg.mod").sites
+        if s.symbol == symbol and s.predicate == predicate
+    ]
+    return found
 
 
 def summary(code: CodeChangeInput) -> dict[str, str]:
@@ -89,13 +100,19 @@ def test_editing_a_method_changes_the_method_not_its_class() -> None:
     assert code.symbols[0].path == "pkg/mod.py"
 
 
-def test_a_changed_condition_is_a_modified_site() -> None:
-    code = changes(BASE, BASE.replace("if x > LIMIT:", "if x >= LIMIT:"))
+def test_a_changed_condition_is_a_new_decision() -> None:
+    """A decision is known by what it tests: another condition is another decision (the old
+    one removed, the new one added), so no count of one is ever paired with the other."""
+    head = BASE.replace("if x > LIMIT:", "if x >= LIMIT:")
+    code = changes(BASE, head)
     (change,) = code.symbols
     assert change.symbol == "py:pkg.mod.price" and change.change == "modified"
-    assert [(s.site, s.change, s.predicate) for s in change.sites] == [
-        ("py:pkg.mod.price/if[0]", "modified", "x >= LIMIT")
-    ]
+    assert [(s.site, s.change, s.predicate) for s in change.sites] == sorted(
+        [
+            (site_id(BASE, "py:pkg.mod.price", "x > LIMIT"), "removed", "x > LIMIT"),
+            (site_id(head, "py:pkg.mod.price", "x >= LIMIT"), "added", "x >= LIMIT"),
+        ]
+    )
 
 
 def test_changed_code_under_a_decision_marks_that_decision_only() -> None:
@@ -109,25 +126,42 @@ def test_changed_code_under_a_decision_marks_that_decision_only() -> None:
     """
     head = base.replace("a = 2", "a = 3")
     (change,) = changes(base, head).symbols
-    assert [(s.site, s.change) for s in change.sites] == [("py:pkg.mod.f/if[1]", "modified")]
-
-
-def test_a_new_decision_is_an_added_site() -> None:
-    head = BASE.replace(
-        "        return x\n", "        if x < 0:\n            return 0\n        return x\n"
-    )
-    (change,) = changes(BASE, head).symbols
-    assert [(s.site, s.change, s.predicate) for s in change.sites] == [
-        ("py:pkg.mod.price/if[1]", "added", "x < 0")
+    assert [(s.site, s.change) for s in change.sites] == [
+        (site_id(base, "py:pkg.mod.f", "y"), "modified")
     ]
+
+
+def test_a_new_decision_is_an_added_site_and_the_others_keep_their_ids() -> None:
+    head = BASE.replace(
+        "    def price(x):\n        if x > LIMIT:\n",
+        "    def price(x):\n"
+        "        if x is None:\n"
+        "            return 0\n"
+        "        if x < 0:\n"
+        "            return 0\n"
+        "        if x > LIMIT:\n",
+    )
+    assert head != BASE
+    (change,) = changes(BASE, head).symbols
+    assert sorted((s.site, s.change, s.predicate) for s in change.sites) == sorted(
+        [
+            (site_id(head, "py:pkg.mod.price", "x < 0"), "added", "x < 0"),
+            (site_id(head, "py:pkg.mod.price", "x is None"), "added", "x is None"),
+        ]
+    )
+    assert site_id(BASE, "py:pkg.mod.price", "x > LIMIT") == site_id(
+        head, "py:pkg.mod.price", "x > LIMIT"
+    )
 
 
 def test_a_generator_expression_is_its_own_symbol() -> None:
     head = BASE.replace("for i in self.items if i)", "for i in self.items if i > 0)")
     code = changes(BASE, head)
     assert summary(code) == {"py:pkg.mod.Cart.total.<locals>.<genexpr>#0": "modified"}
-    (site,) = code.symbols[0].sites
-    assert site.site == "py:pkg.mod.Cart.total.<locals>.<genexpr>#0/comprehension[0]"
+    genexpr = "py:pkg.mod.Cart.total.<locals>.<genexpr>#0"
+    assert sorted((s.site, s.change) for s in code.symbols[0].sites) == sorted(
+        [(site_id(BASE, genexpr, "i"), "removed"), (site_id(head, genexpr, "i > 0"), "added")]
+    )
 
 
 def test_module_level_code_is_the_module_symbol() -> None:

@@ -5,49 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import genomes
+from genomes import call
+
 from diffgenome.analysis.diff import diff_documents
 from diffgenome.analysis.models import GenomeDocument
 
 
-def call(i: int, parent: int | None, symbol: str, count: int = 1, **extra: Any) -> dict[str, Any]:
-    node = {
-        "id": i,
-        "parent": parent,
-        "type": "call",
-        "symbol": symbol,
-        "count": count,
-        "exits": {"returned": count},
-        "args": [],
-        "results": [],
-        "state": [],
-    }
-    node.update(extra)
-    return node
-
-
 def document(nodes: list[dict[str, Any]], run: str = "r") -> dict[str, Any]:
-    doc = {
-        "format": "diffgenome-genome/1",
-        "run": {
-            "id": run,
-            "commit": None,
-            "dirty": None,
-            "python": "CPython 3.12",
-            "platform": "test",
-            "started_at": "2026-01-01T00:00:00Z",
-            "complete": True,
-            "config": {},
-            "key_fingerprint": "hmac-sha256:k",
-        },
-        "tests": [
-            {
-                "id": "t.py::test",
-                "outcome": "passed",
-                "verified": True,
-                "phases": {"call": {"nodes": nodes, "branches": []}},
-            }
-        ],
-    }
+    doc = genomes.document(
+        [genomes.test_record("t.py::test", {"call": genomes.phase(nodes)})], genomes.run(run)
+    )
     GenomeDocument.model_validate(doc)
     return doc
 

@@ -1,7 +1,9 @@
-"""The recording side runs inside the user's test process: standard library and pytest only."""
+"""The recording side runs inside the user's test process: standard library and pytest only.
+The two sides never import each other; what both need is in ``diffgenome.protocol``."""
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import re
 import subprocess
@@ -87,3 +89,63 @@ def test_the_probe_would_notice_a_leak() -> None:
     )
     assert done.returncode != 0
     assert "pydantic" in done.stderr
+
+
+def _imported(package: str) -> dict[str, set[str]]:
+    """Every module a package's files import, anywhere in the file (lazy imports included)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "diffgenome" / package).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+        found[str(path.relative_to(ROOT))] = names
+    assert found, f"no modules found under diffgenome/{package}"
+    return found
+
+
+def _offenders(package: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    return {
+        path: sorted(name for name in names if name.startswith(forbidden))
+        for path, names in _imported(package).items()
+        if any(name.startswith(forbidden) for name in names)
+    }
+
+
+def test_recording_never_imports_analysis() -> None:
+    assert _offenders("recording", ("diffgenome.analysis",)) == {}
+
+
+def test_analysis_never_imports_recording() -> None:
+    assert _offenders("analysis", ("diffgenome.recording",)) == {}
+
+
+def test_protocol_imports_neither_side_and_only_the_standard_library() -> None:
+    assert _offenders("protocol", ("diffgenome.analysis", "diffgenome.recording")) == {}
+    outside = {
+        path: sorted(
+            name
+            for name in names
+            if name.split(".")[0] not in sys.stdlib_module_names
+            and name.split(".")[0] != "diffgenome"
+        )
+        for path, names in _imported("protocol").items()
+    }
+    assert {path: names for path, names in outside.items() if names} == {}
+
+
+def test_the_differ_does_no_input_or_output() -> None:
+    """Git, files, child processes and the store are ``analysis.record``'s and the CLI's."""
+    io = {"os", "subprocess", "shutil", "tempfile", "signal", "sqlite3", "pathlib", "rich"}
+    io_modules = (
+        "diffgenome.analysis.record",
+        "diffgenome.analysis.store",
+        "diffgenome.analysis.report",
+    )
+    found = {
+        path: sorted(n for n in names if n.split(".")[0] in io or n.startswith(io_modules))
+        for path, names in _imported("analysis/diff").items()
+    }
+    assert {path: names for path, names in found.items() if names} == {}

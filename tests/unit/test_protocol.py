@@ -7,15 +7,52 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import jsonschema
 import pytest
 
+from diffgenome.analysis import models
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.schema import SCHEMAS, schema_filename, schema_for, schema_text
-from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
+from diffgenome.protocol import vocab
+from diffgenome.protocol.formats import (
+    GENOME_FORMAT,
+    FormatError,
+    check_comparable,
+    check_format,
+    check_genome_format,
+    genome_format_of,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("literal", "words"),
+    [
+        (models.Origin, vocab.ORIGINS),
+        (models.Outcome, vocab.TEST_OUTCOMES),
+        (models.Phase, vocab.PHASES),
+        (models.Plane, vocab.PLANES),
+        (models.Fidelity, vocab.FIDELITIES),
+        (models.Mechanism, vocab.MECHANISMS),
+        (models.Relation, vocab.RELATIONS),
+        (models.DecisionKind, vocab.DECISION_KINDS),
+    ],
+)
+def test_every_literal_of_the_models_is_its_vocabulary(
+    literal: Any, words: tuple[str, ...]
+) -> None:
+    assert get_args(literal) == words
+
+
+def test_the_node_types_of_the_models_are_the_vocabulary() -> None:
+    node_types = tuple(
+        get_args(node.model_fields["type"].annotation)[0]
+        for node in (models.CallNode, models.SubstitutionNode, models.OsEventNode)
+    )
+    assert node_types == vocab.NODE_TYPES
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -73,7 +110,7 @@ def test_schema_rejects_a_broken_document() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("diffgenome-genome/2", "unsupported version diffgenome-genome/2"),
+        ("diffgenome-genome/3", "unsupported version diffgenome-genome/3"),
         ("diffgenome-diff/1", "this is a 'diffgenome-diff' document"),
         ("nonsense", "not a diffgenome-genome document"),
         (None, "not a diffgenome-genome document"),
@@ -89,3 +126,20 @@ def test_readers_refuse_unknown_formats_in_one_line(value: object, message: str)
 
 def test_known_format_is_accepted() -> None:
     check_format(GENOME_FORMAT, GENOME_FORMAT)
+
+
+def test_genome_1_is_still_read_but_never_compared_with_genome_2() -> None:
+    check_genome_format("diffgenome-genome/1")
+    check_genome_format("diffgenome-genome/2")
+    with pytest.raises(FormatError):
+        check_genome_format("diffgenome-genome/3")
+    check_comparable("diffgenome-genome/1", "diffgenome-genome/1")
+    with pytest.raises(FormatError) as caught:
+        check_comparable("diffgenome-genome/1", "diffgenome-genome/2")
+    message = str(caught.value)
+    assert "record both again" in message and "\n" not in message
+
+
+def test_a_run_that_does_not_name_its_format_is_genome_1() -> None:
+    assert genome_format_of({}) == "diffgenome-genome/1"
+    assert genome_format_of({"genome_format": "diffgenome-genome/2"}) == GENOME_FORMAT

@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import genomes
 import pytest
 
 from diffgenome.analysis.models import GenomeDocument
@@ -34,67 +35,42 @@ COMMIT_B = "b1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 def make_run(
     run_id: str, commit: str | None = COMMIT_A, started: str = "2026-01-01T00:00:00Z"
 ) -> dict[str, object]:
-    return {
-        "id": run_id,
-        "commit": commit,
-        "dirty": False,
-        "python": "CPython 3.12.1",
-        "platform": "linux-x86_64",
-        "started_at": started,
-        "config": {"egress": "loopback", "recording_key": f"key-{commit}"},
-        "selection": ["tests/", "-k", "not slow"],
-        "tool": "diffgenome 0.1.0",
-        "collectors": [
+    run = genomes.run(
+        run_id,
+        commit=commit,
+        dirty=False,
+        python="CPython 3.12.1",
+        platform="linux-x86_64",
+        started_at=started,
+        config={"egress": "loopback", "recording_key": f"key-{commit}"},
+        selection=["tests/", "-k", "not slow"],
+        tool="diffgenome 0.1.0",
+        collectors=[
             {"name": "symbols", "plane": "symbol", "fidelity": "complete", "notes": []},
             {"name": "egress", "plane": "os", "fidelity": "partial", "notes": ["no udp"]},
         ],
-        "recorder_extension": {"kept": True},
-    }
+        recorder_extension={"kept": True},
+    )
+    # What the writer derives itself (completeness, the key's fingerprint) is not passed in.
+    for derived in ("complete", "key_fingerprint"):
+        del run[derived]
+    return run
 
 
 def make_test(test_id: str, outcome: str = "passed", calls: int = 1) -> dict[str, object]:
-    return {
-        "id": test_id,
-        "outcome": outcome,
-        "verified": outcome == "passed",
-        "unverified_reasons": [] if outcome == "passed" else ["thread outlived the test"],
-        "phases": {
-            "call": {
-                "nodes": [
-                    {
-                        "id": 0,
-                        "parent": None,
-                        "type": "call",
-                        "symbol": "py:pkg.mod.f",
-                        "count": calls,
-                        "exits": {"returned": calls},
-                        "args": [{"shape": "int", "digest": "d1"}],
-                    },
-                    {
-                        "id": 1,
-                        "parent": 0,
-                        "type": "os_event",
-                        "kind": "connect",
-                        "target": "example.com:443",
-                        "outcome": "refused:egress-guard",
-                        "count": 1,
-                    },
-                ],
-                "branches": [
-                    {
-                        "node": 0,
-                        "site": "py:pkg.mod.f/if[0]",
-                        "symbol": "py:pkg.mod.f",
-                        "kind": "if",
-                        "predicate": "x > 0",
-                        "outcomes": {"true": calls, "false": 0},
-                    }
-                ],
-            },
-            "setup": {"nodes": [], "branches": []},
-        },
-        "flaky_hint": "extra fields survive",
-    }
+    nodes = [
+        genomes.call(0, None, "py:pkg.mod.f", calls, args=[{"shape": "int", "digest": "d1"}]),
+        genomes.os_event(1, 0, "connect", "example.com:443", "refused:egress-guard"),
+    ]
+    branches = [genomes.branch(0, "py:pkg.mod.f/if[0]", "x > 0", calls, 0)]
+    return genomes.test_record(
+        test_id,
+        {"call": genomes.phase(nodes, branches), "setup": genomes.phase()},
+        outcome,
+        verified=outcome == "passed",
+        unverified_reasons=[] if outcome == "passed" else ["thread outlived the test"],
+        flaky_hint="extra fields survive",
+    )
 
 
 SYMBOLS = [

@@ -3,6 +3,9 @@
 Entry points: :func:`diff_documents` (two genome documents -> a ``diffgenome-diff/1``
 :class:`~diffgenome.analysis.models.DiffDocument`) and :func:`code_changes_from_sources`
 (two versions of the changed files -> the :class:`CodeChangeInput` it accepts).
+
+Pure comparison: everything here works on documents and source texts it is given. Getting
+them (git, worktrees, recording in a subprocess) is :mod:`diffgenome.analysis.record`'s.
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
 """``diffgenome affected``: the tests whose base recording reaches changed code.
 
 A test is affected when its base genome has a call node of a modified or removed symbol, a
-stand-in claiming to replace one, or a call into a module or class whose own code (module
-level statements, class attributes) changed. Each reason names the changed symbol and the
-call path through which the test reached it, so the selection can be audited. Tests added
-at head have no base genome and are never listed: run them as well.
+stand-in claiming to replace one, or when it depends on a changed module or class body (module
+level statements, class attributes): it runs that body itself (a call node of the module or
+class), or it reads a name that a changed statement binds (``via: reads``: a function of the
+same file whose code reads the name, or any recorded state fact ``global:NAME`` or
+``self.NAME``). A changed body statement that does more than bind names (a call, an assert)
+has effects no name tells: then every test that ran code of that module or class is selected,
+as before (``via: module``/``class``). Each reason names the changed symbol and the call path
+through which the test reached it, so the selection can be audited. Tests added at head have
+no base genome and are never listed: run them as well.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL, TYPE_SUBSTITUTION
 
 _CONTAINER_KINDS = ("module", "class")
 
@@ -32,9 +37,10 @@ class Reason:
     phase: str
     path: tuple[str, ...]
     sites: tuple[dict[str, Any], ...] = ()
+    names: tuple[str, ...] = ()  # via "reads": the changed names the test's code read
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "symbol": self.symbol,
             "change": self.change,
             "via": self.via,
@@ -42,6 +48,9 @@ class Reason:
             "path": list(self.path),
             "sites": [dict(site) for site in self.sites],
         }
+        if self.names:
+            out["names"] = list(self.names)
+        return out
 
 
 @dataclass
@@ -73,8 +82,18 @@ def affected_tests(
     containers = {
         symbol[3:] + ".": (change, kinds[symbol])
         for symbol, change in changes.items()
-        if kinds.get(symbol) in _CONTAINER_KINDS and symbol.startswith("py:")
+        if kinds.get(symbol) in _CONTAINER_KINDS and symbol.startswith("py:") and change.opaque
     }
+    readers: dict[str, list[SymbolChange]] = {}
+    state_names: dict[str, list[SymbolChange]] = {}
+    for symbol, change in changes.items():
+        if kinds.get(symbol) not in _CONTAINER_KINDS or change.opaque:
+            continue
+        for reader in change.readers:
+            readers.setdefault(reader, []).append(change)
+        for name in change.bound:
+            state_names.setdefault(name, []).append(change)
+    reads = _Reads(readers, state_names)
     unparsed = {
         module + ".": path for path in code.unparsed if (module := module_of(path)) is not None
     }
@@ -82,9 +101,27 @@ def affected_tests(
     for test_id, test in sorted(index_tests(base).items()):
         if test_id == IMPORT_TEST_ID:
             continue
-        reasons = _reasons(test, changes, containers, unparsed)
+        reasons = _reasons(test, changes, containers, unparsed, reads)
         if reasons:
             out.append(Affected(test_id, str(test.record.get("outcome")), reasons))
+    return out
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """Who depends on a changed body through a name: reader symbols, and state fact names."""
+
+    readers: Mapping[str, list[SymbolChange]]
+    names: Mapping[str, list[SymbolChange]]
+
+
+def _state_names(node: Mapping[str, Any]) -> set[str]:
+    out: set[str] = set()
+    for fact in node.get("state") or ():
+        target = str(fact.get("target") or "")
+        for prefix in ("global:", "self."):
+            if target.startswith(prefix):
+                out.add(target[len(prefix) :])
     return out
 
 
@@ -93,6 +130,7 @@ def _reasons(
     changes: Mapping[str, SymbolChange],
     containers: Mapping[str, tuple[SymbolChange, str]],
     unparsed: Mapping[str, str],
+    reads: _Reads,
 ) -> list[Reason]:
     found: dict[tuple[str, str], Reason] = {}
 
@@ -105,19 +143,37 @@ def _reasons(
     for phase_name, phase in test.phases.items():
         for path, node in phase.nodes.items():
             kind = node.get("type")
-            if kind == "substitution":
+            if kind == TYPE_SUBSTITUTION:
                 target = node.get("claimed_target")
                 change = changes.get(str(target)) if target else None
                 if change is not None:
                     keep(Reason(change.symbol, change.change, "stand-in", phase_name, path))
                 continue
-            if kind != "call":
+            if kind != TYPE_CALL:
                 continue
             symbol = element_symbol(path[-1]) or ""
             change = changes.get(symbol)
             if change is not None:
                 sites = _sites(phase, path, change)
                 keep(Reason(symbol, change.change, "call", phase_name, path, sites))
+            for container in reads.readers.get(symbol, ()):
+                names = tuple(sorted(container.bound))
+                keep(
+                    Reason(container.symbol, container.change, "reads", phase_name, path, (), names)
+                )
+            for name in _state_names(node) if reads.names else ():
+                for container in reads.names.get(name, ()):
+                    keep(
+                        Reason(
+                            container.symbol,
+                            container.change,
+                            "reads",
+                            phase_name,
+                            path,
+                            (),
+                            (name,),
+                        )
+                    )
             dotted = symbol[3:] if symbol.startswith("py:") else symbol
             for prefix, (container, via) in containers.items():
                 if dotted.startswith(prefix):
@@ -144,36 +200,3 @@ def _sites(
             }
         )
     return tuple(out)
-
-
-def render_text(affected: list[Affected], total: int, base: str, head: str) -> str:
-    """The plain-text list for people: one block per test, one line per reason."""
-    lines = [
-        f"diffgenome affected {base} \u2192 {head}: {len(affected)} of {total} "
-        f"test{'s' if total != 1 else ''} reach changed code"
-    ]
-    for item in affected:
-        lines.append("")
-        lines.append(f"{item.test}  ({item.outcome})")
-        for reason in item.reasons:
-            how = {
-                "call": "runs",
-                "stand-in": "replaces with a stand-in",
-                "module": "runs code of the changed module",
-                "class": "runs code of the changed class",
-                "unparsed": "runs code of an unparsable changed file",
-            }.get(reason.via, reason.via)
-            lines.append(f"  {reason.symbol} {reason.change}: {how}")
-            lines.append(f"    via {' \u2192 '.join(reason.path)} ({reason.phase} phase)")
-            for site in reason.sites:
-                seen = site.get("observed")
-                seen_text = (
-                    f"seen true {seen.get('true', 0)}, false {seen.get('false', 0)}"
-                    if isinstance(seen, dict)
-                    else "not reached on this path"
-                )
-                lines.append(
-                    f"    decision {site['site']} ({site['predicate']}) {site['change']}; "
-                    f"{seen_text}"
-                )
-    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from diffgenome.protocol.vocab import PHASES
+from diffgenome.protocol.vocab import PHASES, TYPE_CALL, TYPE_OS_EVENT, TYPE_SUBSTITUTION
 
 Path = tuple[str, ...]
 NodeDict = Mapping[str, Any]
@@ -25,10 +25,10 @@ OS_PREFIX = "os["
 def element(node: NodeDict) -> str:
     """The identity of ``node`` among its siblings, as one readable path element."""
     kind = node.get("type")
-    if kind == "substitution":
+    if kind == TYPE_SUBSTITUTION:
         target = node.get("claimed_target") or "?"
         return f"{STAND_IN_PREFIX}{node.get('mechanism')} {target} {node.get('path')}]"
-    if kind == "os_event":
+    if kind == TYPE_OS_EVENT:
         return f"{OS_PREFIX}{node.get('kind')} {node.get('target')}]"
     symbol = str(node.get("symbol"))
     via = node.get("via")
@@ -51,7 +51,7 @@ class PhaseIndex:
 
     def calls(self) -> Iterator[tuple[Path, NodeDict]]:
         for path, node in self.nodes.items():
-            if node.get("type") == "call":
+            if node.get("type") == TYPE_CALL:
                 yield path, node
 
 

@@ -1,8 +1,9 @@
 """What a commit range changed in the code, named as the recorder names it.
 
 The differ needs "which symbols changed" in the recorder's vocabulary (``py:pkg.mod.f``,
-``py:pkg.mod.f/if[0]``), not in lines. Both versions of every changed file are parsed; each
-code object is named by the recorder's own :func:`build_file_map`, and each symbol's code is
+``py:pkg.mod.f/if[3f2a9c01d4]``), not in lines. Both versions of every changed file are parsed; each
+code object is named by the recorder's own naming (:mod:`diffgenome.protocol.naming`), and each
+symbol's code is
 compared as a normalised syntax tree: no line numbers, no comments, no docstrings, and the
 bodies of nested functions and classes left to their own symbols. So moving a function or
 adding a comment is no change, editing a method changes that method and not its class, and a
@@ -18,17 +19,23 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import CodeType
 from typing import Literal
 
-from diffgenome.recording.collect.codemap import build_file_map
+from diffgenome.protocol.naming import (
+    SourceNames,
+    Span,
+    iter_code_objects,
+    node_span,
+    parse_source,
+)
 
 ChangeKind = Literal["added", "removed", "modified"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_MAX_PREDICATE = 200  # as the recorder truncates predicates
+# Scopes whose code object is compiled from a syntax node of their own (not the parameter and
+# alias scopes of PEP 695, whose code belongs to a definition).
+_NODE_ROLES = frozenset({"class", "function", "lambda", "genexpr"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,12 @@ class SymbolChange:
     change: ChangeKind
     sites: tuple[SiteChange, ...] = ()
     path: str | None = None
+    # For a modified module or class body: the names its changed statements bind, the
+    # functions of the file that read one of them, and whether a changed statement does
+    # more than bind names (a call, an assert...), whose effect no name tells.
+    bound: tuple[str, ...] = ()
+    readers: tuple[str, ...] = ()
+    opaque: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +88,10 @@ class CodeChangeInput:
 class _ScopeFacts:
     fingerprint: str | None
     sites: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> predicate, fp
+    # module and class bodies: canonical form -> statement, for their own statements
+    statements: dict[str, list[ast.stmt]] | None = None
+    # functions: every name and attribute name their code reads
+    loads: frozenset[str] = frozenset()
 
 
 def code_changes_from_sources(
@@ -115,7 +132,85 @@ def _compare_files(
         elif h is None:
             yield SymbolChange(symbol, "removed", (), path)
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
-            yield SymbolChange(symbol, "modified", _site_changes(b.sites, h.sites), path)
+            sites = _site_changes(b.sites, h.sites)
+            if b.statements is None or h.statements is None:
+                yield SymbolChange(symbol, "modified", sites, path)
+                continue
+            changed = _changed_statements(b.statements, h.statements)
+            bound: set[str] = set()
+            opaque = False
+            for stmt in changed:
+                opaque |= not _binds(stmt, bound)
+            readers = sorted(
+                name
+                for name, facts in (*base.items(), *head.items())
+                if facts.loads & bound and name != symbol
+            )
+            yield SymbolChange(
+                symbol,
+                "modified",
+                sites,
+                path,
+                bound=tuple(sorted(bound)),
+                readers=tuple(dict.fromkeys(readers)),
+                opaque=opaque,
+            )
+
+
+def _changed_statements(
+    base: Mapping[str, list[ast.stmt]], head: Mapping[str, list[ast.stmt]]
+) -> list[ast.stmt]:
+    """Statements of a body present on one side only (as many times as they differ)."""
+    out: list[ast.stmt] = []
+    for key in set(base) | set(head):
+        b, h = base.get(key, []), head.get(key, [])
+        if len(b) > len(h):
+            out.extend(b[len(h) :])
+        elif len(h) > len(b):
+            out.extend(h[len(b) :])
+    return out
+
+
+_NEUTRAL = (ast.Pass, ast.Global, ast.Nonlocal)
+
+
+def _binds(stmt: ast.stmt, bound: set[str]) -> bool:
+    """Add the names ``stmt`` binds to ``bound``; False when it also does something no name
+    stands for (an expression statement, an assert, a raise, a mutation through an index)."""
+    if isinstance(stmt, _NEUTRAL):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)  # a string used as a comment
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        for alias in stmt.names:
+            bound.add((alias.asname or alias.name).partition(".")[0])
+        return True
+    if isinstance(stmt, _DEFS):
+        bound.add(stmt.name)
+        return True
+    if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+        targets = stmt.targets if isinstance(stmt, ast.Assign | ast.Delete) else [stmt.target]
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    bound.add(node.id)  # ``X.y = 1`` and ``X[k] = 1`` change what X holds
+        return True
+    if isinstance(stmt, ast.If | ast.Try | ast.With | ast.For | ast.While):
+        ok = True
+        if isinstance(stmt, ast.For):
+            ok &= _binds(ast.Assign(targets=[stmt.target], value=stmt.iter), bound)
+        if isinstance(stmt, ast.With):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    _binds(ast.Assign(targets=[item.optional_vars], value=item.context_expr), bound)
+        blocks: list[list[ast.stmt]] = [stmt.body, getattr(stmt, "orelse", [])]
+        if isinstance(stmt, ast.Try):
+            blocks += [h.body for h in stmt.handlers] + [stmt.finalbody]
+        for block in blocks:
+            for inner in block:
+                ok &= _binds(inner, bound)
+        return ok
+    return False
 
 
 def _site_changes(
@@ -140,85 +235,70 @@ def _site_changes(
 
 def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
     """Symbol -> fingerprint and decision sites, for every code object of ``source``."""
-    file_map = build_file_map(source, module)
-    tree = ast.parse(source)
+    tree = parse_source(source, module)
+    names = SourceNames(source, module, tree, keep_parts=True)
     code = compile(tree, f"<diffgenome:{module}>", "exec", dont_inherit=True)
-    by_name: dict[str, list[ast.AST]] = {"<module>": [tree]}
-    for node in ast.walk(tree):
-        if isinstance(node, _SCOPES):
-            by_name.setdefault(_code_name(node), []).append(node)
-    sites_by_scope: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for site in file_map.sites:
-        sites_by_scope.setdefault((site.symbol, site.kind), []).append((site.id, site.predicate))
-
+    nodes: dict[Span | None, ast.AST] = {
+        node_span(node): node for node in ast.walk(tree) if isinstance(node, _SCOPES)
+    }
     facts: dict[str, _ScopeFacts] = {}
-    for code_object in _code_objects(code):
-        scope_node = _node_of(code_object, by_name.get(code_object.co_name, []))
-        symbol = file_map.code_name(code_object).symbol
-        if scope_node is None or symbol in facts:
+    tops: dict[str, ast.AST] = {}
+    for code_object in iter_code_objects(code):
+        scope = names.scope_of(code_object)
+        if scope is None or scope.symbol in facts:
             continue
-        facts[symbol] = _ScopeFacts(
-            _fingerprint(scope_node), _sites_of(scope_node, symbol, sites_by_scope)
+        if scope.role == "module":
+            scope_node: ast.AST | None = tree
+        else:
+            scope_node = nodes.get(scope.span) if scope.role in _NODE_ROLES else None
+        if scope_node is None:
+            continue
+        facts[scope.symbol] = _ScopeFacts(
+            _fingerprint(scope_node),
+            statements=_own_statements(scope_node),
+            loads=_loads(scope_node),
         )
-    # Sites the walk could not attribute still count, by their text.
-    for (symbol, _kind), items in sites_by_scope.items():
-        scope = facts.setdefault(symbol, _ScopeFacts(None))
-        for site_id, predicate in items:
-            scope.sites.setdefault(site_id, (predicate, None))
+        tops[scope.symbol] = scope_node
+    for site in names.sites:
+        top = tops.get(site.symbol)
+        # A site whose scope's code could not be found still counts, by its text: taken as
+        # changed (fingerprint None) rather than guessed.
+        fingerprint = _fp(*site.parts, top=top) if top is not None else None
+        facts.setdefault(site.symbol, _ScopeFacts(None)).sites[site.id] = (
+            site.predicate,
+            fingerprint,
+        )
     return facts
 
 
-def _code_objects(code: CodeType) -> Iterator[CodeType]:
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(const for const in current.co_consts if isinstance(const, CodeType))
+def _own_statements(top: ast.AST) -> dict[str, list[ast.stmt]] | None:
+    """A module's or class's own statements by canonical form (definitions are symbols of
+    their own; a docstring is no statement)."""
+    if not isinstance(top, ast.Module | ast.ClassDef):
+        return None
+    out: dict[str, list[ast.stmt]] = {}
+    for stmt in _body(top, top, list(top.body)):
+        if isinstance(stmt, ast.stmt):
+            parts: list[str] = []
+            try:
+                _canon(stmt, top, parts)
+            except RecursionError:
+                parts = [f"<unreadable {id(stmt)}>"]
+            out.setdefault("".join(parts), []).append(stmt)
+    return out
 
 
-def _code_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Lambda):
-        return "<lambda>"
-    if isinstance(node, ast.GeneratorExp):
-        return "<genexpr>"
-    return str(getattr(node, "name", ""))
-
-
-def _span(node: ast.AST) -> tuple[int, int, int, int]:
-    return (
-        getattr(node, "lineno", 0),
-        getattr(node, "col_offset", 0),
-        getattr(node, "end_lineno", 0) or 0,
-        getattr(node, "end_col_offset", 0) or 0,
-    )
-
-
-def _node_of(code: CodeType, candidates: list[ast.AST]) -> ast.AST | None:
-    """The syntax node a code object was compiled from: by name, then by where its
-    instructions lie (several lambdas or same-named functions in one file)."""
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else None
-    if isinstance(candidates[0], ast.Module):
-        return candidates[0]
-    positions = [
-        (line, col)
-        for line, _end_line, col, _end_col in code.co_positions()
-        if line is not None and col is not None
-    ]
-
-    def score(node: ast.AST) -> tuple[int, int, int]:
-        line, col, end_line, end_col = _span(node)
-        inside = sum(1 for p in positions if (line, col) <= p <= (end_line, end_col))
-        return (inside, -(end_line - line), -(end_col - col))
-
-    first = code.co_firstlineno
-    near = [node for node in candidates if _first_line(node) == first] or candidates
-    return max(near, key=score)
-
-
-def _first_line(node: ast.AST) -> int:
-    decorators = getattr(node, "decorator_list", None) or []
-    return min([getattr(d, "lineno", 0) for d in decorators] + [getattr(node, "lineno", 0)])
+def _loads(top: ast.AST) -> frozenset[str]:
+    """Names a function reads, and the attribute names it reads (``self.LIMIT``)."""
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(top):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+    return frozenset(names)
 
 
 # --- fingerprints ----------------------------------------------------------------------------
@@ -300,142 +380,3 @@ def _fp(*nodes: ast.AST | list[ast.stmt] | None, top: ast.AST) -> str | None:
     except RecursionError:
         return None
     return "".join(out)
-
-
-# --- decision sites ---------------------------------------------------------------------------
-
-
-def _predicate(*nodes: ast.AST | None) -> str:
-    text = " if ".join(ast.unparse(node) for node in nodes if node is not None)
-    return text if len(text) <= _MAX_PREDICATE else text[: _MAX_PREDICATE - 1] + "\u2026"
-
-
-def _sites_of(
-    top: ast.AST, symbol: str, recorded: Mapping[tuple[str, str], list[tuple[str, str]]]
-) -> dict[str, tuple[str, str | None]]:
-    """Site id -> (predicate, fingerprint of condition and guarded code).
-
-    Decisions are visited in the recorder's order so that the n-th decision of a kind here is
-    the recorder's ``<kind>[n]``; a kind whose predicates then disagree with the recorder's is
-    matched by text only (fingerprint None), never guessed.
-    """
-    found: dict[str, list[tuple[str, str | None]]] = {}
-    try:
-        for kind, predicate, fingerprint in _decisions(top):
-            found.setdefault(kind, []).append((predicate, fingerprint))
-    except RecursionError:
-        found = {}
-    out: dict[str, tuple[str, str | None]] = {}
-    for (sym, kind), items in recorded.items():
-        if sym != symbol:
-            continue
-        mine = found.get(kind, [])
-        agree = len(mine) == len(items) and all(
-            m[0] == predicate for m, (_site, predicate) in zip(mine, items, strict=True)
-        )
-        for i, (site_id, predicate) in enumerate(items):
-            out[site_id] = (predicate, mine[i][1] if agree else None)
-    return out
-
-
-def _decisions(top: ast.AST) -> Iterator[tuple[str, str, str | None]]:
-    """(kind, predicate, fingerprint) of the decisions evaluated by ``top``'s own code object,
-    in the order the recorder numbers them."""
-    stack: list[ast.AST] = list(reversed(_own_children(top)))
-    while stack:
-        node = stack.pop()
-        children: list[ast.AST]
-        if isinstance(node, _GenexprBody):
-            yield from _comprehension_sites(node.node, top)
-            children = _comprehension_children(node.node, skip_first=True)
-        elif isinstance(node, _DEFS):
-            children = _outer_parts(node)  # decorators, defaults...: evaluated here
-        elif isinstance(node, ast.Lambda):
-            children = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        elif isinstance(node, _COMPREHENSIONS):
-            if isinstance(node, ast.GeneratorExp):
-                children = [node.generators[0].iter]  # the rest runs in the genexpr's scope
-            else:
-                yield from _comprehension_sites(node, top)
-                children = _comprehension_children(node)
-        else:
-            yield from _node_sites(node, top)
-            children = list(ast.iter_child_nodes(node))
-        stack.extend(reversed(children))
-
-
-def _own_children(top: ast.AST) -> list[ast.AST]:
-    if isinstance(top, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return list(top.body)
-    if isinstance(top, ast.Lambda):
-        return [top.body]
-    if isinstance(top, ast.GeneratorExp):
-        # The generator's own code: its clauses (except the first iterable) and element.
-        return [_GenexprBody(top)]
-    return []
-
-
-class _GenexprBody(ast.AST):
-    """Marker for the part of a generator expression that runs in its own code object."""
-
-    def __init__(self, node: ast.GeneratorExp) -> None:
-        super().__init__()
-        self.node = node
-
-
-def _outer_parts(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.AST]:
-    parts: list[ast.AST] = list(node.decorator_list)
-    if isinstance(node, ast.ClassDef):
-        parts.extend(node.bases)
-        parts.extend(keyword.value for keyword in node.keywords)
-        return parts
-    args = node.args
-    parts.extend(args.defaults)
-    parts.extend(d for d in args.kw_defaults if d is not None)
-    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-        if arg is not None and arg.annotation is not None:
-            parts.append(arg.annotation)
-    if node.returns is not None:
-        parts.append(node.returns)
-    return parts
-
-
-def _comprehension_children(
-    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, *, skip_first: bool = False
-) -> list[ast.AST]:
-    children: list[ast.AST] = []
-    for i, gen in enumerate(node.generators):
-        if not (skip_first and i == 0):
-            children.append(gen.iter)
-        children.append(gen.target)
-        children.extend(gen.ifs)
-    if isinstance(node, ast.DictComp):
-        children.extend([node.key, node.value])
-    else:
-        children.append(node.elt)
-    return children
-
-
-def _comprehension_sites(
-    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, top: ast.AST
-) -> Iterator[tuple[str, str, str | None]]:
-    element: list[ast.AST] = (
-        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-    )
-    for gen in node.generators:
-        for test in gen.ifs:
-            yield ("comprehension", _predicate(test), _fp(test, *element, top=top))
-
-
-def _node_sites(node: ast.AST, top: ast.AST) -> Iterator[tuple[str, str, str | None]]:
-    if isinstance(node, ast.If):
-        yield ("if", _predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
-    elif isinstance(node, ast.While):
-        yield ("while", _predicate(node.test), _fp(node.test, node.body, node.orelse, top=top))
-    elif isinstance(node, ast.IfExp):
-        yield ("ifexp", _predicate(node.test), _fp(node, top=top))
-    elif isinstance(node, ast.Assert):
-        yield ("assert", _predicate(node.test), _fp(node, top=top))
-    elif isinstance(node, ast.Match):
-        for case in node.cases:
-            yield ("match", _predicate(case.pattern, case.guard), _fp(case, top=top))

@@ -17,7 +17,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import NodeDict, Path, PhaseIndex, TestIndex
 from diffgenome.analysis.models import Change
-from diffgenome.protocol.vocab import PHASES
+from diffgenome.protocol.vocab import PHASES, TYPE_CALL, TYPE_OS_EVENT, TYPE_SUBSTITUTION
 
 OUTCOME_CHANGED = "outcome_changed"
 CALL_ADDED = "call_added"
@@ -56,8 +56,12 @@ PRESENCE_KINDS = frozenset(
     {CALL_ADDED, CALL_REMOVED, STAND_IN_ADDED, STAND_IN_REMOVED, EGRESS_ADDED, EGRESS_REMOVED}
 )
 
-_ADDED = {"call": CALL_ADDED, "substitution": STAND_IN_ADDED, "os_event": EGRESS_ADDED}
-_REMOVED = {"call": CALL_REMOVED, "substitution": STAND_IN_REMOVED, "os_event": EGRESS_REMOVED}
+_ADDED = {TYPE_CALL: CALL_ADDED, TYPE_SUBSTITUTION: STAND_IN_ADDED, TYPE_OS_EVENT: EGRESS_ADDED}
+_REMOVED = {
+    TYPE_CALL: CALL_REMOVED,
+    TYPE_SUBSTITUTION: STAND_IN_REMOVED,
+    TYPE_OS_EVENT: EGRESS_REMOVED,
+}
 
 StabilityKey = tuple[str, str | None, Path, str | None]
 
@@ -128,12 +132,12 @@ def _compare_phase(
             if other == node:
                 continue
             _compare_nodes(phase, path, node, other, b_nodes, h_nodes, digests, out)
-        elif node.get("type") != "call" or len(path) == 1 or path[:-1] in h_nodes:
+        elif node.get("type") != TYPE_CALL or len(path) == 1 or path[:-1] in h_nodes:
             out.append(_one_sided(_REMOVED, phase, path, node, base_side=True))
     for path, node in h_nodes.items():
         if path in b_nodes:
             continue
-        if node.get("type") != "call" or len(path) == 1 or path[:-1] in b_nodes:
+        if node.get("type") != TYPE_CALL or len(path) == 1 or path[:-1] in b_nodes:
             out.append(_one_sided(_ADDED, phase, path, node, base_side=False))
     _compare_branches(phase, base, head, out)
 
@@ -141,7 +145,7 @@ def _compare_phase(
 def _one_sided(
     kinds: Mapping[str, str], phase: str, path: Path, node: NodeDict, *, base_side: bool
 ) -> Found:
-    kind = kinds.get(str(node.get("type")), kinds["call"])
+    kind = kinds.get(str(node.get("type")), kinds[TYPE_CALL])
     value = node_summary(node)
     symbol = _node_symbol(node)
     if base_side:
@@ -151,9 +155,9 @@ def _one_sided(
 
 def _node_symbol(node: NodeDict) -> str | None:
     kind = node.get("type")
-    if kind == "call":
+    if kind == TYPE_CALL:
         return str(node.get("symbol"))
-    if kind == "substitution":
+    if kind == TYPE_SUBSTITUTION:
         target = node.get("claimed_target")
         return str(target) if target else None
     return None
@@ -162,7 +166,7 @@ def _node_symbol(node: NodeDict) -> str | None:
 def node_summary(node: NodeDict) -> dict[str, Any]:
     """A small JSON-able picture of a node that exists on one side only."""
     kind = node.get("type")
-    if kind == "substitution":
+    if kind == TYPE_SUBSTITUTION:
         return {
             "mechanism": node.get("mechanism"),
             "substitute": node.get("substitute"),
@@ -170,7 +174,7 @@ def node_summary(node: NodeDict) -> dict[str, Any]:
             "path": node.get("path"),
             "count": node.get("count"),
         }
-    if kind == "os_event":
+    if kind == TYPE_OS_EVENT:
         return {
             "kind": node.get("kind"),
             "target": node.get("target"),
@@ -229,13 +233,13 @@ def _compare_nodes(
 ) -> None:
     kind = b.get("type")
     bc, hc = _count(b), _count(h)
-    if kind == "substitution":
+    if kind == TYPE_SUBSTITUTION:
         _compare_stand_ins(phase, path, b, h, digests, out)
         return
     symbol = _node_symbol(b)
     if bc != hc and not _scaled_with_parent(path, bc, hc, b_nodes, h_nodes):
         out.append(Found(CALL_COUNT_CHANGED, phase, path, symbol, base=bc, head=hc))
-    if kind == "os_event":
+    if kind == TYPE_OS_EVENT:
         if b.get("outcome") != h.get("outcome"):
             out.append(
                 Found(
@@ -267,6 +271,11 @@ def _compare_stand_ins(
     for field in ("substitute", "relation", "signature_mismatch"):
         if b.get(field) != h.get(field):
             b_diff[field], h_diff[field] = b.get(field), h.get(field)
+    # The seam (signatures, readings, problems): a recording from before the seam check has
+    # none, which is not a change of the seam.
+    b_seam, h_seam = b.get("seam"), h.get("seam")
+    if b_seam is not None and h_seam is not None and b_seam != h_seam:
+        b_diff["seam"], h_diff["seam"] = b_seam, h_seam
     bc, hc = _count(b), _count(h)
     if bc != hc:
         b_diff["count"], h_diff["count"] = bc, hc

@@ -81,9 +81,23 @@ def _fields(value: object) -> str:
             parts.append(f"exits {_exits(item)}")
         elif key == "args":
             parts.append(f"args {_values(item)}")
+        elif key == "seam":
+            parts.append(f"seam {_seam(item)}")
         else:
             parts.append(f"{key} {item}")
     return ", ".join(parts)
+
+
+def _seam(value: object) -> str:
+    if not isinstance(value, Mapping):
+        return str(value)
+    text = f"real {value.get('target')}"
+    if value.get("stand_in"):
+        text += f", stand-in {value.get('stand_in')}"
+    problems = value.get("problems") or []
+    if problems:
+        text += " (" + "; ".join(str(problem) for problem in problems) + ")"
+    return text
 
 
 def _node(value: object) -> str:

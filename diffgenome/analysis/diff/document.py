@@ -25,6 +25,7 @@ from diffgenome.analysis.diff.coverage import code_change_entries, test_code_pat
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
 Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
@@ -54,7 +55,8 @@ class Instability:
         if found.kind in PRESENCE_KINDS:
             self.presence.add((found.phase, found.path))
         if len(self.reasons) < MAX_UNSTABLE_REASONS:
-            self.reasons.append(f"unstable ({side} repeats): {describe(found.change())}")
+            where = side if side.endswith("confirmation") else f"{side} repeats"
+            self.reasons.append(f"unstable ({where}): {describe(found.change())}")
         else:
             self.hidden += 1
 
@@ -85,6 +87,34 @@ def _instability(
                 continue
             for found in compare_tests(test, other, digests=digests):
                 into.setdefault(test_id, Instability()).add(side, found)
+
+
+def _confirmation(
+    recordings: Sequence[Mapping[str, Any]], side: str, into: dict[str, Instability]
+) -> set[str]:
+    """What differs between two recordings of one side's differing tests, made after the
+    first comparison (``diffgenome diff`` confirms by default).
+
+    The two confirming recordings select the same tests, so what running a few tests alone
+    changes (a module fixture set up by another test, a cache warmed earlier) is the same in
+    both and masks nothing; only the clock, randomness and scheduling differ between them.
+    They are never compared with the first recordings, whose selection differs. Returns the
+    ids of the tests confirmed.
+    """
+    if len(recordings) < 2:
+        return set()
+    first = index_tests(recordings[0])
+    digests = digests_comparable(recordings[0].get("run") or {}, recordings[1].get("run") or {})
+    label = f"{side} confirmation"
+    for other in recordings[1:]:
+        again = index_tests(other)
+        for test_id, test in first.items():
+            twin = again.get(test_id)
+            if twin is None or test_id == IMPORT_TEST_ID:
+                continue  # <import> of a few modules says nothing about the whole import
+            for found in compare_tests(test, twin, digests=digests):
+                into.setdefault(test_id, Instability()).add(label, found)
+    return set(first) - {IMPORT_TEST_ID}
 
 
 def _run_reasons(run: Mapping[str, Any], side: str) -> list[str]:
@@ -126,6 +156,8 @@ def diff_documents(
     base_repeats: Sequence[dict[str, Any]] = (),
     head_repeats: Sequence[dict[str, Any]] = (),
     code_changes: CodeChangeInput | None = None,
+    base_confirmation: Sequence[Mapping[str, Any]] = (),
+    head_confirmation: Sequence[Mapping[str, Any]] = (),
 ) -> DiffDocument:
     """Diff two validated ``diffgenome-genome/1`` documents (plain dicts, as exported).
 
@@ -142,6 +174,8 @@ def diff_documents(
     unstable: dict[str, Instability] = {}
     _instability(b_tests, b_run, base_repeats, "base", unstable)
     _instability(h_tests, h_run, head_repeats, "head", unstable)
+    confirmed = _confirmation(base_confirmation, "base", unstable)
+    confirmed |= _confirmation(head_confirmation, "head", unstable)
 
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     diffs: list[TestDiff] = []
@@ -158,7 +192,15 @@ def diff_documents(
                 status = "unverified"
             else:
                 status = "added" if b is None else "removed"
-            diffs.append(TestDiff(id=test_id, status=status, outcome=outcome, reasons=reasons))
+            diffs.append(
+                TestDiff(
+                    id=test_id,
+                    status=status,
+                    outcome=outcome,
+                    reasons=reasons,
+                    may_hide_change=status == "unverified",
+                )
+            )
             continue
         found = compare_tests(b, h, digests=digests)
         instability = unstable.get(test_id)
@@ -168,8 +210,10 @@ def diff_documents(
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)
         reasons.extend(run_reasons)
+        may_hide = False
         if reasons:
             status = "unverified"
+            may_hide = bool(found) or _may_hide(b, h, reasons, run_reasons)
         elif found and one_sided_sites and _only_changed_decisions(found, one_sided_sites):
             status = "touched"
         elif found:
@@ -187,10 +231,11 @@ def diff_documents(
                 outcome=outcome,
                 reasons=reasons,
                 changes=[item.change() for item in found],
+                may_hide_change=may_hide,
             )
         )
 
-    summary = DiffSummary(tests=len(diffs))
+    summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
     return DiffDocument(
@@ -221,3 +266,20 @@ def _only_changed_decisions(found: Sequence[Found], one_sided_sites: frozenset[s
         if item.base is not None and item.head is not None:
             return False
     return True
+
+
+def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[str]) -> bool:
+    """Whether an unverified test with no observed difference could still hide a change.
+
+    It could when a run is incomplete, when digests cannot be compared (a changed value of
+    the same type would be invisible), or when the two sides are unverified for different
+    reasons (whatever one side could not see, the other saw, or saw differently). A test
+    unverified for exactly the same reasons on both sides lacked the same evidence twice, and
+    everything the recorder did see is equal: it stays ``unverified`` (never ``unchanged``)
+    but does not fail the default gate; ``--fail-on unverified`` makes it fail.
+    """
+    if run_reasons or DIGESTS_NOT_COMPARABLE in reasons:
+        return True
+    base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()
+    head = set(h.record.get("unverified_reasons") or ()) if not h.record.get("verified") else set()
+    return base != head

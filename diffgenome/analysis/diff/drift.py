@@ -3,8 +3,10 @@ changed.
 
 A stand-in's ``claimed_target`` names the real code it replaces. The stand-in drifted when
 that code changed between base and head, seen either in the code (the target itself, or a
-symbol the real target was seen calling at base) or in behaviour (the real target's call
-nodes in *other* tests, which run it for real, changed exits or results).
+symbol the real target was seen calling at base), in behaviour (the real target's call
+nodes in *other* tests, which run it for real, changed exits or results), or in its seam (the
+real target's signature, as the recorder's seam check read it, changed while the stand-in's
+own signature did not: a mock still accepts any call, a fake still has the old parameters).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from diffgenome.analysis.diff.align import TestIndex, element_symbol
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import EXIT_CHANGED, RESULT_CHANGED, Found
-from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.describe import ARROW, describe
 from diffgenome.analysis.models import Drift
+from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
 
 MAX_BEHAVIOUR_EVIDENCE = 10
 
@@ -27,7 +30,7 @@ def stand_in_users(*sides: Mapping[str, TestIndex]) -> dict[str, set[str]]:
         for test_id, test in tests.items():
             for phase in test.phases.values():
                 for node in phase.nodes.values():
-                    if node.get("type") == "substitution" and node.get("claimed_target"):
+                    if node.get("type") == TYPE_SUBSTITUTION and node.get("claimed_target"):
                         users.setdefault(str(node["claimed_target"]), set()).add(test_id)
     return users
 
@@ -45,6 +48,46 @@ def symbols_under(tests: Mapping[str, TestIndex], targets: Iterable[str]) -> dic
                 for target in wanted.intersection(above):
                     under[target].add(str(node.get("symbol")))
     return under
+
+
+def seam_signatures(
+    tests: Mapping[str, TestIndex],
+) -> tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]:
+    """Claimed target -> its signatures, and (target, substitute) -> the stand-in's own
+    signatures ("" for a mock), from the seam of each substitution node that has one."""
+    targets: dict[str, set[str]] = {}
+    stand_ins: dict[tuple[str, str], set[str]] = {}
+    for test in tests.values():
+        for phase in test.phases.values():
+            for node in phase.nodes.values():
+                seam = node.get("seam")
+                target = node.get("claimed_target")
+                if node.get("type") != "substitution" or not target or not isinstance(seam, dict):
+                    continue
+                targets.setdefault(str(target), set()).add(str(seam.get("target")))
+                key = (str(target), str(node.get("substitute")))
+                stand_ins.setdefault(key, set()).add(str(seam.get("stand_in") or ""))
+    return targets, stand_ins
+
+
+def _signature_evidence(
+    target: str,
+    base: tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]],
+    head: tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]],
+) -> list[str]:
+    """One line per stand-in that kept its signature while the real target's changed."""
+    before, after = base[0].get(target), head[0].get(target)
+    if not before or not after or before == after:
+        return []
+    change = f"{' | '.join(sorted(before))} {ARROW} {' | '.join(sorted(after))}"
+    evidence: list[str] = []
+    for (claimed, substitute), signatures in sorted(head[1].items()):
+        if claimed != target or base[1].get((claimed, substitute)) != signatures:
+            continue
+        own = " | ".join(sorted(s for s in signatures if s))
+        kept = f"still {own}" if own else "a mock: accepts any call"
+        evidence.append(f"signature: {target} {change}; stand-in {substitute} unchanged ({kept})")
+    return evidence
 
 
 def find_drift(
@@ -71,9 +114,10 @@ def find_drift(
             behaviour.setdefault(item.symbol, []).append(
                 f"behaviour: {test_id} runs the real code: {describe(item.change())}"
             )
+    base_seams, head_seams = seam_signatures(base), seam_signatures(head)
     drift: list[Drift] = []
     for target in sorted(users):
-        evidence: list[str] = []
+        evidence: list[str] = _signature_evidence(target, base_seams, head_seams)
         if target in changed:
             evidence.append(f"code: {target} {changed[target].change}")
         for symbol in sorted(under.get(target, set()) - {target}):

@@ -1,9 +1,14 @@
-"""Reports of a ``diffgenome-diff/1`` document for people: a terminal view and a Markdown
-pull-request comment. Both read only the document, so they render a saved diff as well."""
+"""Everything diffgenome shows people, kept apart from loading and from the differ's data.
+
+``terminal`` and ``markdown`` render a ``diffgenome-diff/1`` document (a terminal view and a
+pull-request comment; both read only the document, so they render a saved diff as well),
+``runs`` the store's runs, tests and genomes, ``affected`` the list of ``diffgenome affected``.
+"""
 
 from __future__ import annotations
 
+from diffgenome.analysis.report.affected import render_affected
 from diffgenome.analysis.report.markdown import render_markdown
 from diffgenome.analysis.report.terminal import render_terminal
 
-__all__ = ["render_markdown", "render_terminal"]
+__all__ = ["render_affected", "render_markdown", "render_terminal"]

@@ -51,7 +51,10 @@ def summary_text(diff: DiffDocument) -> str:
     s = diff.summary
     counts = [(status, getattr(s, status)) for status in STATUS_ORDER]
     shown = ", ".join(f"{n} {status}" for status, n in counts if n)
-    return f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
+    text = f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
+    if s.confirmed:
+        text += f" ({s.confirmed} confirmed by recording them again)"
+    return text
 
 
 def side_text(side: DiffSide) -> str:

@@ -76,13 +76,24 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from os.path import realpath as _realpath
 from types import FrameType
 from typing import Final
 
-from diffgenome.protocol.vocab import EGRESS_POLICIES
+from diffgenome.protocol.vocab import (
+    EGRESS_POLICIES,
+    OS_BIND,
+    OS_CONNECT,
+    OS_DNS,
+    OS_SENDTO,
+    OS_SUBPROCESS,
+    OUTCOME_UNTRACED_CHILD,
+)
+from diffgenome.recording.collect import programs
 
 __all__ = [
     "OUTCOME_ALLOWED",
+    "OUTCOME_PROGRAM",
     "OUTCOME_REFUSED",
     "OUTCOME_UNTRACED",
     "EgressGuard",
@@ -95,24 +106,26 @@ Recorder = Callable[[str, str, str], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
-OUTCOME_UNTRACED: Final = "untraced-child"
+OUTCOME_UNTRACED: Final = OUTCOME_UNTRACED_CHILD
+# A child that runs another program than Python: its identity is the evidence.
+OUTCOME_PROGRAM: Final = "program"
 
 _EVENT_KINDS: Final[dict[str, str]] = {
-    "socket.connect": "connect",
-    "socket.sendto": "sendto",
-    "socket.sendmsg": "sendto",
-    "socket.bind": "bind",
-    "socket.getaddrinfo": "dns",
-    "socket.gethostbyname": "dns",
-    "socket.gethostbyaddr": "dns",
-    "socket.getnameinfo": "dns",
-    "subprocess.Popen": "subprocess",
-    "os.system": "subprocess",
-    "os.exec": "subprocess",
-    "os.posix_spawn": "subprocess",
-    "os.spawn": "subprocess",
-    "os.startfile": "subprocess",
-    "os.fork": "subprocess",
+    "socket.connect": OS_CONNECT,
+    "socket.sendto": OS_SENDTO,
+    "socket.sendmsg": OS_SENDTO,
+    "socket.bind": OS_BIND,
+    "socket.getaddrinfo": OS_DNS,
+    "socket.gethostbyname": OS_DNS,
+    "socket.gethostbyaddr": OS_DNS,
+    "socket.getnameinfo": OS_DNS,
+    "subprocess.Popen": OS_SUBPROCESS,
+    "os.system": OS_SUBPROCESS,
+    "os.exec": OS_SUBPROCESS,
+    "os.posix_spawn": OS_SUBPROCESS,
+    "os.spawn": OS_SUBPROCESS,
+    "os.startfile": OS_SUBPROCESS,
+    "os.fork": OS_SUBPROCESS,
 }
 # Raised once by install() to prove that the hook was really added: sys.addaudithook silently
 # drops the new hook when an existing hook raises RuntimeError.
@@ -149,7 +162,6 @@ _AF_INET6: Final[int] = int(getattr(_socket, "AF_INET6", -3))
 _AF_UNIX: Final[int] = int(getattr(_socket, "AF_UNIX", -2))
 _NO_FAMILY: Final = -1
 _family_descriptor = _socket.socket.__dict__["family"]
-_SEPARATORS: Final = ("/", "\\") if sys.platform == "win32" else ("/",)
 _OWN_GLOBALS: Final = globals()
 
 
@@ -223,13 +235,15 @@ def _dispatch(
 class EgressGuard:
     """One egress policy plus the recorder that receives what it sees while active."""
 
-    def __init__(self, policy: str, record: Recorder) -> None:
+    def __init__(self, policy: str, record: Recorder, root: str | None = None) -> None:
         if policy not in EGRESS_POLICIES:
             raise ValueError(
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
             )
         self.policy = policy
         self.errors = 0
+        # The recorded tree: a program file inside it is known by its path and content.
+        self.root = _realpath(root) if root else None
         self._record = record
         self._active = False
         self._previous: EgressGuard | None = None
@@ -287,17 +301,19 @@ class EgressGuard:
             local.busy = False
 
     def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
-        if kind == "subprocess":
+        if kind == OS_SUBPROCESS:
             try:
-                program = _spawned_program(event, args)
+                spawned = _spawned_program(event, args)
+                if spawned is None:
+                    return
+                identity, python = programs.identify(spawned[0], spawned[1], self.root)
             except Exception:
                 self.errors += 1
-                program = "?"
-            if program is not None:
-                self._emit(kind, program, OUTCOME_UNTRACED)
+                identity, python = "?", True
+            self._emit(kind, identity, OUTCOME_UNTRACED if python else OUTCOME_PROGRAM)
             return
         try:
-            seen = _dns_target(event, args) if kind == "dns" else _socket_target(args)
+            seen = _dns_target(event, args) if kind == OS_DNS else _socket_target(args)
         except Exception:
             self.errors += 1
             seen = ("?", _UNKNOWN)
@@ -415,19 +431,22 @@ def _short_repr(value: object) -> str:
         return "?"
 
 
-def _spawned_program(event: str, args: tuple[object, ...]) -> str | None:
-    """Basename of the program a spawn event starts, or None when the event starts none."""
+def _spawned_program(event: str, args: tuple[object, ...]) -> tuple[str, list[str]] | None:
+    """The program a spawn event starts (as given) and its further arguments, or None when
+    the event starts none."""
     program: object
+    rest: list[str] = []
     if event == "subprocess.Popen":
         executable, argv = args[0], args[1]
-        if executable is None:
-            program = _first_word(argv) if isinstance(argv, str | bytes) else _first(argv)
-        else:
-            program = executable
+        words = _words(argv)
+        program = executable if executable is not None else (words[0] if words else None)
+        rest = words[1:]
     elif event == "os.system":
-        program = _first_word(args[0])
+        words = _words(args[0])
+        program, rest = (words[0], words[1:]) if words else (None, [])
     elif event == "os.spawn":
         program = args[1]
+        rest = _words(args[2])[1:] if len(args) > 2 else []
     elif event == "os.fork":
         frame = _caller_frame()
         if frame is None or not _is_frame_of(frame, "os", "_spawnvef"):
@@ -438,36 +457,31 @@ def _spawned_program(event: str, args: tuple[object, ...]) -> str | None:
         if frame is not None and _is_frame_of(frame, "subprocess", "_posix_spawn"):
             return None  # 3.13 Popen spawns this way: already recorded at subprocess.Popen
         program = args[0]
+        rest = _words(args[1])[1:] if len(args) > 1 else []
     else:  # os.exec, os.startfile
         program = args[0]
-    return _basename(_path_text(program))
+        rest = _words(args[1])[1:] if event == "os.exec" and len(args) > 1 else []
+    text = _path_text(program) if program is not None else ""
+    return (text or "?"), rest
+
+
+def _words(argv: object) -> list[str]:
+    """An argument vector as strings; a shell command line split on blanks, leading
+    ``VAR=value`` assignments skipped."""
+    if isinstance(argv, str | bytes):
+        words = _text(argv).split()
+        while words and "=" in words[0] and not words[0].startswith(("/", ".")):
+            words.pop(0)
+        return words
+    if isinstance(argv, list | tuple):
+        return [_path_text(a) for a in argv]
+    return []
 
 
 def _path_text(value: object) -> str:
     if isinstance(value, _PathLike):
         value = _fspath(value)
     return _text(value)
-
-
-def _first(argv: object) -> object:
-    if isinstance(argv, list | tuple) and argv:
-        return argv[0]
-    return None
-
-
-def _first_word(command: object) -> str | None:
-    """Program of a shell command line, skipping leading VAR=value assignments."""
-    for word in _text(command).split():
-        if "=" in word and not word.startswith(("/", ".")):
-            continue
-        return word
-    return None
-
-
-def _basename(path: str) -> str:
-    for separator in _SEPARATORS:
-        path = path.rpartition(separator)[2]
-    return path or "?"
 
 
 def _caller_frame() -> FrameType | None:

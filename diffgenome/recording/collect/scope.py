@@ -11,17 +11,19 @@ Runs once per code object, at event time, so it uses string operations and a cap
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from dataclasses import dataclass, field
 
-_stat = os.stat
-_fnmatch = fnmatch.fnmatchcase
-_SEP = os.sep
+from diffgenome.protocol.modules import (
+    DEFAULT_TEST_FILES,
+    is_excluded_dir,
+    is_test_file,
+    module_name,
+)
+from diffgenome.protocol.vocab import ORIGIN_REPO, ORIGIN_TEST
 
-# Folder names that are never project code, wherever they sit.
-EXCLUDED_DIRS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
-DEFAULT_TEST_FILES = ("test_*.py", "*_test.py", "conftest.py")
+_stat = os.stat
+_SEP = os.sep
 
 
 def normalize_dir(path: str) -> str:
@@ -79,19 +81,19 @@ class Scope:
         basename = rel.rpartition("/")[2]
         for test_root in self.test_roots:
             if filename.startswith(test_root):
-                return Placement("test", _module_name(rel), rel)
-        if any(_fnmatch(basename, pattern) for pattern in self.test_files):
-            return Placement("test", _module_name(rel), rel)
+                return Placement(ORIGIN_TEST, module_name(rel), rel)
+        if is_test_file(basename, self.test_files):
+            return Placement(ORIGIN_TEST, module_name(rel), rel)
         for source_root in self.source_roots:
             if filename.startswith(source_root):
-                return Placement("repo", _module_name(filename[len(source_root) :]), rel)
+                return Placement(ORIGIN_REPO, module_name(filename[len(source_root) :]), rel)
         return None
 
     def _excluded(self, root: str, rel: str) -> bool:
         parts = rel.split("/")[:-1]
         current = root
         for part in parts:
-            if part.startswith(".") or part in EXCLUDED_DIRS:
+            if is_excluded_dir(part):
                 return True
             current = current + part + "/"
             if self._is_venv(current):
@@ -108,14 +110,6 @@ class Scope:
                 known = False
             self._venv_dirs[folder] = known
         return known
-
-
-def _module_name(rel: str) -> str:
-    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
-    stem = rel[:-3] if rel.endswith(".py") else rel
-    if stem.endswith("/__init__"):
-        stem = stem[: -len("/__init__")]
-    return stem.replace("/", ".")
 
 
 def discover_roots(

@@ -27,7 +27,6 @@ and friends) are never replaced, only private methods on their classes, so ident
 from __future__ import annotations
 
 import contextlib
-import inspect
 import sys
 import weakref
 from collections.abc import Callable
@@ -35,13 +34,13 @@ from types import CodeType, FrameType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
 from unittest import mock as _mock
 
-from diffgenome.recording.collect import values
+from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
+from diffgenome.recording.collect import seams, values
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.tracer import CodeInfo, Node, Tracer
 
 _getframe = sys._getframe
-_signature = inspect.signature
 _object_getattribute = object.__getattribute__
 _type_mro = type.__dict__["__mro__"].__get__
 _type_dict = type.__dict__["__dict__"].__get__
@@ -49,11 +48,6 @@ _NonCallableMock = _mock.NonCallableMock
 _CallableMixin = _mock.CallableMixin
 _patch_class: Any = getattr(_mock, "_patch", None)
 _patch_dict_class: Any = getattr(_mock, "_patch_dict", None)
-
-MOCK_OBJECT = "mock_object"
-INTERPOSITION = "interposition"
-FAKE = "fake"
-STUB = "stub"
 
 
 def _is_mock(obj: object) -> bool:
@@ -81,15 +75,33 @@ _MISSING = object()
 
 
 class _Claim:
-    """What a stand-in root claims to replace, and how that is known."""
+    """What a stand-in root claims to replace, and how that is known.
 
-    __slots__ = ("instance", "mechanism", "obj", "relation")
+    ``readings`` (``seams``) say how a call the stand-in receives maps to one of the real
+    target, from where both were found; None where no seam check applies (a spec already
+    describes the mock). ``stand_in`` is the replacing function, whose own signature is
+    compared with the real one.
+    """
 
-    def __init__(self, obj: object, relation: str, instance: bool, mechanism: str) -> None:
+    __slots__ = ("instance", "mechanism", "obj", "owner", "readings", "relation", "stand_in")
+
+    def __init__(
+        self,
+        obj: object,
+        relation: str,
+        instance: bool,
+        mechanism: str,
+        readings: tuple[seams.Reading, ...] | None = None,
+        owner: type | None = None,
+        stand_in: object | None = None,
+    ) -> None:
         self.obj = obj
         self.relation = relation
         self.instance = instance
         self.mechanism = mechanism
+        self.readings = readings
+        self.owner = owner
+        self.stand_in = stand_in
 
 
 class _Registry:
@@ -129,8 +141,14 @@ class StandIns:
         self.claims = _Registry()  # replacement -> what it replaced
         self.codes: dict[int, tuple[CodeType, _Claim]] = {}  # replacement function code
         self._saved: list[tuple[Any, str, Any]] = []
-        self._signatures: dict[int, tuple[object, Any]] = {}
+        # (target, readings, owner, stand-in) -> the seam, with the objects to check identity
+        self._seams: dict[tuple[Any, ...], tuple[tuple[object, ...], seams.Seam | None]] = {}
         self._instance_claims: dict[int, tuple[Any, _Claim | None]] = {}
+        # test function code -> the claim of a function stored on a real object, or None
+        self._function_claims: dict[int, tuple[CodeType, _Claim | None]] = {}
+        # a fake's frame -> its code and the seam its call is checked against
+        self._pending: dict[int, tuple[CodeType, seams.Seam]] = {}
+        self._notset: object = _MISSING
         self.errors = 0
 
     # -- install / uninstall -------------------------------------------------------------
@@ -144,6 +162,7 @@ class StandIns:
             self._wrap(_patch_dict_class, "_patch_dict", self._make_patch_dict)
         monkeypatch = sys.modules.get("_pytest.monkeypatch")
         if isinstance(monkeypatch, ModuleType):
+            self._notset = getattr(monkeypatch, "NOTSET", getattr(monkeypatch, "notset", _MISSING))
             self._wrap(monkeypatch.MonkeyPatch, "setattr", self._make_monkeypatch_setattr)
 
     def uninstall(self) -> None:
@@ -153,6 +172,9 @@ class StandIns:
         self.specs.clear()
         self.claims.clear()
         self.codes.clear()
+        self._seams.clear()
+        self._function_claims.clear()
+        self._pending.clear()
 
     def _wrap(self, owner: type, name: str, make: Callable[[Any], Any]) -> None:
         original = _type_dict(owner).get(name, _MISSING)
@@ -212,21 +234,42 @@ class StandIns:
         replacement = _raw_attribute(owner, name)
         if replacement is _MISSING:
             return
-        self._register_replacement(replacement, original, "patch-target")
+        self._register_replacement(replacement, original, "patch-target", owner, name)
 
-    def _register_replacement(self, replacement: object, original: object, relation: str) -> None:
+    def _register_replacement(
+        self,
+        replacement: object,
+        original: object,
+        relation: str,
+        owner: object,
+        name: str,
+        through_instance: bool = False,
+    ) -> None:
+        real_kind = _real_kind(owner, name, original, through_instance)
+        stand_in_kind = _stand_in_kind(owner, replacement)
+        readings = seams.readings(real_kind, stand_in_kind)
+        owner_class = owner if isinstance(owner, type) else None
         original = _unwrap_method(original)
         if _is_mock(replacement):
-            self.claims.put(replacement, _Claim(original, relation, False, MOCK_OBJECT))
+            claim = _Claim(original, relation, False, MOCK_OBJECT, readings, owner_class)
+            self.claims.put(replacement, claim)
             return
         function_dict = _dict_of(replacement)
         if function_dict is not None and _is_mock(function_dict.get("mock")):
-            # create_autospec of a function: calls go through ``replacement.mock``.
-            self.claims.put(function_dict["mock"], _Claim(original, relation, False, MOCK_OBJECT))
+            # create_autospec of a function: calls go through ``replacement.mock``, with the
+            # arguments the wrapping function received (it binds self on a class).
+            claim = _Claim(original, relation, False, MOCK_OBJECT, readings, owner_class)
+            self.claims.put(function_dict["mock"], claim)
         code = _code_of(replacement)
         if code is not None:
             mechanism = FAKE if isinstance(original, type) else STUB
-            self.codes[id(code)] = (code, _Claim(original, relation, False, mechanism))
+            # A bound method (``self.fake_put`` of a test class) already holds its self: its
+            # signature, and the call rebuilt from its frame, leave that self out.
+            stand_in: object = replacement
+            if not isinstance(replacement, MethodType):
+                stand_in = _unwrap_method(replacement)
+            claim = _Claim(original, relation, False, mechanism, readings, owner_class, stand_in)
+            self.codes[id(code)] = (code, claim)
 
     def _make_patch_dict(self, original: Callable[..., Any]) -> Callable[..., Any]:
         standins = self
@@ -255,10 +298,18 @@ class StandIns:
                 undo = (_dict_of(monkeypatch) or {}).get("_setattr")
                 if undo:
                     owner, name, old = undo[-1]
+                    through_instance = False
+                    if old is standins._notset or old is _MISSING:
+                        # Not in the object's own __dict__: inherited from a base class, or a
+                        # method of the instance's class (monkeypatch records nothing to undo
+                        # then, but the replaced attribute is still the class's).
+                        old, through_instance = _inherited(owner, name)
                     if _is_real_callable(old):
                         replacement = _raw_attribute(owner, name)
                         if replacement is not _MISSING and callable(replacement):
-                            standins._register_replacement(replacement, old, "monkeypatch")
+                            standins._register_replacement(
+                                replacement, old, "monkeypatch", owner, name, through_instance
+                            )
             except Exception:
                 standins.errors += 1
             return result
@@ -302,7 +353,7 @@ class StandIns:
     def _enter_mock(
         self, mock: Any, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType
     ) -> Node | None:
-        claim, path, target = self._resolve_mock(mock, frame)
+        claim, path, target, readings = self._resolve_mock(mock, frame)
         claimed: str | None = None
         relation = "none"
         mechanism = MOCK_OBJECT
@@ -335,21 +386,26 @@ class StandIns:
             if form is not None:
                 forms.append(form)
         node.args.add(", ".join(shapes), b"\x1e".join(forms) if complete else None)
-        bound = claim is not None and (claim.instance or path != "")
         if (
             claim is not None
-            and target is not _MISSING
+            and readings is not None
+            and isinstance(target, FunctionType)
             and claim.relation != "spec"
-            and not self._signature_accepts(target, bound, args, kwargs)
         ):
-            flags = node.flags
-            if flags is None:
-                flags = node.flags = set()
-            flags.add("signature_mismatch")
+            owner = claim.owner if path == "" else None
+            seam = self._seam(target, readings, owner, None)
+            if seam is not None:
+                flags = node.flags
+                if flags is None:
+                    flags = node.flags = set()
+                seams.check_call(seam, flags, args, kwargs)
         return node
 
-    def _resolve_mock(self, mock: Any, frame: FrameType) -> tuple[_Claim | None, str, object]:
-        """The nearest claim up the mock's parent chain, the path below it, and the target."""
+    def _resolve_mock(
+        self, mock: Any, frame: FrameType
+    ) -> tuple[_Claim | None, str, object, tuple[seams.Reading, ...] | None]:
+        """The nearest claim up the mock's parent chain, the path below it, the target, and
+        the readings of a call of the target through that path."""
         names: list[str] = []
         current: Any = mock
         for _ in range(64):
@@ -358,8 +414,10 @@ class StandIns:
                 claim = self._instance_attribute_claim(current, frame)
             if claim is not None:
                 path = _join_path(names)
-                target = _follow(claim.obj, names, claim.instance)
-                return claim, path, target
+                if not names:
+                    return claim, path, claim.obj, claim.readings
+                target, readings = _follow(claim.obj, names, claim.instance)
+                return claim, path, target, readings
             data = _dict_of(current)
             if data is None:
                 break
@@ -370,8 +428,9 @@ class StandIns:
             current = parent
         root_claim = self._instance_attribute_claim(current, frame) if names else None
         if root_claim is not None:
-            return root_claim, _join_path(names), _follow(root_claim.obj, names, True)
-        return None, _join_path(names), _MISSING
+            target, readings = _follow(root_claim.obj, names, True)
+            return root_claim, _join_path(names), target, readings
+        return None, _join_path(names), _MISSING, None
 
     def _instance_attribute_claim(self, root: Any, frame: FrameType) -> _Claim | None:
         """A mock stored on a real object, under a name that object's class defines."""
@@ -395,7 +454,17 @@ class StandIns:
                     if value is root:
                         real = _class_lookup(type(obj), name)
                         if real is not _MISSING:
-                            claim = _Claim(real, "instance-attribute", True, MOCK_OBJECT)
+                            readings = seams.readings(
+                                _real_kind(obj, name, real, True), seams.STAND_IN_PLAIN
+                            )
+                            claim = _Claim(
+                                _unwrap_method(real),
+                                "instance-attribute",
+                                True,
+                                MOCK_OBJECT,
+                                readings,
+                                type(obj),
+                            )
                         break
                 if claim is not None:
                     break
@@ -403,42 +472,51 @@ class StandIns:
             self._instance_claims[id(root)] = (weakref.ref(root), claim)
         return claim
 
-    def _signature_accepts(
-        self, target: object, bound: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> bool:
-        """Whether the real target could accept this call (never calls the target)."""
-        if not isinstance(target, FunctionType):
-            return True
-        cached = self._signatures.get(id(target))
-        if cached is None or cached[0] is not target:
-            try:
-                signature = _signature(target)
-            except (TypeError, ValueError):
-                return True
-            cached = (target, signature)
-            self._signatures[id(target)] = cached
-        signature = cached[1]
-        try:
-            if bound:
-                signature.bind(None, *args, **kwargs)
-            else:
-                signature.bind(*args, **kwargs)
-        except TypeError:
-            return False
-        return True
+    def _seam(
+        self,
+        target: object,
+        readings: tuple[seams.Reading, ...],
+        owner: type | None,
+        stand_in: object | None,
+    ) -> seams.Seam | None:
+        """The seam of one substitution, read once: signatures are not read per call."""
+        key = (id(target), readings, id(owner), id(stand_in))
+        cached = self._seams.get(key)
+        if cached is not None:
+            held = cached[0]
+            if held[0] is target and held[1] is owner and held[2] is stand_in:
+                return cached[1]
+        if len(self._seams) > 4096:
+            self._seams.clear()
+        seam = seams.make_seam(target, readings, owner, stand_in)
+        self._seams[key] = ((target, owner, stand_in), seam)
+        return seam
 
     # -- fakes and stubs -----------------------------------------------------------------
 
     def fake_key(self, info: CodeInfo, frame: FrameType, from_repo: bool) -> tuple[Any, ...] | None:
-        """The substitution key when test code runs as a stand-in, else None."""
+        """The substitution key when test code runs as a stand-in, else None.
+
+        Where the stand-in claims a real function, the seam its call is checked against is
+        left for ``check_fake_call``, which the tracer calls once the node exists.
+        """
         registered = self.codes.get(id(info.code))
         if registered is not None and registered[0] is info.code:
             claim = registered[1]
-            claimed = self.tracer.symbol_of(_unwrap_method(claim.obj))
+            real = _unwrap_method(claim.obj)
+            claimed = self.tracer.symbol_of(real)
+            if claimed is not None:
+                self._pend_seam(frame, real, claim)
             return (claim.mechanism, info.symbol, claimed, claim.relation, "")
         if not from_repo:
             return None
         if info.receiver is None:
+            stored = self._function_claim(info.code, frame)
+            if stored is not None:
+                claimed = self.tracer.symbol_of(stored.obj)
+                if claimed is not None:
+                    self._pend_seam(frame, stored.obj, stored)
+                    return (STUB, info.symbol, claimed, stored.relation, "")
             return (STUB, info.symbol, None, "none", "")
         try:
             receiver = frame.f_locals.get(info.receiver)
@@ -454,8 +532,94 @@ class StandIns:
             symbol = self.tracer.symbol_of(_unwrap_method(real))
             if symbol is not None and self.tracer.origin_of(symbol) == "repo":
                 claimed = symbol
+                self._pend_override_seam(frame, info.code, cls, name, real)
             break
         return (FAKE, info.symbol, claimed, "override" if claimed else "none", "")
+
+    def check_fake_call(self, node: Node, frame: FrameType) -> None:
+        """Check the call a fake or stub just received against the real target's signature."""
+        pending = self._pending.pop(id(frame), None)
+        if pending is None or pending[0] is not frame.f_code:
+            return
+        seam = pending[1]
+        try:
+            call = seams.call_of(seam.stand_in, frame.f_locals) if seam.stand_in else None
+            flags = node.flags
+            if flags is None:
+                flags = node.flags = set()
+            if call is None:
+                flags.update(seam.flags)
+            else:
+                seams.check_call(seam, flags, call[0], call[1])
+        except Exception:
+            self.errors += 1
+
+    def _pend_seam(self, frame: FrameType, real: object, claim: _Claim) -> None:
+        if claim.readings is None or not isinstance(real, FunctionType):
+            return
+        seam = self._seam(real, claim.readings, claim.owner, claim.stand_in)
+        if seam is not None:
+            self._pending[id(frame)] = (frame.f_code, seam)
+
+    def _pend_override_seam(
+        self, frame: FrameType, code: CodeType, cls: type, name: str, real: object
+    ) -> None:
+        """An overriding method's seam: both sit on classes, so each binds like the other."""
+        target = _unwrap_method(real)
+        if not isinstance(target, FunctionType):
+            return
+        own = _class_lookup(cls, name)
+        if _code_of(own) is not code:
+            return
+        readings = seams.readings(_real_kind(cls, name, real, False), _stand_in_kind(cls, own))
+        seam = self._seam(target, readings, cls, _unwrap_method(own))
+        if seam is not None:
+            self._pending[id(frame)] = (code, seam)
+
+    def _function_claim(self, code: CodeType, frame: FrameType) -> _Claim | None:
+        """A test function stored on a real object under a name its class defines as a method
+        (``obj.method = fake``), found once per function in its caller's objects."""
+        cached = self._function_claims.get(id(code))
+        if cached is not None and cached[0] is code:
+            return cached[1]
+        claim: _Claim | None = None
+        caller = frame.f_back
+        if caller is not None:
+            try:
+                local_values = list(caller.f_locals.values())[:32]
+            except Exception:
+                local_values = []
+            for obj in local_values:
+                mro = _type_mro(type(obj))
+                if type in mro or ModuleType in mro or _NonCallableMock in mro:
+                    continue
+                fields = _dict_of(obj)
+                if not fields:
+                    continue
+                for name, value in fields.items():
+                    if type(value) is not FunctionType or value.__code__ is not code:
+                        continue
+                    real = _class_lookup(type(obj), name)
+                    if _is_real_callable(real) and not isinstance(real, type):
+                        readings = seams.readings(
+                            _real_kind(obj, name, real, True), seams.STAND_IN_PLAIN
+                        )
+                        claim = _Claim(
+                            _unwrap_method(real),
+                            "instance-attribute",
+                            True,
+                            STUB,
+                            readings,
+                            type(obj),
+                            value,
+                        )
+                    break
+                if claim is not None:
+                    break
+        if len(self._function_claims) > 4096:
+            self._function_claims.clear()
+        self._function_claims[id(code)] = (code, claim)
+        return claim
 
 
 def _join_path(names_from_leaf: list[str]) -> str:
@@ -470,31 +634,100 @@ def _join_path(names_from_leaf: list[str]) -> str:
     return path
 
 
-def _follow(obj: object, names_from_leaf: list[str], instance: bool) -> object:
-    """The real object at a mock path below a claimed root, found without running its code."""
+def _follow(
+    obj: object, names_from_leaf: list[str], instance: bool
+) -> tuple[object, tuple[seams.Reading, ...] | None]:
+    """The real object at a mock path below a claimed root, found without running its code,
+    and how a call through that path reaches it (the path says the route: no guessing)."""
     current = obj
     is_instance = instance
+    readings: tuple[seams.Reading, ...] | None = None
     for name in reversed(names_from_leaf):
         if name == "()":
             if isinstance(current, type) and not is_instance:
                 is_instance = True
+                readings = None
                 continue
-            return _MISSING
+            return _MISSING, None
         if isinstance(current, ModuleType):
             current = (_dict_of(current) or {}).get(name, _MISSING)
             is_instance = False
+            readings = seams.PATH_FUNCTION
         elif isinstance(current, type):
             current = _class_lookup(current, name)
+            readings = _path_readings(current, is_instance)
         elif is_instance or not callable(current):
             current = _class_lookup(type(current), name)
+            readings = _path_readings(current, True)
         else:
-            return _MISSING
+            return _MISSING, None
         if current is _MISSING:
-            return _MISSING
+            return _MISSING, None
         current = _unwrap_method(current)
         if not isinstance(current, type):
             is_instance = False
-    return current
+    return current, readings
+
+
+def _path_readings(raw: object, through_instance: bool) -> tuple[seams.Reading, ...] | None:
+    if isinstance(raw, staticmethod):
+        return seams.PATH_STATIC
+    if isinstance(raw, classmethod):
+        return seams.PATH_CLASSMETHOD
+    if not isinstance(raw, FunctionType):
+        return None  # a property's value, a nested class: not a call of the function found
+    return seams.PATH_INSTANCE if through_instance else seams.PATH_CLASS
+
+
+def _real_kind(owner: object, name: str, original: object, through_instance: bool) -> int:
+    """How the replaced attribute received calls, from the raw object and where it was."""
+    if isinstance(original, staticmethod):
+        return seams.REAL_STATIC
+    if isinstance(original, classmethod):
+        return seams.REAL_CLASSMETHOD
+    if isinstance(original, MethodType):
+        bound_to = original.__self__
+        return seams.REAL_CLASSMETHOD if isinstance(bound_to, type) else seams.REAL_BOUND
+    if not isinstance(original, FunctionType):
+        return seams.REAL_FUNCTION
+    if through_instance:
+        return seams.REAL_BOUND
+    if isinstance(owner, type):
+        # ``patch`` reads an inherited attribute with getattr, which unwraps a staticmethod.
+        for klass in _type_mro(owner)[1:]:
+            raw = _type_dict(klass).get(name, _MISSING)
+            if raw is _MISSING:
+                continue
+            if isinstance(raw, staticmethod) and raw.__func__ is original:
+                return seams.REAL_STATIC
+            break
+        return seams.REAL_METHOD
+    return seams.REAL_FUNCTION
+
+
+def _stand_in_kind(owner: object, replacement: object) -> int:
+    """How the stand-in receives calls: only a function on a class binds a receiver."""
+    if not isinstance(owner, type):
+        return seams.STAND_IN_PLAIN
+    if isinstance(replacement, classmethod):
+        return seams.STAND_IN_CLASSMETHOD
+    if isinstance(replacement, FunctionType):
+        return seams.STAND_IN_BINDS
+    return seams.STAND_IN_PLAIN
+
+
+def _inherited(owner: object, name: str) -> tuple[object, bool]:
+    """What ``name`` was on ``owner`` before it was set in its own __dict__, and whether that
+    was a class attribute met through an instance."""
+    if isinstance(owner, ModuleType):
+        return _MISSING, False
+    if isinstance(owner, type):
+        for klass in _type_mro(owner)[1:]:
+            namespace = _type_dict(klass)
+            if name in namespace:
+                return namespace[name], False
+        return _MISSING, False
+    return _class_lookup(type(owner), name), True
 
 
 def _unwrap_method(obj: object) -> object:

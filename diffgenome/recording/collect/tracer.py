@@ -35,6 +35,15 @@ from dis import get_instructions as _get_instructions
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any
 
+from diffgenome.protocol.naming import Site, fallback_name
+from diffgenome.protocol.vocab import (
+    EXIT_RAISED_PREFIX,
+    ORIGIN_EXTERNAL,
+    ORIGIN_REPO,
+    ORIGIN_TEST,
+    OS_SUBPROCESS,
+    OUTCOME_UNTRACED_CHILD,
+)
 from diffgenome.recording.collect import codemap, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.scope import Scope
@@ -145,7 +154,7 @@ class CodeInfo:
         self.code = code
         self.symbol = symbol
         self.origin = origin
-        self.is_test = origin == "test"
+        self.is_test = origin == ORIGIN_TEST
         self.kind = kind
         self.line = line
         self.path = path
@@ -250,7 +259,7 @@ class Tracer:
         self._filemaps: dict[str, codemap.FileMap | None] = {}
         self.symbols: dict[str, dict[str, object]] = {}
         self.new_symbols: list[dict[str, object]] = []
-        self.sites: dict[str, codemap.Site] = {}
+        self.sites: dict[str, Site] = {}
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
@@ -383,7 +392,7 @@ class Tracer:
             if exc is None:
                 node.returned += 1
             else:
-                key = "raised:" + self._exception_symbol(exc)
+                key = EXIT_RAISED_PREFIX + self._exception_symbol(exc)
                 node.exits[key] = node.exits.get(key, 0) + 1
         except Exception:
             self.errors += 1
@@ -444,7 +453,7 @@ class Tracer:
             symbol = f"py:{module}.{qualname}"
         kind = "class" if isinstance(obj, type) else "function"
         self._add_symbol(
-            {"id": symbol, "origin": "external", "path": None, "line": None, "kind": kind}
+            {"id": symbol, "origin": ORIGIN_EXTERNAL, "path": None, "line": None, "kind": kind}
         )
         return symbol
 
@@ -491,7 +500,8 @@ class Tracer:
             target = stable.stable_text(target)
         node = self.child(parent, NODE_OS_EVENT, ("os", kind, target, outcome))
         node.count += 1
-        if kind == "subprocess":
+        if kind == OS_SUBPROCESS and outcome == OUTCOME_UNTRACED_CHILD:
+            # Python ran out of sight; another program's identity is evidence, no gap.
             self._reasons.add("untraced-subprocess:" + target)
 
     def child(self, parent: Node, ntype: int, key: Any) -> Node:
@@ -621,7 +631,7 @@ class Tracer:
                 if filemap is not None:
                     name = filemap.code_name(code)
                 else:
-                    name = codemap.fallback_name(code, placement.module)
+                    name = fallback_name(code, placement.module)
                 info = CodeInfo(
                     code,
                     name.symbol,
@@ -629,7 +639,7 @@ class Tracer:
                     name.kind,
                     name.line,
                     placement.relpath,
-                    filemap if placement.origin == "repo" else None,
+                    filemap if placement.origin == ORIGIN_REPO else None,
                 )
                 self._add_symbol(
                     {
@@ -725,7 +735,7 @@ class Tracer:
                     parent = parent_of(back, frame)
                 if info.is_test and tracer.standins is not None:
                     from_repo = parent.ntype == call and (
-                        parent.key is not None and parent.key.origin == "repo"
+                        parent.key is not None and parent.key.origin == ORIGIN_REPO
                     )
                     key = tracer.standins.fake_key(info, frame, from_repo)
                     if key is not None:
@@ -734,6 +744,7 @@ class Tracer:
                         active[id(frame)] = stand_in
                         if info.argnames:
                             record_args(stand_in, info, frame)
+                        tracer.standins.check_fake_call(stand_in, frame)
                         return None
                 node = parent.children.get(info)
                 if node is None:
@@ -831,7 +842,7 @@ class Tracer:
                     # no exit, so moving a ``try`` around a ``yield`` changes nothing.
                     node.count -= 1
                     return None
-                key = "raised:" + exception_symbol(exc)
+                key = EXIT_RAISED_PREFIX + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1
             except Exception:

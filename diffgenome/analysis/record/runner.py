@@ -9,7 +9,7 @@ interpreter version is reused.
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
 that neither an editable install of the checkout nor a missing diffgenome can change what
-runs. Whatever goes wrong comes out as a :class:`DiffError` with one line; worktrees, temp
+runs. Whatever the user can fix comes out as a one-line :class:`UserError`; worktrees, temp
 folders and child processes are removed on every way out, Ctrl-C included.
 """
 
@@ -31,17 +31,26 @@ from pydantic import ValidationError
 from diffgenome import __version__
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
 from diffgenome.analysis.diff.document import diff_documents
-from diffgenome.analysis.diff.revisions import (
-    WORKTREE,
-    Repository,
-    RevisionError,
-    module_namer,
-)
-from diffgenome.analysis.diff.worktree import Workspace
+from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, GenomeDocument
+from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
+from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader, UnknownRunError
-from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
-from diffgenome.protocol.store import DEFAULT_DIR, KEY_FILE, StoreError, recording_key
+from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.formats import (
+    GENOME_FORMAT,
+    FormatError,
+    check_comparable,
+    check_genome_format,
+)
+from diffgenome.protocol.store import (
+    DEFAULT_DIR,
+    KEY_FILE,
+    StoreError,
+    create_store,
+    recording_key,
+)
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
@@ -53,8 +62,8 @@ _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "u
 _NO_TESTS = 5
 
 
-class DiffError(Exception):
-    """A user or input error of ``diff``/``affected``: one line, exit status 2."""
+class DiffError(UserError):
+    """A user or input error of ``diff``/``affected`` found while resolving or recording a side."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class Options:
     repeat: int = 1
     rerecord: bool = False
     progress: Callable[[str], None] | None = None
+    confirm: bool = True
 
 
 @dataclass
@@ -81,6 +91,7 @@ class Side:
     code: str | None
     repeats: list[dict[str, Any]] = field(default_factory=list)
     reused: bool = False
+    sha: str | None = None  # the commit a revision side was recorded from
 
 
 @dataclass
@@ -198,7 +209,7 @@ class Runner:
         if run_side is not None:
             return run_side
         if repo is not None:
-            raise DiffError(str(repo.unknown_revision(spec)))
+            raise repo.unknown_revision(spec)
         raise DiffError(
             f"{spec!r} is neither a run in the store {self.store} nor a genome JSON file; "
             "list the runs with `diffgenome runs`"
@@ -217,7 +228,7 @@ class Runner:
         if not isinstance(data, dict):
             raise DiffError(f"{path} is not a {GENOME_FORMAT} document; pass a genome file")
         try:
-            check_format(data.get("format"), GENOME_FORMAT)
+            check_genome_format(data.get("format"))
         except FormatError as exc:
             raise DiffError(f"{path}: {exc}") from None
         document = _validated(data, path)
@@ -261,7 +272,7 @@ class Runner:
     def _record_revision(self, spec: str, sha: str, name: str, workspace: Workspace) -> Side:
         cached = self._recorded.get(("revision", sha))
         if cached is not None:
-            return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused)
+            return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused, sha)
         assert self.repo is not None
         selection = self._selection(workspace)
         reused: str | None = None
@@ -276,7 +287,7 @@ class Runner:
                 tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
             run_id = self._record(spec, tree, workspace, selection)
             documents.append(self._document(run_id))
-        side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None)
+        side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None, sha)
         self._recorded[("revision", sha)] = side
         return side
 
@@ -309,9 +320,7 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         assert self.store is not None
-        from diffgenome.recording.store import StoreWriter
-
-        StoreWriter.open(self.store).close()
+        create_store(self.store)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
@@ -360,7 +369,7 @@ class Runner:
         try:
             info = json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
-            first = _first_line(done.stderr) or f"exit status {done.returncode}"
+            first = first_line(done.stderr) or f"exit status {done.returncode}"
             raise DiffError(
                 f"the target interpreter {python} does not run ({first}); pass --python PY"
             ) from None
@@ -445,6 +454,59 @@ class Runner:
             document = reader.document(run_id)
         return _validated(document, f"run {run_id}")
 
+    # -- confirmation -----------------------------------------------------------------------
+
+    def confirm(
+        self, prepared: Prepared, test_ids: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
+        between those two recordings of one commit is noise, not change. Sides that cannot
+        be recorded again (a run, a file) give nothing, and the note says so."""
+        node_ids = self._node_ids(test_ids)
+        if not node_ids:
+            return [], []
+        out: list[list[dict[str, Any]]] = []
+        workspace = Workspace(self.repo)
+        try:
+            selection = [*self._selection(workspace), *node_ids]
+            for side in (prepared.base, prepared.head):
+                if side.kind == "revision" and side.sha is not None:
+                    tree = workspace.worktree(side.sha, f"confirm-{side.sha[:12]}")
+                elif side.kind == "worktree" and self.repo is not None:
+                    tree = self.repo.toplevel
+                else:
+                    self.notes.append(
+                        f"{side.spec} cannot be recorded again: its differences are not confirmed"
+                    )
+                    out.append([])
+                    continue
+                out.append(
+                    [
+                        self._document(
+                            self._record(f"{side.spec} (confirming)", tree, workspace, selection)
+                        )
+                        for _ in range(2)
+                    ]
+                )
+        finally:
+            with _sigint_ignored():
+                workspace.close()
+        return out[0], out[1]
+
+    def _node_ids(self, test_ids: Sequence[str]) -> list[str]:
+        """pytest node ids (relative to where pytest runs) of recorded test ids (relative to
+        the repository root); subtests confirm through their test."""
+        prefix = f"{self.repo.prefix}/" if self.repo and self.repo.prefix else ""
+        out: dict[str, None] = {}
+        for test_id in test_ids:
+            if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
+                continue
+            node = test_id[len(prefix) :]
+            if " " in node:  # a subtest: "<node id> [label]"
+                node = node.split(" ", 1)[0]
+            out[node] = None
+        return list(out)
+
     # -- code changes -----------------------------------------------------------------------
 
     def _code_changes(self, base: Side, head: Side) -> CodeChangeInput | None:
@@ -454,12 +516,9 @@ class Runner:
             return None
         documents = [d for d in (head.document, base.document) if d]
         module_of = module_namer(documents)
-        try:
-            base_files, head_files = self.repo.sources(
-                base.code, head.code, lambda path: module_of(path) is not None
-            )
-        except RevisionError as exc:
-            raise DiffError(str(exc)) from None
+        base_files, head_files = self.repo.sources(
+            base.code, head.code, lambda path: module_of(path) is not None
+        )
         return code_changes_from_sources(base_files, head_files, module_of)
 
 
@@ -536,13 +595,6 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
 def pytest_error(output: str) -> str:
     """pytest's most telling line: the exception of the first failed import or collection,
     else its first error line, else its last line."""
@@ -563,27 +615,46 @@ def pytest_error(output: str) -> str:
 
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
-    """Resolve and record both sides; raise :class:`DiffError` on any user or input error."""
-    runner = Runner(options)
-    try:
-        return runner.prepare(need_head_recording=need_head_recording)
-    except (RevisionError, StoreError, FormatError) as exc:
-        raise DiffError(str(exc)) from None
+    """Resolve and record both sides; any user or input error is a :class:`UserError`."""
+    return Runner(options).prepare(need_head_recording=need_head_recording)
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
-    """The diff of two sides, and notes on what was not analysed."""
-    prepared = prepare(options)
+    """The diff of two sides, and notes on what was not analysed.
+
+    With ``options.confirm`` (the default), the tests that differ are recorded again, twice
+    on each side, and whatever differs between recordings of one commit is masked as
+    unstable; the cost grows with the number of differing tests, not with the suite.
+    """
+    runner = Runner(options)
+    prepared = runner.prepare()
     base, head = prepared.base, prepared.head
-    diff = diff_documents(
-        base.document,
-        head.document,
-        base_rev=base.spec,
-        head_rev=head.spec,
-        base_repeats=base.repeats,
-        head_repeats=head.repeats,
-        code_changes=prepared.code_changes,
-    )
+    check_comparable(base.document.get("format"), head.document.get("format"))
+
+    def compare(
+        base_confirmation: Sequence[dict[str, Any]] = (),
+        head_confirmation: Sequence[dict[str, Any]] = (),
+    ) -> DiffDocument:
+        return diff_documents(
+            base.document,
+            head.document,
+            base_rev=base.spec,
+            head_rev=head.spec,
+            base_repeats=base.repeats,
+            head_repeats=head.repeats,
+            code_changes=prepared.code_changes,
+            base_confirmation=base_confirmation,
+            head_confirmation=head_confirmation,
+        )
+
+    diff = compare()
+    differing = [t.id for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    if options.confirm and differing:
+        if options.progress is not None:
+            options.progress(f"confirming {len(differing)} tests ...")
+        base_again, head_again = runner.confirm(prepared, differing)
+        if base_again or head_again:
+            diff = compare(base_again, head_again)
     return diff, prepared.notes
 
 
@@ -594,6 +665,5 @@ __all__ = [
     "Side",
     "prepare",
     "pytest_error",
-    "recording_key",
     "run_diff",
 ]

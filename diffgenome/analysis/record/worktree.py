@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self
 
 import diffgenome
-from diffgenome.analysis.diff.revisions import Repository, RevisionError
+from diffgenome.analysis.record.git import Repository, RevisionError
 
 # What the recording side needs in a foreign interpreter: never the analysis side.
 RECORDING_PARTS = ("protocol", "recording")

@@ -181,6 +181,8 @@ def _substitution_label(node: SubstitutionNode) -> Text:
     text.append("  " + " · ".join(details), style="dim")
     if node.signature_mismatch:
         text.append("  signature mismatch", style="bold red")
+        if node.seam is not None and node.seam.problems:
+            text.append(": " + "; ".join(node.seam.problems), style="red")
     return text
 
 

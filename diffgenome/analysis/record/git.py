@@ -1,28 +1,36 @@
-"""The git side of ``diffgenome diff``: which repository, which commits, what changed.
+"""Git for the analysis side: which repository, which commits, what changed.
 
-Only read-only git commands run here (``rev-parse``, ``diff``, ``show``, ``ls-files``): the
-user's checkout, index and stash are never touched. Every failure becomes a
-:class:`RevisionError` with one line that says what to do.
+Every git command of the CLI goes through :func:`run_git` (one environment: no pager, no
+prompts, no localised messages). Apart from the disposable worktrees of
+:mod:`~diffgenome.analysis.record.worktree`, only read-only commands run (``rev-parse``,
+``diff``, ``show``, ``ls-files``): the user's checkout, index and stash are never touched.
+Every failure becomes a :class:`RevisionError` with one line that says what to do.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from diffgenome.protocol.errors import UserError
 
 WORKTREE = "WORKTREE"
 GIT_TIMEOUT_S = 120
 
 
-class RevisionError(Exception):
+class RevisionError(UserError):
     """A repository or revision problem; the message is ``<what is wrong>; <what to do>``."""
 
 
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else ""
+def first_line(text: str) -> str:
+    """The first line that says anything: what a tool's error output leads with."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
 
 
 def git_env() -> dict[str, str]:
@@ -34,27 +42,50 @@ def git_env() -> dict[str, str]:
     return env
 
 
-def run_git(
-    cwd: str, *args: str, check: bool = True, text: bool = True
-) -> subprocess.CompletedProcess[str]:
+def _git(cwd: str, args: Sequence[str], *, text: bool) -> subprocess.CompletedProcess[Any]:
+    return subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=text,
+        timeout=GIT_TIMEOUT_S,
+        check=False,
+        env=git_env(),
+    )
+
+
+def run_git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run git in ``cwd``; any failure to run it, and with ``check`` any non-zero exit, is a
+    RevisionError that says what to do."""
     try:
-        done = subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=text,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-            env=git_env(),
-        )
+        done: subprocess.CompletedProcess[str] = _git(cwd, args, text=True)
     except FileNotFoundError:
         raise RevisionError("git is not installed or not on PATH; install git") from None
     except (OSError, subprocess.SubprocessError) as exc:
         raise RevisionError(f"git {args[0]} failed ({exc}); check the repository") from None
     if check and done.returncode != 0:
-        why = _one_line(done.stderr) or f"exit status {done.returncode}"
+        why = first_line(done.stderr) or f"exit status {done.returncode}"
         raise RevisionError(f"git {args[0]} failed in {cwd}: {why}; check the repository")
     return done
+
+
+def git_output(cwd: str, *args: str) -> str | None:
+    """What git printed, or None when it could not answer (no git, no repository, an unknown
+    name): for questions whose answer is only a better default."""
+    try:
+        done = run_git(cwd, *args, check=False)
+    except RevisionError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_bytes(cwd: str, *args: str) -> bytes | None:
+    """Like :func:`git_output`, but the bytes as stored (file contents keep their newlines)."""
+    try:
+        done: subprocess.CompletedProcess[bytes] = _git(cwd, args, text=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 @dataclass(frozen=True)
@@ -160,20 +191,10 @@ class Repository:
             except OSError:
                 return None
         else:
-            try:
-                done = subprocess.run(
-                    ["git", "show", f"{side}:{path}"],
-                    cwd=self.toplevel,
-                    capture_output=True,
-                    timeout=GIT_TIMEOUT_S,
-                    check=False,
-                    env=git_env(),
-                )
-            except (OSError, subprocess.SubprocessError):
+            shown = git_bytes(self.toplevel, "show", f"{side}:{path}")
+            if shown is None:
                 return None
-            if done.returncode != 0:
-                return None
-            data = done.stdout
+            data = shown
         return data.decode("utf-8", errors="replace")
 
     def sources(
@@ -218,85 +239,3 @@ def _parse_name_status(out: str) -> tuple[list[str], list[str]]:
             head.append(path)
         i += 2
     return base, head
-
-
-def module_namer(
-    documents: Sequence[Mapping[str, object]],
-) -> Callable[[str], str | None]:
-    """``module_of(path)`` for paths from the repository root, as the recorder named them.
-
-    The recordings say their roots relative to pytest's rootdir (``run.config``) and their
-    symbols' files relative to the repository root; the rootdir's place in the repository
-    is where a test symbol's file and its module name agree.
-    """
-    rules: list[tuple[str, list[str], list[str]]] = []
-    for document in documents:
-        run = document.get("run")
-        config = run.get("config") if isinstance(run, dict) else None
-        if not isinstance(config, dict):
-            continue
-        sources = [_root(r) for r in config.get("source_roots") or () if isinstance(r, str)]
-        tests = [_root(r) for r in config.get("test_roots") or () if isinstance(r, str)]
-        prefix = _rootdir_prefix(document)
-        rules.append((prefix, sources, tests))
-
-    def module_of(path: str) -> str | None:
-        if not path.endswith(".py"):
-            return None
-        for prefix, sources, tests in rules:
-            if prefix and not path.startswith(prefix):
-                continue
-            rel = path[len(prefix) :]
-            parts = rel.split("/")
-            if any(p.startswith(".") or p in _EXCLUDED for p in parts[:-1]):
-                return None
-            name = parts[-1]
-            if any(rel.startswith(root) for root in tests if root) or _is_test_file(name):
-                return _module_name(rel)
-            for root in sorted(sources, key=len, reverse=True):
-                if rel.startswith(root):
-                    return _module_name(rel[len(root) :])
-        return None
-
-    return module_of
-
-
-_EXCLUDED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
-
-
-def _root(relative: str) -> str:
-    """A recorded root (``"."``, ``"src/"``) as a path prefix (``""``, ``"src/"``)."""
-    if relative in (".", "./", ""):
-        return ""
-    return relative.rstrip("/") + "/"
-
-
-def _is_test_file(name: str) -> bool:
-    return (name.startswith("test_") or name.endswith("_test.py")) or name == "conftest.py"
-
-
-def _module_name(rel: str) -> str:
-    stem = rel[:-3] if rel.endswith(".py") else rel
-    if stem.endswith("/__init__"):
-        stem = stem[: -len("/__init__")]
-    return stem.replace("/", ".")
-
-
-def _rootdir_prefix(document: Mapping[str, object]) -> str:
-    """``sub/`` when the recording's pytest rootdir was ``sub/`` of the repository."""
-    symbols = document.get("symbols")
-    if not isinstance(symbols, list):
-        return ""
-    for symbol in symbols:
-        if not isinstance(symbol, dict) or symbol.get("origin") != "test":
-            continue
-        path, ident = symbol.get("path"), symbol.get("id")
-        if not isinstance(path, str) or not isinstance(ident, str) or not path.endswith(".py"):
-            continue
-        parts = path.split("/")
-        for k in range(len(parts)):
-            module = _module_name("/".join(parts[k:]))
-            body = ident[3:] if ident.startswith("py:") else ident
-            if body == module or body.startswith(module + "."):
-                return "".join(p + "/" for p in parts[:k])
-    return ""

@@ -11,9 +11,6 @@ import copy
 import functools
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,19 +26,8 @@ from diffgenome.analysis.diff import (
 )
 from diffgenome.analysis.models import DiffDocument, GenomeDocument
 from diffgenome.analysis.models import TestDiff as DiffOfTest
-
-PY = sys.executable
-_LEAKY = ("PYTEST_", "COV_CORE_", "COVERAGE_", "DIFFGENOME_")
-_PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest")
-GIT = [
-    "git",
-    "-c",
-    "user.name=t",
-    "-c",
-    "user.email=t@example.invalid",
-    "-c",
-    "commit.gpgsign=false",
-]
+from e2e.helpers import DIFF_SCHEMA, export, run_pytest
+from e2e.helpers import make_project as make_git_project
 
 TESTS = """
 import pytest
@@ -287,70 +273,29 @@ def egress_added_fn():
 '''
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
-    env.pop("PYTHONPATH", None)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+PROJECT = {
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "calc/__init__.py": "",
+}
 
 
 def make_project(root: Path, files: Mapping[str, str]) -> Path:
-    root.mkdir(parents=True)
-    files = {
-        "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
-        "calc/__init__.py": "",
-        **files,
-    }
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=_env())
-    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True, env=_env())
-    subprocess.run([*GIT, "commit", "-qm", "v"], cwd=root, check=True, env=_env())
-    return root
+    return make_git_project(root.parent, {**PROJECT, **files}, name=root.name)
 
 
 def record(project: Path, store: Path, key: Path) -> dict[str, Any]:
     """One real recording of ``project``, read back as the exported document."""
-    done = subprocess.run(
-        [
-            *(PY, "-m", "pytest", "--genome", "-q", *_PYTEST_ARGS),
-            # "--opt=value": a separate path argument would move pytest's rootdir
-            *(f"--genome-store={store}", f"--genome-key-file={key}"),
-        ],
-        cwd=project,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=False,
+    # "--opt=value": a separate path argument would move pytest's rootdir
+    done = run_pytest(
+        project, "--genome", "-q", f"--genome-store={store}", f"--genome-key-file={key}"
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    exported = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "export", "latest", "--store", str(store)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    document: dict[str, Any] = json.loads(exported.stdout)
-    return document
-
-
-@functools.cache
-def diff_schema() -> dict[str, Any]:
-    done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "schema", "diff"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    schema: dict[str, Any] = json.loads(done.stdout)
-    return schema
+    return export(project, store)
 
 
 def validated(diff: DiffDocument) -> DiffDocument:
     """Every produced diff must be valid against the published ``diff`` schema."""
-    jsonschema.validate(json.loads(diff.model_dump_json()), diff_schema())
+    jsonschema.validate(json.loads(diff.model_dump_json()), DIFF_SCHEMA)
     return diff
 
 
@@ -480,12 +425,23 @@ def test_different_arguments_are_an_args_change(rec: Recorded) -> None:
     assert args.base[0]["shape"] == "y=int" and args.base[0]["digest"] != args.head[0]["digest"]
 
 
-def test_a_decision_going_the_other_way_is_a_branch_change(rec: Recorded) -> None:
+def test_a_changed_condition_is_the_old_decision_gone_and_the_new_one_taken(
+    rec: Recorded,
+) -> None:
+    """Decisions are known by what they test: ``x > 0`` became ``x >= 0``, so the old one is no
+    longer reached and the new one is taken; the counts of one are never shown under the
+    other's text. The result that changed with it is a change of its own."""
     test = by_id(rec.diff)[tid("test_branch")]
-    (branch,) = [c for c in test.changes if c.kind == "branch_changed"]
-    assert branch.site == "py:calc.core.branch_fn/if[0]"
-    assert branch.predicate == "x >= 0"
-    assert branch.base == {"true": 0, "false": 1} and branch.head == {"true": 1, "false": 0}
+    branches = {c.predicate: c for c in test.changes if c.kind == "branch_changed"}
+    assert set(branches) == {"x > 0", "x >= 0"}
+    old, new = branches["x > 0"], branches["x >= 0"]
+    assert old.base == {"true": 0, "false": 1} and old.head is None
+    assert new.base is None and new.head == {"true": 1, "false": 0}
+    assert old.site != new.site
+    assert old.site.startswith("py:calc.core.branch_fn/if[")
+    assert new.site.startswith("py:calc.core.branch_fn/if[")
+    assert test.status == "changed"
+    assert any(c.kind == "result_changed" for c in test.changes)
 
 
 def test_a_new_connection_is_egress_added(rec: Recorded) -> None:
@@ -569,10 +525,14 @@ def test_code_changes_name_symbols_tests_and_gaps(rec: Recorded) -> None:
     assert "py:calc.core.stable_fn" not in entries
     branch = entries["py:calc.core.branch_fn"]
     assert branch.change == "modified" and branch.tests_head == [tid("test_branch")]
-    (site,) = branch.sites
-    assert site["site"] == "py:calc.core.branch_fn/if[0]" and site["change"] == "modified"
-    assert site["base"] == {"true": 0, "false": 1} and site["head"] == {"true": 1, "false": 0}
-    assert branch.gaps == ["decision outcome never observed: py:calc.core.branch_fn/if[0] false"]
+    sites = {site["predicate"]: site for site in branch.sites}
+    assert set(sites) == {"x > 0", "x >= 0"}
+    assert sites["x > 0"]["change"] == "removed"
+    assert sites["x > 0"]["base"] == {"true": 0, "false": 1} and sites["x > 0"]["head"] is None
+    assert sites["x >= 0"]["change"] == "added"
+    assert sites["x >= 0"]["base"] is None
+    assert sites["x >= 0"]["head"] == {"true": 1, "false": 0}
+    assert branch.gaps == [f"decision outcome never observed: {sites['x >= 0']['site']} false"]
 
 
 # --- repeats and unverified tests ------------------------------------------------------------
@@ -677,6 +637,7 @@ def repeats(tmp_path_factory: pytest.TempPathFactory) -> RecordedRepeats:
     return RecordedRepeats(tmp_path_factory.mktemp("diff-repeats"))
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_value_that_differs_between_repeats_is_unstable_not_a_change(
     repeats: RecordedRepeats,
 ) -> None:
@@ -691,17 +652,20 @@ def test_a_value_that_differs_between_repeats_is_unstable_not_a_change(
     assert "result_changed" in kinds(by_id(alone)[tid("test_clock")])
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_call_made_on_every_other_run_is_unstable(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_alternating")]
     assert test.status == "unstable" and test.changes == []
     assert any("py:calc.core.note" in reason for reason in test.reasons), test.reasons
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_stable_test_next_to_unstable_ones_is_unchanged(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_steady")]
     assert test.status == "unchanged" and test.reasons == []
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_a_real_change_is_reported_apart_from_unstable_items(repeats: RecordedRepeats) -> None:
     test = by_id(repeats.diff)[tid("test_clock_and_real_change")]
     assert test.status == "changed"
@@ -711,6 +675,7 @@ def test_a_real_change_is_reported_apart_from_unstable_items(repeats: RecordedRe
     assert any(reason.startswith("unstable") for reason in test.reasons)
 
 
+@pytest.mark.slow  # records four times (the repeats fixture)
 def test_an_unverified_test_is_never_unchanged_and_keeps_its_changes(
     repeats: RecordedRepeats,
 ) -> None:

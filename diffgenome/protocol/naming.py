@@ -1,0 +1,680 @@
+"""How code is named: symbols and decision sites, from nothing but the source text.
+
+Both sides need the same names. The recorder gives each code object it sees a symbol and
+numbers its decisions; the differ names what a commit range changed, and a change can be
+matched to a recording only when both were named by this one module. Standard library only.
+
+The AST is walked once, mirroring how CPython creates code objects on 3.12/3.13: module,
+class bodies, functions, lambdas, generator expressions, PEP 695 type-parameter and type-alias
+scopes each get a code object; list/set/dict comprehensions are inlined (PEP 709, verified on
+3.12 and 3.13, class bodies and async comprehensions included), so their decisions belong to
+the enclosing symbol. Qualnames follow ``compiler_set_qualname`` (``<locals>`` after function
+and lambda parents but not after generator expressions, ``global`` declarations reset the
+qualname, type-parameter scopes are transparent). A runtime code object is matched to its scope
+by ``(co_qualname, co_firstlineno)``; ties (several lambdas on one line) are broken by the
+source columns of its instructions and, failing that, by comparing it with a private compile of
+the same source. Ids never contain line numbers: only an ordinal among scopes of the same
+qualname, in source order.
+
+A decision's *condition* is a set of source spans (the test; for ``match`` the case pattern
+plus guard) and its *body* what runs only when it holds; the recorder's classification of
+branch events (``recording.collect.codemap``) works on these spans.
+
+Known limits:
+- Identical code objects on one line (``lambda: 0, lambda: 0`` on 3.12) are indistinguishable and
+  share the first ordinal.
+- Decisions inside PEP 695 bounds/annotations are attributed to the enclosing symbol although
+  CPython evaluates them in a type-parameter scope.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from hashlib import blake2b as _blake2b
+from types import CodeType
+from typing import Final
+
+from diffgenome.protocol import quiet
+from diffgenome.protocol.vocab import SYMBOL_PREFIX
+
+# Captured at import time: the recording side must not see later monkeypatching.
+_ast_unparse = ast.unparse
+
+# Predicates are for people; a generated condition must not bloat every genome that holds it.
+MAX_PREDICATE: Final = 200
+_ANONYMOUS: Final = frozenset({"<lambda>", "<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
+_CO_NEWLOCALS: Final = 0x2
+
+# (line, col, end_line, end_col); columns are UTF-8 byte offsets in both the AST and co_positions.
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One decision: ``id`` is ``<symbol>/<kind>[<digest>]`` (see ``site_ids``), never a line
+    number nor a position. ``parts`` are the syntax the decision is made of (condition, then
+    the code it guards), kept only when asked for (``SourceNames(keep_parts=True)``): the
+    differ fingerprints them, the recorder does not need them."""
+
+    id: str
+    symbol: str
+    kind: str
+    predicate: str
+    parts: tuple[ast.AST | list[ast.stmt] | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CodeName:
+    """Identity of a code object; ``line`` is for people only."""
+
+    symbol: str
+    kind: str
+    line: int
+
+
+# --- scopes -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class Scope:
+    """One code object the source will compile to; ``symbol`` is set once all are known."""
+
+    kind: str  # module | class | function | lambda | generator | other
+    role: str  # module | class | function | lambda | genexpr | typeparams | typealias
+    name: str
+    parent: Scope | None
+    firstlineno: int
+    span: Span | None
+    globals_: set[str] = field(default_factory=set)
+    qualname: str = ""
+    symbol: str = ""
+    # Names bound in this scope (assigned, imported, loop targets) and its parameters: a
+    # decision's identity writes them as placeholders, so renaming a local changes nothing.
+    stores: set[str] = field(default_factory=set)
+    params: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
+
+    def renamable(self) -> frozenset[str]:
+        """The names a decision's identity writes as placeholders: a function's locals and
+        parameters (module and class names are seen from outside: they stay as written)."""
+        if self.role not in ("function", "lambda", "genexpr"):
+            return frozenset()  # module and class names are seen from outside
+        return frozenset((self.stores | self.params) - self.globals_ - self.nonlocals)
+
+
+def node_span(node: ast.AST) -> Span | None:
+    """Where ``node`` lies; None for nodes the parser gives no end (some synthesised ones)."""
+    end_line = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None:
+        return None
+    return (node.lineno, node.col_offset, end_line, end_col)  # type: ignore[attr-defined]
+
+
+def _join(first: ast.AST, last: ast.AST) -> Span | None:
+    a, b = node_span(first), node_span(last)
+    if a is None or b is None:
+        return None
+    return (a[0], a[1], b[2], b[3])
+
+
+def within(pos: Span, span: Span) -> bool:
+    return (pos[0], pos[1]) >= (span[0], span[1]) and (pos[2], pos[3]) <= (span[2], span[3])
+
+
+def span_size(span: Span) -> tuple[int, int]:
+    return (span[2] - span[0], span[3] - span[1])
+
+
+def _qualname(scope: Scope) -> str:
+    parent = scope.parent
+    if parent is None:
+        return "<module>"
+    if scope.role not in ("typeparams",):
+        # The scope created for type parameters is invisible to the names of what it holds.
+        while parent.role == "typeparams" and parent.parent is not None:
+            parent = parent.parent
+    if scope.role in ("function", "class") and scope.name in parent.globals_:
+        return scope.name
+    if parent.role == "module":
+        return scope.name
+    if parent.role in ("function", "lambda"):
+        return f"{parent.qualname}.<locals>.{scope.name}"
+    return f"{parent.qualname}.{scope.name}"
+
+
+# --- decision sites ------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class SiteSpans:
+    """Where a decision sits in the source: what the recorder needs to classify its jumps,
+    and what its identity is made of (``key``: the condition's syntax; ``context``: the
+    innermost enclosing decision of the same scope and the arm this one sits in; ``parts``:
+    condition and guarded code, for the differ)."""
+
+    scope: Scope
+    kind: str
+    predicate: str
+    cond: tuple[Span, ...]
+    body: tuple[Span, ...]  # for assert: the message span, if any (a landing there = failed)
+    key: tuple[ast.AST | None, ...] = ()
+    context: tuple[int, str] | None = None
+    parts: tuple[ast.AST | list[ast.stmt] | None, ...] = ()
+
+
+def predicate(*nodes: ast.AST | None, sep: str = " if ") -> str:
+    """A decision's text as both sides show it: the differ matches sites by this text, so a
+    truncation of its own would make every long condition look changed."""
+    parts: list[str] = []
+    for node in nodes:
+        if node is None:
+            continue
+        try:
+            parts.append(_ast_unparse(node))
+        except Exception:  # unparse recursion on absurdly deep expressions
+            parts.append(f"<{type(node).__name__}>")
+    text = sep.join(parts)
+    return text if len(text) <= MAX_PREDICATE else text[: MAX_PREDICATE - 1] + "\u2026"
+
+
+def _spans(*nodes: ast.AST | None) -> tuple[Span, ...]:
+    out = []
+    for node in nodes:
+        if node is not None and (s := node_span(node)) is not None:
+            out.append(s)
+    return tuple(out)
+
+
+def _body_span(stmts: list[ast.stmt]) -> tuple[Span, ...]:
+    if not stmts:
+        return ()
+    s = _join(stmts[0], stmts[-1])
+    return (s,) if s is not None else ()
+
+
+def _comprehension_sites(
+    node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, scope: Scope
+) -> list[tuple[SiteSpans, ast.expr]]:
+    """Each ``if`` clause is a site; its body is everything evaluated only after it passed."""
+    if isinstance(node, ast.DictComp):
+        elements: tuple[Span, ...] = _spans(node.key, node.value)
+    else:
+        elements = _spans(node.elt)
+    out = []
+    gens = node.generators
+    for gi, gen in enumerate(gens):
+        later_gens: list[Span] = []
+        for g in gens[gi + 1 :]:
+            last: ast.AST = g.ifs[-1] if g.ifs else g.iter
+            if (s := _join(g.target, last)) is not None:
+                later_gens.append(s)
+        for ii, test in enumerate(gen.ifs):
+            body = _spans(*gen.ifs[ii + 1 :]) + tuple(later_gens) + elements
+            info = SiteSpans(
+                scope,
+                "comprehension",
+                predicate(test),
+                _spans(test),
+                body,
+                key=(test,),
+                parts=(
+                    test,
+                    *([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]),
+                ),
+            )
+            out.append((info, test))
+    return out
+
+
+_Item = tuple[ast.AST, Scope, int, tuple[int, str] | None]
+
+
+def _param_names(args: ast.arguments) -> list[str]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return [a.arg for a in every if a is not None]
+
+
+class _Placeholders(ast.NodeTransformer):
+    """Writes locals as ``_0``, ``_1``... in order of first appearance in the condition."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.seen: dict[str, str] = {}
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id not in self.names:
+            return node
+        placeholder = self.seen.setdefault(node.id, f"_{len(self.seen)}")
+        return ast.copy_location(ast.Name(id=placeholder, ctx=node.ctx), node)
+
+
+def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -> str:
+    """What a decision tests, independent of layout, comments and local names."""
+    renamer = _Placeholders(locals_)
+    parts: list[str] = []
+    for node in nodes:
+        if node is None:
+            parts.append("-")
+            continue
+        try:
+            tree = renamer.visit(copy.deepcopy(node)) if locals_ else node
+            parts.append(_ast_unparse(tree))
+        except Exception:  # absurdly deep expressions: their dump still tells them apart
+            parts.append(ast.dump(node))
+    return "\x1f".join(parts)
+
+
+def site_ids(sites: list[SiteSpans]) -> list[str]:
+    """Content identities of a file's decisions, in the order given.
+
+    A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind and condition
+    (locals as placeholders). Only where two decisions of one symbol are otherwise equal does
+    the digest also take the enclosing decision and the arm they sit in (``if x`` under the
+    true and under the false arm of ``if y`` stay apart), and only where that is still equal
+    an occurrence index ``#n`` in source order. So inserting, removing or reordering other
+    decisions, moving code, adding comments or renaming a local leaves an identity as it was.
+    """
+    base: list[tuple[str, ...]] = [
+        (info.scope.symbol, info.kind, condition_text(info.key, info.scope.renamable()))
+        for info in sites
+    ]
+    count: dict[tuple[str, ...], int] = {}
+    for key in base:
+        count[key] = count.get(key, 0) + 1
+    full: list[tuple[str, ...]] = []
+    for info, key in zip(sites, base, strict=True):
+        if count[key] > 1 and info.context is not None:
+            parent, arm = info.context
+            full.append((*key, base[parent][1], base[parent][2], arm))
+        else:
+            full.append(key)
+    seen: dict[tuple[str, ...], int] = {}
+    ids: list[str] = []
+    for info, identity in zip(sites, full, strict=True):
+        n = seen.get(identity, 0)
+        seen[identity] = n + 1
+        digest = _blake2b("\x1e".join(identity[1:]).encode("utf-8", "surrogatepass"), digest_size=5)
+        suffix = f"#{n}" if n else ""
+        ids.append(f"{info.scope.symbol}/{info.kind}[{digest.hexdigest()}]{suffix}")
+    return ids
+
+
+class _Builder:
+    """One iterative pass over the AST (deep expressions must not hit the recursion limit)."""
+
+    def __init__(self) -> None:
+        self.scopes: list[Scope] = []
+        self.sites: list[SiteSpans] = []
+        # span of every expression/pattern node inside a condition -> innermost site index
+        self.cond_index: dict[Span, int] = {}
+
+    def new_scope(
+        self, kind: str, role: str, name: str, parent: Scope, node: ast.AST, firstlineno: int
+    ) -> Scope:
+        scope = Scope(kind, role, name, parent, firstlineno, node_span(node))
+        self.scopes.append(scope)
+        return scope
+
+    def add_site(self, info: SiteSpans) -> int:
+        self.sites.append(info)
+        return len(self.sites) - 1
+
+    def run(self, tree: ast.Module) -> None:
+        module = Scope("module", "module", "<module>", None, 1, None)
+        self.scopes.append(module)
+        # (node, scope for this node, innermost site whose condition holds this node,
+        #  innermost decision of the same scope whose arm holds this node, and that arm)
+        stack: list[_Item] = [(tree, module, -1, None)]
+        while stack:
+            node, scope, cur, ctx = stack.pop()
+            if cur >= 0 and (s := node_span(node)) is not None:
+                self.cond_index[s] = cur
+            pushes: list[_Item] = []
+            self.visit(node, scope, cur, ctx, pushes)
+            stack.extend(reversed(pushes))
+
+    def visit(
+        self,
+        node: ast.AST,
+        scope: Scope,
+        cur: int,
+        ctx: tuple[int, str] | None,
+        out: list[_Item],
+    ) -> None:
+        def push(
+            child: ast.AST | None,
+            in_scope: Scope = scope,
+            site: int = cur,
+            arm: tuple[int, str] | None = ctx,
+        ) -> None:
+            if child is not None:
+                out.append((child, in_scope, site, arm if in_scope is scope else None))
+
+        def push_all(
+            children: list[ast.AST] | list[ast.expr] | list[ast.stmt], **kw: object
+        ) -> None:
+            for c in children:
+                push(c, **kw)  # type: ignore[arg-type]
+
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                scope.stores.add(node.id)
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                scope.stores.add((alias.asname or alias.name).partition(".")[0])
+            return
+        if isinstance(node, ast.Global):
+            scope.globals_.update(node.names)
+        if isinstance(node, ast.Nonlocal):
+            scope.nonlocals.update(node.names)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            scope.stores.add(node.name)
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            push_all(node.decorator_list)
+            inner_parent = scope
+            tparams = getattr(node, "type_params", None)
+            if tparams:
+                inner_parent = self.new_scope(
+                    "other",
+                    "typeparams",
+                    f"<generic parameters of {node.name}>",
+                    scope,
+                    node,
+                    first,
+                )
+            if isinstance(node, ast.ClassDef):
+                push_all(node.bases)
+                push_all([k.value for k in node.keywords])
+                inner = self.new_scope("class", "class", node.name, inner_parent, node, first)
+            else:
+                args = node.args
+                push_all(args.defaults)
+                push_all([d for d in args.kw_defaults if d is not None])
+                for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                    if a is not None:
+                        push(a.annotation)
+                push(node.returns)
+                inner = self.new_scope("function", "function", node.name, inner_parent, node, first)
+                inner.params.update(_param_names(args))
+            push_all(node.body, in_scope=inner, site=-1)
+            return
+        if isinstance(node, ast.Lambda):
+            push_all(node.args.defaults)
+            push_all([d for d in node.args.kw_defaults if d is not None])
+            inner = self.new_scope("lambda", "lambda", "<lambda>", scope, node, node.lineno)
+            inner.params.update(_param_names(node.args))
+            push(node.body, in_scope=inner, site=-1)
+            return
+        if type(node).__name__ == "TypeAlias":  # 3.12+: ``type X = ...`` is a lazy scope
+            name = getattr(getattr(node, "name", None), "id", "<type>")
+            value = getattr(node, "value", None)
+            parent = scope
+            if getattr(node, "type_params", None):
+                parent = self.new_scope(
+                    "other",
+                    "typeparams",
+                    f"<generic parameters of {name}>",
+                    scope,
+                    node,
+                    node.lineno,  # type: ignore[attr-defined]
+                )
+            inner = self.new_scope("other", "typealias", name, parent, node, node.lineno)  # type: ignore[attr-defined]
+            push(value, in_scope=inner, site=-1)
+            return
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            comp_scope = scope
+            if isinstance(node, ast.GeneratorExp):
+                comp_scope = self.new_scope(
+                    "generator", "genexpr", "<genexpr>", scope, node, node.lineno
+                )
+            site_of: dict[int, int] = {}
+            for info, test in _comprehension_sites(node, comp_scope):
+                if comp_scope is scope:
+                    info.context = ctx
+                site_of[id(test)] = self.add_site(info)
+            for gi, gen in enumerate(node.generators):
+                # The first iterable is evaluated by the enclosing code, not the genexpr.
+                push(gen.iter, in_scope=scope if gi == 0 else comp_scope, site=cur)
+                push(gen.target, in_scope=comp_scope)
+                for test in gen.ifs:
+                    push(test, in_scope=comp_scope, site=site_of[id(test)])
+            if isinstance(node, ast.DictComp):
+                push(node.key, in_scope=comp_scope)
+                push(node.value, in_scope=comp_scope)
+            else:
+                push(node.elt, in_scope=comp_scope)
+            return
+        if isinstance(node, ast.If | ast.While):
+            kind = "if" if isinstance(node, ast.If) else "while"
+            info = SiteSpans(
+                scope,
+                kind,
+                predicate(node.test),
+                _spans(node.test),
+                _body_span(node.body),
+                key=(node.test,),
+                context=ctx,
+                parts=(node.test, node.body, node.orelse),
+            )
+            idx = self.add_site(info)
+            push(node.test, site=idx)
+            push_all(node.body, arm=(idx, "true"))
+            push_all(node.orelse, arm=(idx, "false"))
+            return
+        if isinstance(node, ast.IfExp):
+            info = SiteSpans(
+                scope,
+                "ifexp",
+                predicate(node.test),
+                _spans(node.test),
+                _spans(node.body),
+                key=(node.test,),
+                context=ctx,
+                parts=(node,),
+            )
+            idx = self.add_site(info)
+            push(node.test, site=idx)
+            push(node.body, arm=(idx, "true"))
+            push(node.orelse, arm=(idx, "false"))
+            return
+        if isinstance(node, ast.Assert):
+            info = SiteSpans(
+                scope,
+                "assert",
+                predicate(node.test),
+                _spans(node.test),
+                _spans(node.msg),
+                key=(node.test,),
+                context=ctx,
+                parts=(node,),
+            )
+            push(node.test, site=self.add_site(info))
+            push(node.msg)
+            return
+        if isinstance(node, ast.Match):
+            push(node.subject)
+            for case in node.cases:
+                info = SiteSpans(
+                    scope,
+                    "match",
+                    predicate(case.pattern, case.guard),
+                    _spans(case.pattern, case.guard),
+                    _body_span(case.body),
+                    key=(node.subject, case.pattern, case.guard),
+                    context=ctx,
+                    parts=(case,),
+                )
+                idx = self.add_site(info)
+                push(case.pattern, site=idx)
+                push(case.guard, site=idx)
+                push_all(case.body, arm=(idx, "true"))
+            return
+        for child in ast.iter_child_nodes(node):
+            push(child)
+
+
+# --- the names of one file -----------------------------------------------------------------
+
+
+class SourceNames:
+    """Names and decision sites of one source file, for the code objects compiled from it.
+
+    Parsing raises SyntaxError only, so that a caller has one failure to handle for a file it
+    cannot name.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        module: str,
+        tree: ast.Module | None = None,
+        *,
+        keep_parts: bool = False,
+    ) -> None:
+        if tree is None:
+            tree = parse_source(source, module)
+        builder = _Builder()
+        try:
+            builder.run(tree)
+        except RecursionError as exc:  # pragma: no cover - the walk is iterative
+            raise SyntaxError(f"cannot analyse {module}: {exc}") from exc
+        self.module = module
+        self._source = source
+        self.site_spans = builder.sites
+        self.cond_index = builder.cond_index
+        self._by_key: dict[tuple[str, int], list[Scope]] = {}
+        self._by_qualname: dict[str, list[Scope]] = {}
+        self._names: dict[int, tuple[CodeType, CodeName]] = {}
+        self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
+
+        scopes = sorted(builder.scopes, key=lambda s: (s.span[0], s.span[1]) if s.span else (0, -1))
+        counts: dict[str, int] = {}
+        for scope in scopes:
+            scope.qualname = _qualname(scope)
+            n = counts.get(scope.qualname, 0)
+            counts[scope.qualname] = n + 1
+            last = scope.qualname.rpartition(".")[2]
+            suffix = f"#{n}" if (n or last in _ANONYMOUS) else ""
+            if scope.role == "module":
+                scope.symbol = f"{SYMBOL_PREFIX}{module}"
+            else:
+                scope.symbol = f"{SYMBOL_PREFIX}{module}.{scope.qualname}{suffix}"
+            self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
+            self._by_qualname.setdefault(scope.qualname, []).append(scope)
+
+        self.sites: list[Site] = [
+            Site(
+                sid,
+                info.scope.symbol,
+                info.kind,
+                info.predicate,
+                info.parts if keep_parts else (),
+            )
+            for sid, info in zip(site_ids(builder.sites), builder.sites, strict=True)
+        ]
+        if not keep_parts:
+            for info in builder.sites:
+                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
+
+    def code_name(self, code: CodeType) -> CodeName:
+        cached = self._names.get(id(code))
+        if cached is not None and cached[0] is code:
+            return cached[1]
+        scope = self.scope_of(code)
+        if scope is None:
+            name = fallback_name(code, self.module)
+        else:
+            name = CodeName(scope.symbol, scope.kind, code.co_firstlineno)
+        self._names[id(code)] = (code, name)  # holding ``code`` keeps its id from being reused
+        return name
+
+    def scope_of(self, code: CodeType) -> Scope | None:
+        """The scope ``code`` was compiled from, or None when this source does not hold it."""
+        try:
+            return self._find_scope(code)
+        except Exception:
+            return None
+
+    def _find_scope(self, code: CodeType) -> Scope | None:
+        qualname = code.co_qualname
+        candidates = self._by_key.get((qualname, code.co_firstlineno))
+        if not candidates:
+            only = self._by_qualname.get(qualname)
+            return only[0] if only is not None and len(only) == 1 else None
+        if len(candidates) == 1:
+            return candidates[0]
+        for line, end_line, col, end_col in code.co_positions():
+            if line is None or end_line is None or col is None or end_col is None:
+                continue
+            if (line, col) == (end_line, end_col):
+                continue  # 3.12 gives some instructions a made-up empty position
+            p: Span = (line, col, end_line, end_col)
+            for scope in candidates:
+                if scope.span is not None and within(p, scope.span):
+                    return scope
+        return self._scope_by_compiling(code, candidates)
+
+    def _scope_by_compiling(self, code: CodeType, candidates: list[Scope]) -> Scope:
+        """Same-line twins without telling positions: find the twin in a compile of the source."""
+        if self._compiled is None:
+            self._compiled = {}
+            try:
+                todo = [quiet.compile_module(self._source)]
+            except Exception:
+                todo = []
+            while todo:
+                c = todo.pop(0)
+                self._compiled.setdefault((c.co_qualname, c.co_firstlineno), []).append(c)
+                todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        twins = self._compiled.get((code.co_qualname, code.co_firstlineno), [])
+        if len(twins) == len(candidates):
+            for twin, scope in zip(twins, candidates, strict=True):
+                # Future flags inherited by a caller of compile() do not change the code.
+                if twin.replace(co_flags=code.co_flags) == code:
+                    return scope
+        return candidates[0]
+
+
+def parse_source(source: str, module: str) -> ast.Module:
+    """The syntax tree of ``source``; whatever the parser cannot take is a SyntaxError, so that
+    a file nobody can name fails one way."""
+    try:
+        return quiet.parse(source)
+    except SyntaxError:
+        raise
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise SyntaxError(f"cannot parse {module}: {exc}") from exc
+
+
+def fallback_name(code: CodeType, module: str) -> CodeName:
+    """Name for code whose source is unavailable: the qualname, without an ordinal."""
+    qualname = code.co_qualname
+    last = qualname.rpartition(".")[2]
+    if code.co_name == "<module>":
+        return CodeName(f"{SYMBOL_PREFIX}{module}", "module", code.co_firstlineno)
+    if last == "<lambda>":
+        kind = "lambda"
+    elif last == "<genexpr>":
+        kind = "generator"
+    elif last.startswith("<"):
+        kind = "other"
+    elif code.co_flags & _CO_NEWLOCALS:
+        kind = "function"
+    else:
+        kind = "class"
+    return CodeName(f"{SYMBOL_PREFIX}{module}.{qualname}", kind, code.co_firstlineno)
+
+
+def iter_code_objects(code: CodeType) -> Iterator[CodeType]:
+    """``code`` and every code object nested in it (helps callers and tests walk a module)."""
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        yield c
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))

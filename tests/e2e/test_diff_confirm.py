@@ -1,0 +1,118 @@
+"""End-to-end: confirmation by default (#11.5).
+
+After comparing, ``diffgenome diff`` records the tests that differ again, twice on each side,
+and masks what differs between recordings of one commit: a test whose differences are all
+noise (the clock, uuid4) is ``unstable`` and the default gate passes; a test with a real
+change stays ``changed`` with its unstable parts listed apart. ``--no-confirm`` turns it off.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import PY, clean_env, git_commit, write_files
+
+OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-")
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/clock.py": """
+        import time
+        import uuid
+
+
+        def stamp():
+            return (time.time(), uuid.uuid4().hex)
+
+
+        def double(x):
+            return x * 2
+    """,
+    "tests/test_clock.py": """
+        from pkg.clock import double, stamp
+
+
+        def test_noise_only():
+            assert stamp()
+
+
+        def test_noise_and_change():
+            assert stamp()
+            assert double(2) in (4, 5)
+
+
+        def test_quiet():
+            assert double(1) in (2, 3)
+    """,
+}
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [*DIFF, *extra, "--", *OPTIONS],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def _statuses(document: dict[str, Any]) -> dict[str, str]:
+    return {t["id"].rpartition("::")[2]: t["status"] for t in document["tests"]}
+
+
+def test_noise_on_an_unchanged_tree_is_confirmed_unstable(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    unconfirmed_code, unconfirmed = _diff(repo, tmp_path, "--no-confirm")
+    assert _statuses(unconfirmed)["test_noise_only"] == "changed"
+    assert unconfirmed_code == 1
+    assert unconfirmed["summary"]["confirmed"] == 0
+    code, document = _diff(repo, tmp_path)
+    statuses = _statuses(document)
+    assert statuses["test_noise_only"] == "unstable"
+    assert statuses["test_noise_and_change"] == "unstable"
+    assert statuses["test_quiet"] == "unchanged"
+    assert document["summary"]["confirmed"] == 2
+    noisy = next(t for t in document["tests"] if t["id"].endswith("::test_noise_only"))
+    assert any(r.startswith("unstable (base confirmation)") for r in noisy["reasons"])
+    assert code == 0
+
+
+def test_a_real_change_next_to_noise_stays_changed(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    write_files(
+        repo, {"pkg/clock.py": PROJECT["pkg/clock.py"].replace("return x * 2", "return x * 2 + 1")}
+    )
+    _git(repo, "commit", "-qam", "double is off by one")
+    code, document = _diff(repo, tmp_path)
+    statuses = _statuses(document)
+    assert statuses["test_noise_and_change"] == "changed"
+    assert statuses["test_quiet"] == "changed"
+    assert statuses["test_noise_only"] == "unstable"
+    changed = next(t for t in document["tests"] if t["id"].endswith("::test_noise_and_change"))
+    symbols = {c["symbol"] for c in changed["changes"]}
+    assert symbols == {"py:pkg.clock.double"}, changed["changes"]
+    assert any("unstable" in r and "stamp" in r for r in changed["reasons"])
+    assert code == 1

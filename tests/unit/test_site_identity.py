@@ -1,0 +1,131 @@
+"""Decision identity by content (#10.2): what a decision tests names it, not where it sits."""
+
+from __future__ import annotations
+
+import textwrap
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diffgenome.protocol.naming import SourceNames
+
+TARGET = "if total > limit and not frozen:"
+TARGET_KEY = ("py:pkg.mod.f", "total > limit and (not frozen)")
+
+
+def ids(source: str) -> dict[tuple[str, str], list[str]]:
+    """(symbol, predicate) -> the ids of the decisions with that text, in source order."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for site in SourceNames(textwrap.dedent(source), "pkg.mod").sites:
+        out.setdefault((site.symbol, site.predicate), []).append(site.id)
+    return out
+
+
+def function(*decisions: str) -> str:
+    body = "".join(f"    {d}\n        x += 1\n" for d in decisions)
+    return f"def f(total, limit, frozen, x):\n{body}    return x\n"
+
+
+OTHERS = ["if x > 3:", "while x < 0:", "if total == 0:", "if frozen:", "if limit is None:"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    above=st.lists(st.sampled_from(OTHERS), unique=True, max_size=4),
+    below=st.lists(st.sampled_from(OTHERS), unique=True, max_size=4),
+    data=st.data(),
+)
+def test_inserting_deleting_and_reordering_other_decisions_keeps_an_identity(
+    above: list[str], below: list[str], data: st.DataObject
+) -> None:
+    base = ids(function(*above, TARGET, *below))[TARGET_KEY]
+    shuffled = data.draw(st.permutations(above))
+    kept = data.draw(st.lists(st.sampled_from(OTHERS), unique=True, max_size=4))
+    head = ids(function(*shuffled, *kept, TARGET))[TARGET_KEY]
+    assert head == base
+
+
+def test_comments_layout_and_renamed_locals_keep_an_identity() -> None:
+    base = ids(
+        """
+        def f(items):
+            count = len(items)
+            if count > 2 and items[0]:
+                return 1
+            return 0
+        """
+    )
+    head = ids(
+        """
+        def f(entries):  # a parameter renamed
+            # a comment, and a local renamed
+            n = len(entries)
+            if (n > 2
+                    and entries[0]):
+                return 1
+            return 0
+        """
+    )
+    assert list(base.values()) == list(head.values())
+
+
+def test_equal_conditions_in_two_arms_stay_apart() -> None:
+    source = textwrap.dedent(
+        """
+        def f(a, b):
+            if a:
+                if b:
+                    return 1
+            else:
+                if b:
+                    return 2
+            return 0
+        """
+    )
+    found = ids(source)
+    (in_true, in_false) = found[("py:pkg.mod.f", "b")]
+    assert in_true != in_false
+    # Another decision above does not change either, nor which arm is which.
+    head = ids(source.replace("    if a:\n", "    if a is None:\n        return 3\n    if a:\n"))
+    assert head[("py:pkg.mod.f", "b")] == [in_true, in_false]
+
+
+def test_equal_conditions_in_one_arm_are_numbered_in_source_order() -> None:
+    found = ids(
+        """
+        def f(a):
+            if a:
+                pass
+            if a:
+                pass
+        """
+    )
+    first, second = found[("py:pkg.mod.f", "a")]
+    assert second == first + "#1"
+
+
+def test_a_changed_condition_is_another_decision() -> None:
+    base = ids("def f(x):\n    if x > 0:\n        return 1\n")
+    head = ids("def f(x):\n    if x >= 0:\n        return 1\n")
+    assert base[("py:pkg.mod.f", "x > 0")] != head[("py:pkg.mod.f", "x >= 0")]
+
+
+def test_a_global_is_not_a_local_placeholder() -> None:
+    """``LIMIT`` and ``limit`` name different things: a module constant stays as written."""
+    found = ids(
+        """
+        LIMIT = 3
+        def f(limit):
+            if limit > 0:
+                pass
+            if LIMIT > 0:
+                pass
+        """
+    )
+    assert found[("py:pkg.mod.f", "limit > 0")] != found[("py:pkg.mod.f", "LIMIT > 0")]
+
+
+def test_ids_hold_no_line_numbers_nor_positions() -> None:
+    source = function(*OTHERS, TARGET)
+    moved = "\n\n\n# moved down\n\n" + source
+    assert ids(source) == ids(moved)
