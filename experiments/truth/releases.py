@@ -293,10 +293,10 @@ def write_markdown(tag: str) -> None:
     data = json.loads(path.read_text())
     out = ["# Release to release: `diffgenome diff HEAD~1 HEAD` on two consecutive sdists", ""]
     out += [
-        "| project | releases | tests | non-unchanged | statuses | real | noise | unclassified "
-        "| noise also on an identical tree | exit | same tree: non-unchanged (exit) "
+        "| project | releases | tests | non-unchanged | statuses | real | noise | unstable "
+        "| unclassified | noise also on an identical tree | exit | same tree: non-unchanged (exit) "
         "| diffgenome |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---|",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for name, e in data["projects"].items():
         if "error" in e:
@@ -315,7 +315,8 @@ def write_markdown(tag: str) -> None:
         ctl_text = f"{len(ctl.get('tests', []))} ({ctl.get('exit_code')})" if ctl else "-"
         out.append(
             f"| {name} | {e['base']} → {e['head']} | {e['tests']} | {len(e['reported'])} | "
-            f"{st} | {v.get('real', 0)} | {v.get('noise', 0)} | {v.get('unclassified', 0)} | "
+            f"{st} | {v.get('real', 0)} | {v.get('noise', 0)} | {v.get('unstable', 0)} | "
+            f"{v.get('unclassified', 0)} | "
             f"{same} | {e['exit_code']} | {ctl_text} | `{e['diffgenome_commit']}` |"
         )
     out += ["", "Commands (from the two-commit repository):", ""]
