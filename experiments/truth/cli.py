@@ -19,6 +19,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--seed", type=int, default=5)
     sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
+    p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
+    p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
+    p.add_argument("--quick", action="store_true", help="the benchmark's quick selections")
+    p.add_argument(
+        "--pytest-arg",
+        action="append",
+        default=[],
+        help="a control, e.g. --pytest-arg=--hypothesis-seed=0 (repeatable; use with --tag)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="a control, e.g. --env PYTHONHASHSEED=0 (repeatable; use with --tag)",
+    )
+    p.add_argument("--tag", default="", help="suffix of the result files (e.g. after-merge)")
+    p = sub.add_parser("releases", help="diff two consecutive releases of real projects")
+    p.add_argument("--projects", default="cachetools,semver,humanize")
+    p.add_argument("--tag", default="", help="suffix of the result files (e.g. after-merge)")
+    p = sub.add_parser("verdicts", help="re-apply truth/verdicts.py to the releases results")
+    p.add_argument("--tag", default="")
     args = parser.parse_args(argv)
     if args.command == "stability":
         from truth import stability
@@ -32,6 +53,24 @@ def main(argv: list[str] | None = None) -> int:
         from truth import mutants
 
         mutants.run(args.project, limit=args.limit, jobs=args.jobs, seed=args.seed)
+    elif args.command == "identical":
+        from truth import identical
+
+        identical.run(
+            args.projects.split(","),
+            quick=args.quick,
+            tag=args.tag,
+            extra_args=args.pytest_arg,
+            extra_env=dict(item.split("=", 1) for item in args.env),
+        )
+    elif args.command == "releases":
+        from truth import releases
+
+        releases.run(args.projects.split(","), tag=args.tag)
+    elif args.command == "verdicts":
+        from truth import releases
+
+        releases.reclassify(args.tag)
     else:
         from truth import report
 

@@ -195,15 +195,48 @@ def _copy(env: Env, dest: Path) -> Path:
     return dest
 
 
+def noisy_tests(project: str) -> dict[str, Any]:
+    """Per target test file, the tests that are not ``unchanged`` between a commit and a new
+    commit of the same tree (``truth.py identical``'s setup, restricted to that file): a
+    mutant counts as detected only through the other, quiet, tests."""
+    from truth.history import HISTORY, run_diff, summarise
+    from truth.identical import prepare
+
+    env = env_for(project)
+    repo = prepare(project)
+    out: dict[str, Any] = {}
+    for tests in sorted(set(TARGETS[project].values())):
+        log(f"mutants: identical-tree control of {tests}")
+        args = [*env.project.pytest_args, tests]
+        folder = HISTORY / "identical" / project / f"mutants-{Path(tests).stem}"
+        done = run_diff(repo, env.exe, args, folder)
+        if done.document is None:
+            raise RuntimeError(f"identical-tree control failed: {done.stderr_tail}")
+        summary = summarise(done.document)
+        out[tests] = {
+            "exit_code": done.exit_code,
+            "statuses": summary["statuses"],
+            "noisy": sorted(t["test"] for t in summary["reported"]),
+        }
+    return out
+
+
 def run(project: str, *, limit: int, jobs: int, seed: int) -> dict[str, Any]:
     env = env_for(project)
     mutants = select(project, limit, seed, env.tree)
+    quiet_control = noisy_tests(project)
+    noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
     workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
     started = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
         chunks = [mutants[i::jobs] for i in range(jobs)]
-        parts = list(pool.map(lambda args: _worker(env, *args), zip(workers, chunks, strict=True)))
+        parts = list(
+            pool.map(
+                lambda args: _worker(env, *args, noisy=noisy),
+                zip(workers, chunks, strict=True),
+            )
+        )
     results = [r for part in parts for r in part[0]]
     bases = {k: v for part in parts for k, v in part[1].items()}
     results.sort(key=lambda r: (r["file"], r["start"]))
@@ -213,13 +246,62 @@ def run(project: str, *, limit: int, jobs: int, seed: int) -> dict[str, Any]:
         "seed": seed,
         "targets": TARGETS[project],
         "bases": bases,
+        "identical_tree_control": quiet_control,
         "wall_s": round(time.monotonic() - started, 1),
     }
     save("mutants", summary | {"mutants": results})
+    write_result(summary, results)
     return summary
 
 
-def _worker(env: Env, root: Path, chunk: list[Mutant]) -> tuple[list[dict[str, Any]], dict]:
+def write_result(summary: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """experiments/results/truth-DATE-mutants.{json,md}: both counts side by side."""
+    import json
+
+    from truth.history import diffgenome_commit, results_path
+
+    keep = ("id", "symbol", "operator", "line", "before", "after", "verdict", "verdict_quiet")
+    keep += ("changed_tests", "quiet_changed_tests", "killed_tests", "quiet_killed_tests")
+    rows = [{k: r.get(k) for k in keep} for r in results]
+    data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": rows}
+    path = results_path("mutants", "", "json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+    n = summary["total"]
+    out = [f"# Mutants of {summary['project']}, detection through quiet tests", ""]
+    out += [
+        f"diffgenome `{data['diffgenome_commit']}`; {n} mutants; wall {summary['wall_s']} s.",
+        "",
+        "| count | detected | killed | unchanged |",
+        "|---|---:|---:|---:|",
+        f"| any test not masked by the base-vs-base control | {summary['detected']} | "
+        f"{summary['killed']} | {summary['unchanged']} |",
+        f"| only tests quiet on an identical tree | {summary['detected_quiet']} | "
+        f"{summary['killed_quiet']} | {len(summary['unchanged_quiet'])} |",
+        "",
+        f"Identical-tree control per test file: "
+        f"{ {k: v['statuses'] for k, v in summary['identical_tree_control'].items()} }.",
+        "",
+        "| mutant | change | verdict | verdict (quiet tests) | changed / quiet changed |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['id']} | `{_cell(str(r['before']))}` → `{_cell(str(r['after']))}` | "
+            f"{r['verdict']} | {r['verdict_quiet']} | {r['changed_tests']} / "
+            f"{r['quiet_changed_tests']} |"
+        )
+    results_path("mutants", "", "md").write_text("\n".join(out) + "\n")
+
+
+def _cell(text: str) -> str:
+    text = " ".join(text.split())
+    return ((text[:40] + "…") if len(text) > 40 else text).replace("|", "\\|")
+
+
+def _worker(
+    env: Env, root: Path, chunk: list[Mutant], *, noisy: dict[str, set[str]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     store = root / ".diffgenome-truth"
     shutil.rmtree(store, ignore_errors=True)
     # No bytecode at all: a mutant of the same size written within the same second as the
@@ -240,7 +322,7 @@ def _worker(env: Env, root: Path, chunk: list[Mutant]) -> tuple[list[dict[str, A
         original = path.read_bytes()
         path.write_bytes(mutant.apply(original))
         try:
-            result = _one(env, root, store, mutant, base, extra)
+            result = _one(env, root, store, mutant, base, extra, noisy.get(mutant.tests, set()))
         finally:
             path.write_bytes(original)
         log(
@@ -278,7 +360,13 @@ def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) 
 
 
 def _one(
-    env: Env, root: Path, store: Path, mutant: Mutant, base: dict[str, Any], extra: dict[str, str]
+    env: Env,
+    root: Path,
+    store: Path,
+    mutant: Mutant,
+    base: dict[str, Any],
+    extra: dict[str, str],
+    noisy: set[str],
 ) -> dict[str, Any]:
     result: dict[str, Any] = asdict(mutant)
     reached = any(s == mutant.symbol or s.startswith(mutant.symbol + ".") for s in base["called"])
@@ -287,10 +375,16 @@ def _one(
     try:
         rec = record(env, store, [mutant.tests], cwd=root, extra_env=extra, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return result | {"verdict": "killed:timeout", "changed_tests": None, "killed": True}
+        return result | {
+            "verdict": "killed:timeout",
+            "verdict_quiet": "killed:timeout",
+            "changed_tests": None,
+            "killed": True,
+        }
     except RuntimeError as exc:  # pytest 2-5: the mutant broke import or collection
         return result | {
             "verdict": "killed:collection",
+            "verdict_quiet": "killed:collection",
             "error": str(exc)[-400:],
             "changed_tests": None,
             "killed": True,
@@ -315,8 +409,15 @@ def _one(
             killed_tests.append(test["id"])
     killed = bool(killed_tests) or rec.returncode != 0
     verdict = ("killed" if killed else "changed") if changed else "unchanged"
+    # Only through tests that are quiet on an identical tree (no noise can stand in for them).
+    quiet = [t for t in changed if t not in noisy]
+    quiet_killed = [t for t in killed_tests if t not in noisy]
+    verdict_quiet = ("killed" if quiet_killed else "changed") if quiet else "unchanged"
     return result | {
         "verdict": verdict,
+        "verdict_quiet": verdict_quiet,
+        "quiet_changed_tests": len(quiet),
+        "quiet_killed_tests": len(quiet_killed),
         "killed": killed,
         "statuses": dict(statuses),
         "changed_tests": len(changed),
@@ -354,6 +455,12 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "with_changed_passing_test": sum(1 for r in detected if _passing(r) > 0),
         "changed_passing_tests": sum(_passing(r) for r in detected),
         "timeouts": [r["id"] for r in results if r["verdict"] == "killed:timeout"],
+        # Counting only tests that are quiet on an identical tree (truth.py identical).
+        "detected_quiet": sum(
+            1 for r in results if r.get("verdict_quiet", "unchanged") != "unchanged"
+        ),
+        "killed_quiet": sum(1 for r in results if str(r.get("verdict_quiet")).startswith("killed")),
+        "unchanged_quiet": [r["id"] for r in results if r.get("verdict_quiet") == "unchanged"],
     }
 
 
