@@ -275,9 +275,12 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
     A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind and condition
     (locals as placeholders). Only where two decisions of one symbol are otherwise equal does
     the digest also take the enclosing decision and the arm they sit in (``if x`` under the
-    true and under the false arm of ``if y`` stay apart), and only where that is still equal
-    an occurrence index ``#n`` in source order. So inserting, removing or reordering other
-    decisions, moving code, adding comments or renaming a local leaves an identity as it was.
+    true and under the false arm of ``if y`` stay apart), then the local names as written,
+    and only where that is still equal an occurrence index ``#n`` in source order. So
+    inserting, removing or reordering other decisions, moving code, adding comments or
+    renaming a local leaves an identity as it was (renaming a local changes it only where
+    another decision of the same shape sits in the same function), and an identity is never
+    handed from a removed decision to a remaining one.
     """
     base: list[tuple[str, ...]] = [
         (info.scope.symbol, info.kind, condition_text(info.key, info.scope.renamable()))
@@ -293,6 +296,16 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
             full.append((*key, base[parent][1], base[parent][2], arm))
         else:
             full.append(key)
+    # Still equal: conditions of one shape over different locals (``not rc1``, ``not rccmp``)
+    # are told apart by their names before any occurrence index, so removing one never
+    # hands its identity to the other.
+    count_full: dict[tuple[str, ...], int] = {}
+    for key in full:
+        count_full[key] = count_full.get(key, 0) + 1
+    full = [
+        (*key, "names", condition_text(info.key, frozenset())) if count_full[key] > 1 else key
+        for info, key in zip(sites, full, strict=True)
+    ]
     seen: dict[tuple[str, ...], int] = {}
     ids: list[str] = []
     for info, identity in zip(sites, full, strict=True):

@@ -129,3 +129,17 @@ def test_ids_hold_no_line_numbers_nor_positions() -> None:
     source = function(*OTHERS, TARGET)
     moved = "\n\n\n# moved down\n\n" + source
     assert ids(source) == ids(moved)
+
+
+def test_removing_one_of_two_same_shaped_conditions_never_hands_over_its_identity() -> None:
+    """semver 3.1.2 removed ``if not rccmp:`` next to ``if not rc1:``: with locals as
+    placeholders both read ``not _0``. Their names tell them apart before any ordinal, so the
+    survivor never takes the removed one's identity (its counts are never compared with the
+    other's); it may get an identity of its own, shown as one decision gone and one new."""
+    base = ids(
+        "def f(rc1, rccmp):\n    if not rccmp:\n        pass\n    if not rc1:\n        pass\n"
+    )
+    head = ids("def f(rc1, rccmp):\n    if not rc1:\n        pass\n")
+    assert base[("py:pkg.mod.f", "not rc1")] != base[("py:pkg.mod.f", "not rccmp")]
+    assert head[("py:pkg.mod.f", "not rc1")] != base[("py:pkg.mod.f", "not rccmp")]
+    assert not any("#" in i for ids_ in base.values() for i in ids_)
