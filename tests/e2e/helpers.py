@@ -354,3 +354,38 @@ def reasons_of(doc: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def ids(items: Iterable[Mapping[str, Any]]) -> list[str]:
     return [str(i["id"]) for i in items]
+
+
+DIFF_PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+def git_in(repo: Path, *args: str) -> None:
+    """A git command in ``repo`` as a fixed author (commits, worktrees)."""
+    subprocess.run(
+        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def cli_json(
+    repo: Path,
+    tmp_path: Path,
+    *args: str,
+    pytest_args: Sequence[str] = DIFF_PYTEST_ARGS,
+    codes: tuple[int, ...] = (0, 1),
+) -> tuple[int, Any]:
+    """``diffgenome ARGS --json - -- PYTEST_ARGS`` in ``repo`` (temp files under
+    ``tmp_path``): the exit status, which must be one of ``codes``, and the parsed JSON."""
+    done = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", *args, "--json", "-", "--", *pytest_args],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in codes, done.stderr
+    return done.returncode, json.loads(done.stdout)

@@ -9,15 +9,11 @@ test that ran code of the module.
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import BASE_ARGS, PY, clean_env, git_commit, write_files
-
-GIT = ("git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid")
-AFFECTED = (PY, "-m", "diffgenome.analysis.cli", "affected", "HEAD~1", "HEAD", "--json", "-")
+from e2e.helpers import BASE_ARGS, cli_json, git_commit, git_in, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -77,23 +73,11 @@ def _affected(tmp_path: Path, head: dict[str, str]) -> dict[str, Any]:
     write_files(repo, BASE)
     git_commit(repo)
     write_files(repo, head)
-    subprocess.run(
-        [*GIT, "commit", "-qam", "change"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
+    git_in(repo, "commit", "-qam", "change")
+    _code, found = cli_json(
+        repo, tmp_path, "affected", "HEAD~1", "HEAD", pytest_args=BASE_ARGS, codes=(0,)
     )
-    done = subprocess.run(
-        [*AFFECTED, "--", *BASE_ARGS],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return {item["test"]: item for item in json.loads(done.stdout)}
+    return {item["test"]: item for item in found}
 
 
 def test_a_changed_constant_selects_its_readers_only(tmp_path: Path) -> None:

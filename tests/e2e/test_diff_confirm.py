@@ -8,15 +8,10 @@ change stays ``changed`` with its unstable parts listed apart. ``--no-confirm`` 
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import PY, clean_env, git_commit, write_files
-
-OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
-DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-")
+from e2e.helpers import cli_json, git_commit, git_in, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -51,27 +46,9 @@ PROJECT = {
 }
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
 def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
-        [*DIFF, *extra, "--", *OPTIONS],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode, json.loads(done.stdout)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", *extra)
+    return code, document
 
 
 def _statuses(document: dict[str, Any]) -> dict[str, str]:
@@ -82,7 +59,7 @@ def test_noise_on_an_unchanged_tree_is_confirmed_unstable(tmp_path: Path) -> Non
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
     git_commit(repo)
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
     unconfirmed_code, unconfirmed = _diff(repo, tmp_path, "--no-confirm")
     assert _statuses(unconfirmed)["test_noise_only"] == "changed"
     assert unconfirmed_code == 1
@@ -105,7 +82,7 @@ def test_a_real_change_next_to_noise_stays_changed(tmp_path: Path) -> None:
     write_files(
         repo, {"pkg/clock.py": PROJECT["pkg/clock.py"].replace("return x * 2", "return x * 2 + 1")}
     )
-    _git(repo, "commit", "-qam", "double is off by one")
+    git_in(repo, "commit", "-qam", "double is off by one")
     code, document = _diff(repo, tmp_path)
     statuses = _statuses(document)
     assert statuses["test_noise_and_change"] == "changed"

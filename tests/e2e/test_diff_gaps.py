@@ -7,11 +7,9 @@ code that no test takes both ways still is.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
-from e2e.helpers import PY, clean_env, git_commit, write_files
+from e2e.helpers import cli_json, git_commit, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -47,36 +45,12 @@ HEAD = {
 }
 
 
-OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
-
-
 def test_new_asserts_in_tests_are_no_gaps_but_project_decisions_are(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
     git_commit(repo)
     write_files(repo, HEAD)
-    done = subprocess.run(
-        [
-            PY,
-            "-m",
-            "diffgenome.analysis.cli",
-            "diff",
-            "HEAD",
-            "WORKTREE",
-            "--json",
-            "-",
-            "--",
-            *OPTIONS,
-        ],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    document = json.loads(done.stdout)
+    _code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
     by_symbol = {entry["symbol"]: entry for entry in document["code_changes"]}
     new_test = by_symbol["py:tests.test_more.test_small_values"]
     assert new_test["change"] == "added"

@@ -9,15 +9,10 @@ passes; ``--fail-on unverified`` fails. Unverified on one side only, the gate fa
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import PY, clean_env, git_commit, write_files
-
-OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
-DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-")
+from e2e.helpers import cli_json, git_commit, git_in, write_files
 
 PROJECT = {
     "pyproject.toml": '[tool.pytest.ini_options]\ngenome_max_nodes = "4"\n',
@@ -57,33 +52,15 @@ PROJECT = {
 
 
 def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
-        [*DIFF, *extra, "--", *OPTIONS],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode, json.loads(done.stdout)
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", *extra)
+    return code, document
 
 
 def test_unverified_alike_on_both_sides_does_not_fail_the_default_gate(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
     git_commit(repo)
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
     code, document = _diff(repo, tmp_path)
     tests = {t["id"]: t for t in document["tests"]}
     deep = tests["tests/test_chain.py::test_deep"]
@@ -103,7 +80,7 @@ def test_unverified_on_one_side_only_fails_the_default_gate(tmp_path: Path) -> N
     write_files(
         repo, {"pkg/chain.py": PROJECT["pkg/chain.py"].replace("return c(n) + 1", "return 3")}
     )
-    _git(repo, "commit", "-qam", "shorter chain")
+    git_in(repo, "commit", "-qam", "shorter chain")
     code, document = _diff(repo, tmp_path)
     deep = next(t for t in document["tests"] if t["id"] == "tests/test_chain.py::test_deep")
     assert deep["status"] == "unverified"

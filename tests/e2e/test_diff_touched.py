@@ -9,15 +9,10 @@ GeneratorExit into it only then).
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import PY, clean_env, git_commit, write_files
-
-OPTIONS = ("-p", "no:cacheprovider", "-p", "no:randomly")
-DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-")
+from e2e.helpers import cli_json, git_commit, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -95,17 +90,8 @@ HEAD = {
 
 
 def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
-        [*DIFF, *extra, "--", *OPTIONS],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.returncode, json.loads(done.stdout)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", *extra)
+    return code, document
 
 
 def test_a_new_guard_never_taken_is_touched_and_a_moved_try_is_no_change(tmp_path: Path) -> None:

@@ -9,14 +9,11 @@ Python) ran code the recorder did not see: the test is unverified.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from e2e.helpers import (
-    PY,
-    clean_env,
+    cli_json,
     git_commit,
     make_project,
     os_events,
@@ -24,8 +21,6 @@ from e2e.helpers import (
     test_genome,
     write_files,
 )
-
-DIFF = (PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--json", "-")
 
 FILES = {
     "pkg/__init__.py": "",
@@ -110,17 +105,15 @@ def test_a_changed_script_in_the_tree_is_a_change(tmp_path: Path) -> None:
     write_files(repo, FILES)
     git_commit(repo)
     write_files(repo, {"hooks/pre.sh": "#!/bin/sh\necho changed >/dev/null\nexit 0\n"})
-    done = subprocess.run(
-        [*DIFF, "--", "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "script_in"],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    code, document = cli_json(
+        repo,
+        tmp_path,
+        "diff",
+        "HEAD",
+        "WORKTREE",
+        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly", "-k", "script_in"),
     )
-    assert done.returncode == 1, done.stderr
-    document = json.loads(done.stdout)
+    assert code == 1
     [test] = [t for t in document["tests"] if t["id"].endswith("::test_script_in_the_tree")]
     assert test["status"] == "changed"
     kinds = {c["kind"] for c in test["changes"]}
