@@ -99,15 +99,13 @@ def pytest_configure(config: pytest.Config) -> None:
     except pytest.UsageError:
         raise
     except Exception as exc:
-        say(config, f"recording is off for this session: cannot set up ({_one_line(exc)})")
+        from diffgenome.protocol.store import one_line
+
+        what = f"{type(exc).__name__}: {one_line(exc)}"
+        say(config, f"recording is off for this session: cannot set up ({what})")
         return
     if recorder.start():
         config.pluginmanager.register(recorder, _RECORDER_NAME)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @pytest.hookimpl(optionalhook=True)
