@@ -22,6 +22,7 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
@@ -157,7 +158,7 @@ class Recorder:
 
     def _abandon_start(self, exc: BaseException) -> None:
         """Undo whatever ``_start`` did, and make the run (if it exists) read as incomplete."""
-        detail = " ".join(str(exc).split()) or type(exc).__name__
+        detail = one_line(exc)
         say(self.config, f"recording is off for this session: {detail}")
         self._closed = True
         with contextlib.suppress(Exception):
