@@ -79,32 +79,27 @@ def test_every_location_is_a_marker_or_holds_one(locations: Path) -> None:
         assert any(marker in path for marker in stable.markers())
 
 
-def test_tempfile_names_with_any_prefix_suffix_and_folder(tmp_path: Path) -> None:
+def _make_temporaries(folder: Path) -> list[str]:
+    """Folders and files made by ``tempfile`` with several prefixes, suffixes and folders,
+    while the recorder learns their names."""
     names = stable.TempfileNames()
     names.install()
     try:
         made = [
-            tempfile.mkdtemp(prefix="build-", suffix="-out", dir=tmp_path),
-            tempfile.mkstemp(prefix="x", suffix=".txt", dir=tmp_path)[1],
+            tempfile.mkdtemp(prefix="build-", suffix="-out", dir=folder),
+            tempfile.mkstemp(prefix="x", suffix=".txt", dir=folder)[1],
             tempfile.mkdtemp(),
         ]
-        with tempfile.TemporaryDirectory(prefix="td_") as folder:
-            made.append(folder)
+        with tempfile.TemporaryDirectory(prefix="td_") as scratch:
+            made.append(scratch)
     finally:
         names.uninstall()
-    assert tempfile._RandomNameSequence.__next__ is not None
-    again = stable.TempfileNames()
-    again.install()
-    try:
-        twins = [
-            tempfile.mkdtemp(prefix="build-", suffix="-out", dir=tmp_path),
-            tempfile.mkstemp(prefix="x", suffix=".txt", dir=tmp_path)[1],
-            tempfile.mkdtemp(),
-        ]
-        with tempfile.TemporaryDirectory(prefix="td_") as folder:
-            twins.append(folder)
-    finally:
-        again.uninstall()
+    return made
+
+
+def test_tempfile_names_with_any_prefix_suffix_and_folder(tmp_path: Path) -> None:
+    made = _make_temporaries(tmp_path)
+    twins = _make_temporaries(tmp_path)
     stable.configure([(str(tmp_path), "<basetemp>")])
     try:
         for one, other in zip(made, twins, strict=True):
