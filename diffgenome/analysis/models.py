@@ -183,12 +183,33 @@ class PhaseGenome(_Model):
     branches: list[Branch] = []
 
 
+class WarningFact(_Model):
+    """Warnings that escaped the test to pytest's capture, counted by what they said."""
+
+    category: str = Field(description="'DeprecationWarning' or '<module>.<qualname>'")
+    origin: str = Field(
+        description="file the warning is attributed to (after stacklevel), locations "
+        "replaced by markers such as '<root>'; never a line number"
+    )
+    message: str = Field(
+        description="the message with run-specific parts replaced; longer than 200 "
+        "characters: cut, ending with '…[<blake2b of the whole>]'"
+    )
+    count: int
+
+
 class TestRecord(_Model):
     id: str = Field(description="pytest node id relative to the repository root")
     outcome: Outcome
     verified: bool
     unverified_reasons: list[str] = []
     phases: dict[Phase, PhaseGenome] = {}
+    warnings: list[WarningFact] | None = Field(
+        None,
+        description="warnings pytest caught while the test ran (collection's for "
+        "'<import>'); absent: not recorded (pytest's warnings plugin was off, or a "
+        "recorder before warnings were recorded), which is never read as 'none'",
+    )
 
 
 class GenomeDocument(_Model):

@@ -36,6 +36,7 @@ from diffgenome.recording.options import read_options
 from diffgenome.recording.run import Run, git_toplevel, new_run_id, rootdir_in_repository
 from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
+from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
 
@@ -118,6 +119,14 @@ class Recorder:
         self._store_broken = False
         self._disturbances_said: set[str] = set()
         self._collection_failed = False
+        # pytest hands a test's warnings over after its last report (``logfinish``): the
+        # finished test waits for them here until its protocol ends. None: pytest's warnings
+        # plugin is off (``-p no:warnings``), so nothing can be said about warnings.
+        self.warned = WarningsSeen() if config.pluginmanager.has_plugin("warnings") else None
+        self._held: list[tuple[str, str, dict[str, Any], list[str]]] = []
+        # ``<import>`` waits likewise for collection's warnings, until the first test starts.
+        self._import_warned = WarningsSeen() if self.warned is not None else None
+        self._held_import: tuple[str, str, dict[str, Any], list[str]] | None = None
 
     # -- session -------------------------------------------------------------------------
 
@@ -130,6 +139,7 @@ class Recorder:
             "bounds": self.bounds.as_config(),
             "recorder": f"diffgenome {__version__}",
             "genome_format": GENOME_FORMAT,
+            "warnings": "pytest" if self.warned is not None else "not-captured",
         }
         return config
 
@@ -251,6 +261,8 @@ class Recorder:
         self.tracer.stop()
         self._say_first_errors()
         try:
+            self._release_import()
+            self._release_held()
             self._flush()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
             reasons = ["interrupted"] if exitstatus == 2 else []
@@ -412,23 +424,70 @@ class Recorder:
         self._phases = {}
         self._phase_reasons = []
         self._reports = {}
-        self._add_test(test_id, outcome, phases, reasons)
+        if test_id == IMPORT_TEST_ID:
+            self._held_import = (test_id, outcome, phases, reasons)
+        else:
+            self._held.append((test_id, outcome, phases, reasons))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        """Outside pytest's warnings capture (registered after it, so called before it):
+        when this ends, the test's warnings have been handed over."""
+        self._release_import()
+        try:
+            return (yield)
+        finally:
+            self._release_held()
+
+    def pytest_warning_recorded(
+        self, warning_message: Any, when: str, nodeid: str, location: object
+    ) -> None:
+        if self.is_controller:
+            return
+        seen = {"runtest": self.warned, "collect": self._import_warned}.get(when)
+        if seen is None:
+            return
+        try:
+            seen.add(warning_message)
+        except Exception as exc:
+            self._phase_reasons.append(f"recorder-error:warnings:{type(exc).__name__}")
+
+    def _release_import(self) -> None:
+        held, self._held_import = self._held_import, None
+        if held is not None:
+            warned = self._import_warned.take() if self._import_warned is not None else None
+            self._add_test(*held, warned)
+
+    def _release_held(self) -> None:
+        """Write the tests that waited for their warnings; the warnings go with each."""
+        held, self._held = self._held, []
+        warned = self.warned.take() if self.warned is not None else None
+        for test_id, outcome, phases, reasons in held:
+            self._add_test(test_id, outcome, phases, reasons, warned)
 
     def _add_test(
-        self, test_id: str, outcome: str, phases: dict[str, Any], reasons: list[str]
+        self,
+        test_id: str,
+        outcome: str,
+        phases: dict[str, Any],
+        reasons: list[str],
+        warned: list[dict[str, Any]] | None = None,
     ) -> None:
         """The one place a test record is made (tests and subtests alike) and written: the
         session's reasons hold for every test, the test's own are added to them."""
         reasons = self._session_reasons + reasons
-        self._pending.append(
-            {
-                "id": test_id,
-                "outcome": outcome,
-                "verified": not reasons,
-                "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
-                "phases": phases,
-            }
-        )
+        record: dict[str, Any] = {
+            "id": test_id,
+            "outcome": outcome,
+            "verified": not reasons,
+            "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
+            "phases": phases,
+        }
+        if warned is not None:
+            record["warnings"] = warned
+        self._pending.append(record)
         self._flush()
 
     def _store_failed(self, exc: BaseException) -> None:

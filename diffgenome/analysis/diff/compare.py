@@ -33,6 +33,7 @@ STAND_IN_CHANGED = "stand_in_changed"
 EGRESS_ADDED = "egress_added"
 EGRESS_REMOVED = "egress_removed"
 STATE_CHANGED = "state_changed"
+WARNINGS_CHANGED = "warnings_changed"
 
 CHANGE_KINDS: tuple[str, ...] = (
     OUTCOME_CHANGED,
@@ -49,6 +50,7 @@ CHANGE_KINDS: tuple[str, ...] = (
     EGRESS_ADDED,
     EGRESS_REMOVED,
     STATE_CHANGED,
+    WARNINGS_CHANGED,
 )
 
 # Kinds that say a node exists on one side only: instability of such a node covers its subtree.
@@ -107,6 +109,9 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
     b_outcome, h_outcome = base.record.get("outcome"), head.record.get("outcome")
     if b_outcome != h_outcome:
         found.append(Found(OUTCOME_CHANGED, None, (), base=b_outcome, head=h_outcome))
+    warned = warnings_diff(base.record.get("warnings"), head.record.get("warnings"))
+    if warned is not None:
+        found.append(Found(WARNINGS_CHANGED, None, (), base=warned[0], head=warned[1]))
     if base.record.get("phases") == head.record.get("phases"):
         return found  # the common case, decided at C speed
     empty = PhaseIndex()
@@ -403,4 +408,52 @@ def _branch_found(
         branch.get("predicate"),
         base,
         head,
+    )
+
+
+WarningKey = tuple[str, str, str]
+
+
+def _warning_counts(warned: object) -> dict[WarningKey, int]:
+    counts: dict[WarningKey, int] = {}
+    for item in warned if isinstance(warned, list) else ():
+        if isinstance(item, Mapping):
+            key = (str(item.get("category")), str(item.get("origin")), str(item.get("message")))
+            counts[key] = counts.get(key, 0) + int(item.get("count") or 0)
+    return counts
+
+
+def _warnings_out(counts: Mapping[WarningKey, int], keys: Iterable[WarningKey]) -> list[Any]:
+    return [
+        {"category": c, "origin": o, "message": m, "count": counts.get((c, o, m), 0)}
+        for c, o, m in sorted(keys)
+    ]
+
+
+def warnings_diff(b: object, h: object) -> tuple[Any, Any] | None:
+    """The warnings whose count differs, each side's count of them; None when equal.
+
+    A side without a ``warnings`` field did not record them: that is reported only where the
+    other side did warn (``null`` for the unknown side), never as "no warnings".
+    """
+    if b == h:
+        return None
+    if b is None or h is None:
+        known = h if b is None else b
+        if not _warning_counts(known):
+            return None
+        counts = _warning_counts(known)
+        out = _warnings_out(counts, counts)
+        return (None, out) if b is None else (out, None)
+    b_counts, h_counts = _warning_counts(b), _warning_counts(h)
+    keys = {
+        key
+        for key in b_counts.keys() | h_counts.keys()
+        if b_counts.get(key, 0) != h_counts.get(key, 0)
+    }
+    if not keys:
+        return None
+    return (
+        _warnings_out(b_counts, (k for k in keys if b_counts.get(k))),
+        _warnings_out(h_counts, (k for k in keys if h_counts.get(k))),
     )

@@ -141,7 +141,26 @@ def describe(change: Change) -> str:
         return f"{at}: {_fields(base)} {ARROW} {_fields(head)}"
     if kind == "state_changed":
         return f"{at} state: {_either(_facts, base, head)}"
+    if kind == "warnings_changed":
+        if base is None or head is None:
+            side = "base" if base is None else "head"
+            other = _warned(base or head)
+            return f"warnings not recorded on the {side} side; the other warned: {other}"
+        return f"warnings: {_either(_warned, base, head)}"
     return f"{kind} at {at}: {base!r} {ARROW} {head!r}"
+
+
+def _warned(warned: object) -> str:
+    if not isinstance(warned, Sequence) or not warned:
+        return "nothing else"
+    parts = []
+    for item in warned:
+        if isinstance(item, Mapping):
+            parts.append(
+                f"{item.get('category')}({item.get('message')!r}) from {item.get('origin')}"
+                f" {TIMES}{item.get('count')}"
+            )
+    return "; ".join(parts)
 
 
 def _noun(kind: str) -> str:

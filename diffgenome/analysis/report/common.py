@@ -31,6 +31,7 @@ KIND_TITLES = {
     "egress_added": "new network or process access",
     "egress_removed": "network or process access no longer made",
     "state_changed": "state changed",
+    "warnings_changed": "warnings changed",
 }
 
 
