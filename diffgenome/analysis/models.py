@@ -62,7 +62,10 @@ class Collector(_Model):
 
 
 class Symbol(_Model):
-    id: str = Field(description="py:<module>.<qualname>[#ordinal]; never a line number")
+    id: str = Field(
+        description="py:<module>.<qualname>[#ordinal], anonymous code <lambda>[<digest>]; "
+        "never a line number"
+    )
     origin: Origin
     path: str | None = Field(None, description="file relative to the repository root")
     line: int | None = Field(None, description="first line, for people; not part of identity")

@@ -47,12 +47,36 @@ def check_genome_format(value: object) -> None:
     check_format(value, GENOME_FORMAT)
 
 
-def check_comparable(base_format: object, head_format: object) -> None:
-    """Two genomes compare only within one version: their decision ids mean different things."""
+# How symbols are named within genome/2. 2: lambdas and generator expressions by content
+# (``f.<locals>.<lambda>[<digest>]``), where 1 (runs that do not say) numbered them in source
+# order. A reader of one run needs nothing of this; a comparison of two runs does.
+NAMING = 2
+
+
+def naming_of(run_config: object) -> int:
+    """The naming revision a run was recorded with (runs that do not say: 1)."""
+    if isinstance(run_config, dict):
+        value = run_config.get("naming")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 1
+
+
+def check_comparable(
+    base_format: object, head_format: object, base_naming: int = NAMING, head_naming: int = NAMING
+) -> None:
+    """Two genomes compare only within one version and one naming revision: their decision
+    ids, or the names of their anonymous code, mean different things."""
     if base_format != head_format:
         raise FormatError(
             f"base is {base_format} and head is {head_format}, whose decision ids are not "
             "comparable; record both again with this diffgenome (diffgenome diff --rerecord)"
+        )
+    if base_naming != head_naming:
+        raise FormatError(
+            f"base names anonymous code by naming revision {base_naming} and head by "
+            f"{head_naming}, which are not comparable; record both again with this "
+            "diffgenome (diffgenome diff --rerecord)"
         )
 
 

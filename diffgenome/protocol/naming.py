@@ -46,7 +46,6 @@ _ast_unparse = ast.unparse
 
 # Predicates are for people; a generated condition must not bloat every genome that holds it.
 MAX_PREDICATE: Final = 200
-_ANONYMOUS: Final = frozenset({"<lambda>", "<genexpr>", "<listcomp>", "<setcomp>", "<dictcomp>"})
 _CO_NEWLOCALS: Final = 0x2
 
 # (line, col, end_line, end_col); columns are UTF-8 byte offsets in both the AST and co_positions.
@@ -97,6 +96,8 @@ class Scope:
     stores: set[str] = field(default_factory=set)
     params: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
+    # lambdas and generator expressions only, until they are named: what they are
+    node: ast.AST | None = None
 
     def renamable(self) -> frozenset[str]:
         """The names a decision's identity writes as placeholders: a function's locals and
@@ -252,6 +253,12 @@ class _Placeholders(ast.NodeTransformer):
         placeholder = self.seen.setdefault(node.id, f"_{len(self.seen)}")
         return ast.copy_location(ast.Name(id=placeholder, ctx=node.ctx), node)
 
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        # a lambda's parameters, where a condition or an anonymous scope holds one
+        if node.arg in self.names:
+            node.arg = self.seen.setdefault(node.arg, f"_{len(self.seen)}")
+        return node
+
 
 def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -> str:
     """What a decision tests, independent of layout, comments and local names."""
@@ -267,6 +274,18 @@ def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -
         except Exception:  # absurdly deep expressions: their dump still tells them apart
             parts.append(ast.dump(node))
     return "\x1f".join(parts)
+
+
+def _anonymous_digest(scope: Scope) -> str:
+    """What a lambda or generator expression is: its source with its own and its enclosing
+    functions' locals as placeholders, so renaming a local or moving code changes nothing."""
+    names: set[str] = set()
+    outer: Scope | None = scope
+    while outer is not None:
+        names |= outer.renamable()
+        outer = outer.parent
+    text = condition_text((scope.node,), frozenset(names))
+    return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
 
 
 def site_ids(sites: list[SiteSpans]) -> list[str]:
@@ -330,6 +349,8 @@ class _Builder:
         self, kind: str, role: str, name: str, parent: Scope, node: ast.AST, firstlineno: int
     ) -> Scope:
         scope = Scope(kind, role, name, parent, firstlineno, node_span(node))
+        if role in ("lambda", "genexpr"):
+            scope.node = node
         self.scopes.append(scope)
         return scope
 
@@ -570,14 +591,20 @@ class SourceNames:
         counts: dict[str, int] = {}
         for scope in scopes:
             scope.qualname = _qualname(scope)
-            n = counts.get(scope.qualname, 0)
-            counts[scope.qualname] = n + 1
-            last = scope.qualname.rpartition(".")[2]
-            suffix = f"#{n}" if (n or last in _ANONYMOUS) else ""
+            if scope.node is not None:
+                # By content, as decisions are: inserting a lambda above another one must
+                # not rename it. The ordinal counts only lambdas that read alike.
+                name = f"{scope.qualname}[{_anonymous_digest(scope)}]"
+                scope.node = None
+            else:
+                name = scope.qualname
+            n = counts.get(name, 0)
+            counts[name] = n + 1
+            suffix = f"#{n}" if n else ""
             if scope.role == "module":
                 scope.symbol = f"{SYMBOL_PREFIX}{module}"
             else:
-                scope.symbol = f"{SYMBOL_PREFIX}{module}.{scope.qualname}{suffix}"
+                scope.symbol = f"{SYMBOL_PREFIX}{module}.{name}{suffix}"
             self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
             self._by_qualname.setdefault(scope.qualname, []).append(scope)
 

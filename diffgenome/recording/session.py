@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
-from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
 from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.collect import stable, values
@@ -139,6 +139,7 @@ class Recorder:
             "bounds": self.bounds.as_config(),
             "recorder": f"diffgenome {__version__}",
             "genome_format": GENOME_FORMAT,
+            "naming": NAMING,
             "warnings": "pytest" if self.warned is not None else "not-captured",
         }
         return config

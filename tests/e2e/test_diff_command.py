@@ -879,3 +879,15 @@ def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_
     lines = mixed.stderr.strip().splitlines()
     assert len(lines) == 1 and "record both again" in lines[0], mixed.stderr
     assert "Traceback" not in mixed.stderr
+    # A /2 recording from before lambdas were named by content (no ``naming`` in its config)
+    # names them by order: compared with a current one, it would pair different lambdas.
+    assert head["run"]["config"]["naming"] == 2
+    config = {k: v for k, v in head["run"]["config"].items() if k != "naming"}
+    ordinal = dict(head, run=dict(head["run"], config=config))
+    (tmp_path / "ordinal.json").write_text(json.dumps(ordinal))
+    renamed = diffgenome(
+        "diff", str(tmp_path / "ordinal.json"), str(tmp_path / "head.json"), cwd=calc
+    )
+    assert renamed.returncode == 2
+    lines = renamed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "naming revision 1" in lines[0], renamed.stderr

@@ -42,6 +42,7 @@ from diffgenome.protocol.formats import (
     FormatError,
     check_comparable,
     check_genome_format,
+    naming_of,
 )
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
@@ -633,7 +634,12 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     runner = Runner(options)
     prepared = runner.prepare()
     base, head = prepared.base, prepared.head
-    check_comparable(base.document.get("format"), head.document.get("format"))
+    check_comparable(
+        base.document.get("format"),
+        head.document.get("format"),
+        naming_of((base.document.get("run") or {}).get("config")),
+        naming_of((head.document.get("run") or {}).get("config")),
+    )
 
     def compare(
         base_confirmation: Sequence[dict[str, Any]] = (),
