@@ -23,7 +23,7 @@ import pytest
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
 from diffgenome.protocol.store import one_line
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, ORIGIN_REPO, SYMBOL_PREFIX
 from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
@@ -119,6 +119,9 @@ class Recorder:
         self._store_broken = False
         self._disturbances_said: set[str] = set()
         self._collection_failed = False
+        # Project modules whose bodies ran before recording started (a conftest.py imported
+        # them while pytest started up), as module symbols: ``<import>`` discloses them.
+        self._before_recording: list[str] = []
         # pytest hands a test's warnings over after its last report (``logfinish``): the
         # finished test waits for them here until its protocol ends. None: pytest's warnings
         # plugin is off (``-p no:warnings``), so nothing can be said about warnings.
@@ -207,6 +210,7 @@ class Recorder:
                 "are not recorded and the run is marked unverified",
             )
         self._tracing = self.tracer.tool_id is not None
+        self._before_recording = _imported_before(self.scope)
         if self._tracing:
             self.tempfile_names.install()
             self.standins = StandIns(self.tracer)
@@ -235,6 +239,10 @@ class Recorder:
             return (yield)
         finally:
             self._end("call")
+            if self._before_recording:
+                # Their bodies (module-level decisions, calls) ran unseen: say so, and which.
+                count = len(self._before_recording)
+                self._phase_reasons.append(f"imported-before-recording:{count}")
             # A module that failed to import is an error of ``<import>``, never a pass.
             outcome = "error" if self._collection_failed else "passed"
             self._finish_test(IMPORT_TEST_ID, outcome)
@@ -459,7 +467,8 @@ class Recorder:
         held, self._held_import = self._held_import, None
         if held is not None:
             warned = self._import_warned.take() if self._import_warned is not None else None
-            self._add_test(*held, warned)
+            extra = {"before_recording": self._before_recording} if self._before_recording else {}
+            self._add_test(*held, warned, extra)
 
     def _release_held(self) -> None:
         """Write the tests that waited for their warnings; the warnings go with each."""
@@ -475,6 +484,7 @@ class Recorder:
         phases: dict[str, Any],
         reasons: list[str],
         warned: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """The one place a test record is made (tests and subtests alike) and written: the
         session's reasons hold for every test, the test's own are added to them."""
@@ -488,6 +498,8 @@ class Recorder:
         }
         if warned is not None:
             record["warnings"] = warned
+        if extra:
+            record.update(extra)
         self._pending.append(record)
         self._flush()
 
@@ -523,6 +535,19 @@ class Recorder:
         if self._pending:
             self.store.add_tests(self.run_id, self.worker, self._pending)
             self._pending = []
+
+
+def _imported_before(scope: Scope) -> list[str]:
+    """Module symbols of the project's modules already imported (once, at start)."""
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str):
+            continue
+        placement = scope.place(filename)
+        if placement is not None and placement.origin == ORIGIN_REPO:
+            found.add(SYMBOL_PREFIX + placement.module)
+    return sorted(found)
 
 
 def _top_level_modules(scope: Scope) -> list[str]:

@@ -59,3 +59,58 @@ def test_new_asserts_in_tests_are_no_gaps_but_project_decisions_are(tmp_path: Pa
     clamp = by_symbol["py:pkg.calc.clamp"]
     assert clamp["change"] == "modified"
     assert len(clamp["gaps"]) == 1 and clamp["gaps"][0].endswith(" true"), clamp["gaps"]
+
+
+CONFTEST_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/settings.py": """
+        import sys
+
+        LIMIT = 3 if sys.maxsize > 1 else 2
+    """,
+    "pkg/calc.py": """
+        def clamp(x):
+            return x
+    """,
+    "tests/conftest.py": """
+        import pkg.settings  # imported while pytest starts up, before recording
+    """,
+    "tests/test_calc.py": """
+        from pkg.calc import clamp
+        from pkg import settings
+
+
+        def test_clamp():
+            assert clamp(settings.LIMIT) >= 3
+    """,
+}
+
+
+def test_module_code_run_before_recording_is_disclosed_not_called_unexecuted(
+    tmp_path: Path,
+) -> None:
+    """A module a conftest.py imports runs before the recorder starts: its body did run, so
+    "not executed by any test" would be false; ``<import>`` says which bodies it did not see."""
+    repo = tmp_path / "repo"
+    write_files(repo, CONFTEST_BASE)
+    git_commit(repo)
+    write_files(
+        repo,
+        {
+            "pkg/settings.py": """
+                import sys
+
+                LIMIT = 4 if sys.maxsize > 1 else 2
+            """
+        },
+    )
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", codes=(0, 1))
+    [settings] = [c for c in document["code_changes"] if c["symbol"] == "py:pkg.settings"]
+    assert settings["gaps"][0].startswith("ran before recording started"), settings
+    assert not any("not executed" in gap for gap in settings["gaps"])
+    [imports] = [t for t in document["tests"] if t["id"] == "<import>"]
+    assert imports["status"] == "unverified"
+    # pkg and pkg.settings, on both sides alike: nothing that could hide a change
+    assert "head: imported-before-recording:2" in imports["reasons"], imports
+    assert "base: imported-before-recording:2" in imports["reasons"], imports
+    assert imports["may_hide_change"] is False

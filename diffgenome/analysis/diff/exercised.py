@@ -10,8 +10,13 @@ from diffgenome.analysis.diff.align import TestIndex
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.drift import stand_in_users
 from diffgenome.analysis.models import CodeChange
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 GAP_NOT_EXECUTED = "not executed by any test"
+GAP_BEFORE_RECORDING = (
+    "ran before recording started (imported while pytest started up, e.g. by conftest.py): "
+    "its module-level code is not recorded"
+)
 GAP_ONLY_STAND_IN = "reached only through a stand-in"
 GAP_OUTCOME = "decision outcome never observed: {site} {outcome}"
 
@@ -62,6 +67,8 @@ def code_change_entries(
     have collected: decisions in test code (asserts, ifs in tests and fixtures) are not
     recorded, so an outcome never observed there is no gap."""
     b_seen, h_seen = observe(base), observe(head)
+    imports = head.get(IMPORT_TEST_ID)
+    unseen_modules = set(imports.record.get("before_recording") or ()) if imports else set()
     entries: list[CodeChange] = []
     for change in code.symbols:
         tests_head = h_seen.tests_of.get(change.symbol, set())
@@ -89,8 +96,13 @@ def code_change_entries(
                     if not (h_out or {}).get(outcome):
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
         if change.change != "removed" and not tests_head:
-            only_stand_in = change.symbol in h_seen.stand_ins
-            gaps.insert(0, GAP_ONLY_STAND_IN if only_stand_in else GAP_NOT_EXECUTED)
+            if change.symbol in unseen_modules:
+                gap = GAP_BEFORE_RECORDING
+            elif change.symbol in h_seen.stand_ins:
+                gap = GAP_ONLY_STAND_IN
+            else:
+                gap = GAP_NOT_EXECUTED
+            gaps.insert(0, gap)
         entries.append(
             CodeChange(
                 symbol=change.symbol,
