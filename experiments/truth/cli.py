@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=60)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--seed", type=int, default=5)
+    p.add_argument(
+        "--module-level",
+        action="store_true",
+        help="only mutants of module-level code (diffgenome affected's module-level rule)",
+    )
     sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
     p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
     p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
@@ -52,7 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "mutants":
         from truth import mutants
 
-        mutants.run(args.project, limit=args.limit, jobs=args.jobs, seed=args.seed)
+        mutants.run(
+            args.project,
+            limit=args.limit,
+            jobs=args.jobs,
+            seed=args.seed,
+            module_level=args.module_level,
+        )
     elif args.command == "identical":
         from truth import identical
 

@@ -170,11 +170,17 @@ def _module_name(file: str) -> str:
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
 
-def select(project: str, limit: int, seed: int, root: Path) -> list[Mutant]:
-    """Every point of the first module, then a seeded sample of the others up to ``limit``."""
+def select(
+    project: str, limit: int, seed: int, root: Path, module_level: bool = False
+) -> list[Mutant]:
+    """Every point of the first module, then a seeded sample of the others up to ``limit``;
+    with ``module_level``, only points in module-level code (constants, tables, regexes)."""
     chosen: list[Mutant] = []
     for file, tests in TARGETS[project].items():
-        points = mutation_points((root / file).read_bytes(), file, tests, _module_name(file))
+        module = _module_name(file)
+        points = mutation_points((root / file).read_bytes(), file, tests, module)
+        if module_level:
+            points = [m for m in points if m.symbol == f"py:{module}"]
         room = limit - len(chosen)
         if room <= 0:
             break
@@ -221,9 +227,11 @@ def noisy_tests(project: str) -> dict[str, Any]:
     return out
 
 
-def run(project: str, *, limit: int, jobs: int, seed: int) -> dict[str, Any]:
+def run(
+    project: str, *, limit: int, jobs: int, seed: int, module_level: bool = False
+) -> dict[str, Any]:
     env = env_for(project)
-    mutants = select(project, limit, seed, env.tree)
+    mutants = select(project, limit, seed, env.tree, module_level)
     quiet_control = noisy_tests(project)
     noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
@@ -248,23 +256,29 @@ def run(project: str, *, limit: int, jobs: int, seed: int) -> dict[str, Any]:
         "bases": bases,
         "identical_tree_control": quiet_control,
         "wall_s": round(time.monotonic() - started, 1),
+        "module_level": module_level,
     }
-    save("mutants", summary | {"mutants": results})
-    write_result(summary, results)
+    tag = "mutants-module-level" if module_level else "mutants"
+    save(tag, summary | {"mutants": results})
+    write_result(summary, results, tag)
     return summary
 
 
-def write_result(summary: dict[str, Any], results: list[dict[str, Any]]) -> None:
-    """experiments/results/truth-DATE-mutants.{json,md}: both counts side by side."""
+def write_result(
+    summary: dict[str, Any], results: list[dict[str, Any]], tag: str = "mutants"
+) -> None:
+    """experiments/results/truth-DATE-<tag>.{json,md}: both counts side by side, and how safe
+    ``diffgenome affected``'s selection was."""
     import json
 
     from truth.history import diffgenome_commit, results_path
 
     keep = ("id", "symbol", "operator", "line", "before", "after", "verdict", "verdict_quiet")
     keep += ("changed_tests", "quiet_changed_tests", "killed_tests", "quiet_killed_tests")
+    keep += ("selected", "selected_tests", "killed_not_selected", "changed_not_selected")
     rows = [{k: r.get(k) for k in keep} for r in results]
     data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": rows}
-    path = results_path("mutants", "", "json")
+    path = results_path(tag, "", "json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
     n = summary["total"]
@@ -282,16 +296,25 @@ def write_result(summary: dict[str, Any], results: list[dict[str, Any]]) -> None
         f"Identical-tree control per test file: "
         f"{ {k: v['statuses'] for k, v in summary['identical_tree_control'].items()} }.",
         "",
-        "| mutant | change | verdict | verdict (quiet tests) | changed / quiet changed |",
-        "|---|---|---|---|---|",
+        "`diffgenome affected` against the base recording (the mutant's code change, the "
+        "base genomes): a test whose outcome changed must be selected. "
+        f"Mutants with a killed test not selected: {summary['affected_unsafe']} of "
+        f"{summary['affected_measured']} measured; tests whose genome changed but were not "
+        f"selected: {summary['affected_changed_missed']}; mean share of the test file "
+        f"selected: {summary['affected_mean_share']}.",
+        "",
+        "| mutant | change | verdict | verdict (quiet tests) | changed / quiet changed | "
+        "selected / tests | killed not selected |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['id']} | `{_cell(str(r['before']))}` → `{_cell(str(r['after']))}` | "
             f"{r['verdict']} | {r['verdict_quiet']} | {r['changed_tests']} / "
-            f"{r['quiet_changed_tests']} |"
+            f"{r['quiet_changed_tests']} | {r.get('selected')} / {r.get('selected_tests')} | "
+            f"{len(r.get('killed_not_selected') or [])} |"
         )
-    results_path("mutants", "", "md").write_text("\n".join(out) + "\n")
+    results_path(tag, "", "md").write_text("\n".join(out) + "\n")
 
 
 def _cell(text: str) -> str:
@@ -325,6 +348,20 @@ def _worker(
             result = _one(env, root, store, mutant, base, extra, noisy.get(mutant.tests, set()))
         finally:
             path.write_bytes(original)
+        if result["verdict"] == "killed:timeout":
+            results.append(result)  # which test hung is unknown: no selection measured
+            log(f"mutant {mutant.id}: timeout")
+            continue
+        selected = _selection(mutant, original, base["doc"])
+        if result["verdict"] == "killed:collection":  # every test of the file errors
+            everyone = {t["id"] for t in base["doc"]["tests"] if t["id"] != "<import>"}
+            result["killed_ids"] = result["changed_ids"] = sorted(everyone)
+        killed = set(result.get("killed_ids") or ())
+        result["selected"] = len(selected)
+        result["selected_tests"] = sum(1 for t in base["doc"]["tests"] if t["id"] != "<import>")
+        result["killed_not_selected"] = sorted(killed - selected - {"<import>"})
+        changed = set(result.get("changed_ids") or ()) - {"<import>"}
+        result["changed_not_selected"] = sorted(changed - selected)
         log(
             f"mutant {mutant.id} {mutant.before!r}->{mutant.after!r}: {result['verdict']} "
             f"({result.get('changed_tests')} tests, masked {result.get('masked_by_control')})"
@@ -334,7 +371,23 @@ def _worker(
 
 
 def _public(base: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in base.items() if k != "called"}
+    return {k: v for k, v in base.items() if k not in ("called", "doc")}
+
+
+def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any]) -> set[str]:
+    """What ``diffgenome affected`` selects for this mutant from the base recording: the
+    same functions the CLI calls, given the two versions of the one changed file."""
+    from diffgenome.analysis.diff.affected import affected_tests
+    from diffgenome.analysis.diff.codechanges import code_changes_from_sources
+    from diffgenome.analysis.diff.modules import module_namer
+
+    module_of = module_namer([base_doc])
+    code = code_changes_from_sources(
+        {mutant.file: original.decode()},
+        {mutant.file: mutant.apply(original).decode()},
+        module_of,
+    )
+    return {found.test for found in affected_tests(base_doc, code, module_of)}
 
 
 def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) -> dict[str, Any]:
@@ -343,7 +396,7 @@ def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) 
     control = diff(store, first.run_id, second.run_id, root)
     unstable = sorted(_key(t["id"], c) for t in control["tests"] for c in t.get("changes", []))
     doc = document(store, first.run_id)
-    called = set()
+    called: set[str] = set()
     for test in doc["tests"]:
         for phase in test.get("phases", {}).values():
             called.update(n["symbol"] for n in phase.get("nodes", []) if n["type"] == "call")
@@ -356,6 +409,7 @@ def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) 
         "control_tests": sorted({k.split("|", 1)[0] for k in unstable}),
         "unverified_reasons": foreign,
         "called": sorted(called),
+        "doc": doc,
     }
 
 
@@ -421,7 +475,9 @@ def _one(
         "killed": killed,
         "statuses": dict(statuses),
         "changed_tests": len(changed),
+        "changed_ids": changed,
         "killed_tests": len(killed_tests),
+        "killed_ids": killed_tests,
         "change_kinds": dict(kinds),
         "masked_by_control": masked,
         "run": rec.run_id,
@@ -461,6 +517,17 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "killed_quiet": sum(1 for r in results if str(r.get("verdict_quiet")).startswith("killed")),
         "unchanged_quiet": [r["id"] for r in results if r.get("verdict_quiet") == "unchanged"],
+        # diffgenome affected (#10.6): a killed test must be selected.
+        "affected_measured": sum(1 for r in results if "selected" in r),
+        "affected_unsafe": sum(1 for r in results if r.get("killed_not_selected")),
+        "affected_changed_missed": sum(len(r.get("changed_not_selected") or []) for r in results),
+        "affected_mean_share": (
+            round(
+                sum(r["selected"] / max(1, r["selected_tests"]) for r in results if "selected" in r)
+                / max(1, sum(1 for r in results if "selected" in r)),
+                4,
+            )
+        ),
     }
 
 
