@@ -17,6 +17,7 @@ reads as "not recorded", never as "none").
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from diffgenome.recording.collect import stable
@@ -33,12 +34,19 @@ def _category(category: object) -> str:
     return str(name) if module == "builtins" else f"{module}.{name}"
 
 
-def _text(message: object) -> str:
+# ``unclosed <socket.socket fd=7, ... laddr=('127.0.0.1', 40123)>``: file descriptors and
+# ports are the process's, not the code's. Only in ResourceWarning, where they are the rule.
+_NUMBERS = re.compile(r"\d+")
+
+
+def _text(message: object, category: str) -> str:
     try:
         text = str(message)
     except Exception as exc:  # a warning whose __str__ fails is still a warning
         text = f"<unprintable {type(message).__name__}: {type(exc).__name__}>"
     text = stable.stable_text(text)
+    if category == "ResourceWarning":
+        text = _NUMBERS.sub("N", text)
     if len(text) <= MAX_TEXT:
         return text
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -55,10 +63,11 @@ class WarningsSeen:
 
     def add(self, warning_message: Any) -> None:
         """One caught ``warnings.WarningMessage``."""
+        category = _category(getattr(warning_message, "category", None))
         key = (
-            _category(getattr(warning_message, "category", None)),
+            category,
             stable.stable_text(str(getattr(warning_message, "filename", "") or "")),
-            _text(getattr(warning_message, "message", "")),
+            _text(getattr(warning_message, "message", ""), category),
         )
         self._counts[key] = self._counts.get(key, 0) + 1
 

@@ -139,3 +139,31 @@ def test_warnings_are_recorded_by_xdist_workers(tmp_path: Path) -> None:
     noisy = test_genome(doc, "::test_noisy")["warnings"]
     assert [w["message"] for w in noisy] == ["round 0", "round 1"]
     assert test_genome(doc, "::test_quiet")["warnings"] == []
+
+
+LEAK = {
+    "pkg/__init__.py": "",
+    "tests/test_leak.py": """
+        import gc
+        import socket
+
+
+        def test_leaks_a_socket():
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            del s
+            gc.collect()
+    """,
+}
+
+
+def test_resource_warnings_do_not_carry_descriptors_or_ports(tmp_path: Path) -> None:
+    project = make_project(tmp_path, LEAK)
+    shown = ("-W", "default::ResourceWarning")  # ignored by Python's default filters
+    first = test_genome(record(project, *shown), "::test_leaks_a_socket")["warnings"]
+    [leak] = first
+    assert leak["category"] == "ResourceWarning"
+    assert leak["message"].startswith("unclosed <socket.socket fd=N")
+    assert not any(ch.isdigit() for ch in leak["message"]), leak
+    second = test_genome(record(project, *shown), "::test_leaks_a_socket")["warnings"]
+    assert second == first
