@@ -131,6 +131,7 @@ def run_suite(row: Row, suite: str, work: Path, baseline: dict[str, set[str]]) -
             row.repeat,
             TIMEOUT,
             scratch,
+            control=row.plain_control,
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -34,6 +34,10 @@ class Row:
     # per-suite argument lists, for settings that name the project's package
     per_suite: dict[str, tuple[str, ...]] = field(default_factory=dict)
     note: str = ""
+    # run plain more times: where two plain sessions already differ (scheduling under
+    # xdist, tests sharing files), a plain/--genome difference among those tests is the
+    # suite's, and the row says so instead of blaming or excusing the recorder by hand
+    plain_control: int = 0  # how many extra plain sessions
 
     def args_for(self, suite: str) -> tuple[str, ...]:
         return self.args + self.per_suite.get(suite, ())
@@ -195,6 +199,7 @@ ROWS: tuple[Row, ...] = (
         args=("-n", "2", "--dist", "loadscope"),
         plugins=("pytest-xdist",),
         example="basic",
+        plain_control=3,
     ),
     Row(
         "xdist-loadgroup",
@@ -202,6 +207,7 @@ ROWS: tuple[Row, ...] = (
         args=("-n", "2", "--dist", "loadgroup"),
         plugins=("pytest-xdist",),
         example="basic",
+        plain_control=3,
     ),
     Row("gc-disable", "`gc.disable()` in a test", suites=(), example="gc-disable"),
     Row(

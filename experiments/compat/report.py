@@ -37,6 +37,13 @@ def _genome_cell(entry: dict[str, Any]) -> str:
     return text
 
 
+def _explained(entry: dict[str, Any]) -> bool:
+    """Plain sessions of the suite already disagree among themselves under this setting:
+    no plain/--genome comparison of outcomes can be judged."""
+    control = entry.get("plain_control") or {}
+    return bool(control.get("unstable_tests"))
+
+
 def _says(entries: list[dict[str, Any]]) -> str:
     notices = sorted({n for e in entries for n in e["notices"]})
     if not notices:
@@ -60,8 +67,28 @@ def table(data: dict[str, Any]) -> str:
         if not entries:
             lines.append(f"| {row.setting} | not run in this measurement | | | |")
             continue
-        ok = all(e["ok"] for e in entries)
-        status = "green" if ok else "**see notes**"
+        unjudged = [e for e in entries if _explained(e)]
+        bad = [e for e in entries if not e["ok"] and e not in unjudged]
+        if bad:
+            status = "**see notes**"
+        elif unjudged:
+            status = "not judged on " + "; ".join(
+                f"{_target(e)}, not deterministic here: its "
+                f"{1 + e['plain_control']['sessions']} plain sessions already disagree on "
+                f"{e['plain_control']['unstable_tests']} tests"
+                + (
+                    " (--genome: the same outcomes)"
+                    if e["outcome_equal"]
+                    else ", and every --genome difference is among them"
+                    if e["plain_control"]["explains_differences"]
+                    else " (see notes)"
+                )
+                for e in unjudged
+            )
+            if len(unjudged) < len(entries):
+                status += "; green on the others"
+        else:
+            status = "green"
         if row.note:
             status += f"; {row.note}"
         lines.append(
@@ -95,6 +122,14 @@ def details(data: dict[str, Any], summary: str) -> str:
             out.append("- diffgenome said: " + " / ".join(entry["notices"]))
         if entry["problems"]:
             out.append("- problems: " + "; ".join(entry["problems"]))
+        control = entry.get("plain_control")
+        if control:
+            out.append(
+                f"- {control['sessions']} more plain sessions: exit {control['returncode']}, "
+                f"{control['unstable_tests']} tests whose outcome differs among them "
+                f"(e.g. {', '.join(control['unstable_examples'][:3]) or '-'}); explains "
+                f"every --genome difference: {control['explains_differences']}"
+            )
         out.append("")
     return "\n".join(out)
 

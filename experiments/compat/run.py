@@ -131,6 +131,26 @@ class Result:
     problems: list[str] = field(default_factory=list)
     not_run: str | None = None
     packages: dict[str, str] = field(default_factory=dict)
+    # more plain sessions, where the row asks for them (Row.plain_control)
+    control: list[ModeRun] = field(default_factory=list)
+
+    def plain_unstable(self) -> set[str]:
+        """Tests whose outcome differs between any two plain sessions."""
+        if not self.control or not self.plain:
+            return set()
+        sessions = [self.plain[0].outcomes, *(run.outcomes for run in self.control)]
+        tests = set().union(*sessions)
+        return {t for t in tests if len({s.get(t) for s in sessions}) > 1}
+
+    def explained_by_control(self) -> bool:
+        """Every plain/--genome difference is among tests that two plain sessions also
+        disagree on, and there are such tests: the suite is not deterministic here."""
+        unstable = self.plain_unstable()
+        if not unstable or not self.plain or not self.genome:
+            return False
+        p, g = self.plain[0].outcomes, self.genome[0].outcomes
+        differing = {t for t in set(p) | set(g) if p.get(t) != g.get(t)}
+        return differing <= unstable
 
     @property
     def outcome_equal(self) -> bool:
@@ -172,6 +192,17 @@ class Result:
             "plain_notices": sorted({n for r in self.plain for n in r.notices}),
             "problems": self.problems,
             "ok": self.ok,
+            "plain_control": (
+                {
+                    "sessions": len(self.control),
+                    "returncode": self.control[0].returncode,
+                    "unstable_tests": len(self.plain_unstable()),
+                    "unstable_examples": sorted(self.plain_unstable())[:5],
+                    "explains_differences": self.explained_by_control(),
+                }
+                if self.control
+                else None
+            ),
         }
 
     @property
@@ -294,14 +325,22 @@ def run_pair(
     repeat: int,
     timeout: float,
     scratch: Path,
+    control: int = 0,
 ) -> Result:
-    """Plain then --genome (``repeat`` sessions each), each mode with its own state."""
-    for mode in ("plain", "genome"):
+    """Plain then --genome (``repeat`` sessions each), each mode with its own state; with
+    ``control``, then that many more plain sessions (each with fresh state) to compare plain
+    with plain."""
+    modes = ("plain", "genome", "control") if control else ("plain", "genome")
+    for mode in modes:
         state = scratch / f"state-{mode}"
         shutil.rmtree(state, ignore_errors=True)
         state.mkdir(parents=True)
-        for i in range(repeat):
-            run = run_mode(mode, python, cwd, args, env, scratch / f"{mode}-{i}", state, timeout)
+        for i in range(repeat if mode != "control" else control):
+            as_mode = "plain" if mode == "control" else mode
+            if mode == "control":
+                state = scratch / f"state-control-{i}"
+                state.mkdir(parents=True)
+            run = run_mode(as_mode, python, cwd, args, env, scratch / f"{mode}-{i}", state, timeout)
             getattr(result, mode).append(run)
             log(
                 f"  {result.row:22s} {result.target:24s} {mode:6s} {run.wall_s:7.2f}s "
