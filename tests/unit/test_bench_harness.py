@@ -144,3 +144,40 @@ def test_quick_mode_end_to_end() -> None:
         for f in out.glob("bench-*"):
             f.unlink()
         out.rmdir()
+
+
+def test_outcome_plugin_calls_a_failing_call_with_a_failing_teardown_error(
+    tmp_path: Path,
+) -> None:
+    """The harness's outcome of a test is the genome's (docs/protocol.md): a failing setup or
+    teardown makes it ``error`` even when its call failed too."""
+    (tmp_path / "test_both.py").write_text(
+        "import pytest\n\n"
+        "@pytest.fixture\n"
+        "def broken_teardown():\n"
+        "    yield\n"
+        "    raise RuntimeError('teardown')\n\n"
+        "def test_both(broken_teardown):\n"
+        "    assert False\n\n"
+        "def test_call_only():\n"
+        "    assert False\n"
+    )
+    out = tmp_path / "outcomes.json"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT / "experiments" / "bench" / "plugin"),
+        "BENCH_OUTCOMES": str(out),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "bench_outcomes", "-p", "no:cacheprovider", "-q"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    outcomes = {k: v["outcome"] for k, v in json.loads(out.read_text()).items()}
+    assert outcomes == {
+        "test_both.py::test_both": "error",
+        "test_both.py::test_call_only": "failed",
+    }
