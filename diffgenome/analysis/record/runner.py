@@ -110,6 +110,8 @@ class Target:
     python: str
     version: str
     has_entry_point: bool
+    # hypothesis' pytest plugin loads by itself there: its --hypothesis-seed is available
+    has_hypothesis: bool = False
 
 
 _PROBE = """
@@ -128,6 +130,13 @@ try:
     ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 except BaseException:
     info["entry_point"] = False
+try:
+    from importlib.metadata import entry_points
+    info["hypothesis"] = any(
+        ep.name == "hypothesispytest" for ep in entry_points(group="pytest11")
+    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+except BaseException:
+    info["hypothesis"] = False
 print(json.dumps(info))
 """.replace("@PLUGIN@", repr(PLUGIN_MODULE))
 
@@ -314,6 +323,7 @@ class Runner:
             f"--genome-key-file={os.path.join(store, KEY_FILE)}",
             *plugin,
             *FIXED_PYTEST_ARGS,
+            *_same_examples(target, self.options.pytest_args),
             *self.options.pytest_args,
         ]
 
@@ -384,7 +394,12 @@ class Runner:
                 f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
                 "pytest in that environment or pass --python PY"
             )
-        self._target = Target(python, str(info["python"]), bool(info.get("entry_point")))
+        self._target = Target(
+            python,
+            str(info["python"]),
+            bool(info.get("entry_point")),
+            bool(info.get("hypothesis")),
+        )
         return self._target
 
     def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
@@ -525,6 +540,19 @@ class Runner:
             base.code, head.code, lambda path: module_of(path) is not None
         )
         return code_changes_from_sources(base_files, head_files, module_of)
+
+
+def _same_examples(target: Target, pytest_args: Sequence[str]) -> list[str]:
+    """``--hypothesis-seed=0`` where hypothesis' plugin is there and the user chose nothing:
+    every recording of a diff then draws the same examples, so that base and head differ only
+    where the code does (attrs: 22 tests differed on an identical tree by the draw alone).
+    The user's own ``--hypothesis-seed`` (or switching the plugin off) wins."""
+    if not target.has_hypothesis:
+        return []
+    for arg in pytest_args:
+        if arg.startswith("--hypothesis-seed") or arg.endswith("no:hypothesispytest"):
+            return []
+    return ["--hypothesis-seed=0"]
 
 
 def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:

@@ -1,0 +1,71 @@
+"""End-to-end: property tests draw the same examples on both sides of a diff.
+
+hypothesis draws new examples in every session, so an identical tree differed in the values,
+counts and decisions of every property test (attrs: 22 tests `changed` on a new commit with
+the same tree). ``diffgenome diff`` passes ``--hypothesis-seed=0`` where hypothesis' plugin
+is there and the user chose no seed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from e2e.helpers import DIFF_PYTEST_ARGS, cli_json, export, git_commit, write_files
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/num.py": """
+        def bucket(x):
+            if x > 1000:
+                return "big"
+            if x < -1000:
+                return "small"
+            return "mid"
+    """,
+    "tests/test_num.py": """
+        from hypothesis import given, settings, strategies as st
+
+        from pkg.num import bucket
+
+
+        @settings(max_examples=30, database=None)
+        @given(st.integers())
+        def test_bucket(x):
+            assert bucket(x) in ("big", "small", "mid")
+    """,
+}
+
+
+def test_an_identical_tree_is_quiet_for_property_tests(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
+    [test] = [t for t in document["tests"] if t["id"].endswith("::test_bucket")]
+    assert test["status"] == "unchanged", test
+    assert code == 0
+
+
+def test_the_users_own_seed_wins(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    args = (*DIFF_PYTEST_ARGS, "--hypothesis-seed=7")
+    _, document = cli_json(
+        repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm", pytest_args=args
+    )
+    [test] = [t for t in document["tests"] if t["id"].endswith("::test_bucket")]
+    assert test["status"] == "unchanged", test
+    for side in ("base", "head"):
+        selection = export(repo, run=document[side]["run"])["run"]["selection"]
+        assert "--hypothesis-seed=7" in selection, selection
+        assert "--hypothesis-seed=0" not in selection, selection
+
+
+def test_an_unseeded_diff_passes_seed_zero(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
+    selection = export(repo, run=document["head"]["run"])["run"]["selection"]
+    assert "--hypothesis-seed=0" in selection, selection
