@@ -93,3 +93,40 @@ def test_a_real_change_next_to_noise_stays_changed(tmp_path: Path) -> None:
     assert symbols == {"py:pkg.clock.double"}, changed["changes"]
     assert any("unstable" in r and "stamp" in r for r in changed["reasons"])
     assert code == 1
+
+
+SPACED = {
+    "pkg/__init__.py": "",
+    "pkg/clock.py": """
+        import time
+
+
+        def stamp(name):
+            return (name, time.time())
+    """,
+    "tests/test_spaced.py": """
+        import pytest
+
+        from pkg.clock import stamp
+
+
+        @pytest.mark.parametrize("name", ['{"name": "x"}', "a b"])
+        def test_noise_in_a_spaced_id(name):
+            assert stamp(name)
+    """,
+}
+
+
+def test_parametrize_ids_with_spaces_are_confirmed_not_cut(tmp_path: Path) -> None:
+    """google-api-core's ``test_upload[{"name": "override"}-...]``: the id was cut at its first
+    space as if it were a subtest's label, and pytest found no such test (exit 2)."""
+    repo = tmp_path / "repo"
+    write_files(repo, SPACED)
+    git_commit(repo)
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    code, document = _diff(repo, tmp_path)
+    statuses = {t["id"]: t["status"] for t in document["tests"]}
+    spaced = [s for t, s in statuses.items() if "test_noise_in_a_spaced_id[" in t]
+    assert spaced == ["unstable", "unstable"], statuses
+    assert document["summary"]["confirmed"] == 2
+    assert code == 0

@@ -521,10 +521,7 @@ class Runner:
         for test_id in test_ids:
             if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
                 continue
-            node = test_id[len(prefix) :]
-            if " " in node:  # a subtest: "<node id> [label]"
-                node = node.split(" ", 1)[0]
-            out[node] = None
+            out[_node_of(test_id[len(prefix) :])] = None
         return list(out)
 
     # -- code changes -----------------------------------------------------------------------
@@ -540,6 +537,21 @@ class Runner:
             base.code, head.code, lambda path: module_of(path) is not None
         )
         return code_changes_from_sources(base_files, head_files, module_of)
+
+
+def _node_of(test_id: str) -> str:
+    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
+    the first space outside brackets, because parametrize ids may hold spaces of their own
+    (``test_upload[{"name": "x"}-b'']``, google-api-core)."""
+    depth = 0
+    for i, ch in enumerate(test_id):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            return test_id[:i]
+    return test_id
 
 
 def _same_examples(target: Target, pytest_args: Sequence[str]) -> list[str]:
