@@ -99,7 +99,9 @@ class CallNode(_Model):
     symbol: str
     count: int
     exits: dict[str, int] = Field(
-        {}, description="'returned', 'yielded' or 'raised:<exception symbol>' -> count"
+        {},
+        description="'returned', 'yielded', 'raised:<exception symbol>' or 'running' (another "
+        "thread was still inside the call when the phase ended) -> count",
     )
     args: list[ValueShape] = []
     args_overflow: Overflow | None = None
@@ -107,7 +109,12 @@ class CallNode(_Model):
     results_overflow: Overflow | None = None
     state: list[StateFact] = []
     state_overflow: Overflow | None = None
-    via: str | None = Field(None, description="'thread' or 'task' when started elsewhere")
+    via: str | None = Field(
+        None,
+        description="'thread' (a thread its parent started in this phase), 'task' (an asyncio "
+        "task its parent created) or 'earlier-thread' (a thread started in an earlier phase: "
+        "a fixture's server, a pool; under the phase's root)",
+    )
 
 
 class Seam(_Model):
@@ -207,6 +214,12 @@ class TestRecord(_Model):
     verified: bool
     unverified_reasons: list[str] = []
     phases: dict[Phase, PhaseGenome] = {}
+    disclosed: list[str] = Field(
+        [],
+        description="facts about the capture that leave it complete, e.g. "
+        "'call:thread-outlived-phase' (what that thread did later is recorded in the phase "
+        "it did it in, as 'earlier-thread' work)",
+    )
     warnings: list[WarningFact] | None = Field(
         None,
         description="warnings pytest caught while the test ran (collection's for "

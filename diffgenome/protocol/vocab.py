@@ -70,5 +70,14 @@ EXIT_RETURNED: Final = "returned"
 EXIT_RAISED_PREFIX: Final = "raised:"
 # A generator or coroutine that suspended (yield/await) rather than returned.
 EXIT_YIELDED: Final = "yielded"
+# A call another thread was still inside when the phase ended (a server loop, a worker).
+EXIT_RUNNING: Final = "running"
+
+# ``via`` of calls made on another thread or task than their parent's: a thread started by
+# the parent in this phase, an asyncio task it created, or a thread started in an earlier
+# phase (a fixture's server, a pool), whose work hangs under the phase's root.
+VIA_THREAD: Final = "thread"
+VIA_TASK: Final = "task"
+VIA_EARLIER_THREAD: Final = "earlier-thread"
 
 SYMBOL_PREFIX: Final = "py:"

@@ -39,6 +39,9 @@ from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
+# A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
+# record's other fields (``disclosed``, ``before_recording``).
+_Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
 
 
 def _outcome(reports: dict[str, pytest.TestReport]) -> str:
@@ -110,6 +113,8 @@ class Recorder:
         self._pending: list[dict[str, Any]] = []
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
+        # Facts about the capture that leave it complete (a thread that outlived its phase)
+        self._disclosed: list[str] = []
         self._reports: dict[str, pytest.TestReport] = {}
         self._tracing = False
         self._closed = False
@@ -126,10 +131,10 @@ class Recorder:
         # finished test waits for them here until its protocol ends. None: pytest's warnings
         # plugin is off (``-p no:warnings``), so nothing can be said about warnings.
         self.warned = WarningsSeen() if config.pluginmanager.has_plugin("warnings") else None
-        self._held: list[tuple[str, str, dict[str, Any], list[str]]] = []
+        self._held: list[_Finished] = []
         # ``<import>`` waits likewise for collection's warnings, until the first test starts.
         self._import_warned = WarningsSeen() if self.warned is not None else None
-        self._held_import: tuple[str, str, dict[str, Any], list[str]] | None = None
+        self._held_import: _Finished | None = None
 
     # -- session -------------------------------------------------------------------------
 
@@ -335,7 +340,9 @@ class Recorder:
         if errors:
             self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
         if not self._threads_at_start.issuperset(_enumerate_threads()):
-            self._phase_reasons.append(f"{phase}:thread-outlived-phase")
+            # Not a gap: what the thread does in a later phase is recorded there (as work of
+            # an earlier thread); between phases it is no test's work.
+            self._disclosed.append(f"{phase}:thread-outlived-phase")
 
     def _say_disturbed(self, reason: str) -> None:
         """Once per kind: code under test changed the recorder's sys.monitoring tool."""
@@ -430,13 +437,15 @@ class Recorder:
         except Exception as exc:
             self._phase_reasons.append(f"recorder-error:origins:{type(exc).__name__}")
         phases, reasons = self._phases, self._phase_reasons
+        extra = {"disclosed": sorted(set(self._disclosed))} if self._disclosed else {}
         self._phases = {}
         self._phase_reasons = []
+        self._disclosed = []
         self._reports = {}
         if test_id == IMPORT_TEST_ID:
-            self._held_import = (test_id, outcome, phases, reasons)
+            self._held_import = (test_id, outcome, phases, reasons, extra)
         else:
-            self._held.append((test_id, outcome, phases, reasons))
+            self._held.append((test_id, outcome, phases, reasons, extra))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(
@@ -466,16 +475,18 @@ class Recorder:
     def _release_import(self) -> None:
         held, self._held_import = self._held_import, None
         if held is not None:
+            test_id, outcome, phases, reasons, extra = held
             warned = self._import_warned.take() if self._import_warned is not None else None
-            extra = {"before_recording": self._before_recording} if self._before_recording else {}
-            self._add_test(*held, warned, extra)
+            if self._before_recording:
+                extra = {**extra, "before_recording": self._before_recording}
+            self._add_test(test_id, outcome, phases, reasons, warned, extra)
 
     def _release_held(self) -> None:
         """Write the tests that waited for their warnings; the warnings go with each."""
         held, self._held = self._held, []
         warned = self.warned.take() if self.warned is not None else None
-        for test_id, outcome, phases, reasons in held:
-            self._add_test(test_id, outcome, phases, reasons, warned)
+        for test_id, outcome, phases, reasons, extra in held:
+            self._add_test(test_id, outcome, phases, reasons, warned, extra)
 
     def _add_test(
         self,

@@ -265,26 +265,32 @@ def test_thread_work_hangs_under_the_starting_function(doc: dict[str, Any]) -> N
     phase = test["phases"]["call"]
     work = one_node(phase, "py:lab.flow.work")
     path = node_path(phase, work)
+    [lambda_] = [s for s in path if "<lambda>" in s]
+    assert lambda_.startswith("py:lab.flow.spawn.<locals>.<lambda>[")
     assert path == [
         "py:tests.test_core.test_thread_work",
         "py:lab.flow.spawn",
-        "py:lab.flow.spawn.<locals>.<lambda>#0",
+        lambda_,
         "py:lab.flow.work",
     ]
-    assert one_node(phase, "py:lab.flow.spawn.<locals>.<lambda>#0")["via"] == "thread"
+    assert one_node(phase, lambda_)["via"] == "thread"
     assert test["verified"] is True, test["unverified_reasons"]
 
 
-def test_thread_outliving_its_test_makes_it_unverified(doc: dict[str, Any]) -> None:
+def test_thread_outliving_its_test_is_disclosed_not_a_gap(doc: dict[str, Any]) -> None:
+    """What such a thread does later is recorded in the phase it does it in (as work of an
+    earlier thread); between phases it is no test's work: the test stays verified."""
     outlived = test_genome(doc, "::test_thread_outlives")
-    assert outlived["verified"] is False
-    assert outlived["unverified_reasons"] == ["call:thread-outlived-phase"]
+    assert outlived["verified"] is True, outlived["unverified_reasons"]
+    assert outlived["disclosed"] == ["call:thread-outlived-phase"]
     # The next test ends that thread but leaks another one: as many threads as before, yet
     # one of them is new.
     swapped = test_genome(doc, "::test_thread_swapped")
-    assert swapped["unverified_reasons"] == ["call:thread-outlived-phase"]
+    assert swapped["disclosed"] == ["call:thread-outlived-phase"]
     # The last one only ends a thread.
-    assert test_genome(doc, "::test_thread_released")["verified"] is True
+    released = test_genome(doc, "::test_thread_released")
+    assert released["verified"] is True
+    assert "disclosed" not in released
 
 
 def test_generator_is_attributed_to_its_consumer(doc: dict[str, Any]) -> None:
@@ -470,7 +476,6 @@ def test_subprocess_is_recorded_and_makes_the_test_unverified(doc: dict[str, Any
     ]
 
 
-def test_only_the_subprocess_and_thread_tests_are_unverified(doc: dict[str, Any]) -> None:
+def test_only_the_subprocess_test_is_unverified(doc: dict[str, Any]) -> None:
     unverified = {t["id"].rpartition("::")[2] for t in doc["tests"] if not t["verified"]}
-    expected = {"test_subprocess", "test_thread_outlives", "test_thread_swapped"}
-    assert expected <= unverified <= {*expected, "test_thread_work"}
+    assert unverified == {"test_subprocess"}

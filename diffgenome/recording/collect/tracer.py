@@ -38,10 +38,12 @@ from typing import TYPE_CHECKING, Any
 from diffgenome.protocol.naming import Site, fallback_name
 from diffgenome.protocol.vocab import (
     EXIT_RAISED_PREFIX,
+    EXIT_RUNNING,
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
+    VIA_EARLIER_THREAD,
 )
 from diffgenome.recording.collect import codemap, contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
@@ -139,7 +141,11 @@ class Tracer:
         self._sink: Node | None = None
         self._nodes = 0
         self._reasons: set[str] = set()
-        self._starters: dict[int, tuple[threading.Thread, Node]] = {}  # by id(thread)
+        # By id(thread): the thread, the node whose code started it (None: started while no
+        # phase was recorded) and the phase it was started in. Kept while the thread lives,
+        # so that its work in a later phase is still known for what it is.
+        self._starters: dict[int, tuple[threading.Thread, Node | None, int]] = {}
+        self._phase_serial = 0
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
@@ -302,7 +308,8 @@ class Tracer:
         self._roots = {_get_ident(): (_current_thread(), root)}
         self._active.clear()
         self._task_frames.clear()
-        self._starters.clear()
+        self._phase_serial += 1
+        self._starters = {k: v for k, v in self._starters.items() if v[0].is_alive()}
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
@@ -316,6 +323,7 @@ class Tracer:
         """Stop attributing and hand over the phase's tree and disclosures."""
         self._set_recording(False)
         root = self._root if self._root is not None else Node(NODE_CALL, None, self.bounds)
+        self._close_running_calls()
         reasons = set(self._reasons)
         reasons.update(self.reclaim())
         if self.lost_reason is not None:
@@ -325,6 +333,22 @@ class Tracer:
         self._root = None
         self._active.clear()
         return PhaseCapture(root, sorted(reasons))
+
+    def _close_running_calls(self) -> None:
+        """Calls another thread is still inside when the phase ends (a server loop, a worker
+        waiting for jobs) end the phase as ``running``: entered and not yet left is a fact of
+        this phase, not a lost event, so their node stays consistent."""
+        frames: dict[int, tuple[Node, int]] = {}
+        for node in self._active.values():
+            known = frames.get(id(node))
+            frames[id(node)] = (node, 1 if known is None else known[1] + 1)
+        for node, open_frames in frames.values():
+            if node.ntype != NODE_CALL or node.key is None:
+                continue
+            ended = node.returned + node.yielded + sum(node.exits.values())
+            running = min(open_frames, node.count - ended)
+            if running > 0:
+                node.exits[EXIT_RUNNING] = node.exits.get(EXIT_RUNNING, 0) + running
 
     # -- attribution ---------------------------------------------------------------------
 
@@ -504,7 +528,14 @@ class Tracer:
             return known[1]
         starter = self._starters.get(id(thread))
         if starter is not None and starter[0] is thread:
-            root = self._side_root(starter[1], "thread")  # threads of one node share it
+            node, serial = starter[1], starter[2]
+            if node is not None and serial == self._phase_serial:
+                root = self._side_root(node, "thread")  # threads of one node share it
+            else:
+                # Started in an earlier phase (a fixture's server, a pool): what it does now
+                # is done while this phase runs, mostly for it (requests this test makes).
+                assert self._root is not None
+                root = self._side_root(self._root, VIA_EARLIER_THREAD)
         else:
             # Kept apart from the truncation sink: unattributed is not truncated.
             self._reasons.add("unattributed:thread")
@@ -518,12 +549,11 @@ class Tracer:
 
         def start(thread: threading.Thread) -> None:
             # Registered before the thread runs: its first event may come before start returns.
-            if tracer._recording:
-                try:
-                    node = tracer._parent_of(_getframe(1))
-                    tracer._starters[id(thread)] = (thread, node)
-                except Exception as exc:
-                    tracer.failed(exc)
+            try:
+                node = tracer._parent_of(_getframe(1)) if tracer._recording else None
+                tracer._starters[id(thread)] = (thread, node, tracer._phase_serial)
+            except Exception as exc:
+                tracer.failed(exc)
             original(thread)
 
         start.__wrapped__ = original  # type: ignore[attr-defined]

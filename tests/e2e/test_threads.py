@@ -1,0 +1,113 @@
+"""End-to-end: threads that outlive the phase that started them (#11.3).
+
+Seen on google-auth: a fixture's server thread, started in one phase, served the requests of
+later phases; its work there was "unattributed" and made those tests unverified, and a call
+it was still inside when a phase ended read as ``inconsistent-exits``. Now its work in a later
+phase hangs under that phase's root as ``via: earlier-thread``, a call still running at the
+phase's end exits ``running``, and the starting test discloses the thread instead of being
+unverified.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import make_project, record, test_genome
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/server.py": """
+        import queue
+        import threading
+
+
+        def handle(request):
+            if request < 0:
+                return "negative"
+            return request * 2
+
+
+        class Server:
+            def __init__(self):
+                self.requests = queue.Queue()
+                self.replies = queue.Queue()
+                self.thread = threading.Thread(target=self.serve, daemon=True)
+
+            def start(self):
+                self.thread.start()
+
+            def serve(self):
+                while True:
+                    request = self.requests.get()
+                    if request is None:
+                        return
+                    self.replies.put(handle(request))
+
+            def ask(self, request):
+                self.requests.put(request)
+                return self.replies.get(timeout=10)
+
+            def stop(self):
+                self.requests.put(None)
+                self.thread.join(10)
+    """,
+    "tests/conftest.py": """
+        import pytest
+
+        from pkg.server import Server
+
+
+        @pytest.fixture(scope="module")
+        def server():
+            server = Server()
+            server.start()
+            yield server
+            server.stop()
+    """,
+    "tests/test_server.py": """
+        def test_first(server):
+            assert server.ask(2) == 4
+
+
+        def test_second(server):
+            assert server.ask(-1) == "negative"
+            assert server.ask(3) == 6
+    """,
+}
+
+
+def _nodes(test: dict[str, Any], phase: str) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = test["phases"][phase]["nodes"]
+    return nodes
+
+
+def test_a_fixtures_server_thread_serves_later_phases_attributed_and_verified(
+    tmp_path: Path,
+) -> None:
+    doc = record(make_project(tmp_path, PROJECT))
+    first = test_genome(doc, "::test_first")
+    second = test_genome(doc, "::test_second")
+    for test in (first, second):
+        assert test["verified"], test["unverified_reasons"]
+    # The thread started in test_first's setup: its work in the call phases hangs under the
+    # phase's root as an earlier thread's, with the handling this test asked for.
+    for test, handled in ((first, 1), (second, 2)):
+        handles = [n for n in _nodes(test, "call") if n.get("symbol") == "py:pkg.server.handle"]
+        assert [(n["count"], n["via"], n["parent"]) for n in handles] == [
+            (handled, "earlier-thread", None)
+        ], _nodes(test, "call")
+    # serve() entered in setup (under start(), on the thread it started) is still inside its
+    # loop when setup ends: it exits "running", which is no inconsistency.
+    [serve] = [n for n in _nodes(first, "setup") if n.get("symbol") == "py:pkg.server.Server.serve"]
+    assert (serve["via"], serve["count"], serve["exits"]) == ("thread", 1, {"running": 1})
+    second_sites = {b["predicate"]: b["outcomes"] for b in second["phases"]["call"]["branches"]}
+    assert second_sites["request < 0"] == {"true": 1, "false": 1}
+    # The test whose setup started it says so, and stays verified.
+    assert first["disclosed"] == ["setup:thread-outlived-phase"]
+
+
+def test_two_recordings_of_the_server_suite_are_identical(tmp_path: Path) -> None:
+    project = make_project(tmp_path, PROJECT)
+    first, second = record(project), record(project)
+    assert [t["phases"] for t in first["tests"]] == [t["phases"] for t in second["tests"]]
