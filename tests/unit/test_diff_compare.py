@@ -76,3 +76,44 @@ def test_overflow_compares_by_count_and_digest() -> None:
             [{"overflow": 4, "digest": "bb"}],
         )
     ]
+
+
+def _status(base: dict[str, Any], head: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+    diff = diff_documents(base, head, base_rev="b", head_rev="h")
+    (test,) = diff.tests
+    return test.status, [c.kind for c in test.changes], test.reasons
+
+
+def test_a_finalizer_run_in_another_test_is_timing_not_a_change() -> None:
+    """google-auth: ``Request.__del__`` runs in whichever test triggers the collection."""
+    base = [call(0, None, "t"), call(1, 0, "py:pkg.Request.__del__", 2), call(2, 1, "close")]
+    head = [call(0, None, "t")]
+    status, kinds, reasons = _status(document(base), document(head))
+    assert (status, kinds) == ("unstable", [])
+    assert reasons == [
+        "unstable (finalizer timing): call removed: "
+        "py:pkg.Request.__del__ (\u00d72, returned 2) under t"
+    ]
+    # anything else that differs is still a change
+    head_other = [call(0, None, "t"), call(1, 0, "py:pkg.other")]
+    status, kinds, _ = _status(document(base), document(head_other))
+    assert (status, kinds) == ("changed", ["call_added"])
+
+
+def _warned(*items: tuple[str, str]) -> dict[str, Any]:
+    warnings = [
+        {"category": c, "origin": "<root>/pkg/m.py", "message": m, "count": 1} for c, m in items
+    ]
+    test = genomes.test_record("t.py::test", {"call": genomes.phase([call(0, None, "t")])})
+    test["warnings"] = warnings
+    return genomes.document([test])
+
+
+def test_warnings_said_at_finalization_are_timing_and_never_hide_the_others() -> None:
+    never_awaited = ("RuntimeWarning", "coroutine 'f' was never awaited")
+    status, kinds, reasons = _status(_warned(never_awaited), _warned())
+    assert (status, kinds) == ("unstable", [])
+    assert reasons[0].startswith("unstable (finalizer timing): warnings: no longer RuntimeWarning")
+    deprecation = ("DeprecationWarning", "use g()")
+    status, kinds, _ = _status(_warned(never_awaited), _warned(deprecation))
+    assert (status, kinds) == ("changed", ["warnings_changed"])

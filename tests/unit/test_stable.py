@@ -165,3 +165,19 @@ def test_a_program_name_made_by_tempfile_is_stable_without_its_folder(tmp_path: 
         assert stable.stable_program("git") == "git"
     finally:
         stable._tempfile_names.clear()
+
+
+def test_diffgenomes_own_files_are_one_location_wherever_it_runs_from() -> None:
+    """``diffgenome diff`` runs the recorder from a copy in its disposable workspace; a
+    warning said while a callback ran names that copy's tracer.py (google-auth)."""
+    import diffgenome.recording.collect.tracer as tracer
+
+    pairs = dict(stable.locations_of_this_process("/srv/proj", None, None))
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(tracer.__file__))))
+    assert pairs[package] == "<diffgenome>"
+    stable.configure(stable.locations_of_this_process("/srv/proj", None, None))
+    try:
+        text = stable.stable_text(f"{tracer.__file__}:12")
+        assert text == "<diffgenome>/recording/collect/tracer.py:12"
+    finally:
+        stable.configure([])

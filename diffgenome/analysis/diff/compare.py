@@ -12,7 +12,7 @@ call, because a new network connection or a vanished mock matters on its own.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from diffgenome.analysis.diff.align import NodeDict, Path, PhaseIndex, TestIndex
@@ -80,10 +80,15 @@ class Found:
     predicate: str | None = None
     base: Any = None
     head: Any = None
+    # Set where the difference is, by its nature, one of timing rather than of behaviour
+    # (FINALIZER): the differ reports it as unstable, never as a change.
+    timing: str | None = None
 
     def key(self) -> StabilityKey:
         """What must match for a difference between repeats to cover this one."""
         family = "presence" if self.kind in PRESENCE_KINDS else self.kind
+        if self.timing:  # finalization's warnings never cover the others
+            family = f"{family}|{self.timing}"
         return (family, self.phase, self.path, self.site)
 
     def change(self) -> Change:
@@ -109,9 +114,21 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
     b_outcome, h_outcome = base.record.get("outcome"), head.record.get("outcome")
     if b_outcome != h_outcome:
         found.append(Found(OUTCOME_CHANGED, None, (), base=b_outcome, head=h_outcome))
-    warned = warnings_diff(base.record.get("warnings"), head.record.get("warnings"))
-    if warned is not None:
-        found.append(Found(WARNINGS_CHANGED, None, (), base=warned[0], head=warned[1]))
+    b_warned, h_warned = base.record.get("warnings"), head.record.get("warnings")
+    if b_warned != h_warned:
+        for timed in (False, True):
+            warned = warnings_diff(_finalizing(b_warned, timed), _finalizing(h_warned, timed))
+            if warned is not None:
+                found.append(
+                    Found(
+                        WARNINGS_CHANGED,
+                        None,
+                        (),
+                        base=warned[0],
+                        head=warned[1],
+                        timing=FINALIZER if timed else None,
+                    )
+                )
     if base.record.get("phases") == head.record.get("phases"):
         return found  # the common case, decided at C speed
     empty = PhaseIndex()
@@ -119,7 +136,45 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
         _compare_phase(
             phase, base.phases.get(phase, empty), head.phases.get(phase, empty), digests, found
         )
-    return found
+    return [replace(item, timing=FINALIZER) if _in_finalizer(item.path) else item for item in found]
+
+
+# Finalizers (``__del__``) and what the interpreter says when it finalizes something (an
+# unclosed resource, a coroutine never awaited, an exception in ``__del__``) run whenever the
+# last reference goes or the garbage collector runs: in whichever test allocates enough to
+# trigger a collection. Which test shows them is timing, not behaviour (google-auth: 12 tests
+# on an identical tree, all ``Request.__del__`` and such warnings).
+FINALIZER = "finalizer timing"
+_FINALIZER_SUFFIX = ".__del__"
+_FINALIZING_WARNINGS = frozenset(
+    {
+        "ResourceWarning",
+        "pytest.PytestUnraisableExceptionWarning",
+        "pytest.PytestUnhandledThreadExceptionWarning",
+    }
+)
+
+
+def _in_finalizer(path: Path) -> bool:
+    return any(element.partition(" ")[0].endswith(_FINALIZER_SUFFIX) for element in path)
+
+
+def _is_finalizing_warning(item: Mapping[str, Any]) -> bool:
+    category = item.get("category")
+    if category in _FINALIZING_WARNINGS:
+        return True
+    return category == "RuntimeWarning" and "was never awaited" in str(item.get("message"))
+
+
+def _finalizing(warned: object, timed: bool) -> object:
+    """The warnings of one kind (said at finalization or not); None stays None (unknown)."""
+    if not isinstance(warned, list):
+        return warned
+    return [
+        item
+        for item in warned
+        if isinstance(item, Mapping) and _is_finalizing_warning(item) == timed
+    ]
 
 
 def _phases(a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:

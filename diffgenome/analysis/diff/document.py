@@ -55,7 +55,7 @@ class Instability:
         if found.kind in PRESENCE_KINDS:
             self.presence.add((found.phase, found.path))
         if len(self.reasons) < MAX_UNSTABLE_REASONS:
-            where = side if side.endswith("confirmation") else f"{side} repeats"
+            where = side if side.endswith(("confirmation", "timing")) else f"{side} repeats"
             self.reasons.append(f"unstable ({where}): {describe(found.change())}")
         else:
             self.hidden += 1
@@ -203,6 +203,11 @@ def diff_documents(
             )
             continue
         found = compare_tests(b, h, digests=digests)
+        timed = [item for item in found if item.timing]
+        if timed:
+            found = [item for item in found if not item.timing]
+            for item in timed:
+                unstable.setdefault(test_id, Instability()).add(str(item.timing), item)
         instability = unstable.get(test_id)
         if instability is not None:
             found = [item for item in found if not instability.covers(item)]

@@ -9,7 +9,8 @@ program names, these are rewritten:
 - **locations** (``configure``): the recorded tree's root (``<root>``), pytest's ``--basetemp``
   (``<basetemp>``), the interpreter (``<python>``), ``sys.prefix``/``sys.exec_prefix``/
   ``sys.base_prefix`` (``<prefix>``, ``<exec_prefix>``, ``<base_prefix>``), the temporary folder
-  (``<tmp>``) and the user's home (``<home>``), each also by its real path; the longest first,
+  (``<tmp>``), the user's home (``<home>``) and the diffgenome package's own folder
+  (``<diffgenome>``), each also by its real path; the longest first,
   so a virtualenv inside the tree is ``<prefix>`` and a worktree under ``/tmp`` is ``<root>``. A
   location matches only as a whole path (``/work/proj`` never rewrites ``/work/project2``);
 - pytest's per-session temporary folders (``/pytest-of-USER/pytest-17/``, under xdist
@@ -52,6 +53,11 @@ _MOCK_ID_STABLE: Final = r"\1 id='<id>'"
 # Names of the random part ``tempfile`` makes; past this many, later names are left as they
 # are (more noise, never less evidence).
 MAX_TEMPFILE_NAMES: Final = 1 << 16
+
+# The ``diffgenome`` package's folder (this file is diffgenome/recording/collect/stable.py).
+_DIFFGENOME_DIR: Final = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 _markers: tuple[str, ...] = FIXED_MARKERS
 _location_roots: tuple[str, ...] = ()
@@ -112,6 +118,9 @@ def locations_of_this_process(
         (sys.base_exec_prefix, "<base_prefix>"),
         (tempfile.gettempdir(), "<tmp>"),
         (home or "", "<home>"),
+        # diffgenome itself: ``diffgenome diff`` runs the recorder from a copy in its
+        # disposable workspace, and a warning said while a callback ran names this file.
+        (_DIFFGENOME_DIR, "<diffgenome>"),
     ]
     return [(path, label) for path, label in pairs if path]
 
