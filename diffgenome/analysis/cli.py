@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -438,7 +439,15 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+# Loading two stored runs makes millions of small objects that live until the process
+# ends; with the default thresholds the collector traverses all of them again and again
+# (google-auth, two runs of 2,045 tests: 4.0 s for the diff, 1.9 s with these). Cycles are
+# still collected, only less often.
+GC_THRESHOLDS = (100_000, 50, 1000)
+
+
 def main(argv: list[str] | None = None) -> int:
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         finding = identity.check()  # another project's `diffgenome` package in the way?
