@@ -407,3 +407,15 @@ def test_a_git_revision_resolves_to_the_run_of_its_commit(tmp_path: Path) -> Non
     assert json.loads(done.stdout)["run"]["id"] == "of-head"
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "two"], check=True, env=env)
     assert "no run of HEAD" in assert_one_line_error(cli("export", "HEAD", cwd=repo))
+
+
+def test_pytests_error_line_carries_no_colour_codes() -> None:
+    """humanize's config colours pytest's output even into a pipe; the one-line error
+    quoted it with its escape codes."""
+    from diffgenome.analysis.record.runner import pytest_error
+
+    output = (
+        "\x1b[1m\x1b[31mE   ModuleNotFoundError: No module named 'humanize._version'\x1b[0m\n"
+        "\x1b[31m!!!!!!! Interrupted: 1 error during collection !!!!!!!\x1b[0m\n"
+    )
+    assert pytest_error(output) == "ModuleNotFoundError: No module named 'humanize._version'"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -640,9 +641,14 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def pytest_error(output: str) -> str:
     """pytest's most telling line: the exception of the first failed import or collection,
     else its first error line, else its last line."""
+    # A project's own ``--color=yes`` colours what pytest prints even into a pipe.
+    output = _ANSI.sub("", output)
     lines = [line.rstrip() for line in output.splitlines() if line.strip()]
     for line in lines:
         text = line[1:].strip() if line.startswith("E ") else ""
