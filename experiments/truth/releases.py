@@ -52,6 +52,9 @@ class Release:
     deselect: dict[str, str] = field(default_factory=dict)
     paths: tuple[str, ...] = ()
     notes: str = ""
+    # Files a build hook writes and the sdist lacks (path -> text, ``{version}`` filled in):
+    # a wheel has them, so each commit gets them as its release would.
+    generated: dict[str, str] = field(default_factory=dict)
 
     def args(self) -> list[str]:
         out = [*self.pytest_args]
@@ -85,6 +88,10 @@ RELEASES: tuple[Release, ...] = (
         test_deps=("pytest", "freezegun"),
         deselect={"tests/test_benchmarks.py": "needs pytest-codspeed (benchmarks, not tests)"},
         notes="number/time formatting; src layout; freezegun",
+        generated={
+            "src/humanize/_version.py": "__version__ = version = {version!r}\n"
+            "__version_tuple__ = version_tuple = {version_tuple!r}\n",
+        },
     ),
     Release(
         name="toolz",
@@ -168,6 +175,9 @@ def prepare(release: Release) -> Path:
     (repo / ".git" / "info" / "exclude").write_text(exclude)
     for version in (release.base, release.head):
         _unpack(sdist(release.name, version), repo)
+        for path, text in release.generated.items():
+            parts = tuple(int(p) if p.isdigit() else p for p in version.split("."))
+            (repo / path).write_text(text.format(version=version, version_tuple=parts))
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"{release.name} {version}")
     return repo
