@@ -178,6 +178,7 @@ def prepare(release: Release) -> Path:
         for path, text in release.generated.items():
             parts = tuple(int(p) if p.isdigit() else p for p in version.split("."))
             (repo / path).write_text(text.format(version=version, version_tuple=parts))
+            git(repo, "add", "-f", path)  # a project ignores its generated files
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"{release.name} {version}")
     return repo
