@@ -37,6 +37,8 @@ class Options:
     testpaths: list[str]
     max_nodes: int
     basetemp: str | None
+    #: Seed of ``random`` at the start of every test phase (None: left alone).
+    random_seed: int | None = None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -70,6 +72,7 @@ def read_options(config: pytest.Config) -> Options:
         testpaths=[str(p) for p in config.getini("testpaths")],
         max_nodes=_max_nodes(config),
         basetemp=str(basetemp) if basetemp else None,
+        random_seed=config.getoption("genome_random_seed", None),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import sys
 import threading
@@ -39,6 +40,7 @@ from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
+_seed_random = random.seed
 # A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
 # record's other fields (``disclosed``, ``before_recording``).
 _Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
@@ -148,6 +150,7 @@ class Recorder:
             "recorder": f"diffgenome {__version__}",
             "genome_format": GENOME_FORMAT,
             "naming": NAMING,
+            "random_seed": self.options.random_seed,
             "warnings": "pytest" if self.warned is not None else "not-captured",
         }
         return config
@@ -368,6 +371,10 @@ class Recorder:
         return ids[0] if ids else "(none now)"
 
     def _phase(self, phase: str) -> Generator[None, object, object]:
+        if self.options.random_seed is not None:
+            # As pytest-randomly does, at every phase: what one phase draws never shifts
+            # what the next one draws (google-auth's retry jitter, cachetools' RRCache).
+            _seed_random(self.options.random_seed)
         self._begin()
         try:
             return (yield)
