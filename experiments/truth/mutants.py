@@ -34,6 +34,18 @@ TARGETS = {
         "src/packaging/markers.py": "tests/test_markers.py",
     },
 }
+# --module-level: modules with module-level code that operators can mutate, and their tests.
+MODULE_LEVEL_TARGETS = {
+    "packaging": {
+        "src/packaging/_manylinux.py": "tests/test_manylinux.py",
+        "src/packaging/_musllinux.py": "tests/test_musllinux.py",
+        "src/packaging/errors.py": "tests/test_errors.py",
+        "src/packaging/markers.py": "tests/test_markers.py",
+        "src/packaging/metadata.py": "tests/test_metadata.py",
+        "src/packaging/_tokenizer.py": "tests/test_requirements.py",
+        "src/packaging/utils.py": "tests/test_utils.py",
+    },
+}
 COMPARE_SWAP = {
     ast.Lt: ("<", "<="),
     ast.LtE: ("<=", "<"),
@@ -176,7 +188,8 @@ def select(
     """Every point of the first module, then a seeded sample of the others up to ``limit``;
     with ``module_level``, only points in module-level code (constants, tables, regexes)."""
     chosen: list[Mutant] = []
-    for file, tests in TARGETS[project].items():
+    targets = MODULE_LEVEL_TARGETS if module_level else TARGETS
+    for file, tests in targets[project].items():
         module = _module_name(file)
         points = mutation_points((root / file).read_bytes(), file, tests, module)
         if module_level:
@@ -201,7 +214,7 @@ def _copy(env: Env, dest: Path) -> Path:
     return dest
 
 
-def noisy_tests(project: str) -> dict[str, Any]:
+def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
     """Per target test file, the tests that are not ``unchanged`` between a commit and a new
     commit of the same tree (``truth.py identical``'s setup, restricted to that file): a
     mutant counts as detected only through the other, quiet, tests."""
@@ -211,7 +224,7 @@ def noisy_tests(project: str) -> dict[str, Any]:
     env = env_for(project)
     repo = prepare(project)
     out: dict[str, Any] = {}
-    for tests in sorted(set(TARGETS[project].values())):
+    for tests in sorted(set(targets.values())):
         log(f"mutants: identical-tree control of {tests}")
         args = [*env.project.pytest_args, tests]
         folder = HISTORY / "identical" / project / f"mutants-{Path(tests).stem}"
@@ -232,7 +245,8 @@ def run(
 ) -> dict[str, Any]:
     env = env_for(project)
     mutants = select(project, limit, seed, env.tree, module_level)
-    quiet_control = noisy_tests(project)
+    targets = (MODULE_LEVEL_TARGETS if module_level else TARGETS)[project]
+    quiet_control = noisy_tests(project, targets)
     noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
     workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
@@ -252,7 +266,7 @@ def run(
         "project": f"{env.project.name} {env.project.version}",
         "python": env.python.version,
         "seed": seed,
-        "targets": TARGETS[project],
+        "targets": targets,
         "bases": bases,
         "identical_tree_control": quiet_control,
         "wall_s": round(time.monotonic() - started, 1),
