@@ -29,12 +29,15 @@ from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRe
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
+from diffgenome.analysis.report.common import Selection, matches
+from diffgenome.analysis.report.console import make_console
 from diffgenome.analysis.report.runs import genome_tree, run_tests_table, runs_table
 from diffgenome.analysis.schema import SCHEMAS, schema_text
 from diffgenome.analysis.store import StoreReader, UnknownRunError
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.store import DEFAULT_DIR
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -66,10 +69,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def default_store() -> str:
-    """``.diffgenome`` at the top of the git work tree around the current folder, else here."""
+    """The store ``pytest --genome`` run here writes to: the nearest ``.diffgenome/`` from
+    the current folder up to the git top, else at the git top (outside git: here)."""
     here = os.getcwd()
     toplevel = (git_output(here, "rev-parse", "--show-toplevel") or "").strip()
-    return os.path.join(toplevel or here, DEFAULT_DIR)
+    return find_store(here, toplevel or None)
 
 
 def open_store(args: argparse.Namespace) -> StoreReader:
@@ -130,7 +134,8 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """Standard output for people: whole lines in a pipe, colour on a terminal only."""
+    return make_console()
 
 
 def _print(renderable: RenderableType) -> None:
@@ -288,6 +293,19 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         "(by default each is recorded twice more on each side, and what differs between "
         "recordings of one commit is unstable, not changed)",
     )
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--test",
+        metavar="PATTERN",
+        help="report only the tests whose id matches PATTERN (the id, a part of it, or a glob "
+        "with * and ?), each with all its changes",
+    )
+    shown.add_argument(
+        "--all",
+        dest="everything",
+        action="store_true",
+        help="report every test, unchanged ones too, with nothing collapsed",
+    )
     parser.add_argument(
         "--repeat",
         metavar="N",
@@ -357,14 +375,20 @@ def _run_diff(args: argparse.Namespace) -> int:
         raise CliError(f"--repeat must be at least 1, not {args.repeat}")
     with _terminate_as_interrupt():
         diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+    selection = Selection(pattern=args.test, everything=args.everything)
+    if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
+        raise CliError(
+            f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
+            "compared); give a part of a test id, or --all"
+        )
     if args.json is not None:
         write_output(diff.model_dump_json(indent=2) + "\n", args.json)
     if args.markdown is not None:
         extra = "".join(f"\n> note: {note}\n" for note in notes)
-        write_output(render_markdown(diff) + extra, args.markdown)
+        write_output(render_markdown(diff, selection=selection) + extra, args.markdown)
     if "-" not in (args.json, args.markdown):
         out = console()
-        out.print(render_terminal(diff))
+        out.print(render_terminal(diff, selection=selection))
         for note in notes:
             out.print(f"note: {note}", style="dim", markup=False)
     return EXIT_FOUND if found_for(diff, args.fail_on) else EXIT_OK
@@ -420,7 +444,8 @@ def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentPars
     common.add_argument(
         "--store",
         metavar="PATH",
-        help=f"store folder (default: {DEFAULT_DIR}/ at the top of the git repository)",
+        help=f"store folder (default: the nearest {DEFAULT_DIR}/ from here up to the top of "
+        "the git repository, else at its top)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS if commands is None else commands:

@@ -144,6 +144,10 @@ class Recorder:
             "genome_format": GENOME_FORMAT,
             "naming": NAMING,
             "warnings": "pytest" if self.warned is not None else "not-captured",
+            # The string hash seed orders sets and dicts of strings: recordings made under
+            # different seeds may differ where the code does not, so they are not the same
+            # recording ("random": a seed of its own per process).
+            "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
         return config
 
@@ -197,7 +201,8 @@ class Recorder:
         self._warn_split_path_options()
         if not self.is_worker:
             selection = [str(a) for a in self.config.invocation_params.args]
-            self.run.begin(self.rootdir, self.run_config(), selection)
+            invoked = str(self.config.invocation_params.dir)
+            self.run.begin(self.rootdir, self.run_config(), selection, invoked)
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
         self.run.join()

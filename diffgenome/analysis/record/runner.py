@@ -44,11 +44,13 @@ from diffgenome.protocol.formats import (
     check_genome_format,
     naming_of,
 )
+from diffgenome.protocol.selection import ORIGIN_ENV, find_store, recorded_selection
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
     KEY_FILE,
     StoreError,
-    create_store,
+    key_fingerprint,
+    open_store,
     recording_key,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
@@ -61,6 +63,8 @@ STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
+#: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
+DIFF_HASH_SEED = "0"
 
 
 class DiffError(UserError):
@@ -142,6 +146,7 @@ class Runner:
         self.store = options.store
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
+        self._key_fingerprint: str | None = None
 
     # -- the whole flow ---------------------------------------------------------------------
 
@@ -151,7 +156,9 @@ class Runner:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
         self.repo = self._find_repo()
         if self.store is None:
-            self.store = os.path.join(self.repo.toplevel if self.repo else os.getcwd(), DEFAULT_DIR)
+            # Found as pytest finds it (nearest .diffgenome/ up to the git top, else there).
+            start = self.options.repo or os.getcwd()
+            self.store = find_store(start, self.repo.toplevel if self.repo else None)
         self.store = os.path.abspath(self.store)
         workspace = Workspace(self.repo)
         try:
@@ -321,11 +328,23 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         assert self.store is not None
-        create_store(self.store)
+        if self._key_fingerprint is None:
+            opened = open_store(self.store)
+            opened.conn.close()
+            self._key_fingerprint = key_fingerprint(opened.key)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
+        """The newest complete run of ``sha`` that recorded what this diff would record:
+        a clean tree, this interpreter version, the same key, hash seed and recorder, and
+        the same test selection whatever output-only options it was given (``-q``, ``--tb``,
+        ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
+        ``pytest --genome`` or an earlier diff made it."""
         assert self.store is not None and self._target is not None
+        here = os.path.join(self.repo.toplevel, self.repo.prefix) if self.repo else os.getcwd()
+        top = self.repo.toplevel if self.repo else None
+        chosen = recorded_selection(selection, here, top)
+        seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
         with StoreReader.open(self.store) as reader:
             for summary in reader.runs():  # newest first
                 if (
@@ -335,6 +354,7 @@ class Runner:
                     or summary.python != self._target.version
                     or summary.tests < 2  # <import> alone: nothing was collected
                     or summary.recording_key is None
+                    or summary.key_fingerprint != self._key_fingerprint
                 ):
                     continue
                 raw = reader.run(summary.id).get("config")
@@ -342,7 +362,9 @@ class Runner:
                 config.pop("recording_key", None)
                 if config.get("recorder") != f"diffgenome {__version__}":
                     continue
-                key = recording_key(sha, False, summary.python, list(selection), config)
+                if config.get("hash_seed") != seed:
+                    continue
+                key = recording_key(sha, False, summary.python, chosen, config)
                 if key == summary.recording_key:
                     return summary.id
         return None
@@ -404,13 +426,20 @@ class Runner:
         # One string hash seed for every recording of a diff (unless the user chose one):
         # set order and hash() results then differ between base and head only when the
         # code does (attrs: 335 tests differed on an identical tree by the seed alone).
-        env.setdefault("PYTHONHASHSEED", "0")
+        env.setdefault("PYTHONHASHSEED", DIFF_HASH_SEED)
         # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
         # with the workspace.
         env["TMPDIR"] = workspace.temp_path()
         return env
 
-    def _record(self, spec: str, tree: str, workspace: Workspace, selection: list[str]) -> str:
+    def _record(
+        self,
+        spec: str,
+        tree: str,
+        workspace: Workspace,
+        selection: list[str],
+        origin: str = "diff",
+    ) -> str:
         assert self.store is not None and self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
@@ -424,7 +453,7 @@ class Runner:
         code, output = run_child(
             [self._target.python, "-m", "pytest", *selection],
             cwd=cwd,
-            env=self._env(workspace, tree),
+            env={**self._env(workspace, tree), ORIGIN_ENV: origin},
         )
         if code in _PYTEST_FAILED_TO_RUN:
             raise DiffError(
@@ -488,7 +517,13 @@ class Runner:
                 out.append(
                     [
                         self._document(
-                            self._record(f"{side.spec} (confirming)", tree, workspace, selection)
+                            self._record(
+                                f"{side.spec} (confirming)",
+                                tree,
+                                workspace,
+                                selection,
+                                "confirmation",
+                            )
                         )
                         for _ in range(2)
                     ]
