@@ -63,6 +63,8 @@ STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
+#: How the recorder's notice of runs removed by the store's cap begins.
+CAP_NOTICE_START = "diffgenome: removed "
 #: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
 DIFF_HASH_SEED = "0"
 
@@ -475,6 +477,12 @@ class Runner:
                 f"pytest ran the tests of {spec} but recorded nothing ({pytest_error(output)}); "
                 "check that no -p no:diffgenome is among the pytest arguments"
             )
+        # The recorder's word that the store's cap removed older runs reaches the user as a
+        # note: their pytest output is not shown.
+        for line in output.splitlines():
+            line = line.strip()
+            if line.startswith(CAP_NOTICE_START) and line[len("diffgenome: ") :] not in self.notes:
+                self.notes.append(line[len("diffgenome: ") :])
         return new[0]
 
     def _run_ids(self) -> list[str]:

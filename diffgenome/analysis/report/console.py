@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TextIO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 # Wide enough that no line diffgenome prints is ever wrapped or cut.
 PIPE_WIDTH = 1 << 20
@@ -31,10 +31,11 @@ def wants_colour(is_tty: bool, environ: dict[str, str] | None = None) -> bool:
     return is_tty
 
 
-def _isatty(stream: TextIO) -> bool:
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
     try:
-        return stream.isatty()
-    except (AttributeError, ValueError, OSError):
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):
         return False
 
 
@@ -54,3 +55,16 @@ def make_console(stream: TextIO | None = None) -> Console:
         emoji=False,
         markup=False,
     )
+
+
+def print_whole(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable``; in a pipe without the padding tables leave at line ends, so
+    that each line ends where its text does."""
+    if console.is_terminal and _isatty(console.file):
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in captured.get().splitlines())
+    console.file.write(text + "\n")
+    console.file.flush()
