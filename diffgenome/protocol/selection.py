@@ -131,10 +131,10 @@ def recorded_selection(
     while index < len(items):
         arg = items[index]
         index += 1
-        name, eq, _value = arg.partition("=")
-        if name in _OUTPUT_WITH_VALUE and arg.startswith("--"):
-            if not eq:
-                index += 1  # its value is the next argument
+        if arg in _OUTPUT_WITH_VALUE:
+            index += 1  # its value is the next argument
+            continue
+        if arg.startswith("--") and arg.partition("=")[0] in _OUTPUT_WITH_VALUE:
             continue
         if arg in _OUTPUT_FLAGS or _short_output_flag(arg):
             continue
