@@ -219,7 +219,9 @@ def recording_key(
     config: dict[str, object],
 ) -> str:
     """What makes two recordings interchangeable: the same commit of a clean tree, the same
-    interpreter, the same pytest arguments and the same recording configuration.
+    interpreter, the same test selection (``selection`` as
+    :func:`diffgenome.protocol.selection.recorded_selection` gives it: output-only options
+    left out) and the same recording configuration.
 
     Stored in ``run.config.recording_key`` by the recorder and recomputed by ``diffgenome
     diff`` to reuse a recording; both sides call this one function.
