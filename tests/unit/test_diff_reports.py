@@ -235,3 +235,21 @@ def test_markdown_code_spans_survive_backticks() -> None:
     assert code("a `b` c") == "``a `b` c``"
     assert code("`x`") == "`` `x` ``"
     assert code("plain") == "`plain`"
+
+
+def test_digests_in_reasons_get_the_labels_of_the_report() -> None:
+    diff = ranked_diff()
+    diff.tests.append(
+        DiffOfTest(
+            id="tests/test_d.py::test_clock",
+            status="unstable",
+            outcome=OutcomePair(base="passed", head="passed"),
+            reasons=[
+                f"unstable (base repeats): py:app.now results: int #{'e' * 8} → int #12345678"
+            ],
+        )
+    )
+    text = text_of(diff)
+    # e... is value A (test_near's base value, shown first); 12345678 is new: value D.
+    assert "py:app.now results: int (value A) → int (value D)" in text
+    assert "#" not in text

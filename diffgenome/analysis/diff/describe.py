@@ -5,6 +5,7 @@ Lines are plain text (no markup), so that ids with brackets survive any renderer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from diffgenome.analysis.models import Change
@@ -32,10 +33,21 @@ class ValueLabels:
     def __call__(self, digest: object) -> str:
         if not isinstance(digest, str):
             return ""
-        name = self._names.get(digest)
+        # Keyed by the characters a reason keeps (``#1f2e3a4b``), so that the values named in
+        # reasons get the same labels as those in changes.
+        key = digest[:_DIGEST_CHARS]
+        name = self._names.get(key)
         if name is None:
-            name = self._names[digest] = _letters(len(self._names))
+            name = self._names[key] = _letters(len(self._names))
         return f" (value {name})"
+
+    def rewrite(self, text: str) -> str:
+        """``text`` (a reason written by :func:`describe` without labels) with each
+        `` #1f2e3a4b`` digest replaced by its label."""
+        return _DIGEST_IN_TEXT.sub(lambda m: self(m.group(1)), text)
+
+
+_DIGEST_IN_TEXT = re.compile(r" #([0-9a-f]{" + str(_DIGEST_CHARS) + r"})\b")
 
 
 def _letters(index: int) -> str:

@@ -41,7 +41,7 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[str
     outcome = outcome_text(test)
     title = f"- {code(test.id)} **{test.status}**" + (f" ({outcome})" if outcome else "")
     items = [code(describe(change, labels)) for change in block.changes]
-    items += [f"_{code(reason)}_" for reason in block.reasons]
+    items += [f"_{code(labels.rewrite(reason))}_" for reason in block.reasons]
     shown = items if max_lines is None else items[:max_lines]
     out = [title, *(f"  - {item}" for item in shown)]
     if len(items) > len(shown):

@@ -53,7 +53,7 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
     if block.reaches_changed_code:
         title.append(f"  \u00b7 {REACHES}", style="cyan")
     lines = [Text("    " + describe(change, labels)) for change in block.changes]
-    lines += [Text("    " + reason, style="dim") for reason in block.reasons]
+    lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
     shown = lines if max_lines is None else lines[:max_lines]
     out = [title, *shown]
     if len(lines) > len(shown):
