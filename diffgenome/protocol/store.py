@@ -556,8 +556,16 @@ def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (run_id,))
 
 
-def compact(conn: sqlite3.Connection) -> None:
-    """Give the space of removed runs back to the file system (the store file shrinks)."""
+def compact(conn: sqlite3.Connection, *, at_least: float = 0.0) -> bool:
+    """Give the space of removed runs back to the file system (the store file shrinks);
+    only when at least the fraction ``at_least`` of the file is free (a ``VACUUM`` rewrites
+    the whole file). True when it ran."""
+    if at_least > 0:
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        if not pages or free / pages < at_least:
+            return False
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return True

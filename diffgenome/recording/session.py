@@ -291,7 +291,14 @@ class Recorder:
             complete = not interrupted and exitstatus is not None
             self.run.end(complete, reasons)
             if self.run.begun:
-                self._summarise(complete)
+                try:
+                    self._summarise(complete)
+                except Exception as exc:  # the run is finished: only the summary is lost
+                    say(
+                        self.config,
+                        f"run {self.run_id} is recorded, but the store could not be summarised "
+                        f"or capped ({one_line(exc)})",
+                    )
         except (StoreError, sqlite3.Error, OSError) as exc:
             self._store_failed(exc)
         finally:

@@ -250,7 +250,9 @@ class StoreWriter:
             with self._lock:
                 if self._conn is not None:
                     with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
-                        compact(self._conn)
+                        # The file shrinks once a quarter of it is free: not a whole rewrite
+                        # at the end of every session.
+                        compact(self._conn, at_least=0.25)
         return cap, removed
 
     def close(self) -> None:

@@ -106,6 +106,8 @@ def pricing(tmp_path_factory: pytest.TempPathFactory) -> Path:
         },
     )
     commit_all(project, "change")
+    # One run in the store whatever test comes first.
+    assert run_pytest(project, "--genome", "-q").returncode == 0
     return project
 
 
@@ -178,6 +180,45 @@ def test_piped_output_is_whole_and_plain_unless_forced(pricing: Path) -> None:
     assert ANSI.sub("", forced.stdout).splitlines()[1:] == runs.stdout.splitlines()[1:]
     both = cli_run(pricing, "runs", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not ANSI.search(both.stdout)
+
+
+def on_a_terminal(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """What the CLI writes when its standard output is a terminal (a pseudo-terminal)."""
+    main, child = os.openpty()
+    try:
+        done = subprocess.run(
+            [PY, "-m", "diffgenome.analysis.cli", *args],
+            cwd=project,
+            env=clean_env({"TERM": "xterm-256color", "COLUMNS": "300", **(env or {})}),
+            stdin=subprocess.DEVNULL,
+            stdout=child,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+        os.close(child)
+        child = -1
+        assert done.returncode == 0, done.stderr
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+        if child != -1:
+            os.close(child)
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_unless_no_color(pricing: Path) -> None:
+    env = {"NO_COLOR": "", "FORCE_COLOR": ""}  # set but empty: as if unset
+    assert ANSI.search(on_a_terminal(pricing, "runs", env=env))
+    assert not ANSI.search(on_a_terminal(pricing, "runs", env={"NO_COLOR": "1"}))
 
 
 def test_json_to_standard_output_is_machine_only(pricing: Path) -> None:
