@@ -182,23 +182,36 @@ def test_piped_output_is_whole_and_plain_unless_forced(pricing: Path) -> None:
     assert not ANSI.search(both.stdout)
 
 
-def on_a_terminal(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """What the CLI writes when its standard output is a terminal (a pseudo-terminal)."""
+def on_a_terminal(
+    project: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stream: str = "stdout",
+    codes: tuple[int, ...] = (0,),
+) -> str:
+    """What the CLI writes to ``stream`` when that is a terminal (a pseudo-terminal)."""
     main, child = os.openpty()
     try:
         done = subprocess.run(
             [PY, "-m", "diffgenome.analysis.cli", *args],
             cwd=project,
-            env=clean_env({"TERM": "xterm-256color", "COLUMNS": "300", **(env or {})}),
+            env=clean_env(
+                {
+                    "TERM": "xterm-256color",
+                    "COLUMNS": "300",
+                    "TMPDIR": str(project.parent),
+                    **(env or {}),
+                }
+            ),
             stdin=subprocess.DEVNULL,
-            stdout=child,
-            stderr=subprocess.PIPE,
-            timeout=120,
+            stdout=child if stream == "stdout" else subprocess.PIPE,
+            stderr=child if stream == "stderr" else subprocess.PIPE,
+            timeout=300,
             check=False,
         )
         os.close(child)
         child = -1
-        assert done.returncode == 0, done.stderr
+        assert done.returncode in codes, (done.stdout, done.stderr)
         chunks = []
         while True:
             try:
@@ -291,6 +304,10 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     assert diff.returncode == 1, diff.stderr
     document = json.loads(diff.stdout)
     assert document["base"]["run"] == pytest_run["id"]  # reused, not recorded again
+    # On a terminal, diff says what it reuses and what it records (standard error).
+    said = on_a_terminal(proj, *DIFF, "--", *same, stream="stderr", codes=(1,))
+    assert f"diffgenome: reusing run {pytest_run['id']} of HEAD~1" in said
+    assert "recorded by pytest)" in said
     # A different selection is another recording.
     narrow = cli_run(proj, *DIFF, "--json", "-", "--", "-k", "test_label")
     assert json.loads(narrow.stdout)["base"]["run"] != pytest_run["id"]

@@ -292,6 +292,12 @@ class Runner:
         documents: list[dict[str, Any]] = []
         if reused is not None:
             documents.append(self._document(reused))
+            if self.options.progress is not None:
+                run = documents[0].get("run") or {}
+                self.options.progress(
+                    f"reusing run {reused} of {spec} ({sha[:12]}, recorded by "
+                    f"{run.get('origin') or 'an earlier recording'})"
+                )
         for _ in range(self.options.repeat - len(documents)):
             if tree is None:
                 tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
@@ -704,7 +710,10 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     differing = [t.id for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
     if options.confirm and differing:
         if options.progress is not None:
-            options.progress(f"confirming {len(differing)} tests ...")
+            options.progress(
+                f"confirming {len(differing)} test{'s' if len(differing) != 1 else ''} that "
+                "differ: recording them twice more on each side ..."
+            )
         base_again, head_again = runner.confirm(prepared, differing)
         if base_again or head_again:
             diff = compare(base_again, head_again)
