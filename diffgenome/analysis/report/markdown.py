@@ -109,9 +109,10 @@ def render_markdown(
     if diff.drift:
         lines += ["", f"#### Mock drift ({len(diff.drift)})", ""]
         for drift in diff.drift[:max_tests]:
-            users = ", ".join(code(test) for test in drift.tests[:5])
-            if len(drift.tests) > 5:
-                users += f" and {len(drift.tests) - 5} more"
+            few = 5 if collapse else len(drift.tests)
+            users = ", ".join(code(test) for test in drift.tests[:few])
+            if len(drift.tests) > few:
+                users += f" and {len(drift.tests) - few} more"
             lines.append(f"- stand-in for {code(drift.claimed_target)} used by {users}")
             for evidence in drift.evidence[:max_changes]:
                 lines.append(f"  - {code(evidence)}")

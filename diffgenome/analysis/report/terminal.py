@@ -114,8 +114,9 @@ def render_terminal(
         parts.append(Text(""))
         parts.append(Text(f"mock drift ({len(diff.drift)})", style="bold magenta"))
         for drift in diff.drift[:max_tests]:
-            users = ", ".join(drift.tests[:3]) + (
-                f" and {len(drift.tests) - 3} more" if len(drift.tests) > 3 else ""
+            few = 3 if collapse else len(drift.tests)
+            users = ", ".join(drift.tests[:few]) + (
+                f" and {len(drift.tests) - few} more" if len(drift.tests) > few else ""
             )
             parts.append(
                 Text.assemble("  stand-in for ", (drift.claimed_target, "bold"), f" in {users}")
