@@ -15,6 +15,7 @@ from diffgenome.analysis.report.common import (
     STATUS_ORDER,
     Block,
     Selection,
+    count,
     outcome_text,
     side_text,
     summary_text,
@@ -74,8 +75,9 @@ def render_markdown(
     if s.unverified:
         lines += [
             "",
-            f"> **{s.unverified} tests are unverified**: their recordings cannot be compared "
-            "as a whole, so they are not reported as unchanged.",
+            f"> **{count(s.unverified, 'test')} "
+            f"{'is' if s.unverified == 1 else 'are'} unverified**: their recordings cannot be "
+            "compared as a whole, so they are not reported as unchanged.",
         ]
 
     labels = ValueLabels()
