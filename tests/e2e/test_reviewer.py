@@ -381,6 +381,14 @@ def test_the_store_cap_removes_the_oldest_runs_and_says_so(tmp_path: Path) -> No
     [notice] = [line for line in third.stdout.splitlines() if "older run" in line]
     assert notice.startswith(f"diffgenome: removed 1 older run ({oldest}): the store keeps its 2")
     assert len(run_ids(project)) == 2 and oldest not in run_ids(project)
+    # A diff's recordings obey the cap too; what they remove comes back as a note.
+    write_files(project, {"pricing/labels.json": '{"label": "capped"}\n'})
+    commit_all(project, "data")
+    diffed = cli_run(project, *DIFF, *PYTEST)
+    assert diffed.returncode == 1, diffed.stderr
+    notes = [line for line in diffed.stdout.splitlines() if line.startswith("note: removed ")]
+    assert notes and all("the store keeps its 2 newest runs" in note for note in notes), notes
+    assert len(run_ids(project)) == 2
     with sqlite3.connect(project / STORE / "genome.sqlite") as conn:
         assert conn.execute(
             "SELECT COUNT(*) FROM tests WHERE run_id = ?", (oldest,)
