@@ -182,7 +182,16 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
 def _run_runs(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         runs = reader.runs()
-    _print(runs_table(runs))
+        store, db_path = reader.path, reader.db_path
+    on_disk = 0
+    for name in (db_path, db_path + "-wal"):
+        with contextlib.suppress(OSError):
+            on_disk += os.path.getsize(name)
+    # The total goes to a terminal only: piped, every line after the header is one run.
+    if sys.stdout.isatty():
+        _print(runs_table(runs, os.path.abspath(store), on_disk))
+    else:
+        _print(runs_table(runs))
     return EXIT_OK
 
 

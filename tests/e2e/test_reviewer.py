@@ -230,7 +230,13 @@ def on_a_terminal(
 
 def test_colour_on_a_terminal_unless_no_color(pricing: Path) -> None:
     env = {"NO_COLOR": "", "FORCE_COLOR": ""}  # set but empty: as if unset
-    assert ANSI.search(on_a_terminal(pricing, "runs", env=env))
+    shown = on_a_terminal(pricing, "runs", env=env)
+    assert ANSI.search(shown)
+    # On a terminal the list ends with the store's total and where it is.
+    last = ANSI.sub("", shown).strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"\d+ runs?, [\d.]+ k?B of recordings \([\d.]+ [kM]?B on disk\) in {pricing / STORE}", last
+    ), last
     assert not ANSI.search(on_a_terminal(pricing, "runs", env={"NO_COLOR": "1"}))
 
 

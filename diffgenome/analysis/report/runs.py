@@ -58,9 +58,11 @@ def selection_text(selection: Sequence[str]) -> str:
     return " ".join(shlex.quote(arg) for arg in selection) if selection else "(default)"
 
 
-def runs_table(runs: Sequence[RunSummary]) -> RenderableType:
+def runs_table(
+    runs: Sequence[RunSummary], store: str | None = None, file_size: int | None = None
+) -> RenderableType:
     """The run list, newest first as given: how each run was made (origin and selection)
-    and how much of the store it takes."""
+    and how much of the store it takes; below it, where the store is and its total."""
     if not runs:
         return Text("no runs recorded yet", style="dim")
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -81,9 +83,16 @@ def runs_table(runs: Sequence[RunSummary]) -> RenderableType:
             Text(run.python),
             Text(selection_text(run.selection)),
         )
+    footer: list[RenderableType] = []
     if any(run.dirty for run in runs):
-        table.caption = "* recorded with uncommitted changes"
-    return table
+        footer.append(Text("* recorded with uncommitted changes", style="dim"))
+    if store is not None:
+        total = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+        total += f", {size_text(sum(run.size for run in runs))} of recordings"
+        if file_size is not None:
+            total += f" ({size_text(file_size)} on disk)"
+        footer.append(Text(f"{total} in {store}", style="dim"))
+    return Group(table, *footer) if footer else table
 
 
 def run_header(run: Run) -> RenderableType:
