@@ -471,10 +471,38 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
-    def progress(message: str) -> None:
-        sys.stderr.write(f"{PROG}: {message}\n")
+class _Progress:
+    """What ``diff`` is doing, on standard error when that is a terminal: one line per step,
+    and how far a recording is on a line that each new percentage rewrites."""
+
+    def __init__(self) -> None:
+        self._open = False  # a percentage line is on screen, without its newline
+
+    def step(self, message: str) -> None:
+        self._write(f"{PROG}: {message}\n")
+
+    def percent(self, spec: str, value: int) -> None:
+        sys.stderr.write(f"\r\x1b[K{PROG}: recording {spec} ... {value}%")
         sys.stderr.flush()
+        self._open = True
+
+    def _write(self, text: str) -> None:
+        if self._open:
+            sys.stderr.write("\r\x1b[K")
+            self._open = False
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self._write("")
+
+
+_PROGRESS = _Progress()
+
+
+def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
+    on_terminal = sys.stderr.isatty()
 
     return runner.Options(
         base=args.base,
@@ -486,7 +514,8 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
-        progress=progress if sys.stderr.isatty() else None,
+        progress=_PROGRESS.step if on_terminal else None,
+        progress_percent=_PROGRESS.percent if on_terminal else None,
     )
 
 
@@ -530,7 +559,10 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, not {args.repeat}")
     with _terminate_as_interrupt():
-        diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+        try:
+            diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+        finally:
+            _PROGRESS.close()
     selection = Selection(pattern=args.test, everything=args.everything)
     if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
         raise CliError(
@@ -552,7 +584,10 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 def _run_affected(args: argparse.Namespace) -> int:
     with _terminate_as_interrupt():
-        prepared = runner.prepare(_diff_options(args), need_head_recording=False)
+        try:
+            prepared = runner.prepare(_diff_options(args), need_head_recording=False)
+        finally:
+            _PROGRESS.close()
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(

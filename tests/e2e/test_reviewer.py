@@ -306,14 +306,18 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     commit_all(top, "data")
     # The selection run_pytest gave, less its -p no:cacheprovider (output only).
     same = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-W", "ignore::DeprecationWarning")
+    # On a terminal, diff says what it reuses and what it records (standard error).
+    said = on_a_terminal(proj, "diff", "HEAD~1", "HEAD", "--", *same, stream="stderr", codes=(1,))
+    assert f"diffgenome: reusing run {pytest_run['id']} of HEAD~1" in said
+    assert "recorded by pytest)" in said
+    # How far a recording is, on one line each percentage rewrites, ending at 100%.
+    assert "\r\x1b[Kdiffgenome: recording HEAD ... 100%" in said
+    # test_label and the long-named test changed.
+    assert "diffgenome: confirming 2 tests that differ: recording them twice more" in said
     diff = cli_run(proj, "diff", "HEAD~1", "HEAD", "--json", "-", "--", *same)
     assert diff.returncode == 1, diff.stderr
     document = json.loads(diff.stdout)
     assert document["base"]["run"] == pytest_run["id"]  # reused, not recorded again
-    # On a terminal, diff says what it reuses and what it records (standard error).
-    said = on_a_terminal(proj, *DIFF, "--", *same, stream="stderr", codes=(1,))
-    assert f"diffgenome: reusing run {pytest_run['id']} of HEAD~1" in said
-    assert "recorded by pytest)" in said
     # A different selection is another recording.
     narrow = cli_run(proj, *DIFF, "--json", "-", "--", "-k", "test_label")
     assert json.loads(narrow.stdout)["base"]["run"] != pytest_run["id"]

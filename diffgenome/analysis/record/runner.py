@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +64,8 @@ STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
+#: pytest's progress at the end of a line of its output: ``[ 45%]``.
+_PYTEST_PERCENT = re.compile(r"\[\s*(\d{1,3})%\]\s*$")
 #: How the recorder's notice of runs removed by the store's cap begins.
 CAP_NOTICE_START = "diffgenome: removed "
 #: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
@@ -84,6 +87,9 @@ class Options:
     repeat: int = 1
     rerecord: bool = False
     progress: Callable[[str], None] | None = None
+    #: How far a recording is (the spec, pytest's percentage); on a terminal only, like
+    #: ``progress``.
+    progress_percent: Callable[[str, int], None] | None = None
     confirm: bool = True
 
 
@@ -458,10 +464,20 @@ class Runner:
         before = self._run_ids()
         if self.options.progress is not None:
             self.options.progress(f"recording {spec} ...")
+        percent = self.options.progress_percent
+        on_line: Callable[[str], None] | None = None
+        if percent is not None:
+
+            def on_line(line: str) -> None:
+                found = _PYTEST_PERCENT.search(line)
+                if found is not None:
+                    percent(spec, int(found.group(1)))
+
         code, output = run_child(
             [self._target.python, "-m", "pytest", *selection],
             cwd=cwd,
             env={**self._env(workspace, tree), ORIGIN_ENV: origin},
+            on_line=on_line,
         )
         if code in _PYTEST_FAILED_TO_RUN:
             raise DiffError(
@@ -592,8 +608,15 @@ def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
 # -- child processes ----------------------------------------------------------------------
 
 
-def run_child(cmd: list[str], *, cwd: str, env: dict[str, str]) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group and return (exit status, output).
+def run_child(
+    cmd: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[int, str]:
+    """Run ``cmd`` in its own process group and return (exit status, output); ``on_line``
+    sees each line of output as it comes.
 
     On any way out (Ctrl-C included) the group gets SIGINT, so that pytest can mark its run
     interrupted, then SIGKILL; nothing the tests started outlives the diff.
@@ -611,7 +634,17 @@ def run_child(cmd: list[str], *, cwd: str, env: dict[str, str]) -> tuple[int, st
     except OSError as exc:
         raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
     try:
-        out, _ = proc.communicate()
+        if on_line is None:
+            out, _ = proc.communicate()
+        else:
+            assert proc.stdout is not None
+            chunks: list[bytes] = []
+            for raw in iter(proc.stdout.readline, b""):
+                chunks.append(raw)
+                with contextlib.suppress(Exception):  # progress never fails a recording
+                    on_line(raw.decode("utf-8", errors="replace"))
+            proc.wait()
+            out = b"".join(chunks)
     except BaseException:
         with _sigint_ignored():
             _stop(proc)
@@ -712,7 +745,8 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
         if options.progress is not None:
             options.progress(
                 f"confirming {len(differing)} test{'s' if len(differing) != 1 else ''} that "
-                "differ: recording them twice more on each side ..."
+                f"differ{'s' if len(differing) == 1 else ''}: recording "
+                f"{'it' if len(differing) == 1 else 'them'} twice more on each side ..."
             )
         base_again, head_again = runner.confirm(prepared, differing)
         if base_again or head_again:
