@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.envs import Env, log
 
+from diffgenome.protocol.store import open_store, set_keep_runs
 from truth.common import WORK, diff, document, env_for, record, save
 
 # Module (under the source root) -> its own test file. packaging: utils and markers are fast.
@@ -341,6 +342,13 @@ def _worker(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     store = root / ".diffgenome-truth"
     shutil.rmtree(store, ignore_errors=True)
+    # Base runs are diffed by id long after dozens of mutants were recorded: the store's cap
+    # (20 runs by default) must not remove them.
+    opened = open_store(str(store))
+    try:
+        set_keep_runs(opened.conn, 0)
+    finally:
+        opened.conn.close()
     # No bytecode at all: a mutant of the same size written within the same second as the
     # previous version would otherwise run from the stale .pyc (mtime and size both match).
     extra = {

@@ -852,8 +852,9 @@ def test_the_demo_prints_a_real_diff() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for text in (
-        "decisions changed",
-        "results changed",
+        "reaches the changed code (",
+        "tests/test_pricing.py::test_line_total_rejects_zero  changed  passed",
+        "py:shop.pricing.discount results: float (value A) → float (value B)",
         "call added",
         "raised:py:shop.pricing.InvalidQuantity",
         "mock drift",
