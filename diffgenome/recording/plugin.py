@@ -57,6 +57,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="folder whose code is test code (repeatable; default: testpaths or tests/)",
     )
+    group.addoption(
+        "--genome-shard",
+        metavar="I/N",
+        default=None,
+        help="this session records shard I of N of a sharded suite (a label for "
+        "`diffgenome combine`; it selects no tests; default: pytest-split's --group/--splits)",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
     parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")
