@@ -1,0 +1,176 @@
+"""End-to-end: a suite recorded in shards (as CI matrix jobs do) and ``diffgenome combine``.
+
+Every shard is a real ``pytest --genome`` session in its own store, as on its own CI
+machine; the serial run is the same suite in one session. The combined run must diff as
+``unchanged`` against the serial run, a missing shard must make it incomplete, and shards
+that are not one recording must be refused in one line without touching any store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.helpers import (
+    cli,
+    cli_json,
+    export,
+    make_project,
+    run_pytest,
+)
+
+# Three slices of the shop suite, chosen with -k as a CI matrix would.
+SLICES = {
+    1: "payment",
+    2: "discount_tiers",
+    3: "not payment and not discount_tiers",
+}
+# The tests of slice 2: absent when its shard is.
+SLICE_2 = {
+    "tests/test_pricing.py::test_discount_tiers[50]",
+    "tests/test_pricing.py::test_discount_tiers[500]",
+    "tests/test_pricing.py::test_discount_tiers[5000]",
+}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shop project recorded serially (store ``serial``) and in three shards (stores
+    ``shard1``..``shard3``), all with one key file."""
+    tmp = tmp_path_factory.mktemp("combine")
+    project = make_project(tmp, {}, base="shop")
+    key = tmp / "ci.key"
+    key.write_bytes(bytes(range(32)))
+    stores = tmp / "stores"
+    common = ("--genome", f"--genome-key-file={key}")
+    done = run_pytest(project, *common, f"--genome-store={stores / 'serial'}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for index, expr in SLICES.items():
+        done = run_pytest(
+            project,
+            *common,
+            f"--genome-store={stores / f'shard{index}'}",
+            f"--genome-shard={index}/3",
+            "-k",
+            expr,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    return {"project": project, "key": key, "stores": stores, "tmp": tmp}
+
+
+def combine(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return cli(project, "combine", *args)
+
+
+def digests(folder: Path) -> dict[str, str]:
+    """What the store's database, key and .gitignore hold, to prove that nothing changed
+    them (SQLite's reader may leave an empty WAL and its index beside the database)."""
+    wal = folder / "genome.sqlite-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.endswith(("-wal", "-shm"))
+    }
+
+
+def diff_runs(project: Path, tmp: Path, store: Path, base: str, head: str) -> dict[str, Any]:
+    _, diff = cli_json(
+        project,
+        tmp,
+        "diff",
+        base,
+        head,
+        "--store",
+        str(store),
+        "--no-confirm",
+        "--fail-on",
+        "never",
+    )
+    assert isinstance(diff, dict)
+    return diff
+
+
+def statuses(diff: dict[str, Any]) -> dict[str, str]:
+    return {t["id"]: t["status"] for t in diff["tests"]}
+
+
+def test_three_shards_combine_into_a_run_that_diffs_unchanged_against_the_serial_run(
+    suite: dict[str, Any], tmp_path: Path
+) -> None:
+    project, stores = suite["project"], suite["stores"]
+    out = tmp_path / "combined"
+    inputs = [str(stores / f"shard{i}") for i in (3, 1, 2)]  # the order given does not matter
+    before = {s: digests(Path(s)) for s in inputs}
+    done = combine(project, *inputs, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "3 of 3 shards" in done.stdout and ": complete, 9 tests" in done.stdout
+    assert {s: digests(Path(s)) for s in inputs} == before  # inputs are only read
+
+    serial = export(project, stores / "serial")
+    combined = export(project, out)
+    assert combined["run"]["complete"] is True
+    assert combined["run"]["incomplete_reasons"] == []
+    assert combined["run"]["commit"] == serial["run"]["commit"]
+    assert combined["run"]["key_fingerprint"] == serial["run"]["key_fingerprint"]
+    assert "shard" not in combined["run"]["config"]
+    assert [p["index"] for p in combined["run"]["shards"]["parts"]] == [1, 2, 3]
+    assert [t["id"] for t in combined["tests"]] == [t["id"] for t in serial["tests"]]
+    assert all(t["verified"] for t in combined["tests"]), combined["tests"]
+
+    # The exported combined run, diffed as a document, and the stored run, diffed by id.
+    exported = tmp_path / "combined.json"
+    exported.write_text(json.dumps(combined))
+    serial_file = tmp_path / "serial.json"
+    serial_file.write_text(json.dumps(serial))
+    _, by_file = cli_json(
+        project, tmp_path, "diff", str(serial_file), str(exported), "--no-confirm"
+    )
+    assert set(statuses(by_file).values()) == {"unchanged"}, by_file["tests"]
+
+    # Stored runs diffed by id: the combined run added to (a copy of) the serial store.
+    both = tmp_path / "both"
+    shutil.copytree(stores / "serial", both)
+    done = combine(project, *inputs, "-o", str(both))
+    assert done.returncode == 0, done.stderr
+    combined_id = export(project, both, "latest")["run"]["id"]
+    assert combined_id != serial["run"]["id"]
+    diff = diff_runs(project, tmp_path, both, serial["run"]["id"], combined_id)
+    assert diff["summary"]["unchanged"] == 10, diff["tests"]
+    assert set(statuses(diff).values()) == {"unchanged"}
+
+
+def test_a_missing_shard_makes_the_combined_run_incomplete_not_smaller(
+    suite: dict[str, Any], tmp_path: Path
+) -> None:
+    project, stores = suite["project"], suite["stores"]
+    out = tmp_path / "combined"
+    done = combine(project, str(stores / "shard1"), str(stores / "shard3"), "-o", str(out))
+    assert done.returncode == 1, done.stderr
+    assert "2 of 3 shards" in done.stdout and "incomplete" in done.stdout
+    assert done.stderr.strip() == (
+        "diffgenome: incomplete: shard 2/3 missing: no run of it was combined"
+    )
+    combined = export(project, out)
+    assert combined["run"]["complete"] is False
+    assert combined["run"]["incomplete_reasons"] == ["shard 2/3 missing: no run of it was combined"]
+    assert SLICE_2.isdisjoint(t["id"] for t in combined["tests"])
+
+    serial = tmp_path / "serial.json"
+    serial.write_text(json.dumps(export(project, stores / "serial")))
+    head = tmp_path / "combined.json"
+    head.write_text(json.dumps(combined))
+    code, diff = cli_json(project, tmp_path, "diff", str(serial), str(head), "--no-confirm")
+    assert code == 1
+    assert diff["summary"]["removed"] == 0
+    assert diff["summary"]["unchanged"] == 0  # an incomplete run is never read as unchanged
+    by_id = {t["id"]: t for t in diff["tests"]}
+    for test_id in SLICE_2:
+        assert by_id[test_id]["status"] == "unverified"
+        assert any("whose run is incomplete" in r for r in by_id[test_id]["reasons"])
