@@ -21,6 +21,7 @@ from e2e.helpers import (
     cli,
     cli_json,
     export,
+    git_in,
     make_project,
     run_pytest,
 )
@@ -174,3 +175,137 @@ def test_a_missing_shard_makes_the_combined_run_incomplete_not_smaller(
     for test_id in SLICE_2:
         assert by_id[test_id]["status"] == "unverified"
         assert any("whose run is incomplete" in r for r in by_id[test_id]["reasons"])
+
+
+# -- shards that are not one recording --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def strays(suite: dict[str, Any]) -> dict[str, Path]:
+    """Runs that look like shard 2 but are not of the suite's recording: another key, another
+    commit, another egress policy, no shard label; each in a store of its own."""
+    project, key, tmp = suite["project"], suite["key"], suite["tmp"]
+    out = tmp / "strays"
+    expr = SLICES[2]
+    labelled = ("--genome-shard=2/3", "-k", expr)
+    sessions: dict[str, tuple[Path, tuple[str, ...]]] = {
+        "other-key": (project, ("--genome", *labelled)),
+        "other-options": (
+            project,
+            ("--genome", f"--genome-key-file={key}", "--genome-egress=block", *labelled),
+        ),
+        "no-label": (project, ("--genome", f"--genome-key-file={key}", "-k", expr)),
+    }
+    later = tmp / "later"
+    subprocess.run(["git", "clone", "-q", str(project), str(later)], check=True)
+    (later / "shop" / "extra.py").write_text("VALUE = 1\n")
+    git_in(later, "add", "-A")
+    git_in(later, "commit", "-qm", "another commit")
+    sessions["other-commit"] = (later, ("--genome", f"--genome-key-file={key}", *labelled))
+    stores: dict[str, Path] = {}
+    for name, (where, args) in sessions.items():
+        stores[name] = out / name
+        done = run_pytest(where, *args, f"--genome-store={stores[name]}")
+        assert done.returncode == 0, done.stdout + done.stderr
+    return stores
+
+
+def edited_shard(project: Path, store: Path, tmp: Path, edit: str) -> Path:
+    """Shard 2 exported to a file and changed as ``edit`` says, as a document input."""
+    doc = export(project, store)
+    if edit == "python":
+        doc["run"]["python"] = "CPython 3.99.0"
+    elif edit == "split":
+        doc["run"]["config"]["shard"] = {"index": 2, "count": 4}
+    path = tmp / f"shard2-{edit}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+REFUSALS = {
+    "other-key": "the same --genome-key-file",
+    "other-commit": "combine the shards of one commit",
+    "other-options": "recording option egress",
+    "no-label": "carries no shard label",
+    "python": "record every shard with the same interpreter version",
+    "split": "split the suite differently",
+    "twice": "shard 1/3 is given twice",
+    "output-is-input": "is also an input",
+    "missing": "no diffgenome store at",
+    "corrupt": "is not an SQLite database",
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_shards_that_are_not_one_recording_are_refused_in_one_line(
+    suite: dict[str, Any], strays: dict[str, Path], tmp_path: Path, case: str
+) -> None:
+    project, stores = suite["project"], suite["stores"]
+    shard = {i: stores / f"shard{i}" for i in (1, 2, 3)}
+    out = tmp_path / "combined"
+    second: Path = shard[2]
+    if case in strays:
+        second = strays[case]
+    elif case in ("python", "split"):
+        second = edited_shard(project, shard[2], tmp_path, case)
+    elif case == "twice":
+        second = shard[1]
+    elif case == "output-is-input":
+        out = shard[2]
+    elif case == "missing":
+        second = tmp_path / "no-such-store"
+    elif case == "corrupt":
+        second = tmp_path / "corrupt"
+        second.mkdir()
+        (second / "genome.sqlite").write_bytes(b"not a database at all" * 20)
+    inputs = [shard[1], second, shard[3]]
+    before = {p: digests(p) for p in inputs if p.is_dir()}
+    done = combine(project, *map(str, inputs), "-o", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("diffgenome: error: "), done.stderr
+    assert REFUSALS[case] in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert {p: digests(p) for p in inputs if p.is_dir()} == before
+    if case != "output-is-input":
+        assert not out.exists()  # nothing written, not even an empty store
+
+
+def test_unlabelled_shards_need_expect_and_count_against_it(
+    suite: dict[str, Any], strays: dict[str, Path], tmp_path: Path
+) -> None:
+    project = suite["project"]
+    out = tmp_path / "combined"
+    done = combine(project, str(strays["no-label"]), "--expect", "2", "-o", str(out))
+    assert done.returncode == 1, done.stderr
+    run = export(project, out)["run"]
+    assert run["complete"] is False
+    assert run["incomplete_reasons"] == ["1 of 2 shards missing: 1 runs combined, --expect 2"]
+
+
+def test_a_test_recorded_differently_by_two_shards_is_kept_once_and_unverified(
+    suite: dict[str, Any], tmp_path: Path
+) -> None:
+    """Overlapping slices: shard 2 also ran shard 1's tests, and one of them came out
+    otherwise. The lowest shard's recording is kept, marked unverified; an equal one is
+    kept once, verified."""
+    project, stores = suite["project"], suite["stores"]
+    doc = export(project, stores / "shard1")
+    doc["run"]["id"] = "overlap-2"
+    doc["run"]["config"]["shard"] = {"index": 2, "count": 3}
+    changed = "tests/test_payment.py::test_checkout_empty_cart"
+    for test in doc["tests"]:
+        if test["id"] == changed:
+            test["outcome"] = "failed"
+    overlap = tmp_path / "overlap.json"
+    overlap.write_text(json.dumps(doc))
+    out = tmp_path / "combined"
+    inputs = (stores / "shard1", overlap, stores / "shard3")
+    done = combine(project, *map(str, inputs), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    tests = {t["id"]: t for t in export(project, out)["tests"]}
+    assert tests[changed]["outcome"] == "passed"
+    assert tests[changed]["verified"] is False
+    assert tests[changed]["unverified_reasons"] == ["shards-disagree:1/3,2/3"]
+    same = "tests/test_payment.py::test_checkout_with_mocked_gateway"
+    assert tests[same]["verified"] is True
