@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
+    PY,
+    clean_env,
     cli,
     cli_json,
     export,
@@ -309,3 +312,110 @@ def test_a_test_recorded_differently_by_two_shards_is_kept_once_and_unverified(
     assert tests[changed]["unverified_reasons"] == ["shards-disagree:1/3,2/3"]
     same = "tests/test_payment.py::test_checkout_with_mocked_gateway"
     assert tests[same]["verified"] is True
+
+
+# -- pytest-split's labels, and reuse by `diffgenome diff` --------------------------------------
+
+# What pytest-split does, in little: ``--splits N --group I`` keeps every N-th collected test.
+# Loaded as an installed plugin would be (``-p``, from outside the project), so that its code
+# is not the project's and is not recorded.
+SPLITTER = """
+def pytest_addoption(parser):
+    parser.addoption("--splits", type=int, default=None)
+    parser.addoption("--group", type=int, default=None)
+
+
+def pytest_collection_modifyitems(config, items):
+    splits, group = config.getoption("splits"), config.getoption("group")
+    if not splits:
+        return
+    keep = [item for i, item in enumerate(items) if i % splits == group - 1]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
+"""
+
+
+def test_pytest_split_shards_combine_into_the_run_diff_would_record_and_reuse(
+    tmp_path: Path,
+) -> None:
+    """Each CI job runs what `diffgenome diff` would run, plus pytest-split's --splits 3
+    --group I, into a store at the same path on its own machine. The shards carry pytest-split's
+    label without --genome-shard, and their combination, added to the diff's store, has the
+    recording key of the serial recording: `diffgenome diff HEAD HEAD` reuses it instead of
+    recording the suite again."""
+    project = make_project(tmp_path, {}, base="shop")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "splitter.py").write_text(SPLITTER)
+    env = {"PYTHONPATH": str(plugins), "PYTHONHASHSEED": "0"}
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "secret.key").write_bytes(bytes(range(32, 64)))
+    user_args = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "splitter")
+    selection = [
+        "--genome",
+        f"--genome-store={store}",
+        f"--genome-key-file={store / 'secret.key'}",
+        "-p",
+        "no:cacheprovider",
+        *user_args,
+    ]
+    shards = []
+    for index in (1, 2, 3):
+        done = subprocess.run(
+            [PY, "-m", "pytest", *selection, "--splits", "3", "--group", str(index)],
+            cwd=project,
+            env=clean_env(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        # The job's machine goes away with its store; its store is what the CI keeps.
+        shard = tmp_path / f"shard{index}"
+        shard.mkdir()
+        for db in store.glob("genome.sqlite*"):
+            db.rename(shard / db.name)
+        assert export(project, shard)["run"]["config"]["shard"] == {"index": index, "count": 3}
+        shards.append(str(shard))
+
+    done = combine(project, *shards, "-o", str(store))
+    assert done.returncode == 0, done.stderr
+    combined = export(project, store)["run"]
+    assert combined["selection"] == selection
+    assert combined["complete"] is True
+
+    diff = subprocess.run(
+        [
+            PY,
+            "-m",
+            "diffgenome.analysis.cli",
+            "diff",
+            "HEAD",
+            "HEAD",
+            "--store",
+            str(store),
+            *("--json", "-", "--", *user_args),
+        ],
+        cwd=project,
+        env=clean_env({**env, "TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert diff.returncode == 0, diff.stderr
+    result = json.loads(diff.stdout)
+    assert result["summary"]["unchanged"] == 10, result["tests"]
+    with sqlite3.connect(f"file:{store / 'genome.sqlite'}?mode=ro", uri=True) as conn:
+        (runs,) = conn.execute("SELECT COUNT(*) FROM runs").fetchone()
+    assert runs == 1  # reused: nothing was recorded again
+
+
+@pytest.mark.parametrize("value", ["0/3", "4/3", "two/3", "3"])
+def test_an_unusable_shard_label_is_a_usage_error(suite: dict[str, Any], value: str) -> None:
+    done = run_pytest(suite["project"], "--genome", f"--genome-shard={value}", "-k", "payment")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "--genome-shard must be I/N" in done.stderr
+    assert "Traceback" not in done.stderr
