@@ -345,8 +345,19 @@ def _label(part: Part) -> str:
     return f"{part.shard[0]}/{part.shard[1]}" if part.shard else str(part.run.get("id"))
 
 
-def merge(parts: Sequence[Part], count: int) -> tuple[dict[str, Any], list[str]]:
-    """The combined document (run object without id) and the incompleteness reasons."""
+@dataclass
+class Merged:
+    """The combined document (its run without an id yet), why it is incomplete, and which
+    shard each test's record came from."""
+
+    document: dict[str, Any]
+    reasons: list[str]
+    shard_of_test: dict[str, str]
+
+
+def merge(parts: Sequence[Part], count: int) -> Merged:
+    """The shards' union: tests by id (duplicates resolved as the module says), symbols by
+    id (the lowest shard's), the run described by what the shards share."""
     ordered = sorted(parts, key=lambda p: (p.shard or (0, 0), str(p.run.get("id"))))
     first = ordered[0]
     reasons: list[str] = []
@@ -395,9 +406,8 @@ def merge(parts: Sequence[Part], count: int) -> tuple[dict[str, Any], list[str]]
         "collectors": first.document.get("collectors") or [],
         "symbols": [symbols[k] for k in sorted(symbols)],
         "tests": [tests[k] for k in sorted(tests)],
-        "worker_of": {k: recorded_by[k][0] for k in tests},
     }
-    return document, reasons
+    return Merged(document, reasons, {k: recorded_by[k][0] for k in tests})
 
 
 def _combined_run(ordered: Sequence[Part], count: int, reasons: list[str]) -> dict[str, Any]:
@@ -460,16 +470,15 @@ def _folder_of(path: str) -> str:
     return os.path.realpath(path)
 
 
-def write_combined(output: str, document: dict[str, Any], shards: Sequence[Part]) -> str:
+def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> str:
     """Add the combined run to the store ``output`` (created if needed) in one transaction."""
-    run = document["run"]
     run_id = _new_run_id()
     opened = open_store(output)
     conn = opened.conn
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            _insert(conn, run_id, run, document, shards)
+            _insert(conn, run_id, merged, shards)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -481,13 +490,9 @@ def write_combined(output: str, document: dict[str, Any], shards: Sequence[Part]
     return run_id
 
 
-def _insert(
-    conn: sqlite3.Connection,
-    run_id: str,
-    run: dict[str, Any],
-    document: dict[str, Any],
-    shards: Sequence[Part],
-) -> None:
+def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Sequence[Part]) -> None:
+    document = merged.document
+    run = document["run"]
     columns = {
         "id",
         "commit",
@@ -546,7 +551,7 @@ def _insert(
         "INSERT INTO symbols (run_id, id, doc) VALUES (?, ?, ?)",
         [(run_id, s["id"], _canonical(s)) for s in document["symbols"]],
     )
-    worker_of = document["worker_of"]
+    worker_of = merged.shard_of_test
     plain = {"id", "outcome", "verified", "unverified_reasons", "phases"}
     conn.executemany(
         "INSERT INTO tests (run_id, id, worker, outcome, verified, unverified_reasons, extra,"
@@ -584,8 +589,9 @@ def combine(
         raise CombineError(f"--commit {commit!r} is too short; give at least 4 characters")
     parts = [load_part(source, commit) for source in sources]
     count = check_parts(parts, expect)
-    document, reasons = merge(parts, count)
-    run_id = write_combined(output, document, parts)
+    merged = merge(parts, count)
+    run_id = write_combined(output, merged, parts)
+    document, reasons = merged.document, merged.reasons
     has_import = any(t["id"] == IMPORT_TEST_ID for t in document["tests"])
     return Combined(
         run_id=run_id,
