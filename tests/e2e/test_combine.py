@@ -422,3 +422,40 @@ def test_an_unusable_shard_label_is_a_usage_error(suite: dict[str, Any], value: 
     assert done.returncode == 4, done.stdout + done.stderr
     assert "--genome-shard must be I/N" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_shard_whose_session_died_makes_the_combined_run_incomplete(
+    suite: dict[str, Any], tmp_path: Path
+) -> None:
+    """Shard 3's process ends after its first test (``os._exit`` from a plugin, as a
+    killed CI job would): its run is incomplete, and so is the combination."""
+    project, stores, key = suite["project"], suite["stores"], suite["key"]
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "dying.py").write_text(
+        "import os\n\n\ndef pytest_runtest_logfinish(nodeid, location):\n    os._exit(3)\n"
+    )
+    dead = tmp_path / "shard3-dead"
+    done = run_pytest(
+        project,
+        "--genome",
+        f"--genome-key-file={key}",
+        f"--genome-store={dead}",
+        "--genome-shard=3/3",
+        "-k",
+        SLICES[3],
+        "-p",
+        "dying",
+        env={"PYTHONPATH": str(plugins)},
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = tmp_path / "combined"
+    inputs = (stores / "shard1", stores / "shard2", dead)
+    done = combine(project, *map(str, inputs), "-o", str(out))
+    assert done.returncode == 1, done.stderr
+    run = export(project, out)["run"]
+    assert run["complete"] is False
+    [reason] = run["incomplete_reasons"]
+    assert reason.startswith("shard 3/3 incomplete: interrupted"), reason
+    parts = {p["index"]: p for p in run["shards"]["parts"]}
+    assert parts[3]["complete"] is False and parts[1]["complete"] is True
