@@ -25,7 +25,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -91,7 +91,6 @@ class Combined:
     shards: int
     expected: int
     commit: str | None
-    notes: list[str] = field(default_factory=list)
 
 
 # -- reading the inputs ----------------------------------------------------------------------
