@@ -459,3 +459,34 @@ def test_a_shard_whose_session_died_makes_the_combined_run_incomplete(
     assert reason.startswith("shard 3/3 incomplete: interrupted"), reason
     parts = {p["index"]: p for p in run["shards"]["parts"]}
     assert parts[3]["complete"] is False and parts[1]["complete"] is True
+
+
+def test_shards_sliced_by_test_path_leave_import_unverified(
+    suite: dict[str, Any], tmp_path: Path
+) -> None:
+    """Slices by test file collect different modules, so each shard's ``<import>`` is only
+    part of the serial one (and import order moves code between them): it is kept from the
+    lowest shard and unverified, never passed off as the whole; every real test is whole."""
+    project, key = suite["project"], suite["key"]
+    files = {1: "tests/test_payment.py", 2: "tests/test_pricing.py"}
+    inputs = []
+    for index, path in files.items():
+        store = tmp_path / f"shard{index}"
+        done = run_pytest(
+            project,
+            "--genome",
+            f"--genome-key-file={key}",
+            f"--genome-store={store}",
+            f"--genome-shard={index}/2",
+            path,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        inputs.append(str(store))
+    out = tmp_path / "combined"
+    done = combine(project, *inputs, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    tests = {t["id"]: t for t in export(project, out)["tests"]}
+    assert tests["<import>"]["verified"] is False
+    assert tests["<import>"]["unverified_reasons"] == ["shards-disagree:1/2,2/2"]
+    assert len(tests) == 10
+    assert all(t["verified"] for test_id, t in tests.items() if test_id != "<import>")
