@@ -434,6 +434,8 @@ def _run_combine(args: argparse.Namespace) -> int:
     )
     for reason in result.reasons:
         sys.stderr.write(f"{PROG}: incomplete: {reason}\n")
+    for note in result.notes:
+        sys.stderr.write(f"{PROG}: note: {note}\n")
     return EXIT_OK if result.complete else EXIT_FOUND
 
 

@@ -36,10 +36,12 @@ from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format
 from diffgenome.protocol.store import (
     DB_FILE,
+    KEY_FILE,
     SHARD_CONFIG_KEY,
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
+    key_fingerprint,
     open_store,
     recording_key,
     shard_of,
@@ -91,6 +93,8 @@ class Combined:
     shards: int
     expected: int
     commit: str | None
+    #: Facts the user should know that change nothing about the run (the store's key).
+    notes: list[str]
 
 
 # -- reading the inputs ----------------------------------------------------------------------
@@ -469,8 +473,9 @@ def _folder_of(path: str) -> str:
     return os.path.realpath(path)
 
 
-def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> str:
-    """Add the combined run to the store ``output`` (created if needed) in one transaction."""
+def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> tuple[str, str]:
+    """Add the combined run to the store ``output`` (created if needed) in one transaction;
+    the run's id and the fingerprint of the store's own key."""
     run_id = _new_run_id()
     opened = open_store(output)
     conn = opened.conn
@@ -486,7 +491,7 @@ def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> str:
         raise sql_error(exc, "write the combined run", opened.db_path) from None
     finally:
         conn.close()
-    return run_id
+    return run_id, key_fingerprint(opened.key)
 
 
 def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Sequence[Part]) -> None:
@@ -589,8 +594,16 @@ def combine(
     parts = [load_part(source, commit) for source in sources]
     count = check_parts(parts, expect)
     merged = merge(parts, count)
-    run_id = write_combined(output, merged, parts)
+    run_id, store_key = write_combined(output, merged, parts)
     document, reasons = merged.document, merged.reasons
+    notes: list[str] = []
+    if store_key != document["run"].get("key_fingerprint"):
+        notes.append(
+            f"the store {output} has a digest key of its own ({store_key}), not the shards' "
+            f"({document['run'].get('key_fingerprint')}): what `diffgenome diff` records into "
+            "it will not compare digests with this run; copy the shards' key file to "
+            f"{os.path.join(output, KEY_FILE)} before recording there"
+        )
     has_import = any(t["id"] == IMPORT_TEST_ID for t in document["tests"])
     return Combined(
         run_id=run_id,
@@ -601,4 +614,5 @@ def combine(
         shards=len(parts),
         expected=count,
         commit=document["run"].get("commit"),
+        notes=notes,
     )
