@@ -493,3 +493,21 @@ def test_shards_sliced_by_test_path_leave_import_unverified(
     assert tests["<import>"]["unverified_reasons"] == ["shards-disagree:1/2,2/2"]
     assert len(tests) == 10
     assert all(t["verified"] for test_id, t in tests.items() if test_id != "<import>")
+
+
+def test_commit_picks_each_stores_run_of_that_commit(suite: dict[str, Any], tmp_path: Path) -> None:
+    project, stores = suite["project"], suite["stores"]
+    inputs = [str(stores / f"shard{i}") for i in (1, 2, 3)]
+    done = combine(project, *inputs, "--commit", "HEAD", "-o", str(tmp_path / "ok"))
+    assert done.returncode == 0, done.stderr
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert export(project, tmp_path / "ok")["run"]["commit"] == head
+
+    done = combine(project, *inputs, "--commit", "0123abcd", "-o", str(tmp_path / "none"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("diffgenome: error: the store ")
+    assert "has no run of commit 0123abcd" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (tmp_path / "none").exists()
