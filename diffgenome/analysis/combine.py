@@ -215,7 +215,8 @@ def check_parts(parts: Sequence[Part], expect: int | None) -> int:
     else:
         counts = {p.shard[1] for p in labelled if p.shard is not None}
         if len(counts) > 1:
-            a, b = _first_two_differing(parts, lambda p: p.shard[1] if p.shard else None)
+            a = parts[0]
+            b = next(p for p in parts if _count(p) != _count(a))
             raise CombineError(
                 f"{a.name} and {b.name} split the suite differently; combine shards of one split"
             )
@@ -262,7 +263,7 @@ def _check_same(parts: Sequence[Part]) -> None:
         "was recorded at commit", lambda p: p.run.get("commit"), "combine the shards of one commit"
     )
     differing(
-        "has dirty",
+        "was recorded with uncommitted changes:",
         lambda p: p.run.get("dirty"),
         "record every shard from the same clean checkout",
     )
@@ -312,11 +313,8 @@ def _options(part: Part) -> dict[str, Any]:
     return options
 
 
-def _first_two_differing(parts: Sequence[Part], value: Any) -> tuple[Part, Part]:
-    for part in parts[1:]:
-        if value(part) != value(parts[0]):
-            return part, parts[0]
-    return parts[0], parts[-1]
+def _count(part: Part) -> int | None:
+    return part.shard[1] if part.shard else None
 
 
 def _show(value: object) -> str:
