@@ -23,7 +23,7 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
-from diffgenome.protocol.store import one_line
+from diffgenome.protocol.store import SHARD_CONFIG_KEY, one_line
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, ORIGIN_REPO, SYMBOL_PREFIX
 from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
@@ -159,6 +159,10 @@ class Recorder:
             # recording ("random": a seed of its own per process).
             "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
+        if self.options.shard is not None:
+            # Part of the recording key: a shard is never reused as the whole suite.
+            index, count = self.options.shard
+            config[SHARD_CONFIG_KEY] = {"index": index, "count": count}
         return config
 
     def _warn_split_path_options(self) -> None:
