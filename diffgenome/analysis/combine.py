@@ -34,6 +34,7 @@ from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format
+from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import (
     DB_FILE,
     KEY_FILE,
@@ -419,14 +420,27 @@ def _combined_run(ordered: Sequence[Part], count: int, reasons: list[str]) -> di
     selections = [strip_shard_options(p.run.get("selection") or []) for p in ordered]
     same = all(s == selections[0] for s in selections)
     selection = selections[0] if same else []
+    # What a recording key hashes (output options gone, paths from the git top): each
+    # shard's recorded selection, less its slice.
+    recorded = [
+        strip_shard_options(p.run.get("recorded_selection") or recorded_selection(s))
+        for p, s in zip(ordered, selections, strict=True)
+    ]
+    same = same and all(r == recorded[0] for r in recorded)
     if same:
         # The key a serial run of the same selection and options has: `diffgenome diff`
         # can reuse the combined run where it would reuse that one.
         config["recording_key"] = recording_key(
-            first.get("commit"), first.get("dirty"), str(first.get("python")), selection, config
+            first.get("commit"),
+            first.get("dirty"),
+            str(first.get("python")),
+            recorded[0],
+            config,
         )
     finished = [p.run.get("finished_at") for p in ordered]
+    extra: dict[str, Any] = {"recorded_selection": recorded[0]} if same else {}
     return {
+        **extra,
         "commit": first.get("commit"),
         "dirty": first.get("dirty"),
         "python": first.get("python"),

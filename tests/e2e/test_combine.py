@@ -364,6 +364,7 @@ def test_pytest_split_shards_combine_into_the_run_diff_would_record_and_reuse(
         "-p",
         "no:cacheprovider",
         *user_args,
+        "--genome-random-seed=0",  # diff's seed, after the user's arguments
     ]
     shards = []
     for index in (1, 2, 3):
