@@ -59,6 +59,11 @@ OS_SENDTO: Final = "sendto"
 OS_SUBPROCESS: Final = "subprocess"
 # A child process running Python, whose code the recorder did not see.
 OUTCOME_UNTRACED_CHILD: Final = "untraced-child"
+# A child process running Python whose in-scope behaviour was recorded into the test's genome
+# (its calls hang under this event, ``via`` "process").
+OUTCOME_RECORDED_CHILD: Final = "recorded-child"
+# ``via`` of the top-level calls of a recorded child process.
+VIA_PROCESS: Final = "process"
 OS_EVENT_KINDS: Final = (OS_CONNECT, OS_DNS, OS_BIND, OS_LISTEN, OS_SENDTO, OS_SUBPROCESS)
 
 DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "assert")

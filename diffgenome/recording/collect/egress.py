@@ -99,10 +99,13 @@ __all__ = [
     "EgressGuard",
     "EgressRefused",
     "Recorder",
+    "Spawner",
 ]
 
 #: (kind, target, outcome); called on the thread that made the attempt.
 Recorder = Callable[[str, str, str], None]
+#: (identity, environment or None) of a Python child about to start, on the spawning thread.
+Spawner = Callable[[str, object], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
@@ -235,7 +238,16 @@ def _dispatch(
 class EgressGuard:
     """One egress policy plus the recorder that receives what it sees while active."""
 
-    def __init__(self, policy: str, record: Recorder, root: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: str,
+        record: Recorder,
+        root: str | None = None,
+        spawn: Spawner | None = None,
+    ) -> None:
+        """``spawn``, when given, is told of each Python child instead of ``record``: the
+        program's identity and the environment it is given (None: it inherits this
+        process's), so that the child can be recorded (collect/children.py)."""
         if policy not in EGRESS_POLICIES:
             raise ValueError(
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
@@ -245,6 +257,7 @@ class EgressGuard:
         # The recorded tree: a program file inside it is known by its path and content.
         self.root = _realpath(root) if root else None
         self._record = record
+        self._spawn = spawn
         self._active = False
         self._previous: EgressGuard | None = None
 
@@ -310,6 +323,13 @@ class EgressGuard:
             except Exception:
                 self.errors += 1
                 identity, python = "?", True
+            spawn = self._spawn
+            if python and spawn is not None:
+                try:
+                    spawn(identity, _spawn_env(event, args))
+                except Exception:
+                    self.errors += 1
+                return
             self._emit(kind, identity, OUTCOME_UNTRACED if python else OUTCOME_PROGRAM)
             return
         try:
@@ -463,6 +483,16 @@ def _spawned_program(event: str, args: tuple[object, ...]) -> tuple[str, list[st
         rest = _words(args[1])[1:] if event == "os.exec" and len(args) > 1 else []
     text = _path_text(program) if program is not None else ""
     return (text or "?"), rest
+
+
+def _spawn_env(event: str, args: tuple[object, ...]) -> object:
+    """The environment a spawn event gives its child: None when it inherits this process's
+    (``os.system``, ``Popen(env=None)``, ``execv``, ``os.spawnv``)."""
+    if event == "subprocess.Popen":
+        return args[3] if len(args) > 3 else None
+    if event in ("os.posix_spawn", "os.exec"):
+        return args[2] if len(args) > 2 else None
+    return None
 
 
 def _words(argv: object) -> list[str]:
