@@ -20,11 +20,15 @@ from typing import Any
 
 from diffgenome.recording.collect import children as _children
 
+_tried = False
+
 
 def start() -> None:
     """Record this process for the parent session named in ``DIFFGENOME_CHILD``."""
-    if _children._ACTIVE is not None:
-        return  # two sessions' hooks in one environment: the first one started it
+    global _tried
+    if _tried:
+        return  # one environment seen twice (lib64 -> lib), or two sessions' hooks in it
+    _tried = True
     try:
         _start()
     except Exception as exc:
@@ -33,7 +37,7 @@ def start() -> None:
 
 def _start() -> None:
     value = os.environ.get(_children.ENV) or ""
-    token, _, folder = value.partition("|")
+    token, folder = _children.parse_value(value)
     if not token or not folder:
         return
     with open(f"{folder}/{_children.CONFIG_NAME}", encoding="utf-8") as stream:

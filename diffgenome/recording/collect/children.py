@@ -83,6 +83,19 @@ PTH_LINE: Final = (
     )
     + ")\n"
 )
+#: What the variable's value starts with: stable.py makes the value itself stable text
+#: (a test that copies ``os.environ`` into a value must not digest a pid or a folder).
+VALUE_PREFIX: Final = "diffgenome-child:"
+
+
+def parse_value(value: str) -> tuple[str, str]:
+    """``(token, folder)`` of a ``DIFFGENOME_CHILD`` value; empty strings when malformed."""
+    if not value.startswith(VALUE_PREFIX):
+        return "", ""
+    token, _, folder = value[len(VALUE_PREFIX) :].partition("|")
+    return token, folder
+
+
 #: Reasons a child gives about itself are the test's too, under this prefix.
 CHILD_REASON_PREFIX: Final = "child:"
 FORK_IDENTITY: Final = "fork"
@@ -259,7 +272,7 @@ class Children:
     # -- tokens ------------------------------------------------------------------------
 
     def _value(self, token: str) -> str:
-        return f"{token}|{self.folder}"
+        return f"{VALUE_PREFIX}{token}|{self.folder}"
 
     def begin_phase(self) -> None:
         """A new phase: children started from now on report under its tokens."""
@@ -298,7 +311,7 @@ class Children:
         if type(env) is dict:
             value = env.get(ENV)
             if type(value) is str:
-                token = value.partition("|")[0]
+                token = parse_value(value)[0]
         if token:
             self.table.setdefault(token, []).append(node)
         else:

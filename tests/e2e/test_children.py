@@ -1,0 +1,310 @@
+"""End-to-end: Python child processes are recorded into the test that started them (#11).
+
+One real pytest session records a project whose tests start real children of every kind:
+``sys.executable script.py``, ``python -m pkg``, a console script (a file in the tree whose
+shebang names the interpreter, run directly), a copied environment, multiprocessing with
+fork, spawn and forkserver, a plain ``os.fork``, a child that kills itself before it can
+send its recording, one that never loads the hook (``python -S``) and one given a broken
+hook configuration. The child's in-scope calls must be in the parent test's genome under the
+node that started it; a child that could not be recorded stays disclosed; and the session
+leaves neither its environment variable nor its ``.pth`` file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.helpers import make_project, os_events, record_full, test_genome
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and forkserver: Linux")
+
+SITE = Path(sysconfig.get_path("purelib"))
+PTH_GLOB = "zz-diffgenome-child-*.pth"
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/work.py": """
+        def double(x):
+            if x > 2:
+                return x * 2
+            return x
+
+
+        def crash():
+            import os
+            import signal
+
+            double(7)
+            os.kill(os.getpid(), signal.SIGKILL)
+    """,
+    "pkg/__main__.py": """
+        from pkg.work import double
+
+        double(5)
+    """,
+    "tools/run_work.py": """
+        import os
+        import sys
+
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+        from pkg.work import crash, double
+
+        if sys.argv[1:] == ["crash"]:
+            crash()
+        double(1)
+    """,
+    "conftest.py": """
+        import json
+        import os
+
+
+        def pytest_unconfigure(config):
+            # After the recorder closed: what it left in the environment.
+            with open(os.path.join(str(config.rootpath), "env-after.json"), "w") as out:
+                json.dump({"DIFFGENOME_CHILD": os.environ.get("DIFFGENOME_CHILD")}, out)
+    """,
+    "tests/test_children.py": """
+        import multiprocessing
+        import os
+        import stat
+        import subprocess
+        import sys
+        import sysconfig
+
+        from pkg.work import double
+
+        ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        SCRIPT = os.path.join(ROOT, "tools", "run_work.py")
+
+
+        def run(argv, **kwargs):
+            return subprocess.run(argv, check=True, capture_output=True, text=True, **kwargs)
+
+
+        def test_script():
+            run([sys.executable, SCRIPT])
+
+
+        def test_module():
+            run([sys.executable, "-m", "pkg"], cwd=ROOT)
+
+
+        def test_console_script():
+            # What a console script is: a file whose shebang names the environment's Python.
+            tool = os.path.join(ROOT, "tools", "tool")
+            with open(tool, "w") as out:
+                out.write("#!" + sys.executable + "\\n")
+                with open(SCRIPT) as source:
+                    out.write(source.read())
+            os.chmod(tool, os.stat(tool).st_mode | stat.S_IXUSR)
+            run([tool])
+
+
+        def test_copied_environment():
+            run([sys.executable, SCRIPT], env=dict(os.environ, EXTRA="1"))
+
+
+        def _process(method):
+            context = multiprocessing.get_context(method)
+            process = context.Process(target=double, args=(3,))
+            process.start()
+            process.join()
+            assert process.exitcode == 0
+
+
+        def test_multiprocessing_fork():
+            _process("fork")
+
+
+        def test_multiprocessing_spawn():
+            _process("spawn")
+
+
+        def test_multiprocessing_forkserver():
+            _process("forkserver")
+
+
+        def test_plain_fork():
+            pid = os.fork()
+            if pid == 0:
+                double(4)
+                os._exit(0)
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+        def test_crash():
+            done = subprocess.run([sys.executable, SCRIPT, "crash"], check=False)
+            assert done.returncode == -9
+
+
+        def test_no_site():
+            run([sys.executable, "-S", "-c", "pass"])
+
+
+        def test_broken_hook():
+            env = dict(os.environ, DIFFGENOME_CHILD="diffgenome-child:1.1|/nonexistent/diffgenome")
+            done = run([sys.executable, "-c", "print('ran')"], env=env)
+            assert done.stdout == "ran\\n"
+            lines = done.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("diffgenome: "), done.stderr
+
+
+        def test_hook_is_in_place():
+            value = os.environ["DIFFGENOME_CHILD"]
+            assert "|" in value
+            site = sysconfig.get_path("purelib")
+            assert [n for n in os.listdir(site) if n == f"zz-diffgenome-child-{os.getpid()}.pth"]
+    """,
+}
+
+
+class Session:
+    def __init__(self, doc: dict[str, Any], project: Path, hooks_before: set[str]) -> None:
+        self.doc = doc
+        self.project = project
+        self.hooks_before = hooks_before
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    project = make_project(tmp_path_factory.mktemp("children"), FILES)
+    before = {p.name for p in SITE.glob(PTH_GLOB)}
+    recording = record_full(project)
+    return Session(recording.doc, project, before)
+
+
+def _call(session: Session, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    test = test_genome(session.doc, f"::{name}")
+    assert test["outcome"] == "passed", test
+    return test, test["phases"]["call"]
+
+
+def _under(phase: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node below ``node``, depth first."""
+    below: list[dict[str, Any]] = []
+    parents = {node["id"]}
+    for other in phase["nodes"]:
+        if other["parent"] in parents:
+            below.append(other)
+            parents.add(other["id"])
+    return below
+
+
+def _recorded_child(session: Session, name: str, target: str) -> list[dict[str, Any]]:
+    """The one subprocess event of the test, recorded, and the nodes of its child."""
+    test, phase = _call(session, name)
+    assert test["verified"] is True, test["unverified_reasons"]
+    [spawn] = os_events(phase, "subprocess")
+    assert (spawn["target"], spawn["outcome"]) == (target, "recorded-child")
+    parent = next(n for n in phase["nodes"] if n["id"] == spawn["parent"])
+    assert parent["symbol"] == f"py:tests.test_children.{name}" or parent["symbol"].startswith(
+        "py:tests.test_children."
+    )
+    below = _under(phase, spawn)
+    assert below, "the child's calls are under the node that started it"
+    assert all(n.get("via") == "process" for n in below if n["parent"] == spawn["id"])
+    return below
+
+
+def _symbols(nodes: list[dict[str, Any]]) -> set[str]:
+    return {n["symbol"] for n in nodes if n["type"] == "call"}
+
+
+def _branches_of(phase: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, int]:
+    ids = {n["id"] for n in nodes}
+    return {
+        b["site"].rpartition("/")[2]: b["outcomes"]["true"]
+        for b in phase["branches"]
+        if b["node"] in ids
+    }
+
+
+def test_a_script_run_by_sys_executable_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_script", "python")
+    assert {"py:tools.run_work", "py:pkg.work.double"} <= _symbols(below)
+    _, phase = _call(session, "test_script")
+    # double(1) took the false branch, in the child.
+    double = next(n for n in below if n.get("symbol") == "py:pkg.work.double")
+    [branch] = [b for b in phase["branches"] if b["node"] == double["id"]]
+    assert branch["outcomes"] == {"true": 0, "false": 1}
+
+
+def test_python_dash_m_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_module", "python")
+    assert {"py:pkg.__main__", "py:pkg.work.double"} <= _symbols(below)
+
+
+def test_a_console_script_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_console_script", "tool")
+    assert "py:pkg.work.double" in _symbols(below)
+
+
+def test_a_child_given_a_copied_environment_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_copied_environment", "python")
+    assert "py:pkg.work.double" in _symbols(below)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_multiprocessing_children_are_recorded(session: Session, method: str) -> None:
+    below = _recorded_child(session, f"test_multiprocessing_{method}", "multiprocessing")
+    [double] = [n for n in below if n.get("symbol") == "py:pkg.work.double"]
+    assert double["count"] == 1 and double["exits"] == {"returned": 1}
+    assert double["args"], "the child's arguments are summarised like the parent's"
+
+
+def test_a_plain_fork_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_plain_fork", "fork")
+    assert "py:pkg.work.double" in _symbols(below)
+
+
+def test_a_child_that_dies_before_sending_stays_disclosed(session: Session) -> None:
+    test, phase = _call(session, "test_crash")
+    assert test["verified"] is False
+    assert "call:child-unfinished:python" in test["unverified_reasons"]
+    [spawn] = os_events(phase, "subprocess")
+    assert spawn["outcome"] == "untraced-child"
+    assert _under(phase, spawn) == []
+
+
+def test_a_child_without_the_hook_stays_disclosed(session: Session) -> None:
+    for name in ("test_no_site", "test_broken_hook"):
+        test, phase = _call(session, name)
+        assert test["verified"] is False
+        assert test["unverified_reasons"] == ["call:untraced-subprocess:python"], name
+        [spawn] = os_events(phase, "subprocess")
+        assert spawn["outcome"] == "untraced-child"
+
+
+def test_the_session_leaves_no_trace(session: Session) -> None:
+    _call(session, "test_hook_is_in_place")
+    after = json.loads((session.project / "env-after.json").read_text())
+    assert after == {"DIFFGENOME_CHILD": None}
+    assert {p.name for p in SITE.glob(PTH_GLOB)} <= session.hooks_before
+
+
+def test_children_are_recorded_the_same_every_time(session: Session, tmp_path: Path) -> None:
+    """Pids, finishing order and the capture folder never reach the genome."""
+    again = record_full(session.project).doc
+    stable = [
+        "test_script",
+        "test_module",
+        "test_console_script",
+        "test_copied_environment",
+        "test_multiprocessing_fork",
+        "test_multiprocessing_spawn",
+        "test_multiprocessing_forkserver",
+        "test_plain_fork",
+    ]
+    for name in stable:
+        first = test_genome(session.doc, f"::{name}")
+        second = test_genome(again, f"::{name}")
+        assert json.dumps(first["phases"], sort_keys=True) == json.dumps(
+            second["phases"], sort_keys=True
+        ), name
