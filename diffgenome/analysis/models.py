@@ -107,7 +107,9 @@ class CallNode(_Model):
     results_overflow: Overflow | None = None
     state: list[StateFact] = []
     state_overflow: Overflow | None = None
-    via: str | None = Field(None, description="'thread' or 'task' when started elsewhere")
+    via: str | None = Field(
+        None, description="'thread', 'task' or 'process' (a recorded child) when started elsewhere"
+    )
 
 
 class Seam(_Model):
@@ -160,7 +162,11 @@ class OsEventNode(_Model):
     type: Literal["os_event"]
     kind: str = Field(description="connect|dns|bind|listen|sendto|subprocess|...")
     target: str = Field(description="host as written and port, or program name")
-    outcome: str = Field(description="'allowed', 'refused:egress-guard', 'untraced-child', ...")
+    outcome: str = Field(
+        description=(
+            "'allowed', 'refused:egress-guard', 'program', 'recorded-child', 'untraced-child', ..."
+        )
+    )
     count: int
 
 

@@ -45,13 +45,15 @@ What it does
 
     AF_UNIX sockets and ``socket.socketpair()`` never leave the machine (asyncio's self-pipe,
     Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
-    recorded with outcome "untraced-child" and never refused: the child is not traced and not
-    guarded.
+    never refused. Other programs are recorded with outcome "program"; a Python child goes to
+    the ``spawn`` handler when one is given (collect/children.py records the child into the
+    test), else it is recorded with outcome "untraced-child". No child is guarded.
 
 What it does NOT reach
-    * Child processes: they start without the hook and may do anything (recorded, not guarded).
-      Forked children (``os.fork``, multiprocessing "fork") do inherit the hook and the active
-      guard, so their attempts are refused, but what they record stays in the child's memory.
+    * Child processes: they start without the hook and may do anything (recorded, not guarded;
+      a recorded Python child records its egress as allowed). Forked children (``os.fork``,
+      multiprocessing "fork") do inherit the hook and the active guard, so their attempts are
+      refused; a recorded fork child sends what it recorded to its parent.
     * C extensions that call libc themselves (libpq, libcurl, gRPC core, ...), raw system calls
       through ctypes or cffi: no socket audit event is raised.
     * A host *name* passed straight to ``connect``/``sendto``/``bind`` (not through
