@@ -99,7 +99,10 @@ class CallNode(_Model):
     symbol: str
     count: int
     exits: dict[str, int] = Field(
-        {}, description="'returned', 'yielded' or 'raised:<exception symbol>' -> count"
+        {},
+        description=(
+            "'returned', 'yielded', 'raised:<exception symbol>' or 'process-ended' -> count"
+        ),
     )
     args: list[ValueShape] = []
     args_overflow: Overflow | None = None

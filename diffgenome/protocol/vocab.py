@@ -73,6 +73,9 @@ EGRESS_POLICIES: Final = ("loopback", "block", "allow")
 # Exit keys of a call node: "returned", or "raised:<exception symbol>".
 EXIT_RETURNED: Final = "returned"
 EXIT_RAISED_PREFIX: Final = "raised:"
+# A call still running when its (recorded child) process ended: ``os._exit``, or a daemon
+# thread's frame at interpreter exit.
+EXIT_PROCESS_ENDED: Final = "process-ended"
 # A generator or coroutine that suspended (yield/await) rather than returned.
 EXIT_YIELDED: Final = "yielded"
 

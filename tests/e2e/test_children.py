@@ -42,6 +42,13 @@ FILES = {
 
             double(7)
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+        def leave():
+            import os
+
+            double(8)
+            os._exit(0)
     """,
     "pkg/__main__.py": """
         from pkg.work import double
@@ -54,10 +61,12 @@ FILES = {
 
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-        from pkg.work import crash, double
+        from pkg.work import crash, double, leave
 
         if sys.argv[1:] == ["crash"]:
             crash()
+        if sys.argv[1:] == ["leave"]:
+            leave()
         double(1)
     """,
     "conftest.py": """
@@ -142,6 +151,10 @@ FILES = {
         def test_crash():
             done = subprocess.run([sys.executable, SCRIPT, "crash"], check=False)
             assert done.returncode == -9
+
+
+        def test_os_exit():
+            run([sys.executable, SCRIPT, "leave"])
 
 
         def test_no_site():
@@ -264,6 +277,15 @@ def test_a_plain_fork_is_recorded(session: Session) -> None:
     assert "py:pkg.work.double" in _symbols(below)
 
 
+def test_a_child_that_leaves_with_os_exit_is_recorded(session: Session) -> None:
+    """``os._exit`` inside calls: they end with the process, and entries still add up."""
+    below = _recorded_child(session, "test_os_exit", "python")
+    exits = {n["symbol"]: n["exits"] for n in below if n["type"] == "call"}
+    assert exits["py:pkg.work.leave"] == {"process-ended": 1}
+    assert exits["py:tools.run_work"] == {"process-ended": 1}
+    assert exits["py:pkg.work.double"] == {"returned": 1}
+
+
 def test_a_child_that_dies_before_sending_stays_disclosed(session: Session) -> None:
     test, phase = _call(session, "test_crash")
     assert test["verified"] is False
@@ -301,6 +323,7 @@ def test_children_are_recorded_the_same_every_time(session: Session, tmp_path: P
         "test_multiprocessing_spawn",
         "test_multiprocessing_forkserver",
         "test_plain_fork",
+        "test_os_exit",
     ]
     for name in stable:
         first = test_genome(session.doc, f"::{name}")

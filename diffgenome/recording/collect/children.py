@@ -48,6 +48,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Final
 
 from diffgenome.protocol.vocab import (
+    EXIT_PROCESS_ENDED,
     OS_SUBPROCESS,
     OUTCOME_RECORDED_CHILD,
     OUTCOME_UNTRACED_CHILD,
@@ -529,6 +530,11 @@ class Children:
             return
         self._shipped_by = pid
         token = _process_token() or token
+        for node in list(self.tracer._active.values()):
+            # Still running as the process ends (``os._exit`` inside a call, a daemon
+            # thread): an exit of its own, so that entries and exits still add up.
+            if node.ntype == NODE_CALL and node.key is not None:
+                node.exits[EXIT_PROCESS_ENDED] = node.exits.get(EXIT_PROCESS_ENDED, 0) + 1
         capture = self.tracer.end_phase()
         self.end_phase(capture)
         reasons = list(capture.reasons)
