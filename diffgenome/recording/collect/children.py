@@ -106,6 +106,7 @@ _TOKEN_ATTRIBUTE: Final = "_diffgenome_token"
 _environ = os.environ
 _getpid = os.getpid
 _listdir = os.listdir
+_stat = os.stat
 _remove = os.remove
 _replace = os.replace
 _open = os.open
@@ -263,6 +264,7 @@ class Children:
         self.fork_token: str | None = None
         self.late = 0
         self.errors = 0
+        self._listed_at = -1
         self._shipped_by: int | None = None
         self._local = threading.local()
         self._previous: Children | None = None
@@ -407,7 +409,17 @@ class Children:
         turn what is known about each child into the phase's reasons."""
         table, self.table = self.table, {}
         unreachable, self.unreachable = self.unreachable, []
+        if not table and not unreachable and self.errors == 0:
+            # No child seen this phase: one stat instead of a listing when nothing arrived
+            # (a child started from C, unseen, is then found by a later listing, as late).
+            try:
+                stamp = _stat(self.folder).st_mtime_ns
+            except OSError:
+                return
+            if stamp == self._listed_at:
+                return
         try:
+            self._listed_at = _stat(self.folder).st_mtime_ns
             names = sorted(_listdir(self.folder))
         except OSError:
             names = []
@@ -473,6 +485,10 @@ class Children:
             reasons.add(f"children-error:{self.errors}")
             self.errors = 0
         capture.reasons = sorted(reasons)
+        try:
+            self._listed_at = _stat(self.folder).st_mtime_ns  # after this phase's removals
+        except OSError:
+            self._listed_at = -1
 
     def _load(self, names: list[str], reasons: set[str]) -> list[Node]:
         """The trees of these capture files (removed once read), in content order, so that
