@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import make_project, os_events, record_full, test_genome
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    cli_json,
+    git_commit,
+    make_project,
+    os_events,
+    record_full,
+    test_genome,
+    write_files,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and forkserver: Linux")
 
@@ -157,6 +166,15 @@ FILES = {
             run([sys.executable, SCRIPT, "leave"])
 
 
+        def test_bare_environment():
+            run([sys.executable, "-m", "pkg"], cwd=ROOT, env={"PATH": os.environ["PATH"]})
+
+
+        def test_grandchild():
+            code = "import subprocess, sys; subprocess.run([sys.executable, '-m', 'pkg'])"
+            run([sys.executable, "-c", code], cwd=ROOT)
+
+
         def test_no_site():
             run([sys.executable, "-S", "-c", "pass"])
 
@@ -214,15 +232,15 @@ def _recorded_child(session: Session, name: str, target: str) -> list[dict[str, 
     """The one subprocess event of the test, recorded, and the nodes of its child."""
     test, phase = _call(session, name)
     assert test["verified"] is True, test["unverified_reasons"]
-    [spawn] = os_events(phase, "subprocess")
+    by_id = {n["id"]: n for n in phase["nodes"]}
+    # The test's own spawn: its parent is a call of the test module (a grandchild's is not).
+    [spawn] = [e for e in os_events(phase, "subprocess") if by_id[e["parent"]]["type"] == "call"]
     assert (spawn["target"], spawn["outcome"]) == (target, "recorded-child")
-    parent = next(n for n in phase["nodes"] if n["id"] == spawn["parent"])
-    assert parent["symbol"] == f"py:tests.test_children.{name}" or parent["symbol"].startswith(
-        "py:tests.test_children."
-    )
+    assert by_id[spawn["parent"]]["symbol"].startswith("py:tests.test_children.")
     below = _under(phase, spawn)
     assert below, "the child's calls are under the node that started it"
-    assert all(n.get("via") == "process" for n in below if n["parent"] == spawn["id"])
+    top = [n for n in below if n["parent"] == spawn["id"] and n["type"] == "call"]
+    assert all(n["via"] == "process" for n in top)
     return below
 
 
@@ -295,8 +313,16 @@ def test_a_child_that_dies_before_sending_stays_disclosed(session: Session) -> N
     assert _under(phase, spawn) == []
 
 
+def test_a_grandchild_is_recorded_under_the_child_that_started_it(session: Session) -> None:
+    below = _recorded_child(session, "test_grandchild", "python")
+    [grandchild] = [n for n in below if n["type"] == "os_event"]
+    assert (grandchild["target"], grandchild["outcome"]) == ("python", "recorded-child")
+    _, phase = _call(session, "test_grandchild")
+    assert "py:pkg.work.double" in _symbols(_under(phase, grandchild))
+
+
 def test_a_child_without_the_hook_stays_disclosed(session: Session) -> None:
-    for name in ("test_no_site", "test_broken_hook"):
+    for name in ("test_no_site", "test_broken_hook", "test_bare_environment"):
         test, phase = _call(session, name)
         assert test["verified"] is False
         assert test["unverified_reasons"] == ["call:untraced-subprocess:python"], name
@@ -321,6 +347,7 @@ STABLE = [
     "test_multiprocessing_forkserver",
     "test_plain_fork",
     "test_os_exit",
+    "test_grandchild",
 ]
 
 
@@ -338,3 +365,19 @@ def test_children_are_recorded_the_same_every_time(session: Session, core: str |
         assert json.dumps(first["phases"], sort_keys=True) == json.dumps(
             second["phases"], sort_keys=True
         ), name
+
+
+def test_a_change_that_only_a_child_runs_is_reported(tmp_path: Path) -> None:
+    """What the diff is for: the child's behaviour changed, the parent's did not."""
+    repo = tmp_path / "repo"
+    write_files(repo, FILES)
+    git_commit(repo)
+    changed = FILES["pkg/work.py"].replace("if x > 2:", "if x > 0:")
+    write_files(repo, {"pkg/work.py": changed})
+    pytest_args = (*DIFF_PYTEST_ARGS, "-k", "test_script")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", pytest_args=pytest_args)
+    assert code == 1
+    [test] = [t for t in document["tests"] if t["id"].endswith("::test_script")]
+    assert test["status"] == "changed", test
+    changes = {(c["kind"], c["symbol"]) for c in test["changes"]}
+    assert ("result_changed", "py:pkg.work.double") in changes, test["changes"]
