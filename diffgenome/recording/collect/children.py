@@ -56,6 +56,7 @@ from diffgenome.protocol.vocab import (
 )
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
+    NODE_OS_EVENT,
     Bounds,
     CodeInfo,
     Node,
@@ -111,10 +112,12 @@ _remove = os.remove
 _replace = os.replace
 _open = os.open
 _write = os.write
+_read = os.read
 _close = os.close
 _getframe = sys._getframe
 _json_dumps = json.dumps
 _json_loads = json.loads
+_READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -431,7 +434,7 @@ class Children:
             if not sep:
                 continue
             if rest.endswith(".started"):
-                if token in table or token.startswith(self.base):
+                if token in table or token == self.base or token.startswith(self.base + "."):
                     markers[token] = markers.get(token, 0) + 1
                     _try_remove(self.folder, name)
                 continue
@@ -474,8 +477,8 @@ class Children:
         bad = {_identity(node) for node in missing.values()}
         good: set[str] = set()
         for key, node in recorded.items():
-            if key in missing:
-                continue
+            if key in missing or node.ntype != NODE_OS_EVENT:
+                continue  # not whole, or the truncation sink (the phase says truncated)
             _, kind, target_text, _outcome = node.key
             node.key = ("os", kind, target_text, OUTCOME_RECORDED_CHILD)
             good.add(target_text)
@@ -498,9 +501,7 @@ class Children:
         for name in names:
             path = f"{self.folder}/{name}"
             try:
-                with open(path, encoding="utf-8") as stream:
-                    text = stream.read()
-                data = _json_loads(text)
+                data = _json_loads(_read_file(path))
             except (OSError, ValueError):
                 reasons.add("child-unreadable")
                 continue
@@ -596,7 +597,8 @@ class Children:
 
 
 def _identity(node: Node) -> str:
-    return str(node.key[2])
+    """The program a spawn event names (``?`` for the truncation sink, which has none)."""
+    return str(node.key[2]) if node.ntype == NODE_OS_EVENT else "?"
 
 
 def _try_remove(folder: str, name: str) -> None:
@@ -604,8 +606,23 @@ def _try_remove(folder: str, name: str) -> None:
         _remove(f"{folder}/{name}")
 
 
-def _write_file(folder: str, name: str, data: bytes) -> None:
-    fd = _open(f"{folder}/{name}", _WRITE_FLAGS, 0o600)
+def _read_file(path: str) -> bytes:
+    """The whole file, through ``os`` functions bound at import (a test's fixture may still
+    have ``open`` patched when its phase ends)."""
+    fd = _open(path, _READ_FLAGS)
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = _read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        _close(fd)
+
+
+def _write_file(folder: str, name: str, data: bytes, mode: int = 0o600) -> None:
+    fd = _open(f"{folder}/{name}", _WRITE_FLAGS, mode)
     try:
         view = memoryview(data)
         while view:
@@ -705,7 +722,8 @@ def install_pth(site_packages: str) -> str:
     except OSError:
         pass
     name = f"{PTH_PREFIX}{pid}.pth"
-    _write_file(site_packages, name, PTH_LINE.encode("utf-8"))
+    # Readable by all, like any .pth: a child run as another user must not fail to start.
+    _write_file(site_packages, name, PTH_LINE.encode("utf-8"), 0o644)
     return f"{site_packages}/{name}"
 
 
