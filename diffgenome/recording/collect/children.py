@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 
 ENV: Final = "DIFFGENOME_CHILD"
 CONFIG_NAME: Final = "config.json"
+#: The capture folder's name in the temporary folder: ``<prefix><session pid>-<random>``.
+FOLDER_PREFIX: Final = "diffgenome-children-"
 #: Sorted after every other ``.pth`` (site processes them in name order), so that the paths
 #: an editable install adds are in place when the line imports diffgenome.
 PTH_PREFIX: Final = "zz-diffgenome-child-"
@@ -737,6 +739,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _remove_stale_folders(tmp: str) -> None:
+    """Capture folders of sessions that died without removing theirs: they may hold a
+    child's values (canonical forms), so they do not outlive the next session's start."""
+    import shutil
+
+    try:
+        names = _listdir(tmp)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(FOLDER_PREFIX):
+            pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
+            if pid.isdigit() and int(pid) != _getpid() and not _alive(int(pid)):
+                shutil.rmtree(f"{tmp}/{name}", ignore_errors=True)
+
+
 def site_packages() -> str:
     """Where every interpreter of this environment reads ``.pth`` files from."""
     import sysconfig
@@ -752,7 +770,8 @@ def open_session(tracer: Tracer, bounds: Bounds, config: dict[str, Any]) -> Chil
     process's recorder of children. Undone by ``Children.close``."""
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix="diffgenome-children-")
+    _remove_stale_folders(tempfile.gettempdir())
+    folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{_getpid()}-")
     children = Children(tracer, folder, bounds)
     try:
         _write_file(folder, CONFIG_NAME, _json_dumps(config).encode("utf-8"))
