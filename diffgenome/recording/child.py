@@ -60,11 +60,17 @@ def _start() -> None:
     tracer = Tracer(scope, values.Digester(b"diffgenome-child"), bounds, core=config["core"])
     if not tracer.start():
         raise RuntimeError(tracer.unavailable_reason or "no sys.monitoring tool id")
-    stable.TempfileNames().install()
-    recorder = _children.Children(tracer, folder, bounds)
-    guard = EgressGuard("allow", recorder.on_egress, config["tree_root"], spawn=recorder.on_spawn)
-    guard.activate()
-    recorder.activate()
-    recorder.begin_phase()
-    tracer.begin_phase()
-    recorder.enter_child(token)
+    try:
+        stable.TempfileNames().install()
+        recorder = _children.Children(tracer, folder, bounds)
+        guard = EgressGuard(
+            "allow", recorder.on_egress, config["tree_root"], spawn=recorder.on_spawn
+        )
+        guard.activate()
+        recorder.activate()
+        recorder.begin_phase()
+        tracer.begin_phase()
+        recorder.enter_child(token)
+    except BaseException:
+        tracer.stop()  # an unrecorded child runs at full speed
+        raise
