@@ -76,6 +76,8 @@ FILES = {
             crash()
         if sys.argv[1:] == ["leave"]:
             leave()
+        if sys.argv[1:] == ["slow"]:
+            sys.stdin.read()  # until the parent closes it, in a later test
         double(1)
     """,
     "conftest.py": """
@@ -175,6 +177,18 @@ FILES = {
             run([sys.executable, "-c", code], cwd=ROOT)
 
 
+        LATE = []
+
+
+        def test_late_child():
+            LATE.append(subprocess.Popen([sys.executable, SCRIPT, "slow"], stdin=subprocess.PIPE))
+
+
+        def test_late_child_ends():
+            LATE[0].communicate(b"")
+            assert LATE[0].returncode == 0
+
+
         def test_no_site():
             run([sys.executable, "-S", "-c", "pass"])
 
@@ -197,10 +211,13 @@ FILES = {
 
 
 class Session:
-    def __init__(self, doc: dict[str, Any], project: Path, hooks_before: set[str]) -> None:
+    def __init__(
+        self, doc: dict[str, Any], project: Path, hooks_before: set[str], output: str
+    ) -> None:
         self.doc = doc
         self.project = project
         self.hooks_before = hooks_before
+        self.output = output
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +225,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     project = make_project(tmp_path_factory.mktemp("children"), FILES)
     before = {p.name for p in SITE.glob(PTH_GLOB)}
     recording = record_full(project)
-    return Session(recording.doc, project, before)
+    return Session(recording.doc, project, before, recording.output)
 
 
 def _call(session: Session, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -328,6 +345,22 @@ def test_a_child_without_the_hook_stays_disclosed(session: Session) -> None:
         assert test["unverified_reasons"] == ["call:untraced-subprocess:python"], name
         [spawn] = os_events(phase, "subprocess")
         assert spawn["outcome"] == "untraced-child"
+
+
+def test_a_child_still_running_when_its_phase_ends_is_disclosed(session: Session) -> None:
+    test, phase = _call(session, "test_late_child")
+    assert test["verified"] is False
+    assert set(test["unverified_reasons"]) & {
+        "call:child-unfinished:python",
+        "call:untraced-subprocess:python",
+    }
+    [spawn] = os_events(phase, "subprocess")
+    assert spawn["outcome"] == "untraced-child"
+    # Its recording arrives during the next test: not that test's, and said once.
+    test, phase = _call(session, "test_late_child_ends")
+    assert test["verified"] is True, test["unverified_reasons"]
+    assert os_events(phase) == []
+    assert "1 Python child process(es) sent their recording after" in session.output
 
 
 def test_the_session_leaves_no_trace(session: Session) -> None:
