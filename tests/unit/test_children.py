@@ -135,3 +135,20 @@ def test_the_variable_is_stable_text(value: str) -> None:
         "{'DIFFGENOME_CHILD': 'diffgenome-child:<token>'}"
     )
     assert children.parse_value(value)[0] == value.split(":")[1].split("|")[0]
+
+
+def test_a_session_that_cannot_write_its_hook_leaves_nothing_behind(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder then says so and Python children stay ``untraced-subprocess`` gaps."""
+    import os
+    import tempfile
+
+    monkeypatch.setattr(children, "site_folders", lambda: ["/nonexistent/site-packages"])
+    before = os.environ.get(children.ENV)
+    mine = f"{children.FOLDER_PREFIX}{os.getpid()}-"
+    with pytest.raises(OSError, match="cannot write the child-process hook"):
+        children.open_session(_tracer(project), Bounds(), {})
+    assert os.environ.get(children.ENV) == before
+    assert children._ACTIVE is None
+    assert [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(mine)] == []

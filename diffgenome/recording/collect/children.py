@@ -755,14 +755,29 @@ def _remove_stale_folders(tmp: str) -> None:
                 shutil.rmtree(f"{tmp}/{name}", ignore_errors=True)
 
 
-def site_packages() -> str:
-    """Where every interpreter of this environment reads ``.pth`` files from."""
+def site_folders() -> list[str]:
+    """Where the interpreters of this environment read ``.pth`` files from, in the order
+    tried: the environment's site-packages, then (a system Python one may not write to) the
+    user's, when it is enabled and exists (it is never created)."""
+    import site
     import sysconfig
 
-    path = sysconfig.get_path("purelib")
-    if path not in sys.path:
-        raise OSError(f"{path} is not on sys.path")
-    return path
+    folders = [sysconfig.get_path("purelib")]
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user and os.path.isdir(user):
+        folders.append(user)
+    return folders
+
+
+def install_hook() -> str:
+    """Write the ``.pth`` into the first folder that takes it; its path."""
+    problems: list[str] = []
+    for folder in site_folders():
+        try:
+            return install_pth(folder)
+        except OSError as exc:
+            problems.append(f"{folder}: {exc.strerror or exc}")
+    raise OSError("cannot write the child-process hook into " + "; ".join(problems))
 
 
 def open_session(tracer: Tracer, bounds: Bounds, config: dict[str, Any]) -> Children:
@@ -775,7 +790,7 @@ def open_session(tracer: Tracer, bounds: Bounds, config: dict[str, Any]) -> Chil
     children = Children(tracer, folder, bounds)
     try:
         _write_file(folder, CONFIG_NAME, _json_dumps(config).encode("utf-8"))
-        children.pth = install_pth(site_packages())
+        children.pth = install_hook()
         children.activate()
     except BaseException:
         children.close()
