@@ -177,6 +177,11 @@ FILES = {
             run([sys.executable, "-c", code], cwd=ROOT)
 
 
+        def test_child_in_subtest(subtests):
+            with subtests.test(kind="child"):
+                run([sys.executable, SCRIPT])
+
+
         LATE = []
 
 
@@ -361,6 +366,16 @@ def test_a_child_still_running_when_its_phase_ends_is_disclosed(session: Session
     assert test["verified"] is True, test["unverified_reasons"]
     assert os_events(phase) == []
     assert "1 Python child process(es) sent their recording after" in session.output
+
+
+def test_a_child_of_a_subtest_stays_a_gap(session: Session) -> None:
+    """A subtest's genome is written when its block ends, before its child's recording can
+    be attached: the child stays disclosed on the test that holds the subtest."""
+    test, _ = _call(session, "test_child_in_subtest")
+    assert "call:untraced-subprocess:python" in test["unverified_reasons"]
+    [subtest] = [t for t in session.doc["tests"] if "test_child_in_subtest " in t["id"]]
+    [spawn] = os_events(subtest["phases"]["call"], "subprocess")
+    assert spawn["outcome"] == "untraced-child"
 
 
 def test_the_session_leaves_no_trace(session: Session) -> None:
