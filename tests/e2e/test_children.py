@@ -13,6 +13,7 @@ leaves neither its environment variable nor its ``.pth`` file behind.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import sysconfig
 from pathlib import Path
@@ -429,3 +430,21 @@ def test_a_change_that_only_a_child_runs_is_reported(tmp_path: Path) -> None:
     assert test["status"] == "changed", test
     changes = {(c["kind"], c["symbol"]) for c in test["changes"]}
     assert ("result_changed", "py:pkg.work.double") in changes, test["changes"]
+
+
+def test_children_are_recorded_the_same_wherever_the_tree_is(tmp_path: Path) -> None:
+    """Two checkouts at different paths, one digest key: byte-identical genomes."""
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32))
+    docs = []
+    for n, where in enumerate((tmp_path / "a", tmp_path / "somewhere" / "else")):
+        project = make_project(where, FILES, name="checkout")
+        store = tmp_path / f"store-{n}"
+        args = [f"--genome-key-file={key}", f"--genome-store={store}", "-k", " or ".join(STABLE)]
+        docs.append(record_full(project, *args, store=store).doc)
+    for name in STABLE:
+        first = test_genome(docs[0], f"::{name}")
+        second = test_genome(docs[1], f"::{name}")
+        assert json.dumps(first["phases"], sort_keys=True) == json.dumps(
+            second["phases"], sort_keys=True
+        ), name
