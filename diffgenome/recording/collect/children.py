@@ -693,7 +693,7 @@ def _after_fork_in_child() -> None:
 
 def _hook_forks() -> None:
     global _FORK_HOOKED
-    if not _FORK_HOOKED:
+    if not _FORK_HOOKED and hasattr(os, "register_at_fork"):  # no fork on Windows
         os.register_at_fork(
             before=_before_fork,
             after_in_parent=_after_fork_in_parent,
@@ -750,6 +750,8 @@ def install_pth(site_packages: str) -> str:
 
 
 def _alive(pid: int) -> bool:
+    if sys.platform == "win32":
+        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there: never guess
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
