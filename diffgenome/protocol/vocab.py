@@ -59,6 +59,8 @@ OS_SENDTO: Final = "sendto"
 OS_SUBPROCESS: Final = "subprocess"
 # A child process running Python, whose code the recorder did not see.
 OUTCOME_UNTRACED_CHILD: Final = "untraced-child"
+# A child process running another program than Python: its identity is the evidence.
+OUTCOME_PROGRAM: Final = "program"
 # A child process running Python whose in-scope behaviour was recorded into the test's genome
 # (its calls hang under this event, ``via`` "process").
 OUTCOME_RECORDED_CHILD: Final = "recorded-child"

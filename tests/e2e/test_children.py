@@ -81,6 +81,7 @@ FILES = {
             sys.stdin.read()  # until the parent closes it, in a later test
         double(1)
     """,
+    "tools/run.sh": '#!/bin/sh\nexec "$1" "$2"\n',
     "conftest.py": """
         import json
         import os
@@ -126,6 +127,12 @@ FILES = {
                     out.write(source.read())
             os.chmod(tool, os.stat(tool).st_mode | stat.S_IXUSR)
             run([tool])
+
+
+        def test_python_under_another_program():
+            shell = os.path.join(ROOT, "tools", "run.sh")
+            os.chmod(shell, os.stat(shell).st_mode | stat.S_IXUSR)
+            run([shell, sys.executable, SCRIPT])
 
 
         def test_copied_environment():
@@ -300,6 +307,14 @@ def test_a_console_script_is_recorded(session: Session) -> None:
     assert "py:pkg.work.double" in _symbols(below)
 
 
+def test_python_run_by_another_program_hangs_under_that_program(session: Session) -> None:
+    test, phase = _call(session, "test_python_under_another_program")
+    assert test["verified"] is True, test["unverified_reasons"]
+    [program] = os_events(phase, "subprocess")
+    assert program["outcome"] == "program" and program["target"].startswith("tools/run.sh@")
+    assert "py:pkg.work.double" in _symbols(_under(phase, program))
+
+
 def test_a_child_given_a_copied_environment_is_recorded(session: Session) -> None:
     below = _recorded_child(session, "test_copied_environment", "python")
     assert "py:pkg.work.double" in _symbols(below)
@@ -397,6 +412,7 @@ STABLE = [
     "test_plain_fork",
     "test_os_exit",
     "test_grandchild",
+    "test_python_under_another_program",
 ]
 
 

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 from diffgenome.protocol.vocab import (
     EXIT_PROCESS_ENDED,
     OS_SUBPROCESS,
+    OUTCOME_PROGRAM,
     OUTCOME_RECORDED_CHILD,
     OUTCOME_UNTRACED_CHILD,
     VIA_PROCESS,
@@ -260,8 +261,10 @@ class Children:
         self.serial = 0
         self.count = 0
         self.base = f"{self.pid}.0"
-        #: token -> the spawning nodes that handed it to a child, this phase.
-        self.table: dict[str, list[Node]] = {}
+        #: token -> the spawning nodes that handed it to a child this phase, each with
+        #: whether a capture is expected (a Python child) or only welcome (another program,
+        #: whose own Python children inherit the token).
+        self.table: dict[str, list[tuple[Node, bool]]] = {}
         #: Python children that cannot report (an explicit environment without the token).
         self.unreachable: list[Node] = []
         #: In a recorded child: the token its capture is sent under.
@@ -291,29 +294,30 @@ class Children:
         self.base = f"{self.pid}.{self.serial}"
         _environ[ENV] = self._value(self.base)
 
-    def _token_for(self, node: Node) -> str:
+    def _token_for(self, node: Node, expected: bool = True) -> str:
         self.count += 1
         token = f"{self.base}.{self.count}"
-        self.table.setdefault(token, []).append(node)
+        self.table.setdefault(token, []).append((node, expected))
         return token
 
-    def on_spawn(self, identity: str, env: object) -> None:
-        """The egress guard saw a Python child about to start (on the spawning thread)."""
-        node = self.tracer.record_os_event(
-            OS_SUBPROCESS, identity, OUTCOME_UNTRACED_CHILD, _getframe(1)
-        )
-        self.spawned(node, env)
+    def on_spawn(self, identity: str, python: bool, env: object) -> None:
+        """The egress guard saw a child about to start (on the spawning thread). Another
+        program gets a token too: Python it runs in turn (a hook, ``make``) then hangs under
+        it, and a later spawn's token is never left in ``os.environ`` for it to inherit."""
+        outcome = OUTCOME_UNTRACED_CHILD if python else OUTCOME_PROGRAM
+        node = self.tracer.record_os_event(OS_SUBPROCESS, identity, outcome, _getframe(1))
+        self.spawned(node, env, python)
 
     def on_egress(self, kind: str, target: str, outcome: str) -> None:
         self.tracer.record_os_event(kind, target, outcome, _getframe(1))
 
-    def spawned(self, node: Node | None, env: object) -> None:
+    def spawned(self, node: Node | None, env: object, python: bool = True) -> None:
         """Hand the child that ``node`` starts a token: through ``os.environ`` when it
         inherits it, or by reading the token an explicit environment was copied with."""
         if node is None:
             return
         if env is None or env is _environ:
-            _environ[ENV] = self._value(self._token_for(node))
+            _environ[ENV] = self._value(self._token_for(node, python))
             return
         token = None
         if type(env) is dict:
@@ -321,8 +325,8 @@ class Children:
             if type(value) is str:
                 token = parse_value(value)[0]
         if token:
-            self.table.setdefault(token, []).append(node)
-        else:
+            self.table.setdefault(token, []).append((node, python))
+        elif python:
             self.unreachable.append(node)
 
     # -- forks and multiprocessing -------------------------------------------------------
@@ -454,10 +458,11 @@ class Children:
         # child cannot be attached any more, so it stays a gap of this phase.
         in_tree = _os_event_nodes(capture.root) if table else set()
         for token in sorted(table):
-            nodes = table[token]
+            nodes = [node for node, _ in table[token]]
+            expected = [node for node, python in table[token] if python]
             if not all(id(node) in in_tree for node in nodes):
                 self._load(captures.pop(token, []), set())
-                missing.update((id(node), node) for node in nodes)
+                missing.update((id(node), node) for node in expected)
                 continue
             loaded = self._load(captures.pop(token, []), reasons)
             distinct = list({id(node): node for node in nodes}.values())
@@ -469,12 +474,12 @@ class Children:
                     reasons.add("unattributed:process")
             for root in loaded:
                 self._attach(target, root)
-            if len(loaded) >= len(nodes):
-                for node in distinct:
+            if len(loaded) >= len(expected):
+                for node in expected:
                     recorded[id(node)] = node
                 continue
             started = markers.get(token, 0) > len(loaded)
-            for node in distinct:
+            for node in expected:
                 missing[id(node)] = node
                 if started:
                     reasons.add(f"child-unfinished:{_identity(node)}")

@@ -45,9 +45,10 @@ What it does
 
     AF_UNIX sockets and ``socket.socketpair()`` never leave the machine (asyncio's self-pipe,
     Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
-    never refused. Other programs are recorded with outcome "program"; a Python child goes to
-    the ``spawn`` handler when one is given (collect/children.py records the child into the
-    test), else it is recorded with outcome "untraced-child". No child is guarded.
+    never refused. With a ``spawn`` handler (collect/children.py, which records Python
+    children into the test) every child goes to it; without one, another program is recorded
+    with outcome "program" and a Python child with outcome "untraced-child". No child is
+    guarded.
 
 What it does NOT reach
     * Child processes: they start without the hook and may do anything (recorded, not guarded;
@@ -89,6 +90,7 @@ from diffgenome.protocol.vocab import (
     OS_DNS,
     OS_SENDTO,
     OS_SUBPROCESS,
+    OUTCOME_PROGRAM,
     OUTCOME_UNTRACED_CHILD,
 )
 from diffgenome.recording.collect import programs
@@ -106,14 +108,13 @@ __all__ = [
 
 #: (kind, target, outcome); called on the thread that made the attempt.
 Recorder = Callable[[str, str, str], None]
-#: (identity, environment or None) of a Python child about to start, on the spawning thread.
-Spawner = Callable[[str, object], None]
+#: (identity, whether it runs Python, environment or None) of a child about to start, called
+#: on the spawning thread.
+Spawner = Callable[[str, bool, object], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
 OUTCOME_UNTRACED: Final = OUTCOME_UNTRACED_CHILD
-# A child that runs another program than Python: its identity is the evidence.
-OUTCOME_PROGRAM: Final = "program"
 
 _EVENT_KINDS: Final[dict[str, str]] = {
     "socket.connect": OS_CONNECT,
@@ -247,9 +248,9 @@ class EgressGuard:
         root: str | None = None,
         spawn: Spawner | None = None,
     ) -> None:
-        """``spawn``, when given, is told of each Python child instead of ``record``: the
-        program's identity and the environment it is given (None: it inherits this
-        process's), so that the child can be recorded (collect/children.py)."""
+        """``spawn``, when given, is told of each child instead of ``record``: the program's
+        identity, whether it runs Python, and the environment it is given (None: it inherits
+        this process's), so that the child can be recorded (collect/children.py)."""
         if policy not in EGRESS_POLICIES:
             raise ValueError(
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
@@ -326,9 +327,9 @@ class EgressGuard:
                 self.errors += 1
                 identity, python = "?", True
             spawn = self._spawn
-            if python and spawn is not None:
+            if spawn is not None:
                 try:
-                    spawn(identity, _spawn_env(event, args))
+                    spawn(identity, python, _spawn_env(event, args))
                 except Exception:
                     self.errors += 1
                 return
