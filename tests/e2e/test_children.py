@@ -95,6 +95,8 @@ FILES = {
     "tests/test_children.py": """
         import multiprocessing
         import os
+
+        import pytest
         import stat
         import subprocess
         import sys
@@ -133,6 +135,26 @@ FILES = {
             shell = os.path.join(ROOT, "tools", "run.sh")
             os.chmod(shell, os.stat(shell).st_mode | stat.S_IXUSR)
             run([shell, sys.executable, SCRIPT])
+
+
+        @pytest.fixture
+        def child_env():
+            return dict(os.environ, EXTRA="1")
+
+
+        def first(env):
+            run([sys.executable, SCRIPT], env=env)
+
+
+        def second(env):
+            run([sys.executable, "-m", "pkg"], cwd=ROOT, env=env)
+
+
+        def test_one_environment_two_children(child_env):
+            # Copied in setup, before the children: their arguments tell them apart.
+            run([sys.executable, "-c", "pass"])
+            first(child_env)
+            second(child_env)
 
 
         def test_copied_environment():
@@ -315,6 +337,25 @@ def test_python_run_by_another_program_hangs_under_that_program(session: Session
     assert "py:pkg.work.double" in _symbols(_under(phase, program))
 
 
+def test_children_sharing_an_environment_are_told_apart(session: Session) -> None:
+    test, phase = _call(session, "test_one_environment_two_children")
+    assert test["verified"] is True, test["unverified_reasons"]
+    by_id = {n["id"]: n for n in phase["nodes"]}
+    spawns = {
+        by_id[by_id[e["parent"]]["parent"]]["symbol"]: e for e in os_events(phase, "subprocess")
+    }
+    assert spawns.keys() == {
+        "py:tests.test_children.first",
+        "py:tests.test_children.second",
+        "py:tests.test_children.test_one_environment_two_children",
+    }
+    first = _symbols(_under(phase, spawns["py:tests.test_children.first"]))
+    second = _symbols(_under(phase, spawns["py:tests.test_children.second"]))
+    assert "py:tools.run_work" in first and "py:pkg.__main__" not in first
+    assert "py:pkg.__main__" in second and "py:tools.run_work" not in second
+    assert all(e["outcome"] == "recorded-child" for e in spawns.values())
+
+
 def test_a_child_given_a_copied_environment_is_recorded(session: Session) -> None:
     below = _recorded_child(session, "test_copied_environment", "python")
     assert "py:pkg.work.double" in _symbols(below)
@@ -413,6 +454,7 @@ STABLE = [
     "test_os_exit",
     "test_grandchild",
     "test_python_under_another_program",
+    "test_one_environment_two_children",
 ]
 
 
@@ -423,7 +465,8 @@ def test_children_are_recorded_the_same_every_time(session: Session, core: str |
     env = None if core is None else {"DIFFGENOME_CORE": core}
     again = record_full(session.project, env=env).doc
     # With another environment, a test that passes a copy of it as an argument differs.
-    names = STABLE if env is None else [n for n in STABLE if n != "test_copied_environment"]
+    copies = {"test_copied_environment", "test_one_environment_two_children"}
+    names = STABLE if env is None else [n for n in STABLE if n not in copies]
     for name in names:
         first = test_genome(session.doc, f"::{name}")
         second = test_genome(again, f"::{name}")

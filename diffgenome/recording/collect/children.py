@@ -108,6 +108,7 @@ MULTIPROCESSING_IDENTITY: Final = "multiprocessing"
 _TOKEN_ATTRIBUTE: Final = "_diffgenome_token"
 
 _environ = os.environ
+_putenv = os.putenv
 _getpid = os.getpid
 _listdir = os.listdir
 _stat = os.stat
@@ -261,10 +262,11 @@ class Children:
         self.serial = 0
         self.count = 0
         self.base = f"{self.pid}.0"
-        #: token -> the spawning nodes that handed it to a child this phase, each with
-        #: whether a capture is expected (a Python child) or only welcome (another program,
-        #: whose own Python children inherit the token).
-        self.table: dict[str, list[tuple[Node, bool]]] = {}
+        #: token -> the spawns that handed it to a child this phase: the node, whether a
+        #: capture is expected (a Python child) or only welcome (another program, whose own
+        #: Python children inherit the token), and the child's arguments (None: unknown),
+        #: which tell apart children that share a token (explicit environments).
+        self.table: dict[str, list[tuple[Node, bool, tuple[str, ...] | None]]] = {}
         #: Python children that cannot report (an explicit environment without the token).
         self.unreachable: list[Node] = []
         #: In a recorded child: the token its capture is sent under.
@@ -294,38 +296,48 @@ class Children:
         self.base = f"{self.pid}.{self.serial}"
         _environ[ENV] = self._value(self.base)
 
-    def _token_for(self, node: Node, expected: bool = True) -> str:
+    def _token_for(
+        self, node: Node, expected: bool = True, argv: tuple[str, ...] | None = None
+    ) -> str:
         self.count += 1
         token = f"{self.base}.{self.count}"
-        self.table.setdefault(token, []).append((node, expected))
+        self.table.setdefault(token, []).append((node, expected, argv))
         return token
 
-    def on_spawn(self, identity: str, python: bool, env: object) -> None:
+    def on_spawn(self, identity: str, python: bool, env: object, argv: list[str]) -> None:
         """The egress guard saw a child about to start (on the spawning thread). Another
         program gets a token too: Python it runs in turn (a hook, ``make``) then hangs under
         it, and a later spawn's token is never left in ``os.environ`` for it to inherit."""
         outcome = OUTCOME_UNTRACED_CHILD if python else OUTCOME_PROGRAM
         node = self.tracer.record_os_event(OS_SUBPROCESS, identity, outcome, _getframe(1))
-        self.spawned(node, env, python)
+        self.spawned(node, env, python, tuple(argv))
 
     def on_egress(self, kind: str, target: str, outcome: str) -> None:
         self.tracer.record_os_event(kind, target, outcome, _getframe(1))
 
-    def spawned(self, node: Node | None, env: object, python: bool = True) -> None:
-        """Hand the child that ``node`` starts a token: through ``os.environ`` when it
-        inherits it, or by reading the token an explicit environment was copied with."""
+    def spawned(
+        self,
+        node: Node | None,
+        env: object,
+        python: bool = True,
+        argv: tuple[str, ...] | None = None,
+    ) -> None:
+        """Hand the child that ``node`` starts a token: a token of its own when it inherits
+        the environment (set with ``putenv`` only, so ``os.environ``, which tests copy,
+        keeps the phase's token and never a spawn's), or the token an explicit environment
+        was copied with."""
         if node is None:
             return
-        if env is None or env is _environ:
-            _environ[ENV] = self._value(self._token_for(node, python))
+        if env is None:
+            _putenv(ENV, self._value(self._token_for(node, python, argv)))
             return
         token = None
-        if type(env) is dict:
+        if type(env) is dict or env is _environ:
             value = env.get(ENV)
             if type(value) is str:
                 token = parse_value(value)[0]
         if token:
-            self.table.setdefault(token, []).append((node, python))
+            self.table.setdefault(token, []).append((node, python, argv))
         elif python:
             self.unreachable.append(node)
 
@@ -458,33 +470,38 @@ class Children:
         # child cannot be attached any more, so it stays a gap of this phase.
         in_tree = _os_event_nodes(capture.root) if table else set()
         for token in sorted(table):
-            nodes = [node for node, _ in table[token]]
-            expected = [node for node, python in table[token] if python]
+            spawns = table[token]
+            nodes = [node for node, _, _ in spawns]
             if not all(id(node) in in_tree for node in nodes):
                 self._load(captures.pop(token, []), set())
-                missing.update((id(node), node) for node in expected)
+                missing.update((id(node), node) for node, python, _ in spawns if python)
                 continue
             loaded = self._load(captures.pop(token, []), reasons)
-            distinct = list({id(node): node for node in nodes}.values())
-            if len(distinct) == 1:
-                target = distinct[0]
-            else:
-                target = capture.root
-                if loaded:
+            got: dict[int, int] = {}
+            for root, argv in loaded:
+                node = _spawner(spawns, argv)
+                if node is None:  # several spawns share the token and the arguments
                     reasons.add("unattributed:process")
-            for root in loaded:
-                self._attach(target, root)
-            if len(loaded) >= len(expected):
-                for node in expected:
-                    recorded[id(node)] = node
-                continue
+                    self._attach(capture.root, root)
+                else:
+                    self._attach(node, root)
+                    got[id(node)] = got.get(id(node), 0) + 1
             started = markers.get(token, 0) > len(loaded)
-            for node in expected:
+            wanted: dict[int, int] = {}
+            for node, python, _ in spawns:
+                if python:
+                    wanted[id(node)] = wanted.get(id(node), 0) + 1
+            for node, python, _ in spawns:
+                if not python:
+                    continue
+                if got.get(id(node), 0) >= wanted[id(node)]:
+                    recorded[id(node)] = node
+                    continue
                 missing[id(node)] = node
                 if started:
                     reasons.add(f"child-unfinished:{_identity(node)}")
         for token in sorted(captures):  # a child no spawn was seen for (spawned from C)
-            for root in self._load(captures[token], reasons):
+            for root, _ in self._load(captures[token], reasons):
                 if root.children or root.thread_roots:
                     reasons.add("unattributed:process")
                     self._attach(capture.root, root)
@@ -507,7 +524,9 @@ class Children:
         except OSError:
             self._listed_at = -1
 
-    def _load(self, names: list[str], reasons: set[str]) -> list[Node]:
+    def _load(
+        self, names: list[str], reasons: set[str]
+    ) -> list[tuple[Node, tuple[str, ...] | None]]:
         """The trees of these capture files (removed once read), in content order, so that
         the genome does not depend on which child finished first; their reasons and
         symbols join this process's."""
@@ -523,10 +542,12 @@ class Children:
                 _try_remove(self.folder, name)
             read.append((_json_dumps(data.get("tree"), sort_keys=True), data))
         read.sort(key=lambda item: item[0])
-        roots: list[Node] = []
+        roots: list[tuple[Node, tuple[str, ...] | None]] = []
         for _, data in read:
             try:
                 root = load_tree(data["tree"], self.tracer, self.bounds)
+                argv = data.get("argv")
+                arguments = tuple(str(a) for a in argv) if isinstance(argv, list) else None
                 for symbol in data.get("symbols") or []:
                     if isinstance(symbol, dict):
                         self.tracer.add_symbol(symbol)
@@ -534,7 +555,7 @@ class Children:
                 reasons.add("child-unreadable")
                 continue
             reasons.update(CHILD_REASON_PREFIX + str(r) for r in data.get("reasons") or [])
-            roots.append(root)
+            roots.append((root, arguments))
         return roots
 
     @staticmethod
@@ -575,6 +596,8 @@ class Children:
         known = self.tracer.symbols
         data = {
             "token": token,
+            # What the parent saw the child started with: ``python ARGS`` gives ARGS.
+            "argv": list(getattr(sys, "orig_argv", sys.argv))[1:],
             "reasons": sorted(reasons),
             "symbols": [known[s] for s in sorted(symbols) if s in known],
             "tree": tree,
@@ -608,6 +631,25 @@ class Children:
         import shutil
 
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _spawner(
+    spawns: list[tuple[Node, bool, tuple[str, ...] | None]], argv: tuple[str, ...] | None
+) -> Node | None:
+    """The spawn a capture came from: the one node that handed out its token, or among
+    several, the one whose child had these arguments (a script run directly also has the
+    interpreter and the script's path before them); None when that does not decide it."""
+    distinct = {id(node): node for node, _, _ in spawns}
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    if argv is None:
+        return None
+    matching = {
+        id(node): node
+        for node, _, given in spawns
+        if given is not None and (argv == given or (given and argv[-len(given) :] == given))
+    }
+    return next(iter(matching.values())) if len(matching) == 1 else None
 
 
 def _os_event_nodes(root: Node) -> set[int]:

@@ -108,9 +108,9 @@ __all__ = [
 
 #: (kind, target, outcome); called on the thread that made the attempt.
 Recorder = Callable[[str, str, str], None]
-#: (identity, whether it runs Python, environment or None) of a child about to start, called
-#: on the spawning thread.
-Spawner = Callable[[str, bool, object], None]
+#: (identity, whether it runs Python, environment or None, arguments after the program) of a
+#: child about to start, called on the spawning thread.
+Spawner = Callable[[str, bool, object, list[str]], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
@@ -318,6 +318,7 @@ class EgressGuard:
 
     def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
         if kind == OS_SUBPROCESS:
+            spawned: tuple[str, list[str]] | None = None
             try:
                 spawned = _spawned_program(event, args)
                 if spawned is None:
@@ -329,7 +330,8 @@ class EgressGuard:
             spawn = self._spawn
             if spawn is not None:
                 try:
-                    spawn(identity, python, _spawn_env(event, args))
+                    arguments = spawned[1] if spawned is not None else []
+                    spawn(identity, python, _spawn_env(event, args), arguments)
                 except Exception:
                     self.errors += 1
                 return
