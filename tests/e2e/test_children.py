@@ -475,6 +475,7 @@ def test_children_are_recorded_the_same_every_time(session: Session, core: str |
         ), name
 
 
+@pytest.mark.slow  # records both sides, and again to confirm
 def test_a_change_that_only_a_child_runs_is_reported(tmp_path: Path) -> None:
     """What the diff is for: the child's behaviour changed, the parent's did not."""
     repo = tmp_path / "repo"
