@@ -10,14 +10,17 @@ How a child is reached
     ``.pth``: a fork hook turns the inherited collector into a fresh one for the child.
 
 How a child is attributed
-    Every Python child the egress guard sees (``subprocess``, ``os.system``, ``os.exec*``,
+    Every child the egress guard sees (``subprocess``, ``os.system``, ``os.exec*``,
     ``os.posix_spawn``), every ``multiprocessing`` process start and every plain ``os.fork``
     is an ``os_event`` node of kind ``subprocess`` under the in-scope caller, and gets a token
-    of its own (``<pid>.<phase>.<n>``): written into ``os.environ`` just before the child is
-    made (a child inherits it), onto the ``Process`` object (pickled to spawn and forkserver
-    children), or kept in memory (a fork). A child given an explicit environment carries the
-    token that environment was copied with; one that maps to several spawning nodes is
-    attached to the phase's root and disclosed (``unattributed:process``).
+    of its own (``<pid>.<phase>.<n>``): put into the C environment just before the child is
+    made (``putenv`` only: ``os.environ``, which tests copy into values and environments,
+    keeps the phase's token), onto the ``Process`` object (pickled to spawn and forkserver
+    children), or kept in memory (a fork). Another program's spawn gets one too, so that
+    Python it runs in turn hangs under it. A child given an explicit environment carries the
+    token that environment was copied with; children that share a token are told apart by
+    their arguments, and one that still maps to several spawning nodes is attached to the
+    phase's root and disclosed (``unattributed:process``).
 
 What a child sends back
     When it exits (``atexit``, and ``os._exit``, which multiprocessing's forked children end
