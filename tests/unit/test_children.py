@@ -152,3 +152,22 @@ def test_a_session_that_cannot_write_its_hook_leaves_nothing_behind(
     assert os.environ.get(children.ENV) == before
     assert children._ACTIVE is None
     assert [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(mine)] == []
+
+
+def test_children_sharing_a_token_are_told_apart_by_their_arguments() -> None:
+    bounds = Bounds()
+    script = Node(2, ("os", OS_SUBPROCESS, "python", OUTCOME_UNTRACED_CHILD), bounds)
+    module = Node(2, ("os", OS_SUBPROCESS, "python", OUTCOME_UNTRACED_CHILD), bounds)
+    tool = Node(2, ("os", OS_SUBPROCESS, "tool", OUTCOME_UNTRACED_CHILD), bounds)
+    spawns = [
+        (script, True, ("/r/run.py", "a")),
+        (module, True, ("-m", "pkg")),
+        (tool, True, ("x",)),
+    ]
+    assert children._spawner(spawns, ("/r/run.py", "a")) is script
+    assert children._spawner(spawns, ("-m", "pkg")) is module
+    # A script run directly: the interpreter gives it its path before the arguments.
+    assert children._spawner(spawns, ("/r/tool", "x")) is tool
+    assert children._spawner(spawns, ("-c", "pass")) is None
+    assert children._spawner(spawns, None) is None
+    assert children._spawner([(tool, True, None), (tool, True, None)], None) is tool
