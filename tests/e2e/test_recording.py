@@ -268,10 +268,10 @@ def test_thread_work_hangs_under_the_starting_function(doc: dict[str, Any]) -> N
     assert path == [
         "py:tests.test_core.test_thread_work",
         "py:lab.flow.spawn",
-        "py:lab.flow.spawn.<locals>.<lambda>#0",
+        "py:lab.flow.spawn.<locals>.<lambda>[766e95f484]",
         "py:lab.flow.work",
     ]
-    assert one_node(phase, "py:lab.flow.spawn.<locals>.<lambda>#0")["via"] == "thread"
+    assert one_node(phase, "py:lab.flow.spawn.<locals>.<lambda>[766e95f484]")["via"] == "thread"
     assert test["verified"] is True, test["unverified_reasons"]
 
 
