@@ -189,6 +189,25 @@ FILES = {
             assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+        def _fork_exec(program, argv):
+            pid = os.fork()
+            if pid == 0:
+                os.execv(program, argv)
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+        def test_fork_then_exec_python():
+            _fork_exec(sys.executable, [sys.executable, SCRIPT])
+
+
+        def test_fork_then_exec_program():
+            _fork_exec("/bin/sh", ["/bin/sh", "-c", "exit 0"])
+
+
+        def test_spawnv():
+            assert os.spawnv(os.P_WAIT, sys.executable, [sys.executable, SCRIPT]) == 0
+
+
         def test_crash():
             done = subprocess.run([sys.executable, SCRIPT, "crash"], check=False)
             assert done.returncode == -9
@@ -374,6 +393,26 @@ def test_a_plain_fork_is_recorded(session: Session) -> None:
     assert "py:pkg.work.double" in _symbols(below)
 
 
+def test_a_fork_that_becomes_python_is_recorded(session: Session) -> None:
+    """``pty.fork`` + exec, pexpect's way: the fork sends what it did before the exec, and
+    the Python it became sends the rest under the same token."""
+    below = _recorded_child(session, "test_fork_then_exec_python", "fork")
+    [exec_event] = [n for n in below if n["type"] == "os_event"]
+    assert (exec_event["target"], exec_event["outcome"]) == ("python", "recorded-child")
+    assert {"py:tools.run_work", "py:pkg.work.double"} <= _symbols(below)
+
+
+def test_a_fork_that_becomes_another_program_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_fork_then_exec_program", "fork")
+    [exec_event] = [n for n in below if n["type"] == "os_event"]
+    assert (exec_event["target"], exec_event["outcome"]) == ("sh", "program")
+
+
+def test_os_spawnv_is_recorded(session: Session) -> None:
+    below = _recorded_child(session, "test_spawnv", "python")
+    assert "py:pkg.work.double" in _symbols(below)
+
+
 def test_a_child_that_leaves_with_os_exit_is_recorded(session: Session) -> None:
     """``os._exit`` inside calls: they end with the process, and entries still add up."""
     below = _recorded_child(session, "test_os_exit", "python")
@@ -455,6 +494,9 @@ STABLE = [
     "test_grandchild",
     "test_python_under_another_program",
     "test_one_environment_two_children",
+    "test_fork_then_exec_python",
+    "test_fork_then_exec_program",
+    "test_spawnv",
 ]
 
 

@@ -279,6 +279,9 @@ class Children:
         self.errors = 0
         self._listed_at = -1
         self._shipped_by: int | None = None
+        #: The exec that turns this recorded child into Python, which sends a capture of its
+        #: own under the same token: the parent then waits for one more.
+        self._continued_by: Node | None = None
         self._local = threading.local()
         self._previous: Children | None = None
         self._start_original: tuple[type, Any] | None = None
@@ -307,13 +310,32 @@ class Children:
         self.table.setdefault(token, []).append((node, expected, argv))
         return token
 
-    def on_spawn(self, identity: str, python: bool, env: object, argv: list[str]) -> None:
-        """The egress guard saw a child about to start (on the spawning thread). Another
-        program gets a token too: Python it runs in turn (a hook, ``make``) then hangs under
-        it, and a later spawn's token is never left in ``os.environ`` for it to inherit."""
+    def on_spawn(
+        self, identity: str, python: bool, env: object, argv: list[str], replaces: bool = False
+    ) -> None:
+        """The egress guard saw a child about to start (on the spawning thread), or, with
+        ``replaces`` (``os.exec*``), this process about to become another program.
+
+        Another program gets a token too: Python it runs in turn (a hook, ``make``) then
+        hangs under it. A fork that runs no recorder of its own (``os.spawn*``'s, a
+        ``preexec_fn``'s) leaves the token its parent gave it alone."""
+        if _getpid() != self.pid:
+            return
         outcome = OUTCOME_UNTRACED_CHILD if python else OUTCOME_PROGRAM
         node = self.tracer.record_os_event(OS_SUBPROCESS, identity, outcome, _getframe(1))
-        self.spawned(node, env, python, tuple(argv))
+        if not replaces:
+            self.spawned(node, env, python, tuple(argv))
+            return
+        token = self.child_token
+        if token is None:
+            return  # the session's own process: nothing to send
+        # A recorded child (a fork, typically: pty.fork + exec) ends here: what it did so
+        # far goes to its parent now, and Python it becomes reports under the same token.
+        token = _process_token() or token
+        if python and env is None and node is not None and node.ntype == NODE_OS_EVENT:
+            _putenv(ENV, self._value(token))
+            self._continued_by = node
+        self.ship()
 
     def on_egress(self, kind: str, target: str, outcome: str) -> None:
         self.tracer.record_os_event(kind, target, outcome, _getframe(1))
@@ -481,7 +503,8 @@ class Children:
                 continue
             loaded = self._load(captures.pop(token, []), reasons)
             got: dict[int, int] = {}
-            for root, argv in loaded:
+            more: dict[int, int] = {}
+            for root, argv, continued in loaded:
                 node = _spawner(spawns, argv)
                 if node is None:  # several spawns share the token and the arguments
                     reasons.add("unattributed:process")
@@ -489,8 +512,9 @@ class Children:
                 else:
                     self._attach(node, root)
                     got[id(node)] = got.get(id(node), 0) + 1
+                    more[id(node)] = more.get(id(node), 0) + continued
             started = markers.get(token, 0) > len(loaded)
-            wanted: dict[int, int] = {}
+            wanted: dict[int, int] = dict(more)
             for node, python, _ in spawns:
                 if python:
                     wanted[id(node)] = wanted.get(id(node), 0) + 1
@@ -504,7 +528,7 @@ class Children:
                 if started:
                     reasons.add(f"child-unfinished:{_identity(node)}")
         for token in sorted(captures):  # a child no spawn was seen for (spawned from C)
-            for root, _ in self._load(captures[token], reasons):
+            for root, _, _ in self._load(captures[token], reasons):
                 if root.children or root.thread_roots:
                     reasons.add("unattributed:process")
                     self._attach(capture.root, root)
@@ -529,7 +553,7 @@ class Children:
 
     def _load(
         self, names: list[str], reasons: set[str]
-    ) -> list[tuple[Node, tuple[str, ...] | None]]:
+    ) -> list[tuple[Node, tuple[str, ...] | None, int]]:
         """The trees of these capture files (removed once read), in content order, so that
         the genome does not depend on which child finished first; their reasons and
         symbols join this process's."""
@@ -545,12 +569,13 @@ class Children:
                 _try_remove(self.folder, name)
             read.append((_json_dumps(data.get("tree"), sort_keys=True), data))
         read.sort(key=lambda item: item[0])
-        roots: list[tuple[Node, tuple[str, ...] | None]] = []
+        roots: list[tuple[Node, tuple[str, ...] | None, int]] = []
         for _, data in read:
             try:
                 root = load_tree(data["tree"], self.tracer, self.bounds)
                 argv = data.get("argv")
                 arguments = tuple(str(a) for a in argv) if isinstance(argv, list) else None
+                continued = int(data.get("continued") or 0)
                 for symbol in data.get("symbols") or []:
                     if isinstance(symbol, dict):
                         self.tracer.add_symbol(symbol)
@@ -558,7 +583,7 @@ class Children:
                 reasons.add("child-unreadable")
                 continue
             reasons.update(CHILD_REASON_PREFIX + str(r) for r in data.get("reasons") or [])
-            roots.append((root, arguments))
+            roots.append((root, arguments, continued))
         return roots
 
     @staticmethod
@@ -592,6 +617,13 @@ class Children:
                 node.exits[EXIT_PROCESS_ENDED] = node.exits.get(EXIT_PROCESS_ENDED, 0) + 1
         capture = self.tracer.end_phase()
         self.end_phase(capture)
+        continued = self._continued_by
+        if continued is not None:
+            _, kind, target, _outcome = continued.key
+            continued.key = ("os", kind, target, OUTCOME_RECORDED_CHILD)
+            capture.reasons = [
+                r for r in capture.reasons if r != f"untraced-subprocess:{_identity(continued)}"
+            ]
         reasons = list(capture.reasons)
         if self.tracer.errors:
             reasons.append(f"tracer-error:{self.tracer.errors}")
@@ -601,6 +633,7 @@ class Children:
             "token": token,
             # What the parent saw the child started with: ``python ARGS`` gives ARGS.
             "argv": list(getattr(sys, "orig_argv", sys.argv))[1:],
+            "continued": 1 if continued is not None else 0,
             "reasons": sorted(reasons),
             "symbols": [known[s] for s in sorted(symbols) if s in known],
             "tree": tree,

@@ -108,9 +108,9 @@ __all__ = [
 
 #: (kind, target, outcome); called on the thread that made the attempt.
 Recorder = Callable[[str, str, str], None]
-#: (identity, whether it runs Python, environment or None, arguments after the program) of a
-#: child about to start, called on the spawning thread.
-Spawner = Callable[[str, bool, object, list[str]], None]
+#: (identity, whether it runs Python, environment or None, arguments after the program,
+#: whether it replaces this process) of a child about to start, on the spawning thread.
+Spawner = Callable[[str, bool, object, list[str], bool], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
@@ -331,7 +331,8 @@ class EgressGuard:
             if spawn is not None:
                 try:
                     arguments = spawned[1] if spawned is not None else []
-                    spawn(identity, python, _spawn_env(event, args), arguments)
+                    replaces = event == "os.exec"
+                    spawn(identity, python, _spawn_env(event, args), arguments, replaces)
                 except Exception:
                     self.errors += 1
                 return
