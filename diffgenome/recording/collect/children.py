@@ -24,18 +24,20 @@ How a child is attributed
 
 What a child sends back
     When it exits (``atexit``, and ``os._exit``, which multiprocessing's forked children end
-    with) it writes its calling-context tree *before export*, values as their canonical forms,
-    to ``<token>~<pid>.json`` in the capture folder (0700, under the system temporary folder,
-    each file removed as soon as the parent has read it, the folder at session end). The
-    parent rebuilds the tree and hangs it under the spawning node (``via`` "process"), so the
-    child's calls are exported, digested and ordered exactly like the parent's own: children
-    of one node with the same calls merge, and the genome does not depend on pids or on the
-    order in which children finished. A ``<token>~<pid>.started`` marker, written when the
-    child's collector starts, tells a child that died before it could write (killed, crashed,
-    still running when the phase ended: ``child-unfinished:<program>``) from one that never
-    started recording (``untraced-subprocess:<program>``, an environment without the variable,
-    another interpreter). A capture that arrives after its phase ended is counted and said
-    once at session end; its phase was already disclosed as ``child-unfinished``.
+    with) it writes its calling-context tree *before export*, values as their canonical
+    forms, to ``<token>~<pid>-<image>.json`` in the capture folder (0700, under the system
+    temporary folder, each file removed as soon as the parent has read it, the folder at
+    session end). The parent rebuilds the tree and hangs it under the spawning node (``via``
+    "process"), so the child's calls are exported, digested and ordered exactly like the
+    parent's own: children of one node with the same calls merge, and the genome does not
+    depend on pids or on the order in which children finished. A ``.started`` marker of the
+    same name, written when the child's collector starts, tells a child that died before it
+    could write (killed, crashed, still running when the phase ended:
+    ``child-unfinished:<program>``) from one that never started recording
+    (``untraced-subprocess:<program>``, an environment without the variable, another
+    interpreter). A capture that arrives after its phase ended is counted and said once at
+    session end; its phase was already disclosed. A recorded child that execs sends what it
+    did so far first, and Python it becomes sends the rest under the same token.
 
 Only the standard library is used, bound at import where event time needs it.
 """
@@ -125,6 +127,9 @@ _getframe = sys._getframe
 _json_dumps = json.dumps
 _json_loads = json.loads
 _READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+#: Names this program image's files apart from those of the image it may exec into, which
+#: keeps the pid (a fork that becomes Python sends two captures).
+_IMAGE: Final = os.urandom(4).hex()
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -594,7 +599,7 @@ class Children:
     # -- in a recorded child -----------------------------------------------------------
 
     def _started(self, token: str) -> None:
-        _write_file(self.folder, f"{token}~{self.pid}.started", b"")
+        _write_file(self.folder, f"{token}~{self.pid}-{_IMAGE}.started", b"")
 
     def enter_child(self, token: str) -> None:
         """This process is a recorded child: mark it started, send its tree at exit."""
@@ -638,7 +643,7 @@ class Children:
             "symbols": [known[s] for s in sorted(symbols) if s in known],
             "tree": tree,
         }
-        name = f"{token}~{pid}.json"
+        name = f"{token}~{pid}-{_IMAGE}.json"
         _write_file(self.folder, name + ".part", _json_dumps(data).encode("utf-8"))
         _replace(f"{self.folder}/{name}.part", f"{self.folder}/{name}")
 
