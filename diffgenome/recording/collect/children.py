@@ -400,6 +400,8 @@ class Children:
         self.serial = 0
         self.child_token = token
         self._shipped_by = None
+        self._continued_by = None
+        self.late = self.errors = 0
         self.begin_phase()
         self.tracer.begin_phase()
         self._started(token)
