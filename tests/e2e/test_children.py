@@ -550,3 +550,20 @@ def test_children_are_recorded_the_same_wherever_the_tree_is(tmp_path: Path) -> 
         assert json.dumps(first["phases"], sort_keys=True) == json.dumps(
             second["phases"], sort_keys=True
         ), name
+
+
+def test_children_are_recorded_under_xdist(tmp_path: Path) -> None:
+    """Each worker records its own tests' children; the controller sets nothing."""
+    project = make_project(tmp_path, FILES)
+    doc = record_full(project, "-n", "2", "-k", "test_script or test_multiprocessing_spawn").doc
+    for name, target in (
+        ("test_script", "python"),
+        ("test_multiprocessing_spawn", "multiprocessing"),
+    ):
+        test = test_genome(doc, f"::{name}")
+        assert test["verified"] is True, test["unverified_reasons"]
+        [spawn] = os_events(test["phases"]["call"], "subprocess")
+        assert (spawn["target"], spawn["outcome"]) == (target, "recorded-child")
+        assert "py:pkg.work.double" in _symbols(_under(test["phases"]["call"], spawn))
+    after = json.loads((project / "env-after.json").read_text())
+    assert after == {"DIFFGENOME_CHILD": None}
