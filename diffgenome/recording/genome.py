@@ -87,20 +87,39 @@ def _identity(node: Node) -> tuple[Any, ...]:
     return (_TYPE_ORDER[node.ntype], *(str(part) for part in key), node.via or "")
 
 
+def _left_nothing(node: Node) -> bool:
+    """A call node whose only entry was taken back: a paused generator closed in this phase
+    (by its consumer or by the garbage collector) is resumed to be closed, and that is no
+    entry (see the tracer's on_unwind). Nothing happened there: it is not exported."""
+    return (
+        node.ntype == NODE_CALL
+        and not node.count
+        and not node.children
+        and not node.thread_roots
+        and not node.branches
+        and not node.exits
+        and not node.returned
+        and not node.yielded
+    )
+
+
 def _child_groups(group: list[Node]) -> list[list[Node]]:
     """The children of one tree position (all nodes in ``group``), thread subtrees folded
     in, grouped by identity and in identity order; within a group, in tree order."""
     if len(group) == 1:
         only = group[0]
         if not only.thread_roots and len(only.children) < 2:
-            return [[child] for child in only.children.values()]
+            return [[child] for child in only.children.values() if not _left_nothing(child)]
     groups: dict[tuple[Any, ...], list[Node]] = {}
     for node in group:
         for child in node.children.values():
-            groups.setdefault(_identity(child), []).append(child)
+            if not _left_nothing(child):
+                groups.setdefault(_identity(child), []).append(child)
         for root in node.thread_roots:
             via = root.via
             for child in root.children.values():
+                if _left_nothing(child):
+                    continue
                 child.via = via
                 groups.setdefault(_identity(child), []).append(child)
     if len(groups) < 2:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, write_files
+from e2e.helpers import cli_json, git_commit, make_project, record, test_genome, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -161,3 +161,43 @@ def test_decisions_inserted_and_moved_above_an_unchanged_one_leave_it_alone(
     assert "score >= 90" not in touched_predicates
     assert "bonus" in touched_predicates  # it moved below the return: reached once, not twice
     assert "score < 0" in touched_predicates  # new
+
+
+CLOSED_LATER = {
+    "pkg/__init__.py": "",
+    "pkg/gen.py": """
+        def numbers():
+            try:
+                yield 1
+                yield 2
+            finally:
+                pass
+    """,
+    "tests/test_gen.py": """
+        from pkg.gen import numbers
+
+        KEPT = []
+
+
+        def test_starts_a_generator():
+            gen = numbers()
+            assert next(gen) == 1
+            KEPT.append(gen)
+
+
+        def test_drops_it():
+            KEPT.clear()  # the paused generator is closed here, by its last reference going
+    """,
+}
+
+
+def test_a_generator_closed_in_a_later_test_leaves_no_empty_node(tmp_path: Path) -> None:
+    """google-api-core: a paused generator closed in whichever test drops it was a call node
+    with count 0 there (its close is no entry), and came and went between recordings."""
+    project = make_project(tmp_path, CLOSED_LATER)
+    doc = record(project)
+    dropped = test_genome(doc, "::test_drops_it")["phases"]["call"]["nodes"]
+    assert all(node["count"] > 0 for node in dropped), dropped
+    assert [n["symbol"] for n in dropped if n["type"] == "call"] == [
+        "py:tests.test_gen.test_drops_it"
+    ]
