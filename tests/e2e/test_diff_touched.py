@@ -201,3 +201,47 @@ def test_a_generator_closed_in_a_later_test_leaves_no_empty_node(tmp_path: Path)
     assert [n["symbol"] for n in dropped if n["type"] == "call"] == [
         "py:tests.test_gen.test_drops_it"
     ]
+
+
+NEW_GLOBAL_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/text.py": """
+        def clean(value):
+            return value.strip()
+    """,
+    "tests/test_text.py": """
+        from pkg.text import clean
+
+
+        def test_clean():
+            assert clean(" a ") == "a"
+    """,
+}
+NEW_GLOBAL_HEAD = {
+    "pkg/text.py": """
+        import re
+
+        _BARE_CR = re.compile(r"\\r(?!\\n)")
+
+
+        def clean(value):
+            if "\\r" in value:
+                value = _BARE_CR.sub(" ", value)
+            return value.strip()
+    """,
+}
+
+
+def test_a_new_module_level_name_read_on_an_untaken_path_is_touched(tmp_path: Path) -> None:
+    """tomlkit 0.15.2: a new module-level regex, used on a path the test never takes, showed
+    as a new state fact of the function that names it: the test did the same."""
+    repo = tmp_path / "repo"
+    write_files(repo, NEW_GLOBAL_BASE)
+    git_commit(repo)
+    write_files(repo, NEW_GLOBAL_HEAD)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    [test] = [t for t in document["tests"] if t["id"].endswith("::test_clean")]
+    kinds = {c["kind"] for c in test["changes"]}
+    assert test["status"] == "touched", test
+    assert kinds <= {"branch_changed", "state_changed"}, kinds
+    assert code == 0

@@ -61,6 +61,9 @@ class SymbolChange:
     bound: tuple[str, ...] = ()
     readers: tuple[str, ...] = ()
     opaque: bool = False
+    # Names the body binds on one side only (a new module-level regex, a removed constant):
+    # a state fact about such a name is new code being there, not behaviour.
+    one_sided_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,12 @@ class CodeChangeInput:
 
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
+
+    def one_sided_state(self) -> frozenset[str]:
+        """State targets (``global:<name>``) of module-level names bound on one side only."""
+        return frozenset(
+            f"global:{name}" for change in self.symbols for name in change.one_sided_names
+        )
 
     def one_sided_sites(self) -> frozenset[str]:
         """Decision sites that exist in one side's code only (added or removed)."""
@@ -141,6 +150,11 @@ def _compare_files(
             opaque = False
             for stmt in changed:
                 opaque |= not _binds(stmt, bound)
+            sides: list[set[str]] = [set(), set()]
+            for names, statements in zip(sides, (b.statements, h.statements), strict=True):
+                for group in statements.values():
+                    for stmt in group:
+                        _binds(stmt, names)
             readers = sorted(
                 name
                 for name, facts in (*base.items(), *head.items())
@@ -154,6 +168,7 @@ def _compare_files(
                 bound=tuple(sorted(bound)),
                 readers=tuple(dict.fromkeys(readers)),
                 opaque=opaque,
+                one_sided_names=tuple(sorted(sides[0] ^ sides[1])),
             )
 
 
