@@ -444,12 +444,19 @@ def _lines(value: object) -> list[str]:
                 out.append(_compact(item))
         return out
     if isinstance(value, Mapping):
-        return [f"{key}: {_compact(item)}" for key, item in sorted(value.items(), key=_by_key)]
+        return [f"{key}: {_flat(item)}" for key, item in sorted(value.items(), key=_by_key)]
     return [_compact(value)]
 
 
 def _by_key(item: tuple[object, object]) -> str:
     return str(item[0])
+
+
+def _flat(value: object) -> str:
+    """A mapping of counts (exits, outcomes) as ``key n, key n``; anything else compact."""
+    if isinstance(value, Mapping) and all(isinstance(v, int) for v in value.values()):
+        return ", ".join(f"{key} {count}" for key, count in sorted(value.items(), key=_by_key))
+    return _compact(value)
 
 
 def _compact(value: object) -> str:
@@ -511,9 +518,10 @@ def _phase_tree(
     for (path, site), branch in index.branches.items():
         decisions[path if path in index.nodes else ()].append((site, branch))
     on_way: set[tuple[str, ...]] = set()
-    for path in list(marked) + [path for path, _site in marked_branches]:
-        for cut in range(1, len(path)):
-            on_way.add(path[:cut])
+    for path in marked:
+        on_way.update(path[:cut] for cut in range(1, len(path)))
+    for path, _site in marked_branches:  # the decision is inside the node: open it too
+        on_way.update(path[:cut] for cut in range(1, len(path) + 1))
     if not index.nodes and not index.branches:
         return '<p class="empty">nothing recorded</p>\n'
 
@@ -531,15 +539,12 @@ def _phase_tree(
         label = _node_label(node)
         kids = children.get(path, [])
         mine = decisions.get(path, [])
-        attr = f' class="{cls}"' if cls else ""
+        attr = f' class="node {cls}"' if cls else ' class="node"'
         if not kids and not mine:
-            out.append(f'<li><span class="node"{attr}>{label}</span></li>\n')
+            out.append(f"<li><span{attr}>{label}</span></li>\n")
             continue
         is_open = " open" if len(path) == 1 or path in on_way or path in marked else ""
-        out.append(
-            f'<li><details{is_open}><summary><span class="node"{attr}>{label}</span>'
-            f"</summary><ul>\n"
-        )
+        out.append(f"<li><details{is_open}><summary><span{attr}>{label}</span></summary><ul>\n")
         out.extend(_decision(site, b, path, marked_branches) for site, b in mine)
         stack.append((path, True))
         stack.extend((child, False) for child in reversed(kids))
