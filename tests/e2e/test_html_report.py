@@ -372,6 +372,33 @@ def test_html_dir_that_is_a_file_is_one_line_and_exit_2_before_recording(
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1, shown.stderr
 
 
+def test_a_missing_browser_skips_on_a_workstation_and_fails_in_ci(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_needs_browser=f"""
+        import sys
+
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from e2e.browser import chromium
+
+
+        def test_it():
+            chromium()
+        """
+    )
+    monkeypatch.setenv("PATH", str(pytester.path))  # no browser there
+    monkeypatch.delenv("CHROMIUM", raising=False)
+    monkeypatch.setenv("CI", "false")
+    here = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
+    here.assert_outcomes(skipped=1)
+    here.stdout.fnmatch_lines(["*no Chromium on PATH (install Debian's package*"])
+    monkeypatch.setenv("CI", "true")
+    ci = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    ci.assert_outcomes(failed=1)
+    ci.stdout.fnmatch_lines(["*no Chromium on PATH*CI must run the browser tests*"])
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
