@@ -141,6 +141,19 @@ def test_a_new_call_is_marked_on_head_only_and_the_way_to_it_is_open() -> None:
     assert re.search(r'<td class="base"><span class="none">—</span></td><td class="head">', page)
 
 
+def test_decisions_new_on_head_and_gone_from_base_are_marked_on_their_side() -> None:
+    base = genome("t::b", [], predicate="old > 0")
+    head = genome("t::b", [], predicate="new > 0")
+    head["tests"][0]["phases"]["call"]["branches"][0]["site"] = "py:pkg.f/if[def]"
+    diff = diff_documents(base, head, base_rev="a", head_rev="b")
+    assert [c.kind for c in diff.tests[0].changes] == ["branch_changed", "branch_changed"]
+    page = diff_site(diff, records(base), records(head))[page_name("t::b")].decode()
+    base_side, head_side = page.split('data-side="base"')[1].split('data-side="head"')
+    assert '<span class="decision del">◇ if[abc] <code>old &gt; 0</code>' in base_side
+    assert '<span class="decision add">◇ if[def] <code>new &gt; 0</code>' in head_side
+    assert "decision chg" not in page
+
+
 def test_a_test_without_its_recording_gets_a_page_that_says_so() -> None:
     diff, _base, _head = evil_diff()
     page = diff_site(diff)[page_name(TEST_ID)].decode()

@@ -307,7 +307,7 @@ class _Marks:
     """What to highlight in one side's tree: changed nodes and decisions, by identity."""
 
     nodes: Mapping[str, Mapping[tuple[str, ...], str]]  # phase -> path -> css class
-    branches: Mapping[str, frozenset[tuple[tuple[str, ...], str]]]
+    branches: Mapping[str, Mapping[tuple[tuple[str, ...], str], str]]  # (path, site) -> class
 
 
 _ONE_SIDED = {
@@ -322,12 +322,17 @@ _ONE_SIDED = {
 
 def _marks(changes: Sequence[Change], side: str) -> _Marks:
     nodes: dict[str, dict[tuple[str, ...], str]] = defaultdict(dict)
-    branches: dict[str, set[tuple[tuple[str, ...], str]]] = defaultdict(set)
+    branches: dict[str, dict[tuple[tuple[str, ...], str], str]] = defaultdict(dict)
     for change in changes:
         phase = change.phase or "call"
         path = tuple(change.path)
         if change.kind == "branch_changed":
-            branches[phase].add((path, change.site or ""))
+            # A decision reached on one side only is new or gone, like a call.
+            if change.base is None or change.head is None:
+                if (change.base is None) == (side == "head"):
+                    branches[phase][(path, change.site or "")] = "add" if side == "head" else "del"
+            else:
+                branches[phase][(path, change.site or "")] = "chg"
             continue
         if not path:
             continue
@@ -336,9 +341,7 @@ def _marks(changes: Sequence[Change], side: str) -> _Marks:
             nodes[phase].setdefault(path, "chg")
         elif one_side == side:
             nodes[phase][path] = "add" if side == "head" else "del"
-    return _Marks(
-        nodes=dict(nodes), branches={phase: frozenset(keys) for phase, keys in branches.items()}
-    )
+    return _Marks(nodes=dict(nodes), branches=dict(branches))
 
 
 def _diff_test_page(
@@ -484,7 +487,7 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
     for phase, genome in phases:
         raw = genome.model_dump(mode="json")
         marked = marks.nodes.get(phase, {}) if marks else {}
-        marked_branches = marks.branches.get(phase, frozenset()) if marks else frozenset()
+        marked_branches = marks.branches.get(phase, {}) if marks else {}
         size = len(genome.nodes)
         is_open = " open" if genome.nodes or genome.branches else ""
         parts.append(
@@ -507,7 +510,7 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
 def _phase_tree(
     index: PhaseIndex,
     marked: Mapping[tuple[str, ...], str],
-    marked_branches: frozenset[tuple[tuple[str, ...], str]],
+    marked_branches: Mapping[tuple[tuple[str, ...], str], str],
 ) -> str:
     """Nested ``<details>`` per node with children (open on the way to a change), in the
     recorded order; decisions under the node they were taken in."""
@@ -593,7 +596,7 @@ def _decision(
     site: str,
     branch: Mapping[str, object],
     path: tuple[str, ...],
-    marked: frozenset[tuple[tuple[str, ...], str]],
+    marked: Mapping[tuple[tuple[str, ...], str], str],
 ) -> str:
     symbol = str(branch.get("symbol") or "")
     short = site[len(symbol) + 1 :] if symbol and site.startswith(symbol + "/") else site
@@ -601,11 +604,13 @@ def _decision(
     one_sided = isinstance(outcomes, Mapping) and not (
         outcomes.get("true") and outcomes.get("false")
     )
-    cls = "decision chg" if (path, site) in marked else "decision"
+    mark = marked.get((path, site))
+    cls = f"decision {mark}" if mark else "decision"
+    counts = esc(_outcomes(outcomes))
+    shown = f'<span class="one-sided">{counts}</span>' if one_sided else counts
     return (
         f'<li><span class="{cls}">◇ {esc(short)} <code>{esc(branch.get("predicate"))}</code>: '
-        f'<span class="{"one-sided" if one_sided else ""}">{esc(_outcomes(outcomes))}</span>'
-        "</span></li>\n"
+        f"{shown}</span></li>\n"
     )
 
 
