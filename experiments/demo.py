@@ -7,8 +7,8 @@ and a result change), a new helper call, a new exception type, and a payment gat
 runs `diffgenome diff HEAD~1 HEAD` there with this interpreter and prints the report.
 Everything shown is recorded, nothing is made up.
 
-`--html DIR` also writes the HTML report there; `--screenshot PNG` then takes a picture of its
-index with headless Chromium (how docs/html-report.png is made:
+`--html DIR` also writes the HTML report there; `--screenshot PNG` then takes pictures of its
+index and of one test's page with headless Chromium (how docs/html-report*.png are made:
 `python experiments/demo.py --html /tmp/demo-html --screenshot docs/html-report.png`).
 """
 
@@ -39,7 +39,9 @@ def run(*args: str, cwd: Path, env: dict[str, str]) -> int:
     return subprocess.run(args, cwd=cwd, env=env, check=False).returncode
 
 
-def screenshot(index: Path, png: Path) -> int:
+def screenshot(site: Path, png: Path) -> int:
+    """Pictures of the report's index (``png``) and of the mocked checkout's page
+    (``<png stem>-test.png``)."""
     browser = next(
         (found for name in ("chromium", "chromium-browser") if (found := shutil.which(name))),
         None,
@@ -47,13 +49,22 @@ def screenshot(index: Path, png: Path) -> int:
     if browser is None:
         print("demo: no chromium on PATH for --screenshot", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="demo-chromium-") as profile:
-        command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
-        command += [f"--user-data-dir={profile}", "--window-size=1280,1000"]
-        command += [f"--screenshot={png.resolve()}", index.resolve().as_uri()]
-        done = subprocess.run(command, capture_output=True, check=False)
-    print(f"demo: screenshot of {index} in {png}" if done.returncode == 0 else "demo: failed")
-    return done.returncode
+    sys.path.insert(0, str(ROOT))
+    from diffgenome.analysis.report.html import page_name
+
+    test = page_name("tests/test_payment.py::test_checkout_with_mocked_gateway")
+    shots = {site / "index.html": png, site / test: png.with_name(f"{png.stem}-test.png")}
+    for page, out in shots.items():
+        with tempfile.TemporaryDirectory(prefix="demo-chromium-") as profile:
+            command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+            command += [f"--user-data-dir={profile}", "--window-size=1280,1000"]
+            command += [f"--screenshot={out.resolve()}", page.resolve().as_uri()]
+            done = subprocess.run(command, capture_output=True, check=False)
+        if done.returncode != 0:
+            print(f"demo: chromium failed on {page}", file=sys.stderr)
+            return done.returncode
+        print(f"demo: screenshot of {page} in {out}")
+    return 0
 
 
 def main() -> int:
@@ -80,7 +91,7 @@ def main() -> int:
             return code
         print(f"\n(exit status {code}: 1 means that behaviour changed)")
     if args.html and args.screenshot:
-        return screenshot(Path(args.html) / "index.html", Path(args.screenshot))
+        return screenshot(Path(args.html), Path(args.screenshot))
     return 0
 
 
