@@ -108,6 +108,10 @@ def test_recorded_text_is_never_markup_in_any_page() -> None:
         assert tags.handlers == [], name
         assert EVIL in tags.text, name  # shown, as text
         assert b"<x-evil" not in data, name
+    # The users of a drifted stand-in link to their pages.
+    assert f'<li><a href="{page_name(TEST_ID)}">tests/test_a.py::test_it[&lt;x-evil' in (
+        pages[INDEX].decode()
+    )
     page = pages[page_name(TEST_ID)].decode()
     # In attribute values too (the full path is a tooltip).
     assert 'title="py:tests.test_a.test_it \u203a py:pkg.f \u203a py:pkg.&lt;x-evil' in page
@@ -180,14 +184,16 @@ def test_page_names_are_digests_and_never_the_ids() -> None:
 def test_write_site_replaces_an_earlier_report_and_drops_stale_pages(tmp_path: Path) -> None:
     out = tmp_path / "report"
     diff, base, head = evil_diff()
-    stale = out / "t" / "0000.html"
+    stale = out / "t" / ("0" * 20 + ".html")  # a page of an earlier report
     stale.parent.mkdir(parents=True)
     stale.write_text("old")
+    (out / "t" / "mine.html").write_text("mine")
     (out / "notes.txt").write_text("mine")
     index = write_site(diff_site(diff, records(base), records(head)), str(out))
     assert index == str(out / INDEX)
     assert not stale.exists()
     assert (out / "notes.txt").read_text() == "mine"  # not ours: left alone
+    assert (out / "t" / "mine.html").read_text() == "mine"
     assert (out / page_name(TEST_ID)).is_file()
     assert sorted(p.name for p in out.iterdir()) == ["assets", "index.html", "notes.txt", "t"]
 

@@ -18,6 +18,7 @@ import hashlib
 import html
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ OUTCOMES = ("failed", "error", "xpassed", "passed", "xfailed", "skipped")
 _HIDDEN_AT_FIRST = ("unchanged",)
 
 Site = dict[str, bytes]
+_PAGE_FILE = re.compile(r"[0-9a-f]{20}\.html")  # what page_name makes: nothing else is removed
 
 
 class SiteError(UserError):
@@ -183,8 +185,8 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str]) -> bytes:
     if not diff.tests:
         parts.append('<p class="empty">no tests</p>\n')
     parts.append("</section>\n")
-    parts.append(_code_section(diff.code_changes))
-    parts.append(_drift_section(diff))
+    parts.append(_code_section(diff.code_changes, pages))
+    parts.append(_drift_section(diff, pages))
     parts.append("</main>\n")
     return _page(title, "".join(parts), root="", kind="index")
 
@@ -224,7 +226,7 @@ def _outcome(test: TestDiff) -> str:
     return f"{base or '-'} {ARROW} {head or '-'}"
 
 
-def _code_section(entries: Sequence[CodeChange]) -> str:
+def _code_section(entries: Sequence[CodeChange], pages: Mapping[str, str]) -> str:
     if not entries:
         return ""
     parts = [
@@ -259,16 +261,22 @@ def _code_section(entries: Sequence[CodeChange]) -> str:
                     f"<td>{esc(_outcomes(site.get('head')))}</td></tr>\n"
                 )
             parts.append("</tbody>\n</table>\n")
-        parts.append(_test_list("tests on head", entry.tests_head))
+        parts.append(_test_list("tests on head", entry.tests_head, pages))
         parts.append("</article>\n")
     parts.append("</section>\n")
     return "".join(parts)
 
 
-def _test_list(title: str, tests: Sequence[str], limit: int = 50) -> str:
+def _test_list(title: str, tests: Sequence[str], pages: Mapping[str, str], limit: int = 50) -> str:
+    """Test ids, each linked to its page when it has one."""
     if not tests:
         return ""
-    items = "".join(f"<li>{esc(test)}</li>" for test in tests[:limit])
+    items = "".join(
+        f'<li><a href="{pages[test]}">{esc(test)}</a></li>'
+        if test in pages
+        else f"<li>{esc(test)}</li>"
+        for test in tests[:limit]
+    )
     more = f"<li>… and {len(tests) - limit} more</li>" if len(tests) > limit else ""
     return (
         f"<details><summary>{esc(title)} ({len(tests)})</summary>"
@@ -276,7 +284,7 @@ def _test_list(title: str, tests: Sequence[str], limit: int = 50) -> str:
     )
 
 
-def _drift_section(diff: DiffDocument) -> str:
+def _drift_section(diff: DiffDocument, pages: Mapping[str, str]) -> str:
     if not diff.drift:
         return ""
     parts = [f'<section id="drift">\n<h2>Mock drift ({len(diff.drift)})</h2>\n']
@@ -286,7 +294,7 @@ def _drift_section(diff: DiffDocument) -> str:
             "</h3>\n<ul>"
             + "".join(f"<li>{esc(item)}</li>" for item in drift.evidence)
             + "</ul>\n"
-            + _test_list("used by", drift.tests)
+            + _test_list("used by", drift.tests, pages)
             + "</article>\n"
         )
     parts.append("</section>\n")
@@ -704,7 +712,7 @@ def _run_test_page(run: Run, test: TestRecord) -> bytes:
 
 def write_site(site: Mapping[str, bytes], directory: str) -> str:
     """Write ``site`` under ``directory`` (created when missing; files of an earlier report
-    there are replaced, pages of tests no longer in it are removed) and return the path of
+    there are replaced, its pages of tests no longer in it are removed) and return the path of
     its index. Any failure is a :class:`SiteError` naming the folder."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise SiteError(
@@ -716,7 +724,7 @@ def write_site(site: Mapping[str, bytes], directory: str) -> str:
         if os.path.isdir(pages):
             wanted = {os.path.basename(name) for name in site if name.startswith(PAGE_DIR + "/")}
             for old in os.listdir(pages):
-                if old.endswith(".html") and old not in wanted:
+                if _PAGE_FILE.fullmatch(old) and old not in wanted:
                     os.unlink(os.path.join(pages, old))
         for name, data in site.items():
             path = os.path.join(directory, *name.split("/"))
