@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from diffgenome.analysis.report.html import page_name
+from diffgenome.analysis.report.html import CSP, page_name
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from e2e.browser import load, png_pixels, rows, screenshot
 from e2e.helpers import cli, cli_json, export, git_commit, git_in, run_pytest, write_files
@@ -174,7 +174,8 @@ def test_diff_site_has_an_index_and_a_page_per_test_that_is_not_unchanged(site: 
     assert statuses["tests/test_pricing.py::test_old"] == "removed"
     assert statuses["tests/test_pricing.py::test_unrelated"] == "unchanged"
     index = (site.root / "index.html").read_text(encoding="utf-8")
-    links = re.findall(r'<a href="(t/[0-9a-f]+\.html)">([^<]*)</a>', index)
+    table = index[index.index('<table id="tests"') : index.index("</table>")]
+    links = re.findall(r'<a href="(t/[0-9a-f]+\.html)">([^<]*)</a>', table)
     linked = {_unescape(text) for _href, text in links}
     expected = {test_id for test_id, status in statuses.items() if status != "unchanged"}
     assert linked == expected
@@ -221,6 +222,29 @@ def test_test_ids_that_look_like_markup_stay_text(site: Site) -> None:
     index = (site.root / "index.html").read_text(encoding="utf-8")
     assert "test_label[&lt;script&gt;alert(1)&lt;/script&gt;]" in index
     assert "test_label[&lt;img src=x onerror=alert(2)&gt;]" in index
+
+
+def test_the_console_of_chromium_is_heard(tmp_path: Path) -> None:
+    """The check below can fail: an error thrown or logged, and a CSP violation (the policy is
+    the report's own), all reach the console messages that ``load`` collects."""
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy"[^>]*>', CSP_PAGE)
+    assert policy is not None
+    (tmp_path / "probe.js").write_text('console.error("probe-logged"); undefinedThing();')
+    (tmp_path / "probe.html").write_text(CSP_PAGE)
+    loaded = load(tmp_path / "probe.html")
+    said = "\n".join(loaded.console)
+    assert "probe-logged" in said
+    assert "undefinedThing is not defined" in said
+    assert "Content Security Policy" in said  # the inline script was refused
+    assert 'data-ran="yes"' not in loaded.dom
+
+
+CSP_PAGE = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{html.escape(CSP)}">
+<script src="probe.js"></script></head>
+<body><script>document.body.setAttribute("data-" + "ran", "yes");</script></body></html>
+"""
 
 
 def test_pages_load_in_chromium_without_console_messages(site: Site) -> None:
