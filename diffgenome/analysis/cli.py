@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import gc
 import json
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,13 +33,30 @@ from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRe
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
-from diffgenome.analysis.report.runs import genome_tree, run_tests_table, runs_table
+from diffgenome.analysis.report.common import Selection, matches
+from diffgenome.analysis.report.console import make_console, print_whole
+from diffgenome.analysis.report.runs import (
+    genome_tree,
+    run_tests_table,
+    runs_table,
+    short_commit,
+    size_text,
+)
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
-from diffgenome.protocol.store import DEFAULT_DIR
+from diffgenome.protocol.selection import find_store
+from diffgenome.protocol.store import (
+    DEFAULT_DIR,
+    STATUS_RUNNING,
+    compact,
+    delete_runs,
+    one_line,
+    set_keep_runs,
+)
+from diffgenome.protocol.store import open_store as open_store_for_writing
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PROG = "diffgenome"
@@ -68,10 +87,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def default_store() -> str:
-    """``.diffgenome`` at the top of the git work tree around the current folder, else here."""
+    """The store ``pytest --genome`` run here writes to: the nearest ``.diffgenome/`` from
+    the current folder up to the git top, else at the git top (outside git: here)."""
     here = os.getcwd()
     toplevel = (git_output(here, "rev-parse", "--show-toplevel") or "").strip()
-    return os.path.join(toplevel or here, DEFAULT_DIR)
+    return find_store(here, toplevel or None)
 
 
 def open_store(args: argparse.Namespace) -> StoreReader:
@@ -132,11 +152,12 @@ def write_output(text: str, output: str | None) -> None:
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """Standard output for people: whole lines in a pipe, colour on a terminal only."""
+    return make_console()
 
 
 def _print(renderable: RenderableType) -> None:
-    console().print(renderable)
+    print_whole(console(), renderable)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -163,8 +184,148 @@ def _configure_runs(parser: argparse.ArgumentParser) -> None:
 def _run_runs(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         runs = reader.runs()
-    _print(runs_table(runs))
+        store, db_path = reader.path, reader.db_path
+    on_disk = 0
+    for name in (db_path, db_path + "-wal"):
+        with contextlib.suppress(OSError):
+            on_disk += os.path.getsize(name)
+    # The total goes to a terminal only: piped, every line after the header is one run.
+    if sys.stdout.isatty():
+        _print(runs_table(runs, os.path.abspath(store), on_disk))
+    else:
+        _print(runs_table(runs))
     return EXIT_OK
+
+
+def _configure_prune(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-last", metavar="N", type=int, help="keep the N newest runs (by start time)"
+    )
+    parser.add_argument(
+        "--keep-commit",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="keep the runs of this commit (a git revision or a recorded commit prefix; "
+        "repeatable)",
+    )
+    parser.add_argument(
+        "--keep-since",
+        metavar="DATE",
+        help="keep the runs started at or after DATE (ISO 8601: 2026-11-30 or "
+        "2026-11-30T12:00, UTC)",
+    )
+    parser.add_argument(
+        "--cap",
+        metavar="N",
+        type=int,
+        help="set the store's cap: after each recording the runs beyond the N newest are "
+        "removed (and said so); 0 keeps every run. Applied now too",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="say which runs would go, remove nothing"
+    )
+    parser.epilog = (
+        "Every run that no --keep-* rule keeps is removed (a run any rule keeps stays); "
+        "runs still being recorded are never removed. The store file shrinks afterwards."
+    )
+
+
+def _since(text: str) -> str:
+    """``DATE`` as the UTC text runs are started at, to compare with theirs."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CliError(
+            f"--keep-since {text!r} is not a date; write it as 2026-11-30 or 2026-11-30T12:00"
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.UTC).replace(tzinfo=None)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_prune(args: argparse.Namespace) -> int:
+    rules = args.keep_last is not None or args.keep_commit or args.keep_since is not None
+    if not rules and args.cap is None:
+        raise CliError(
+            "say what to keep: --keep-last N, --keep-commit REV, --keep-since DATE, or "
+            "--cap N; see `diffgenome prune --help`"
+        )
+    for name, value in (("--keep-last", args.keep_last), ("--cap", args.cap)):
+        if value is not None and value < 0:
+            raise CliError(f"{name} must be 0 or more, not {value}")
+    since = _since(args.keep_since) if args.keep_since is not None else None
+    path = args.store or default_store()
+    with StoreReader.open(path) as reader:
+        runs = reader.runs()  # newest first
+        store_dir = reader.path
+        commits = [_commit_of(reader, runs, rev) for rev in args.keep_commit]
+    kept: set[str] = set()
+    if rules:
+        if args.keep_last is not None:
+            kept.update(run.id for run in runs[: args.keep_last])
+        kept.update(run.id for run in runs if run.commit is not None and run.commit in commits)
+        if since is not None:
+            kept.update(run.id for run in runs if run.started_at >= since)
+    else:
+        kept.update(run.id for run in runs)
+    if args.cap:
+        over = {run.id for run in runs[args.cap :]}
+        kept -= over
+    gone = [run for run in runs if run.id not in kept and run.status != STATUS_RUNNING]
+    verb = "would remove" if args.dry_run else "removed"
+    out = console()
+    for run in reversed(gone):  # oldest first
+        out.print(
+            f"{verb} {run.id}  {short_commit(run.commit, run.dirty)}  {run.origin or '-'}  "
+            f"{size_text(run.size)}"
+        )
+    if not args.dry_run:
+        opened = open_store_for_writing(store_dir)
+        try:
+            opened.conn.execute("BEGIN IMMEDIATE")
+            try:
+                if args.cap is not None:
+                    set_keep_runs(opened.conn, args.cap)
+                delete_runs(opened.conn, [run.id for run in gone])
+                opened.conn.execute("COMMIT")
+            except BaseException:
+                opened.conn.execute("ROLLBACK")
+                raise
+            if gone:
+                with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
+                    compact(opened.conn)
+        except sqlite3.Error as exc:
+            raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
+        finally:
+            opened.conn.close()
+    freed = sum(run.size for run in gone)
+    summary = (
+        f"{verb} {len(gone)} of {len(runs)} runs ({size_text(freed)} of recordings); "
+        f"{len(runs) - len(gone)} kept"
+    )
+    if args.cap is not None:
+        cap = "no cap" if args.cap == 0 else f"the {args.cap} newest runs"
+        summary += f"; the store {'would keep' if args.dry_run else 'keeps'} {cap} from now on"
+    out.print(summary)
+    return EXIT_OK
+
+
+def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:
+    """The recorded commit ``rev`` names: a git revision here, else a prefix of a commit in
+    the store."""
+    sha = _git_commit(rev)
+    if sha is not None:
+        return sha
+    matching = {run.commit for run in runs if run.commit and run.commit.startswith(rev.lower())}
+    if len(matching) == 1:
+        return matching.pop()
+    if not matching:
+        raise CliError(
+            f"--keep-commit {rev!r} is neither a git revision here nor a recorded commit; "
+            "list the runs with `diffgenome runs`"
+        )
+    raise CliError(f"--keep-commit {rev!r} matches several recorded commits; give more of it")
 
 
 def _configure_show(parser: argparse.ArgumentParser) -> None:
@@ -296,6 +457,19 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         "(by default each is recorded twice more on each side, and what differs between "
         "recordings of one commit is unstable, not changed)",
     )
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--test",
+        metavar="PATTERN",
+        help="report only the tests whose id matches PATTERN (the id, a part of it, or a glob "
+        "with * and ?), each with all its changes",
+    )
+    shown.add_argument(
+        "--all",
+        dest="everything",
+        action="store_true",
+        help="report every test, unchanged ones too, with nothing collapsed",
+    )
     parser.add_argument(
         "--repeat",
         metavar="N",
@@ -305,10 +479,38 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
-    def progress(message: str) -> None:
-        sys.stderr.write(f"{PROG}: {message}\n")
+class _Progress:
+    """What ``diff`` is doing, on standard error when that is a terminal: one line per step,
+    and how far a recording is on a line that each new percentage rewrites."""
+
+    def __init__(self) -> None:
+        self._open = False  # a percentage line is on screen, without its newline
+
+    def step(self, message: str) -> None:
+        self._write(f"{PROG}: {message}\n")
+
+    def percent(self, spec: str, value: int) -> None:
+        sys.stderr.write(f"\r\x1b[K{PROG}: recording {spec} ... {value}%")
         sys.stderr.flush()
+        self._open = True
+
+    def _write(self, text: str) -> None:
+        if self._open:
+            sys.stderr.write("\r\x1b[K")
+            self._open = False
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self._write("")
+
+
+_PROGRESS = _Progress()
+
+
+def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
+    on_terminal = sys.stderr.isatty()
 
     return runner.Options(
         base=args.base,
@@ -320,7 +522,8 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
-        progress=progress if sys.stderr.isatty() else None,
+        progress=_PROGRESS.step if on_terminal else None,
+        progress_percent=_PROGRESS.percent if on_terminal else None,
     )
 
 
@@ -366,17 +569,26 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.html is not None:
         check_directory(args.html)
     with _terminate_as_interrupt():
-        diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+        try:
+            diff, notes = runner.run_diff(_diff_options(args, args.repeat))
+        finally:
+            _PROGRESS.close()
+    selection = Selection(pattern=args.test, everything=args.everything)
+    if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
+        raise CliError(
+            f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
+            "compared); give a part of a test id, or --all"
+        )
     if args.json is not None:
         write_output(diff.model_dump_json(indent=2) + "\n", args.json)
     if args.markdown is not None:
         extra = "".join(f"\n> note: {note}\n" for note in notes)
-        write_output(render_markdown(diff) + extra, args.markdown)
+        write_output(render_markdown(diff, selection=selection) + extra, args.markdown)
     if args.html is not None:
         write_diff_html(diff, args.html, args.store, args.repo)
     if "-" not in (args.json, args.markdown):
         out = console()
-        out.print(render_terminal(diff))
+        print_whole(out, render_terminal(diff, selection=selection))
         for note in notes:
             out.print(f"note: {note}", style="dim", markup=False)
     return EXIT_FOUND if found_for(diff, args.fail_on) else EXIT_OK
@@ -384,7 +596,10 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 def _run_affected(args: argparse.Namespace) -> int:
     with _terminate_as_interrupt():
-        prepared = runner.prepare(_diff_options(args), need_head_recording=False)
+        try:
+            prepared = runner.prepare(_diff_options(args), need_head_recording=False)
+        finally:
+            _PROGRESS.close()
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(
@@ -407,6 +622,12 @@ def _run_affected(args: argparse.Namespace) -> int:
 COMMANDS: list[Command] = [
     Command("runs", "list the recorded runs, newest first", _configure_runs, _run_runs),
     Command("show", "show a run's tests, or one test's genome", _configure_show, _run_show),
+    Command(
+        "prune",
+        "remove old runs from the store (keep the last N, some commits, or recent runs)",
+        _configure_prune,
+        _run_prune,
+    ),
     Command("export", f"write a run as a {GENOME_FORMAT} document", _configure_export, _run_export),
     Command("schema", "print the JSON Schema of a document format", _configure_schema, _run_schema),
     Command(
@@ -432,7 +653,8 @@ def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentPars
     common.add_argument(
         "--store",
         metavar="PATH",
-        help=f"store folder (default: {DEFAULT_DIR}/ at the top of the git repository)",
+        help=f"store folder (default: the nearest {DEFAULT_DIR}/ from here up to the top of "
+        "the git repository, else at its top)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS if commands is None else commands:

@@ -18,7 +18,7 @@ from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report.html import SiteError, diff_site, run_site, write_site
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.store import DEFAULT_DIR
+from diffgenome.protocol.selection import find_store
 
 PROG = "diffgenome"
 
@@ -34,12 +34,12 @@ def check_directory(directory: str) -> None:
 
 
 def _store_path(store: str | None, repo: str | None) -> str:
-    """The store ``diff`` used: ``--store``, else ``.diffgenome`` at the repository's top."""
+    """The store ``diff`` used: ``--store``, else found as the runner finds it."""
     if store:
         return store
     where = repo or os.getcwd()
     toplevel = (git_output(where, "rev-parse", "--show-toplevel") or "").strip()
-    return os.path.join(toplevel or where, DEFAULT_DIR)
+    return find_store(where, toplevel or None)
 
 
 def _records(raw: list[dict[str, object]]) -> dict[str, TestRecord]:

@@ -48,6 +48,17 @@ class Run(_Model):
         description="recording configuration (roots, bounds, egress policy, ...)"
     )
     selection: list[str] = Field([], description="pytest arguments that chose the tests")
+    recorded_selection: list[str] | None = Field(
+        None,
+        description="the selection without output-only options (-q, -v, --tb, -r, "
+        "-p no:cacheprovider, --genome-store, ...), test paths from the git top: what the "
+        "recording key hashes",
+    )
+    origin: Literal["pytest", "diff", "confirmation"] | None = Field(
+        None,
+        description="who asked for the recording: pytest --genome, diffgenome diff recording "
+        "a side, or diff recording tests again to confirm a difference; absent: not said",
+    )
     key_fingerprint: str | None = Field(
         None, description="fingerprint of the digest key: digests compare only when equal"
     )

@@ -26,6 +26,7 @@ from diffgenome.protocol.formats import (
     check_format,
     genome_format_of,
 )
+from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import (
     BUSY_TIMEOUT_S,
     DB_FILE,
@@ -74,6 +75,13 @@ class RunSummary:
     platform: str
     tool: str | None
     recording_key: str | None
+    key_fingerprint: str | None = None
+    #: The pytest arguments that chose its tests, output-only options left out.
+    selection: tuple[str, ...] = ()
+    #: ``pytest``, ``diff`` or ``confirmation``; None for a run recorded before runs said so.
+    origin: str | None = None
+    #: Bytes its tests and symbols take in the store.
+    size: int = 0
 
     @property
     def complete(self) -> bool:
@@ -149,13 +157,27 @@ class StoreReader:
     def runs(self) -> list[RunSummary]:
         """All runs, newest first."""
         with self._snapshot():
-            counts = dict(
-                self._conn.execute("SELECT run_id, COUNT(*) FROM tests GROUP BY run_id").fetchall()
-            )
+            counts: dict[object, tuple[int, int]] = {
+                run_id: (int(n), int(size or 0))
+                for run_id, n, size in self._conn.execute(
+                    "SELECT run_id, COUNT(*), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
+                    " + LENGTH(unverified_reasons)) FROM tests GROUP BY run_id"
+                )
+            }
+            symbols: dict[object, int] = {
+                run_id: int(size or 0)
+                for run_id, size in self._conn.execute(
+                    "SELECT run_id, SUM(LENGTH(doc) + LENGTH(id)) FROM symbols GROUP BY run_id"
+                )
+            }
             rows = self._conn.execute(
                 _RUN_SELECT + " ORDER BY started_at DESC, rowid DESC"
             ).fetchall()
-            return [self._summary(row, int(counts.get(row[0], 0))) for row in rows]
+            out = []
+            for row in rows:
+                tests, size = counts.get(row[0], (0, 0))
+                out.append(self._summary(row, tests, size + symbols.get(row[0], 0)))
+            return out
 
     def resolve(self, spec: str) -> str:
         """A run id from an id, a unique id prefix, "latest", or a recorded commit (prefix)."""
@@ -326,8 +348,14 @@ class StoreReader:
             return STATUS_RUNNING, ["running: the recording is still in progress"]
         return STATUS_INCOMPLETE, [REASON_INTERRUPTED, *missing]
 
-    def _summary(self, row: tuple[object, ...], tests: int) -> RunSummary:
+    def _summary(self, row: tuple[object, ...], tests: int, size: int = 0) -> RunSummary:
         status, reasons = self._status(row)
+        run_id = str(row[0])
+        extra = _json(row[15], dict, run_id, "run fields")
+        chosen = extra.get("recorded_selection")
+        if not isinstance(chosen, list):  # a run recorded before runs said it
+            chosen = recorded_selection([str(s) for s in _json(row[10], list, run_id, "selection")])
+        origin = extra.get("origin")
         return RunSummary(
             id=str(row[0]),
             started_at=str(row[1]),
@@ -341,6 +369,10 @@ class StoreReader:
             platform=str(row[6]),
             tool=_opt_str(row[13]),
             recording_key=_opt_str(row[14]),
+            key_fingerprint=_opt_str(row[12]),
+            selection=tuple(str(arg) for arg in chosen),
+            origin=origin if isinstance(origin, str) else None,
+            size=size,
         )
 
     def _run_object(self, row: tuple[object, ...]) -> dict[str, object]:

@@ -47,10 +47,11 @@ def check_genome_format(value: object) -> None:
     check_format(value, GENOME_FORMAT)
 
 
-# How symbols are named within genome/2. 2: lambdas and generator expressions by content
-# (``f.<locals>.<lambda>[<digest>]``), where 1 (runs that do not say) numbered them in source
-# order. A reader of one run needs nothing of this; a comparison of two runs does.
-NAMING = 2
+# How symbols are named within genome/2. 3: lambdas and generator expressions by content and
+# by where they are bound (``f.<locals>.<lambda>[<digest>]``); 2: by content alone; 1 (runs
+# that do not say) numbered them in source order. A reader of one run needs nothing of this;
+# a comparison of two runs does.
+NAMING = 3
 
 
 def naming_of(run_config: object) -> int:

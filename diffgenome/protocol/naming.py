@@ -276,15 +276,55 @@ def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -
     return "\x1f".join(parts)
 
 
-def _anonymous_digest(scope: Scope) -> str:
-    """What a lambda or generator expression is: its source with its own and its enclosing
-    functions' locals as placeholders, so renaming a local or moving code changes nothing."""
+def _anonymous_text(scope: Scope, parent: ast.AST | None, grandparent: ast.AST | None) -> str:
+    """What a lambda or generator expression is and where it is bound: its source and the
+    place it is handed to (``_operators["in"]``, ``key=`` of ``sorted``, ``x = ...``), with
+    its own and its enclosing functions' locals as placeholders, so renaming a local or moving
+    code changes nothing. Two lambdas that read alike but are bound to different keys stay
+    apart, so that one of them changing never renames the other."""
     names: set[str] = set()
     outer: Scope | None = scope
     while outer is not None:
         names |= outer.renamable()
         outer = outer.parent
-    text = condition_text((scope.node,), frozenset(names))
+    locals_ = frozenset(names)
+    node = scope.node
+    where: tuple[ast.AST | None, ...] = ()
+    label = type(parent).__name__ if parent is not None else "-"
+    if isinstance(parent, ast.Dict):
+        keys = [k for k, v in zip(parent.keys, parent.values, strict=True) if v is node]
+        where = (keys[0] if keys else None,)
+    elif isinstance(parent, ast.Assign):
+        where = tuple(parent.targets)
+    elif isinstance(parent, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+        where = (parent.target,)
+    elif isinstance(parent, ast.keyword):
+        label = f"keyword {parent.arg}"
+        if isinstance(grandparent, ast.Call):
+            where = (grandparent.func,)
+    elif isinstance(parent, ast.Call):
+        index = next((i for i, arg in enumerate(parent.args) if arg is node), -1)
+        label = f"argument {index}"
+        where = (parent.func,)
+    return "\x1e".join(
+        (condition_text((node,), locals_), label, condition_text(where, locals_) if where else "")
+    )
+
+
+def _anonymous_parents(tree: ast.AST) -> dict[int, tuple[ast.AST, ast.AST | None]]:
+    """The parent and grandparent of every lambda and generator expression in ``tree``."""
+    out: dict[int, tuple[ast.AST, ast.AST | None]] = {}
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+    while stack:
+        node, parent = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Lambda | ast.GeneratorExp):
+                out[id(child)] = (node, parent)
+            stack.append((child, node))
+    return out
+
+
+def _digest(text: str) -> str:
     return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
 
 
@@ -588,13 +628,17 @@ class SourceNames:
         self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
 
         scopes = sorted(builder.scopes, key=lambda s: (s.span[0], s.span[1]) if s.span else (0, -1))
+        parents = _anonymous_parents(tree) if any(s.node is not None for s in scopes) else {}
         counts: dict[str, int] = {}
         for scope in scopes:
             scope.qualname = _qualname(scope)
             if scope.node is not None:
-                # By content, as decisions are: inserting a lambda above another one must
-                # not rename it. The ordinal counts only lambdas that read alike.
-                name = f"{scope.qualname}[{_anonymous_digest(scope)}]"
+                # By content and binding, as decisions are named by content: inserting a
+                # lambda above another one must not rename it. The ordinal counts only
+                # lambdas that read alike and are bound alike.
+                parent, grandparent = parents.get(id(scope.node), (None, None))
+                text = _anonymous_text(scope, parent, grandparent)
+                name = f"{scope.qualname}[{_digest(text)}]"
                 scope.node = None
             else:
                 name = scope.qualname

@@ -219,7 +219,9 @@ def recording_key(
     config: dict[str, object],
 ) -> str:
     """What makes two recordings interchangeable: the same commit of a clean tree, the same
-    interpreter, the same pytest arguments and the same recording configuration.
+    interpreter, the same test selection (``selection`` as
+    :func:`diffgenome.protocol.selection.recorded_selection` gives it: output-only options
+    left out) and the same recording configuration.
 
     Stored in ``run.config.recording_key`` by the recorder and recomputed by ``diffgenome
     diff`` to reuse a recording; both sides call this one function.
@@ -505,3 +507,65 @@ def _write_gitignore(folder: str) -> None:
         _write(fd, _GITIGNORE.encode())
     finally:
         _close(fd)
+
+
+# --- removing runs ------------------------------------------------------------------------
+
+#: How many runs a store keeps unless told otherwise: the oldest beyond it are removed when a
+#: recording finishes (and said so). ``diffgenome prune --cap N`` changes it; 0 keeps all.
+DEFAULT_KEEP_RUNS: Final = 20
+META_KEEP_RUNS: Final = "keep_runs"
+
+
+def keep_runs(conn: sqlite3.Connection) -> int:
+    """The store's cap on runs (``meta.keep_runs``, else :data:`DEFAULT_KEEP_RUNS`); 0: none."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEEP_RUNS,)).fetchone()
+    try:
+        value = int(row[0]) if row is not None else DEFAULT_KEEP_RUNS
+    except (TypeError, ValueError):
+        return DEFAULT_KEEP_RUNS
+    return max(value, 0)
+
+
+def set_keep_runs(conn: sqlite3.Connection, cap: int) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_KEEP_RUNS, str(cap))
+    )
+
+
+def runs_over_cap(conn: sqlite3.Connection, cap: int) -> list[str]:
+    """Ids of the runs beyond the ``cap`` newest, oldest last; a run still marked running is
+    never one of them (it counts towards the cap). ``cap`` 0: none."""
+    if cap <= 0:
+        return []
+    rows = conn.execute(
+        "SELECT id, status FROM runs ORDER BY started_at DESC, rowid DESC"
+    ).fetchall()
+    return [str(run_id) for run_id, status in rows[cap:] if status != STATUS_RUNNING]
+
+
+def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
+    """Remove runs with their tests, symbols and workers (the caller holds a transaction)."""
+    for run_id in run_ids:
+        for table, column in (
+            ("tests", "run_id"),
+            ("symbols", "run_id"),
+            ("workers", "run_id"),
+            ("runs", "id"),
+        ):
+            conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (run_id,))
+
+
+def compact(conn: sqlite3.Connection, *, at_least: float = 0.0) -> bool:
+    """Give the space of removed runs back to the file system (the store file shrinks);
+    only when at least the fraction ``at_least`` of the file is free (a ``VACUUM`` rewrites
+    the whole file). True when it ran."""
+    if at_least > 0:
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        if not pages or free / pages < at_least:
+            return False
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return True

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from diffgenome.protocol.selection import find_store
 from diffgenome.recording.collect.contract import Bounds
+from diffgenome.recording.run import git_toplevel
 
 _DEFAULT_EGRESS = "loopback"
 
@@ -37,6 +39,8 @@ class Options:
     testpaths: list[str]
     max_nodes: int
     basetemp: str | None
+    #: Seed of ``random`` at the start of every test phase (None: left alone).
+    random_seed: int | None = None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -45,9 +49,12 @@ def read_options(config: pytest.Config) -> Options:
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     is_worker = workerinput is not None
     store_opt = config.getoption("genome_store") or config.getini("genome_store")
-    store_path = str(store_opt) if store_opt else rootdir + "/.diffgenome"
-    if not store_path.startswith("/"):
-        store_path = str(config.invocation_params.dir / store_path)
+    if store_opt:
+        store_path = str(store_opt)
+        if not store_path.startswith("/"):
+            store_path = str(config.invocation_params.dir / store_path)
+    else:
+        store_path = default_store(str(config.invocation_params.dir), rootdir)
     policy = config.getoption("genome_egress") or config.getini("genome_egress")
     basetemp = config.getoption("basetemp", None)
     return Options(
@@ -70,7 +77,16 @@ def read_options(config: pytest.Config) -> Options:
         testpaths=[str(p) for p in config.getini("testpaths")],
         max_nodes=_max_nodes(config),
         basetemp=str(basetemp) if basetemp else None,
+        random_seed=config.getoption("genome_random_seed", None),
     )
+
+
+def default_store(invocation_dir: str, rootdir: str) -> str:
+    """The store the ``diffgenome`` command finds too: the nearest ``.diffgenome/`` from the
+    folder pytest was started in up to the git top, else at the git top; outside git, at the
+    rootdir (see :func:`diffgenome.protocol.selection.find_store`)."""
+    top = git_toplevel(invocation_dir)
+    return find_store(invocation_dir if top else rootdir, top)
 
 
 def _max_nodes(config: pytest.Config) -> int:

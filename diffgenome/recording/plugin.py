@@ -57,6 +57,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="folder whose code is test code (repeatable; default: testpaths or tests/)",
     )
+    group.addoption(
+        "--genome-random-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed Python's random module with N at the start of each test phase, as "
+        "pytest-randomly does (diffgenome diff passes 0: both sides draw the same numbers)",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
     parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")

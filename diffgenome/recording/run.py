@@ -17,6 +17,7 @@ import uuid
 from typing import Any
 
 from diffgenome import __version__
+from diffgenome.protocol.selection import ORIGIN_ENV, ORIGINS, recorded_selection
 from diffgenome.protocol.store import recording_key
 from diffgenome.recording.store import StoreWriter
 
@@ -56,17 +57,21 @@ class Run:
         self.begun = False  # this process created the run in the store
         self.joined = False  # this process is a writer of the run
 
-    def begin(self, rootdir: str, config: dict[str, Any], selection: list[str]) -> None:
-        """Create the run, described by the commit and interpreter it records."""
+    def begin(
+        self, rootdir: str, config: dict[str, Any], selection: list[str], invocation_dir: str
+    ) -> None:
+        """Create the run, described by the commit and interpreter it records, by what chose
+        its tests and by who asked for it."""
         commit = _git(rootdir, "rev-parse", "HEAD")
         status = _git(rootdir, "status", "--porcelain")
         # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
         dirty = bool(status.strip()) if status is not None else None
         python = f"{platform.python_implementation()} {platform.python_version()}"
+        chosen = recorded_selection(selection, invocation_dir, git_toplevel(rootdir) or rootdir)
         config = {
             **config,
             "recording_key": recording_key(
-                commit.strip() if commit else None, dirty, python, selection, config
+                commit.strip() if commit else None, dirty, python, chosen, config
             ),
         }
         self.store.begin_run(
@@ -79,6 +84,8 @@ class Run:
                 "started_at": now(),
                 "config": config,
                 "selection": selection,
+                "recorded_selection": chosen,
+                "origin": origin(),
                 "key_fingerprint": self.store.key_fingerprint,
                 "tool": f"diffgenome {__version__}",
                 "collectors": COLLECTORS,
@@ -106,6 +113,14 @@ class Run:
         with contextlib.suppress(Exception):
             if self.begun:
                 self.store.finish_run(self.id, False, [reason], now())
+
+
+def origin() -> str:
+    """Who asked for the recording: ``pytest`` (a person or CI running ``pytest --genome``),
+    or ``diff`` / ``confirmation`` when ``diffgenome diff`` records a side or records tests
+    again (it says so through :data:`ORIGIN_ENV`)."""
+    said = os.environ.get(ORIGIN_ENV, "")
+    return said if said in ORIGINS else "pytest"
 
 
 def _git(rootdir: str, *args: str) -> str | None:

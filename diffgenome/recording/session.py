@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import sys
 import threading
@@ -31,7 +32,7 @@ from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
-from diffgenome.recording.notices import say
+from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
 from diffgenome.recording.run import Run, git_toplevel, new_run_id, rootdir_in_repository
 from diffgenome.recording.store import StoreError, StoreWriter
@@ -39,6 +40,7 @@ from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
+_seed_random = random.seed
 # A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
 # record's other fields (``disclosed``, ``before_recording``).
 _Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
@@ -118,6 +120,8 @@ class Recorder:
         self._reports: dict[str, pytest.TestReport] = {}
         self._tracing = False
         self._closed = False
+        #: The line :meth:`pytest_terminal_summary` ends the session with, once the run is finished.
+        self.summary_line: str | None = None
         self.guard: EgressGuard | None = None
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
@@ -148,7 +152,12 @@ class Recorder:
             "recorder": f"diffgenome {__version__}",
             "genome_format": GENOME_FORMAT,
             "naming": NAMING,
+            "random_seed": self.options.random_seed,
             "warnings": "pytest" if self.warned is not None else "not-captured",
+            # The string hash seed orders sets and dicts of strings: recordings made under
+            # different seeds may differ where the code does not, so they are not the same
+            # recording ("random": a seed of its own per process).
+            "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
         return config
 
@@ -202,7 +211,8 @@ class Recorder:
         self._warn_split_path_options()
         if not self.is_worker:
             selection = [str(a) for a in self.config.invocation_params.args]
-            self.run.begin(self.rootdir, self.run_config(), selection)
+            invoked = str(self.config.invocation_params.dir)
+            self.run.begin(self.rootdir, self.run_config(), selection, invoked)
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
         self.run.join()
@@ -286,12 +296,54 @@ class Recorder:
                 reasons.append("session-ended-early")
             if self._store_broken:
                 return
-            self.run.end(not interrupted and exitstatus is not None, reasons)
+            complete = not interrupted and exitstatus is not None
+            self.run.end(complete, reasons)
+            if self.run.begun:
+                try:
+                    self._summarise(complete)
+                except Exception as exc:  # the run is finished: only the summary is lost
+                    say(
+                        self.config,
+                        f"run {self.run_id} is recorded, but the store could not be summarised "
+                        f"or capped ({one_line(exc)})",
+                    )
         except (StoreError, sqlite3.Error, OSError) as exc:
             self._store_failed(exc)
         finally:
             with contextlib.suppress(Exception):
                 self.store.close()
+
+    def _summarise(self, complete: bool) -> None:
+        """The one line of the terminal summary (what was recorded, where, how much of it
+        cannot be compared and why), then the store's cap: older runs beyond it go, and the
+        user is told which."""
+        tests, unverified, top, top_count = self.store.tally(self.run_id)
+        line = (
+            f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
+            f"into {self.store_path}; "
+        )
+        if unverified:
+            line += f"{unverified} unverified (most: {top}, {top_count})"
+        else:
+            line += "none unverified"
+        if not complete:
+            line += "; the run is incomplete"
+        self.summary_line = PREFIX + line
+        cap, removed = self.store.apply_cap()
+        if removed:
+            which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"
+            say(
+                self.config,
+                f"removed {len(removed)} older run{'s' if len(removed) != 1 else ''} ({which}): "
+                f"the store keeps its {cap} newest runs; `diffgenome prune --cap N` changes "
+                "that (0: keep all)",
+            )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The session's last word from diffgenome: one line (see :meth:`_summarise`)."""
+        if self.summary_line is not None:
+            with contextlib.suppress(Exception):
+                terminalreporter.write_line(self.summary_line)
 
     def _say_first_errors(self) -> None:
         """Under ``DIFFGENOME_DEBUG=callbacks``, one line per kind of exception a callback
@@ -368,6 +420,10 @@ class Recorder:
         return ids[0] if ids else "(none now)"
 
     def _phase(self, phase: str) -> Generator[None, object, object]:
+        if self.options.random_seed is not None:
+            # As pytest-randomly does, at every phase: what one phase draws never shifts
+            # what the next one draws (google-auth's retry jitter, cachetools' RRCache).
+            _seed_random(self.options.random_seed)
         self._begin()
         try:
             return (yield)

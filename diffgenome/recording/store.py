@@ -9,6 +9,7 @@ surfaces as ``StoreError`` with a one-line message; the plugin decides how to re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -27,12 +28,17 @@ from diffgenome.protocol.store import (
     STATUS_RUNNING,
     TEST_COLUMNS,
     StoreError,
+    compact,
+    delete_runs,
+    keep_runs,
     key_fingerprint,
     one_line,
     open_store,
     process_token,
+    runs_over_cap,
     sql_error,
 )
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 __all__ = ["StoreError", "StoreWriter", "process_token"]
 
@@ -211,6 +217,43 @@ class StoreWriter:
                     run_id,
                 ),
             )
+
+    def tally(self, run_id: str) -> tuple[int, int, str | None, int]:
+        """The run's tests (``<import>`` aside), how many are unverified, and the reason most
+        of those give with the number that give it."""
+        tests = unverified = 0
+        reasons: dict[str, int] = {}
+        with self._tx(f"count the tests of run {run_id}") as conn:
+            for test_id, verified, why in conn.execute(
+                "SELECT id, verified, unverified_reasons FROM tests WHERE run_id = ?", (run_id,)
+            ):
+                if test_id == IMPORT_TEST_ID:
+                    continue
+                tests += 1
+                if not verified:
+                    unverified += 1
+                    for reason in set(_json_list(why)):
+                        reasons[reason] = reasons.get(reason, 0) + 1
+        if not reasons:
+            return tests, unverified, None, 0
+        top = min(reasons, key=lambda reason: (-reasons[reason], reason))
+        return tests, unverified, top, reasons[top]
+
+    def apply_cap(self) -> tuple[int, list[str]]:
+        """Remove the runs beyond the store's cap (oldest first) and give their space back;
+        the cap and the ids removed."""
+        with self._tx("remove runs beyond the store's cap") as conn:
+            cap = keep_runs(conn)
+            removed = runs_over_cap(conn, cap)
+            delete_runs(conn, removed)
+        if removed:
+            with self._lock:
+                if self._conn is not None:
+                    with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
+                        # The file shrinks once a quarter of it is free: not a whole rewrite
+                        # at the end of every session.
+                        compact(self._conn, at_least=0.25)
+        return cap, removed
 
     def close(self) -> None:
         with self._lock:

@@ -254,7 +254,8 @@ def run_mode(
             line.strip()
             for line in text.splitlines()
             if line.strip().startswith(NOTICE)
-            and not line.strip().startswith("diffgenome: recording with")
+            # The header (which core records) and the summary (which run) are not notices.
+            and not line.strip().startswith(("diffgenome: recording with", "diffgenome: run "))
         ],
         log_tail=tail,
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.envs import Env, log
 
+from diffgenome.protocol.store import open_store, set_keep_runs
 from truth.common import WORK, diff, document, env_for, record, save
 
 # Module (under the source root) -> its own test file. packaging: utils and markers are fast.
@@ -32,6 +33,18 @@ TARGETS = {
     "packaging": {
         "src/packaging/utils.py": "tests/test_utils.py",
         "src/packaging/markers.py": "tests/test_markers.py",
+    },
+}
+# --module-level: modules with module-level code that operators can mutate, and their tests.
+MODULE_LEVEL_TARGETS = {
+    "packaging": {
+        "src/packaging/_manylinux.py": "tests/test_manylinux.py",
+        "src/packaging/_musllinux.py": "tests/test_musllinux.py",
+        "src/packaging/errors.py": "tests/test_errors.py",
+        "src/packaging/markers.py": "tests/test_markers.py",
+        "src/packaging/metadata.py": "tests/test_metadata.py",
+        "src/packaging/_tokenizer.py": "tests/test_requirements.py",
+        "src/packaging/utils.py": "tests/test_utils.py",
     },
 }
 COMPARE_SWAP = {
@@ -176,7 +189,8 @@ def select(
     """Every point of the first module, then a seeded sample of the others up to ``limit``;
     with ``module_level``, only points in module-level code (constants, tables, regexes)."""
     chosen: list[Mutant] = []
-    for file, tests in TARGETS[project].items():
+    targets = MODULE_LEVEL_TARGETS if module_level else TARGETS
+    for file, tests in targets[project].items():
         module = _module_name(file)
         points = mutation_points((root / file).read_bytes(), file, tests, module)
         if module_level:
@@ -201,7 +215,7 @@ def _copy(env: Env, dest: Path) -> Path:
     return dest
 
 
-def noisy_tests(project: str) -> dict[str, Any]:
+def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
     """Per target test file, the tests that are not ``unchanged`` between a commit and a new
     commit of the same tree (``truth.py identical``'s setup, restricted to that file): a
     mutant counts as detected only through the other, quiet, tests."""
@@ -211,7 +225,7 @@ def noisy_tests(project: str) -> dict[str, Any]:
     env = env_for(project)
     repo = prepare(project)
     out: dict[str, Any] = {}
-    for tests in sorted(set(TARGETS[project].values())):
+    for tests in sorted(set(targets.values())):
         log(f"mutants: identical-tree control of {tests}")
         args = [*env.project.pytest_args, tests]
         folder = HISTORY / "identical" / project / f"mutants-{Path(tests).stem}"
@@ -232,7 +246,8 @@ def run(
 ) -> dict[str, Any]:
     env = env_for(project)
     mutants = select(project, limit, seed, env.tree, module_level)
-    quiet_control = noisy_tests(project)
+    targets = (MODULE_LEVEL_TARGETS if module_level else TARGETS)[project]
+    quiet_control = noisy_tests(project, targets)
     noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
     workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
@@ -252,7 +267,7 @@ def run(
         "project": f"{env.project.name} {env.project.version}",
         "python": env.python.version,
         "seed": seed,
-        "targets": TARGETS[project],
+        "targets": targets,
         "bases": bases,
         "identical_tree_control": quiet_control,
         "wall_s": round(time.monotonic() - started, 1),
@@ -327,6 +342,13 @@ def _worker(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     store = root / ".diffgenome-truth"
     shutil.rmtree(store, ignore_errors=True)
+    # Base runs are diffed by id long after dozens of mutants were recorded: the store's cap
+    # (20 runs by default) must not remove them.
+    opened = open_store(str(store))
+    try:
+        set_keep_runs(opened.conn, 0)
+    finally:
+        opened.conn.close()
     # No bytecode at all: a mutant of the same size written within the same second as the
     # previous version would otherwise run from the stale .pyc (mtime and size both match).
     extra = {

@@ -340,11 +340,13 @@ test_summary.__test__ = False  # type: ignore[attr-defined]
 
 def diffgenome_notices(output: str) -> list[str]:
     """What the recorder said to the user: its one-line notices, never Python warnings (the
-    header line that names the recording core is not a notice)."""
+    header line that names the recording core and the summary line that names the run are
+    not notices)."""
     return [
         line
         for line in output.splitlines()
-        if line.startswith("diffgenome: ") and not line.startswith("diffgenome: recording with")
+        if line.startswith("diffgenome: ")
+        and not line.startswith(("diffgenome: recording with", "diffgenome: run "))
     ]
 
 

@@ -852,8 +852,9 @@ def test_the_demo_prints_a_real_diff() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for text in (
-        "decisions changed",
-        "results changed",
+        "reaches the changed code (",
+        "tests/test_pricing.py::test_line_total_rejects_zero  changed  passed",
+        "py:shop.pricing.discount results: float (value A) → float (value B)",
         "call added",
         "raised:py:shop.pricing.InvalidQuantity",
         "mock drift",
@@ -881,7 +882,7 @@ def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_
     assert "Traceback" not in mixed.stderr
     # A /2 recording from before lambdas were named by content (no ``naming`` in its config)
     # names them by order: compared with a current one, it would pair different lambdas.
-    assert head["run"]["config"]["naming"] == 2
+    assert head["run"]["config"]["naming"] == 3
     config = {k: v for k, v in head["run"]["config"].items() if k != "naming"}
     ordinal = dict(head, run=dict(head["run"], config=config))
     (tmp_path / "ordinal.json").write_text(json.dumps(ordinal))

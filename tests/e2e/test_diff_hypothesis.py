@@ -69,3 +69,46 @@ def test_an_unseeded_diff_passes_seed_zero(tmp_path: Path) -> None:
     _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
     selection = export(repo, run=document["head"]["run"])["run"]["selection"]
     assert "--hypothesis-seed=0" in selection, selection
+
+
+JITTER = {
+    "pkg/__init__.py": "",
+    "pkg/retry.py": """
+        import random
+
+
+        def delays(n):
+            return [round(random.uniform(0, 1), 6) for _ in range(n)]
+
+
+        def pick(keys):
+            return random.choice(sorted(keys))
+    """,
+    "tests/test_retry.py": """
+        from pkg.retry import delays, pick
+
+
+        def test_jitter():
+            assert len(delays(3)) == 3
+
+
+        def test_eviction():
+            assert pick({"a", "b", "c"}) in "abc"
+    """,
+}
+
+
+def test_random_draws_are_the_same_on_both_sides(tmp_path: Path) -> None:
+    """google-auth's retry jitter (47 tests on an identical tree) and cachetools' RRCache:
+    ``diffgenome diff`` seeds ``random`` at every test phase (``--genome-random-seed=0``)."""
+    repo = tmp_path / "repo"
+    write_files(repo, JITTER)
+    git_commit(repo)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
+    statuses = {t["id"].rpartition("::")[2]: t["status"] for t in document["tests"]}
+    assert statuses["test_jitter"] == "unchanged", document["tests"]
+    assert statuses["test_eviction"] == "unchanged", document["tests"]
+    assert code == 0
+    run = export(repo, run=document["head"]["run"])["run"]
+    assert "--genome-random-seed=0" in run["selection"]
+    assert run["config"]["random_seed"] == 0

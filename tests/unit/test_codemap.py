@@ -340,7 +340,7 @@ def test_comprehension_clauses_and_generator_expressions() -> None:
     assert rec.site("py:m.comp/comprehension[3]") == (1, 4)
     assert rec.site("py:m.comp/comprehension[4]") == (2, 3)
     assert rec.site("py:m.comp/comprehension[5]") == (2, 8)
-    assert rec.site("py:m.comp.<locals>.<genexpr>[10e9d17dd3]/comprehension[0]") == (2, 3)
+    assert rec.site("py:m.comp.<locals>.<genexpr>[9a38341a2c]/comprehension[0]") == (2, 3)
 
 
 # --- match ------------------------------------------------------------------------------
@@ -483,7 +483,7 @@ def test_decisions_in_lambdas_nested_functions_methods_and_async() -> None:
             ("run_af", (1, 1)),
         ],
     )
-    assert rec.site("py:m.<lambda>[e9c9aac3e7]/ifexp[0]") == (2, 1)  # one call at class creation
+    assert rec.site("py:m.<lambda>[86645cb003]/ifexp[0]") == (2, 1)  # one call at class creation
     assert rec.site("py:m.outer.<locals>.inner/if[0]") == (1, 1)
     assert rec.site("py:m.C/ifexp[0]") == (1, 0)
     assert rec.site("py:m.af/if[0]") == (2, 1)
@@ -497,8 +497,8 @@ def test_decisions_in_lambdas_nested_functions_methods_and_async() -> None:
     assert names["py:m"] == "module"
     assert names["py:m.C"] == "class"
     assert names["py:m.C.m"] == "function"
-    assert names["py:m.<lambda>[e9c9aac3e7]"] == "lambda"
-    assert names["py:m.outer.<locals>.<lambda>[dc84399e0b]"] == "lambda"
+    assert names["py:m.<lambda>[86645cb003]"] == "lambda"
+    assert names["py:m.outer.<locals>.<lambda>[19fa8b2098]"] == "lambda"
     assert names["py:m.af"] == "function"
 
 
@@ -737,25 +737,25 @@ def test_symbol_ids_and_kinds_of_every_code_object() -> None:
             "py:pkg.mod.C.x",
             "py:pkg.mod.C.x#1",
             "py:pkg.mod.C.m",
-            "py:pkg.mod.C.m.<locals>.<lambda>[81d0ee385b]",
-            "py:pkg.mod.C.m.<locals>.<lambda>[092e202456]",
+            "py:pkg.mod.C.m.<locals>.<lambda>[8867acda9f]",
+            "py:pkg.mod.C.m.<locals>.<lambda>[a41c582806]",
             "py:pkg.mod.cond",
             "py:pkg.mod.cond#1",
             "py:pkg.mod.outer",
             "py:pkg.mod.outer.<locals>.helper",
             "py:pkg.mod.outer.<locals>.helper#1",
-            "py:pkg.mod.outer.<locals>.helper.<locals>.<lambda>[2ae63cd580]",
-            "py:pkg.mod.outer.<locals>.helper.<locals>.<genexpr>[6107178cdf]",
-            # the same generator expression in two places: one content, two parents
-            "py:pkg.mod.<genexpr>[6107178cdf]",
+            "py:pkg.mod.outer.<locals>.helper.<locals>.<lambda>[adc65b2f9d]",
+            "py:pkg.mod.outer.<locals>.helper.<locals>.<genexpr>[0a8f9415c7]",
+            # the same generator expression in two places, bound apart: two names
+            "py:pkg.mod.<genexpr>[ba22937daf]",
         ]
     )
     kinds = {n.symbol: n.kind for n in names}
     assert kinds["py:pkg.mod"] == "module"
     assert kinds["py:pkg.mod.C"] == "class"
     assert kinds["py:pkg.mod.C.x#1"] == "function"
-    assert kinds["py:pkg.mod.C.m.<locals>.<lambda>[092e202456]"] == "lambda"
-    assert kinds["py:pkg.mod.<genexpr>[6107178cdf]"] == "generator"
+    assert kinds["py:pkg.mod.C.m.<locals>.<lambda>[a41c582806]"] == "lambda"
+    assert kinds["py:pkg.mod.<genexpr>[ba22937daf]"] == "generator"
     by_symbol = {n.symbol: n for n in names}
     assert by_symbol["py:pkg.mod.C.m"].line == NAMING_SOURCE.splitlines().index("    @deco") + 1
     # The inlined list comprehension's lambda lives in helper, not in a <listcomp>.
@@ -764,8 +764,8 @@ def test_symbol_ids_and_kinds_of_every_code_object() -> None:
         "py:pkg.mod.C.x/ifexp[0]",
         "py:pkg.mod.C.x#1/if[0]",
         "py:pkg.mod/if[0]",
-        "py:pkg.mod.outer.<locals>.helper.<locals>.<genexpr>[6107178cdf]/comprehension[0]",
-        "py:pkg.mod.<genexpr>[6107178cdf]/comprehension[0]",
+        "py:pkg.mod.outer.<locals>.helper.<locals>.<genexpr>[0a8f9415c7]/comprehension[0]",
+        "py:pkg.mod.<genexpr>[ba22937daf]/comprehension[0]",
     ]
     assert all(":" not in s.id.removeprefix("py:") for s in fmap.sites)
 
@@ -780,8 +780,8 @@ def test_real_property_getter_and_setter_get_distinct_ids() -> None:
     lambdas = ns["C"]().m()
     ids = [fmap.code_name(f.__code__).symbol for f in lambdas]
     assert ids == [
-        "py:pkg.mod.C.m.<locals>.<lambda>[81d0ee385b]",
-        "py:pkg.mod.C.m.<locals>.<lambda>[092e202456]",
+        "py:pkg.mod.C.m.<locals>.<lambda>[8867acda9f]",
+        "py:pkg.mod.C.m.<locals>.<lambda>[a41c582806]",
     ]
 
 
@@ -791,15 +791,15 @@ def test_same_line_twins_without_distinguishing_positions() -> None:
     ns: dict[str, Any] = {}
     exec(compile(source, "m.py", "exec", dont_inherit=True), ns)
     assert [fmap.code_name(f.__code__).symbol for f in ns["pair"]] == [
-        "py:m.<lambda>[2ae63cd580]",
-        "py:m.<lambda>[eafb6f05ae]",
+        "py:m.<lambda>[ac5044b6b1]",
+        "py:m.<lambda>[89f715b775]",
     ]
     # Lambdas are named by content: the twins read like the pair's first one, so they take
     # the next ordinals of that content. Identical twins on one line (3.12 does not even
     # give them columns) cannot be told apart.
     assert {fmap.code_name(f.__code__).symbol for f in ns["same"]} <= {
-        "py:m.<lambda>[2ae63cd580]#1",
-        "py:m.<lambda>[2ae63cd580]#2",
+        "py:m.<lambda>[ac5044b6b1]#1",
+        "py:m.<lambda>[ac5044b6b1]#2",
     }
 
 
@@ -821,7 +821,7 @@ def test_qualname_rules_global_generics_type_alias_and_genexpr_parents() -> None
     fmap = build_file_map(source, "m")
     code = compile(source, "m.py", "exec", dont_inherit=True)
     names = {c.co_qualname: fmap.code_name(c) for c in iter_code_objects(code)}
-    assert names["<genexpr>.<lambda>"].symbol == "py:m.<genexpr>.<lambda>[16edf206e3]"
+    assert names["<genexpr>.<lambda>"].symbol == "py:m.<genexpr>.<lambda>[bbe894b587]"
     assert names["C.<generic parameters of m>"].symbol == "py:m.C.<generic parameters of m>"
     assert names["C.m"].symbol == "py:m.C.m"
     assert names["C.A"].symbol == "py:m.C.A"
@@ -950,8 +950,8 @@ def test_ids_survive_blank_lines_comments_new_functions_and_renames(
 def test_sample_ids_are_the_expected_ones() -> None:
     symbols, sites = _ids("\n".join(SAMPLE_LINES) + "\n")
     assert "py:pkg.sample.Store.size" in symbols and "py:pkg.sample.Store.size#1" in symbols
-    assert "py:pkg.sample.pick.<locals>.<lambda>[15578ec2fb]" in symbols
-    assert "py:pkg.sample.pick.<locals>.<lambda>[ca11be8f0f]" in symbols
+    assert "py:pkg.sample.pick.<locals>.<lambda>[f1ce22f4ba]" in symbols
+    assert "py:pkg.sample.pick.<locals>.<lambda>[27c5af0322]" in symbols
     fmap = build_file_map("\n".join(SAMPLE_LINES) + "\n", "pkg.sample")
     assert [i for i, _ in sites] == [s.id for s in fmap.sites]
     assert all(re.fullmatch(r"py:[^/]+/[a-z]+\[[0-9a-f]{10}\](#\d+)?", i) for i, _ in sites)
@@ -964,6 +964,6 @@ def test_sample_ids_are_the_expected_ones() -> None:
         "py:pkg.sample.Store.find/if[0]",
         "py:pkg.sample.Store.find/match[0]",
         "py:pkg.sample.Store.find/match[1]",
-        "py:pkg.sample.pick.<locals>.<lambda>[15578ec2fb]/ifexp[0]",
-        "py:pkg.sample.pick.<locals>.<genexpr>[c804fdd6c0]/comprehension[0]",
+        "py:pkg.sample.pick.<locals>.<lambda>[f1ce22f4ba]/ifexp[0]",
+        "py:pkg.sample.pick.<locals>.<genexpr>[66baa6afd4]/comprehension[0]",
     ]

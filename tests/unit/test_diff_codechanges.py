@@ -215,3 +215,32 @@ def test_files_that_are_not_modules_or_do_not_parse() -> None:
     assert skipped.symbols == () and skipped.unparsed == ()
     broken = changes("def f():\n    return 1\n", "def f(:\n")
     assert broken.symbols == () and broken.unparsed == ("pkg/mod.py",)
+
+
+def test_a_lambda_that_comes_to_read_like_another_does_not_rename_it() -> None:
+    """packaging's ``_operators`` table (a module-level mutant): when the ``"in"`` lambda's
+    body becomes the ``"not in"`` one's, the ``"not in"`` lambda keeps its name, because a
+    lambda is named by what it is *and* where it is bound."""
+    base = """
+        OPS = {
+            "in": lambda lhs, rhs: lhs in rhs,
+            "not in": lambda lhs, rhs: lhs not in rhs,
+        }
+    """
+    head = base.replace("lhs in rhs,", "lhs not in rhs,", 1)
+    found = summary(changes(base, head))
+    assert sorted(found.values()) == ["added", "removed"], found
+    base_ids, head_ids = _lambda_ids(base), _lambda_ids(head)
+    assert base_ids[1] == head_ids[1]  # the "not in" lambda, named alike on both sides
+    assert base_ids[0] != head_ids[0]  # the changed one is another lambda
+    assert set(found) == {base_ids[0], head_ids[0]}
+
+
+def _lambda_ids(source: str) -> list[str]:
+    import types
+
+    text = textwrap.dedent(source)
+    names = SourceNames(text, "pkg.mod")
+    code = compile(text, "pkg/mod.py", "exec")
+    lambdas = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return [names.code_name(c).symbol for c in lambdas]

@@ -1,4 +1,5 @@
-"""The terminal and Markdown reports of a diff document: verdict first, grouping, collapsing."""
+"""The terminal and Markdown reports of a diff document: verdict first, one block per test,
+ranking, value labels, selection and collapsing."""
 
 from __future__ import annotations
 
@@ -15,12 +16,19 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.models import TestDiff as DiffOfTest
 from diffgenome.analysis.report import render_markdown, render_terminal
+from diffgenome.analysis.report.common import Selection
 from diffgenome.analysis.report.markdown import code
 
+COLLAPSED = Selection()
 
-def text_of(diff: DiffDocument, **options: int) -> str:
+
+def text_of(
+    diff: DiffDocument, max_tests: int = 20, max_changes: int = 10, selection: Selection = COLLAPSED
+) -> str:
     console = Console(record=True, width=200, color_system=None)
-    console.print(render_terminal(diff, **options))
+    console.print(
+        render_terminal(diff, max_tests=max_tests, max_changes=max_changes, selection=selection)
+    )
     return console.export_text()
 
 
@@ -79,33 +87,169 @@ def test_terminal_puts_the_summary_first_and_collapses_thousands() -> None:
     first = text.splitlines()[0]
     assert first.startswith("diffgenome main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb): 3001 tests")
     assert "3000 changed" in first and "1 unverified" in first
-    assert "exits changed (3000 tests)" in text
-    assert "… and 2995 more tests" in text
+    assert "… and 2996 more tests (--all shows every test)" in text
     assert text.count("py:pkg.f exits returned 1 → raised:py:builtins.ValueError 1") == 5
     assert len(text.splitlines()) < 60
 
 
 def test_terminal_keeps_brackets_and_shows_unverified_drift_and_gaps() -> None:
     text = text_of(big_diff(2))
-    assert "tests/test_x.py::test_case[1]" in text  # not eaten as markup
-    assert "tests/test_x.py::test_net  head: call:untraced-subprocess:git" in text
+    assert "tests/test_x.py::test_case[1]  changed  passed" in text  # not eaten as markup
+    assert (
+        "tests/test_x.py::test_net  unverified  passed\n    head: call:untraced-subprocess:git"
+        in text
+    )
     assert "stand-in for py:pkg.fetch in tests/test_x.py::test_mocked" in text
     assert "code: py:pkg.fetch modified" in text
     assert "py:pkg.g (added)" in text and "not executed by any test" in text
 
 
-def test_markdown_has_a_table_sections_and_collapses() -> None:
+def value(shape: str, digest: str) -> dict[str, str]:
+    return {"shape": shape, "digest": digest}
+
+
+def ranked_diff() -> DiffDocument:
+    """Three tests: one far from the change with four kinds of change, one reaching the
+    changed code with a result change, one unverified; the change mapping names the second."""
+    scattered = DiffOfTest(
+        id="tests/test_b.py::test_far",
+        status="changed",
+        outcome=OutcomePair(base="passed", head="failed"),
+        changes=[
+            Change(kind="warnings_changed", base=[], head=[]),
+            Change(kind="call_added", phase="call", path=["py:t", "py:pkg.new"], head={"count": 1}),
+            Change(
+                kind="result_changed",
+                phase="call",
+                path=["py:t", "py:pkg.name"],
+                base=[value("str", "d" * 32)],
+                head=[value("str", "e" * 32)],
+            ),
+            Change(kind="outcome_changed", base="passed", head="failed"),
+        ],
+    )
+    reaching = DiffOfTest(
+        id="tests/test_a.py::test_near",
+        status="changed",
+        outcome=OutcomePair(base="passed", head="passed"),
+        changes=[
+            Change(
+                kind="args_changed",
+                phase="call",
+                path=["py:t", "py:pkg.price"],
+                base=[value("dict[str, list[int]]", "e" * 32)],
+                head=[value("dict[str, list[int]]", "f" * 32)],
+            )
+        ],
+    )
+    unverified = DiffOfTest(
+        id="tests/test_a.py::test_net",
+        status="unverified",
+        outcome=OutcomePair(base="passed", head="passed"),
+        reasons=["head: call:untraced-subprocess:git"],
+    )
+    return DiffDocument(
+        base=DiffSide(run="r1", commit="a" * 40, rev="main"),
+        head=DiffSide(run="r2", commit="b" * 40, rev="HEAD"),
+        summary=DiffSummary(tests=4, changed=2, unverified=1, unchanged=1),
+        tests=[
+            unverified,
+            scattered,
+            DiffOfTest(id="tests/test_c.py::test_same", status="unchanged", outcome=OutcomePair()),
+            reaching,
+        ],
+        code_changes=[
+            CodeChange(symbol="py:pkg.price", change="modified", tests_head=[reaching.id])
+        ],
+    )
+
+
+def test_one_block_per_test_in_a_fixed_order_reaching_tests_first() -> None:
+    text = text_of(ranked_diff())
+    lines = text.splitlines()
+    assert lines[0].startswith("diffgenome main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb): 4 tests: ")
+    order = [line.split()[0] for line in lines if line.startswith("  tests/")]
+    # Reaching the changed code first; then by status (changed before unverified).
+    assert order == [
+        "tests/test_a.py::test_near",
+        "tests/test_b.py::test_far",
+        "tests/test_a.py::test_net",
+    ]
+    assert "reaches the changed code (1 test)" in text and "other tests (2 tests)" in text
+    assert "test_near  changed  passed  · reaches the changed code" in text
+    far = lines.index(next(line for line in lines if "test_far" in line))
+    # The four kinds of the scattered test sit together, outcome first, warnings last.
+    assert lines[far].endswith("changed  passed → failed")
+    assert lines[far + 1].strip() == "outcome passed → failed"
+    assert lines[far + 2].strip().startswith("call added: py:pkg.new")
+    assert lines[far + 3].strip().startswith("py:pkg.name results:")
+    assert lines[far + 4].strip().startswith("warnings:")
+    assert "test_same" not in text  # unchanged tests only with --all
+
+
+def test_the_same_digest_gets_the_same_label_and_shapes_stay_whole() -> None:
+    text = text_of(ranked_diff())
+    # test_near comes first: its base value is A, its head value B; test_far's head value is
+    # test_near's base value (digest e...), so it is A there too.
+    assert (
+        "py:pkg.price args: dict[str, list[int]] (value A) → dict[str, list[int]] (value B)"
+    ) in text
+    assert "py:pkg.name results: str (value C) → str (value A)" in text
+    assert "#" not in text  # no digest prefixes in a report
+
+
+def test_a_pattern_shows_only_its_tests_whole_and_all_shows_everything() -> None:
+    long = ranked_diff()
+    text = text_of(long, max_changes=1, selection=Selection(pattern="test_far"))
+    assert "test_far" in text and "test_near" not in text and "test_net" not in text
+    assert "warnings:" in text and "more lines" not in text
+    collapsed = text_of(long, max_changes=1)
+    assert "… and 3 more lines (--test 'tests/test_b.py::test_far')" in collapsed
+    glob = text_of(long, selection=Selection(pattern="tests/test_a.py::*"))
+    assert "test_near" in glob and "test_net" in glob and "test_far" not in glob
+    everything = text_of(long, max_tests=1, max_changes=1, selection=Selection(everything=True))
+    assert "test_same  unchanged" in everything and "more" not in everything
+
+
+def test_markdown_has_a_table_blocks_and_collapses() -> None:
     markdown = render_markdown(big_diff(50), max_tests=3)
     assert "| 51 | 50 | 1 | 0 | 0 | 0 | 0 |" in markdown
-    assert "**exits changed** (50 tests)" in markdown
-    assert "- … and 47 more tests" in markdown
-    assert "#### Unverified tests (1)" in markdown
+    assert "#### Tests (51)" in markdown
+    assert "- … and 48 more tests (`diffgenome diff --all` shows every test)" in markdown
     assert "#### Mock drift (1)" in markdown and "`py:pkg.fetch`" in markdown
     assert "#### Changed code not fully exercised (1)" in markdown
-    assert "- `tests/test_x.py::test_case[0]` (changed)" in markdown
+    assert "- `tests/test_x.py::test_case[0]` **changed** (passed)" in markdown
+
+
+def test_markdown_ranks_and_labels_like_the_terminal() -> None:
+    markdown = render_markdown(ranked_diff())
+    near = markdown.index("#### Tests that reach the changed code (1)")
+    other = markdown.index("#### Other tests (2)")
+    assert near < markdown.index("test_near") < other < markdown.index("test_far")
+    assert "`py:pkg.name results: str (value C) → str (value A)`" in markdown
+    everything = render_markdown(ranked_diff(), selection=Selection(everything=True))
+    assert "`tests/test_c.py::test_same` **unchanged**" in everything
 
 
 def test_markdown_code_spans_survive_backticks() -> None:
     assert code("a `b` c") == "``a `b` c``"
     assert code("`x`") == "`` `x` ``"
     assert code("plain") == "`plain`"
+
+
+def test_digests_in_reasons_get_the_labels_of_the_report() -> None:
+    diff = ranked_diff()
+    diff.tests.append(
+        DiffOfTest(
+            id="tests/test_d.py::test_clock",
+            status="unstable",
+            outcome=OutcomePair(base="passed", head="passed"),
+            reasons=[
+                f"unstable (base repeats): py:app.now results: int #{'e' * 8} → int #12345678"
+            ],
+        )
+    )
+    text = text_of(diff)
+    # e... is value A (test_near's base value, shown first); 12345678 is new: value D.
+    assert "py:app.now results: int (value A) → int (value D)" in text
+    assert "#" not in text

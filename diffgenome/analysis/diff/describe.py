@@ -5,6 +5,7 @@ Lines are plain text (no markup), so that ids with brackets survive any renderer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from diffgenome.analysis.models import Change
@@ -12,6 +13,50 @@ from diffgenome.analysis.models import Change
 ARROW = "\u2192"
 TIMES = "\u00d7"
 _DIGEST_CHARS = 8
+
+#: How a value digest is written: `` #1f2e3a4b`` by default, `` (value A)`` in a report.
+DigestText = Callable[[object], str]
+
+
+def _digest(digest: object) -> str:
+    return f" #{str(digest)[:_DIGEST_CHARS]}" if isinstance(digest, str) else ""
+
+
+class ValueLabels:
+    """Short names for value digests, one per digest within one report: the first digest met
+    is ``value A``, the next ``value B``, ... ``value Z``, ``value AA``; so the same value reads
+    the same wherever it appears, and two values that differ never share a name."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def __call__(self, digest: object) -> str:
+        if not isinstance(digest, str):
+            return ""
+        # Keyed by the characters a reason keeps (``#1f2e3a4b``), so that the values named in
+        # reasons get the same labels as those in changes.
+        key = digest[:_DIGEST_CHARS]
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = _letters(len(self._names))
+        return f" (value {name})"
+
+    def rewrite(self, text: str) -> str:
+        """``text`` (a reason written by :func:`describe` without labels) with each
+        `` #1f2e3a4b`` digest replaced by its label."""
+        return _DIGEST_IN_TEXT.sub(lambda m: self(m.group(1)), text)
+
+
+_DIGEST_IN_TEXT = re.compile(r" #([0-9a-f]{" + str(_DIGEST_CHARS) + r"})\b")
+
+
+def _letters(index: int) -> str:
+    out = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        out = chr(ord("A") + rest) + out
+    return out
 
 
 def where(change: Change) -> str:
@@ -26,7 +71,8 @@ def _exits(exits: object) -> str:
     return ", ".join(f"{key} {value}" for key, value in sorted(exits.items()))
 
 
-def _values(values: object) -> str:
+def _values(values: object, digest: DigestText = _digest) -> str:
+    """Value shapes in full, each with its digest as ``digest`` writes it."""
     if not isinstance(values, Sequence) or not values:
         return "nothing else"
     parts = []
@@ -34,14 +80,10 @@ def _values(values: object) -> str:
         if not isinstance(value, Mapping):
             continue
         if "overflow" in value:
-            parts.append(f"+{value['overflow']} more{_digest(value.get('digest'))}")
+            parts.append(f"+{value['overflow']} more{digest(value.get('digest'))}")
         else:
-            parts.append(f"{value.get('shape')}{_digest(value.get('digest'))}")
+            parts.append(f"{value.get('shape')}{digest(value.get('digest'))}")
     return "; ".join(parts) or "nothing else"
-
-
-def _digest(digest: object) -> str:
-    return f" #{str(digest)[:_DIGEST_CHARS]}" if isinstance(digest, str) else ""
 
 
 def _facts(facts: object) -> str:
@@ -72,7 +114,7 @@ def _outcomes(value: object) -> str:
     return f"true {value.get('true', 0)} / false {value.get('false', 0)}"
 
 
-def _fields(value: object) -> str:
+def _fields(value: object, digest: DigestText = _digest) -> str:
     if not isinstance(value, Mapping) or not value:
         return "-"
     parts = []
@@ -80,7 +122,7 @@ def _fields(value: object) -> str:
         if key == "exits":
             parts.append(f"exits {_exits(item)}")
         elif key == "args":
-            parts.append(f"args {_values(item)}")
+            parts.append(f"args {_values(item, digest)}")
         elif key == "seam":
             parts.append(f"seam {_seam(item)}")
         else:
@@ -112,9 +154,13 @@ def _node(value: object) -> str:
     return f" ({TIMES}{value.get('count')}, {_exits(value.get('exits'))})"
 
 
-def describe(change: Change) -> str:
-    """``change`` as one line of text, without the test id."""
+def describe(change: Change, labels: DigestText | None = None) -> str:
+    """``change`` as one line of text, without the test id.
+
+    ``labels`` writes value digests (a :class:`ValueLabels` of the report); by default they
+    are their first characters, ``#1f2e3a4b``."""
     kind, base, head = change.kind, change.base, change.head
+    digest: DigestText = labels if labels is not None else _digest
     at = where(change)
     if kind == "outcome_changed":
         return f"outcome {base} {ARROW} {head}"
@@ -132,13 +178,13 @@ def describe(change: Change) -> str:
         return f"{at} exits {_exits(base)} {ARROW} {_exits(head)}"
     if kind in ("result_changed", "args_changed"):
         what = "results" if kind == "result_changed" else "args"
-        return f"{at} {what}: {_either(_values, base, head)}"
+        return f"{at} {what}: {_either(lambda v: _values(v, digest), base, head)}"
     if kind == "branch_changed":
         site = change.site or "?"
         predicate = f" `{change.predicate}`" if change.predicate else ""
         return f"{site}{predicate}: {_outcomes(base)} {ARROW} {_outcomes(head)}"
     if kind == "stand_in_changed":
-        return f"{at}: {_fields(base)} {ARROW} {_fields(head)}"
+        return f"{at}: {_fields(base, digest)} {ARROW} {_fields(head, digest)}"
     if kind == "state_changed":
         return f"{at} state: {_either(_facts, base, head)}"
     if kind == "warnings_changed":

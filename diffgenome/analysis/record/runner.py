@@ -45,11 +45,13 @@ from diffgenome.protocol.formats import (
     check_genome_format,
     naming_of,
 )
+from diffgenome.protocol.selection import ORIGIN_ENV, find_store, recorded_selection
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
     KEY_FILE,
     StoreError,
-    create_store,
+    key_fingerprint,
+    open_store,
     recording_key,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
@@ -62,6 +64,12 @@ STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
+#: pytest's progress at the end of a line of its output: ``[ 45%]``.
+_PYTEST_PERCENT = re.compile(r"\[\s*(\d{1,3})%\]\s*$")
+#: How the recorder's notice of runs removed by the store's cap begins.
+CAP_NOTICE_START = "diffgenome: removed "
+#: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
+DIFF_HASH_SEED = "0"
 
 
 class DiffError(UserError):
@@ -79,6 +87,9 @@ class Options:
     repeat: int = 1
     rerecord: bool = False
     progress: Callable[[str], None] | None = None
+    #: How far a recording is (the spec, pytest's percentage); on a terminal only, like
+    #: ``progress``.
+    progress_percent: Callable[[str, int], None] | None = None
     confirm: bool = True
 
 
@@ -152,6 +163,7 @@ class Runner:
         self.store = options.store
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
+        self._key_fingerprint: str | None = None
 
     # -- the whole flow ---------------------------------------------------------------------
 
@@ -161,7 +173,9 @@ class Runner:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
         self.repo = self._find_repo()
         if self.store is None:
-            self.store = os.path.join(self.repo.toplevel if self.repo else os.getcwd(), DEFAULT_DIR)
+            # Found as pytest finds it (nearest .diffgenome/ up to the git top, else there).
+            start = self.options.repo or os.getcwd()
+            self.store = find_store(start, self.repo.toplevel if self.repo else None)
         self.store = os.path.abspath(self.store)
         workspace = Workspace(self.repo)
         try:
@@ -293,6 +307,12 @@ class Runner:
         documents: list[dict[str, Any]] = []
         if reused is not None:
             documents.append(self._document(reused))
+            if self.options.progress is not None:
+                run = documents[0].get("run") or {}
+                self.options.progress(
+                    f"reusing run {reused} of {spec} ({sha[:12]}, recorded by "
+                    f"{run.get('origin') or 'an earlier recording'})"
+                )
         for _ in range(self.options.repeat - len(documents)):
             if tree is None:
                 tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
@@ -325,6 +345,7 @@ class Runner:
             *plugin,
             *FIXED_PYTEST_ARGS,
             *_same_examples(target, self.options.pytest_args),
+            *_same_draws(self.options.pytest_args),
             *self.options.pytest_args,
         ]
 
@@ -332,11 +353,23 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         assert self.store is not None
-        create_store(self.store)
+        if self._key_fingerprint is None:
+            opened = open_store(self.store)
+            opened.conn.close()
+            self._key_fingerprint = key_fingerprint(opened.key)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
+        """The newest complete run of ``sha`` that recorded what this diff would record:
+        a clean tree, this interpreter version, the same key, hash seed and recorder, and
+        the same test selection whatever output-only options it was given (``-q``, ``--tb``,
+        ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
+        ``pytest --genome`` or an earlier diff made it."""
         assert self.store is not None and self._target is not None
+        here = os.path.join(self.repo.toplevel, self.repo.prefix) if self.repo else os.getcwd()
+        top = self.repo.toplevel if self.repo else None
+        chosen = recorded_selection(selection, here, top)
+        seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
         with StoreReader.open(self.store) as reader:
             for summary in reader.runs():  # newest first
                 if (
@@ -346,6 +379,7 @@ class Runner:
                     or summary.python != self._target.version
                     or summary.tests < 2  # <import> alone: nothing was collected
                     or summary.recording_key is None
+                    or summary.key_fingerprint != self._key_fingerprint
                 ):
                     continue
                 raw = reader.run(summary.id).get("config")
@@ -353,7 +387,9 @@ class Runner:
                 config.pop("recording_key", None)
                 if config.get("recorder") != f"diffgenome {__version__}":
                     continue
-                key = recording_key(sha, False, summary.python, list(selection), config)
+                if config.get("hash_seed") != seed:
+                    continue
+                key = recording_key(sha, False, summary.python, chosen, config)
                 if key == summary.recording_key:
                     return summary.id
         return None
@@ -420,13 +456,20 @@ class Runner:
         # One string hash seed for every recording of a diff (unless the user chose one):
         # set order and hash() results then differ between base and head only when the
         # code does (attrs: 335 tests differed on an identical tree by the seed alone).
-        env.setdefault("PYTHONHASHSEED", "0")
+        env.setdefault("PYTHONHASHSEED", DIFF_HASH_SEED)
         # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
         # with the workspace.
         env["TMPDIR"] = workspace.temp_path()
         return env
 
-    def _record(self, spec: str, tree: str, workspace: Workspace, selection: list[str]) -> str:
+    def _record(
+        self,
+        spec: str,
+        tree: str,
+        workspace: Workspace,
+        selection: list[str],
+        origin: str = "diff",
+    ) -> str:
         assert self.store is not None and self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
@@ -437,10 +480,20 @@ class Runner:
         before = self._run_ids()
         if self.options.progress is not None:
             self.options.progress(f"recording {spec} ...")
+        percent = self.options.progress_percent
+        on_line: Callable[[str], None] | None = None
+        if percent is not None:
+
+            def on_line(line: str) -> None:
+                found = _PYTEST_PERCENT.search(line)
+                if found is not None:
+                    percent(spec, int(found.group(1)))
+
         code, output = run_child(
             [self._target.python, "-m", "pytest", *selection],
             cwd=cwd,
-            env=self._env(workspace, tree),
+            env={**self._env(workspace, tree), ORIGIN_ENV: origin},
+            on_line=on_line,
         )
         if code in _PYTEST_FAILED_TO_RUN:
             raise DiffError(
@@ -462,6 +515,12 @@ class Runner:
                 f"pytest ran the tests of {spec} but recorded nothing ({pytest_error(output)}); "
                 "check that no -p no:diffgenome is among the pytest arguments"
             )
+        # The recorder's word that the store's cap removed older runs reaches the user as a
+        # note: their pytest output is not shown.
+        for line in output.splitlines():
+            line = line.strip()
+            if line.startswith(CAP_NOTICE_START) and line[len("diffgenome: ") :] not in self.notes:
+                self.notes.append(line[len("diffgenome: ") :])
         return new[0]
 
     def _run_ids(self) -> list[str]:
@@ -504,7 +563,13 @@ class Runner:
                 out.append(
                     [
                         self._document(
-                            self._record(f"{side.spec} (confirming)", tree, workspace, selection)
+                            self._record(
+                                f"{side.spec} (confirming)",
+                                tree,
+                                workspace,
+                                selection,
+                                "confirmation",
+                            )
                         )
                         for _ in range(2)
                     ]
@@ -555,6 +620,15 @@ def _node_of(test_id: str) -> str:
     return test_id
 
 
+def _same_draws(pytest_args: Sequence[str]) -> list[str]:
+    """``--genome-random-seed=0`` unless the user chose a seed: ``random`` then draws the same
+    numbers in every recording of a diff (google-auth: 47 tests differed on an identical tree
+    by retry jitter alone; cachetools' RRCache evicts a random key)."""
+    if any(arg.startswith("--genome-random-seed") for arg in pytest_args):
+        return []
+    return ["--genome-random-seed=0"]
+
+
 def _same_examples(target: Target, pytest_args: Sequence[str]) -> list[str]:
     """``--hypothesis-seed=0`` where hypothesis' plugin is there and the user chose nothing:
     every recording of a diff then draws the same examples, so that base and head differ only
@@ -584,8 +658,15 @@ def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
 # -- child processes ----------------------------------------------------------------------
 
 
-def run_child(cmd: list[str], *, cwd: str, env: dict[str, str]) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group and return (exit status, output).
+def run_child(
+    cmd: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[int, str]:
+    """Run ``cmd`` in its own process group and return (exit status, output); ``on_line``
+    sees each line of output as it comes.
 
     On any way out (Ctrl-C included) the group gets SIGINT, so that pytest can mark its run
     interrupted, then SIGKILL; nothing the tests started outlives the diff.
@@ -603,7 +684,17 @@ def run_child(cmd: list[str], *, cwd: str, env: dict[str, str]) -> tuple[int, st
     except OSError as exc:
         raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
     try:
-        out, _ = proc.communicate()
+        if on_line is None:
+            out, _ = proc.communicate()
+        else:
+            assert proc.stdout is not None
+            chunks: list[bytes] = []
+            for raw in iter(proc.stdout.readline, b""):
+                chunks.append(raw)
+                with contextlib.suppress(Exception):  # progress never fails a recording
+                    on_line(raw.decode("utf-8", errors="replace"))
+            proc.wait()
+            out = b"".join(chunks)
     except BaseException:
         with _sigint_ignored():
             _stop(proc)
@@ -707,7 +798,11 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     differing = [t.id for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
     if options.confirm and differing:
         if options.progress is not None:
-            options.progress(f"confirming {len(differing)} tests ...")
+            options.progress(
+                f"confirming {len(differing)} test{'s' if len(differing) != 1 else ''} that "
+                f"differ{'s' if len(differing) == 1 else ''}: recording "
+                f"{'it' if len(differing) == 1 else 'them'} twice more on each side ..."
+            )
         base_again, head_again = runner.confirm(prepared, differing)
         if base_again or head_again:
             diff = compare(base_again, head_again)

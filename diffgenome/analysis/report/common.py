@@ -1,7 +1,12 @@
-"""What both reports show, in which order: the grouping and collapsing rules live here once."""
+"""What both reports show, in which order: the selection, ranking and collapsing rules live
+here once, so that the terminal and the Markdown report agree.
+
+A report is one block per test (its status, then its changes in the fixed order of change
+kinds, then its reasons), the tests that reach the changed code first."""
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
@@ -16,32 +21,34 @@ STATUS_ORDER = (
     "removed",
     "unchanged",
 )
-KIND_TITLES = {
-    "outcome_changed": "outcome changed",
-    "call_added": "new calls",
-    "call_removed": "calls no longer made",
-    "call_count_changed": "call counts changed",
-    "exit_changed": "exits changed",
-    "result_changed": "results changed",
-    "args_changed": "arguments changed",
-    "branch_changed": "decisions changed",
-    "stand_in_added": "new stand-ins",
-    "stand_in_removed": "stand-ins no longer used",
-    "stand_in_changed": "stand-ins changed",
-    "egress_added": "new network or process access",
-    "egress_removed": "network or process access no longer made",
-    "state_changed": "state changed",
-    "warnings_changed": "warnings changed",
-}
 
 
 @dataclass(frozen=True, slots=True)
-class Group:
-    """Tests sharing one change kind, each with its changes of that kind."""
+class Block:
+    """One test as the reports show it: its diff, whether it reaches the changed code, and
+    what to list under it (its changes in the fixed order of change kinds, then its reasons)."""
 
-    kind: str
-    title: str
-    tests: list[tuple[TestDiff, list[Change]]]
+    test: TestDiff
+    reaches_changed_code: bool
+    changes: list[Change]
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(self.test.reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which tests a report shows: ``pattern`` (``--test``) only the tests it matches, with
+    everything about them; ``everything`` (``--all``) every test, unchanged ones as well, with
+    nothing collapsed. Neither: the tests with a status other than unchanged, collapsed."""
+
+    pattern: str | None = None
+    everything: bool = False
+
+    @property
+    def collapses(self) -> bool:
+        return self.pattern is None and not self.everything
 
 
 def count(n: int, noun: str) -> str:
@@ -63,22 +70,57 @@ def side_text(side: DiffSide) -> str:
     return f"{side.rev}{commit}"
 
 
-def change_groups(diff: DiffDocument) -> list[Group]:
-    """Tests with changes, grouped by change kind in the contract's order; a test with several
-    kinds appears in each of its groups (with only that kind's changes)."""
-    by_kind: dict[str, list[tuple[TestDiff, list[Change]]]] = {}
+#: Everything that is not unchanged, collapsed.
+DEFAULT_SELECTION = Selection()
+
+
+def matches(test_id: str, pattern: str) -> bool:
+    """``--test PATTERN``: the exact id, a glob when the pattern has ``*`` or ``?`` (brackets
+    are literal, as in parametrized ids), else any part of the id."""
+    if test_id == pattern:
+        return True
+    if "*" in pattern or "?" in pattern:
+        glob = pattern.replace("[", "[[]")
+        return fnmatch.fnmatchcase(test_id, glob)
+    return pattern in test_id
+
+
+def ordered_changes(changes: list[Change]) -> list[Change]:
+    """A test's changes in the fixed order of change kinds (outcome first), each kind's in
+    the differ's order."""
+    rank = {kind: index for index, kind in enumerate(CHANGE_KINDS)}
+    return sorted(changes, key=lambda change: rank.get(change.kind, len(rank)))
+
+
+def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) -> list[Block]:
+    """The tests to show, most relevant first: those that reach the changed code (by the
+    code-change mapping, on either side), then the rest; within each, by status (changed,
+    unverified, unstable, touched, added, removed, unchanged), then by id."""
+    reaching: set[str] = set()
+    for entry in diff.code_changes:
+        reaching.update(entry.tests_base)
+        reaching.update(entry.tests_head)
+    status_rank = {status: index for index, status in enumerate(STATUS_ORDER)}
+    blocks = []
     for test in diff.tests:
-        if not test.changes:
+        if selection.pattern is not None:
+            if not matches(test.id, selection.pattern):
+                continue
+        elif test.status == "unchanged" and not selection.everything:
             continue
-        mine: dict[str, list[Change]] = {}
-        for change in test.changes:
-            mine.setdefault(change.kind, []).append(change)
-        for kind, changes in mine.items():
-            by_kind.setdefault(kind, []).append((test, changes))
-    order = list(CHANGE_KINDS) + sorted(set(by_kind) - set(CHANGE_KINDS))
-    return [
-        Group(kind, KIND_TITLES.get(kind, kind), by_kind[kind]) for kind in order if kind in by_kind
-    ]
+        blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes)))
+    blocks.sort(
+        key=lambda b: (not b.reaches_changed_code, status_rank.get(b.test.status, 99), b.test.id)
+    )
+    return blocks
+
+
+def outcome_text(test: TestDiff) -> str:
+    """``passed``, ``passed → failed``, or the one side's outcome of an added/removed test."""
+    base, head = test.outcome.base, test.outcome.head
+    if base and head and base != head:
+        return f"{base} \u2192 {head}"
+    return head or base or ""
 
 
 def tests_with(diff: DiffDocument, status: str) -> list[TestDiff]:

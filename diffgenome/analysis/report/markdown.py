@@ -1,20 +1,25 @@
 """The diff as a pull-request comment (GitHub-flavoured Markdown).
 
-Recorded text (ids, predicates) is always put in code spans, so that Markdown in a test id
-cannot format the comment; long sections collapse to ``... and K more``.
+One block per test (status, then its changes in the fixed order, then its reasons), the tests
+that reach the changed code first, as in the terminal report. Recorded text (ids, predicates)
+is always put in code spans, so that Markdown in a test id cannot format the comment; long
+sections collapse to ``... and K more`` unless a selection asks for everything.
 """
 
 from __future__ import annotations
 
-from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.describe import ValueLabels, describe
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.report.common import (
+    DEFAULT_SELECTION,
     STATUS_ORDER,
-    change_groups,
+    Block,
+    Selection,
     count,
+    outcome_text,
     side_text,
     summary_text,
-    tests_with,
+    test_blocks,
 )
 
 ELLIPSIS = "\u2026"
@@ -32,7 +37,31 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def render_markdown(diff: DiffDocument, *, max_tests: int = 20, max_changes: int = 5) -> str:
+def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[str]:
+    test = block.test
+    outcome = outcome_text(test)
+    title = f"- {code(test.id)} **{test.status}**" + (f" ({outcome})" if outcome else "")
+    items = [code(describe(change, labels)) for change in block.changes]
+    items += [f"_{code(labels.rewrite(reason))}_" for reason in block.reasons]
+    shown = items if max_lines is None else items[:max_lines]
+    out = [title, *(f"  - {item}" for item in shown)]
+    if len(items) > len(shown):
+        out.append(
+            f"  - {ELLIPSIS} and {len(items) - len(shown)} more "
+            f"(`diffgenome diff --test` with this test id shows them)"
+        )
+    return out
+
+
+def render_markdown(
+    diff: DiffDocument,
+    *,
+    max_tests: int = 30,
+    max_changes: int = 10,
+    selection: Selection = DEFAULT_SELECTION,
+) -> str:
+    """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
+    applies to a ``selection`` with a pattern or ``everything``."""
     s = diff.summary
     lines = [
         f"### diffgenome: {code(side_text(diff.base))} \u2192 {code(side_text(diff.head))}",
@@ -46,48 +75,46 @@ def render_markdown(diff: DiffDocument, *, max_tests: int = 20, max_changes: int
     if s.unverified:
         lines += [
             "",
-            f"> **{s.unverified} tests are unverified**: their recordings cannot be compared "
-            "as a whole, so they are not reported as unchanged.",
+            f"> **{count(s.unverified, 'test')} "
+            f"{'is' if s.unverified == 1 else 'are'} unverified**: their recordings cannot be "
+            "compared as a whole, so they are not reported as unchanged.",
         ]
 
-    groups = change_groups(diff)
-    if groups:
-        lines += ["", "#### Changed behaviour"]
-        for group in groups:
-            lines += ["", f"**{group.title}** ({count(len(group.tests), 'test')})", ""]
-            for test, changes in group.tests[:max_tests]:
-                lines.append(f"- {code(test.id)} ({test.status})")
-                for change in changes[:max_changes]:
-                    lines.append(f"  - {code(describe(change))}")
-                if len(changes) > max_changes:
-                    lines.append(f"  - {ELLIPSIS} and {len(changes) - max_changes} more changes")
-            if len(group.tests) > max_tests:
-                lines.append(f"- {ELLIPSIS} and {len(group.tests) - max_tests} more tests")
-
-    for status, title in (
-        ("unverified", "Unverified tests"),
-        ("unstable", "Unstable tests (differed between recordings of one commit)"),
-        ("touched", "Touched tests (ran changed decisions, behaved the same)"),
-        ("added", "Added tests"),
-        ("removed", "Removed tests"),
+    labels = ValueLabels()
+    blocks = test_blocks(diff, selection)
+    collapse = selection.collapses
+    shown = blocks[:max_tests] if collapse else blocks
+    reaching = [block for block in shown if block.reaches_changed_code]
+    others = [block for block in shown if not block.reaches_changed_code]
+    total_reaching = sum(1 for block in blocks if block.reaches_changed_code)
+    if selection.pattern is not None and not blocks:
+        lines += ["", f"No test matches {code(selection.pattern)}."]
+    for title, group, total in (
+        ("Tests that reach the changed code", reaching, total_reaching),
+        ("Other tests" if total_reaching else "Tests", others, len(blocks) - total_reaching),
     ):
-        tests = tests_with(diff, status)
-        if not tests:
+        if not group:
             continue
-        lines += ["", f"#### {title} ({len(tests)})", ""]
-        for test in tests[:max_tests]:
-            reasons = "; ".join(test.reasons[:3])
-            more = f" (+{len(test.reasons) - 3})" if len(test.reasons) > 3 else ""
-            lines.append(f"- {code(test.id)}" + (f": {code(reasons)}{more}" if reasons else ""))
-        if len(tests) > max_tests:
-            lines.append(f"- {ELLIPSIS} and {len(tests) - max_tests} more tests")
+        lines += ["", f"#### {title} ({total})", ""]
+        for block in group:
+            lines += _block(block, labels, max_changes if collapse else None)
+    if len(blocks) > len(shown):
+        lines.append(
+            f"- {ELLIPSIS} and {len(blocks) - len(shown)} more tests "
+            "(`diffgenome diff --all` shows every test)"
+        )
+    if selection.pattern is not None:
+        return "\n".join(lines) + "\n"
+    if not collapse:  # --all: nothing below is cut either
+        max_tests = max_changes = 1 << 62
 
     if diff.drift:
         lines += ["", f"#### Mock drift ({len(diff.drift)})", ""]
         for drift in diff.drift[:max_tests]:
-            users = ", ".join(code(test) for test in drift.tests[:5])
-            if len(drift.tests) > 5:
-                users += f" and {len(drift.tests) - 5} more"
+            few = 5 if collapse else len(drift.tests)
+            users = ", ".join(code(test) for test in drift.tests[:few])
+            if len(drift.tests) > few:
+                users += f" and {len(drift.tests) - few} more"
             lines.append(f"- stand-in for {code(drift.claimed_target)} used by {users}")
             for evidence in drift.evidence[:max_changes]:
                 lines.append(f"  - {code(evidence)}")

@@ -7,6 +7,7 @@ objects to any console. Everything user-recorded (ids, predicates, symbols) goes
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -41,13 +42,35 @@ def short_commit(commit: str | None, dirty: bool | None) -> str:
     return commit[:12] + ("*" if dirty else "")
 
 
-def runs_table(runs: Sequence[RunSummary]) -> RenderableType:
-    """The run list, newest first as given."""
+def size_text(size: int) -> str:
+    """Bytes for people: ``812 B``, ``4.2 kB``, ``56.0 MB`` (powers of 1000, as ``du --si``)."""
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} B"  # pragma: no cover - the loop always returns
+
+
+def selection_text(selection: Sequence[str]) -> str:
+    """The arguments that chose the tests, quoted as a shell would need them; ``(default)``
+    for none (pytest's ``testpaths`` or the rootdir)."""
+    return " ".join(shlex.quote(arg) for arg in selection) if selection else "(default)"
+
+
+def runs_table(
+    runs: Sequence[RunSummary], store: str | None = None, file_size: int | None = None
+) -> RenderableType:
+    """The run list, newest first as given: how each run was made (origin and selection)
+    and how much of the store it takes; below it, where the store is and its total."""
     if not runs:
         return Text("no runs recorded yet", style="dim")
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("run", "started", "commit", "status", "tests", "python"):
-        table.add_column(column, justify="right" if column == "tests" else "left")
+    columns = ("run", "started", "commit", "status", "tests", "size", "origin", "python")
+    for column in (*columns, "selection"):
+        table.add_column(
+            column, justify="right" if column in ("tests", "size") else "left", no_wrap=True
+        )
     for run in runs:
         table.add_row(
             Text(run.id),
@@ -55,11 +78,21 @@ def runs_table(runs: Sequence[RunSummary]) -> RenderableType:
             Text(short_commit(run.commit, run.dirty)),
             Text(run.status, style=_STATUS_STYLE.get(run.status, "red")),
             Text(str(run.tests)),
+            Text(size_text(run.size)),
+            Text(run.origin or "-"),
             Text(run.python),
+            Text(selection_text(run.selection)),
         )
+    footer: list[RenderableType] = []
     if any(run.dirty for run in runs):
-        table.caption = "* recorded with uncommitted changes"
-    return table
+        footer.append(Text("* recorded with uncommitted changes", style="dim"))
+    if store is not None:
+        total = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+        total += f", {size_text(sum(run.size for run in runs))} of recordings"
+        if file_size is not None:
+            total += f" ({size_text(file_size)} on disk)"
+        footer.append(Text(f"{total} in {store}", style="dim"))
+    return Group(table, *footer) if footer else table
 
 
 def run_header(run: Run) -> RenderableType:

@@ -1,8 +1,9 @@
-"""The diff in a terminal: the verdict first, then what changed grouped by kind.
+"""The diff in a terminal: the verdict first, then one block per test, most relevant first.
 
 Everything recorded (ids, symbols, predicates) goes into ``Text`` objects, never into markup,
-so brackets in test ids stay literal. Long lists collapse to ``... and K more`` so that a diff of
-thousands of tests still fits a screen.
+so brackets in test ids stay literal. By default long lists collapse to ``... and K more``,
+each saying how to see what it hides (``--test PATTERN``, ``--all``), so that a diff of
+thousands of tests still fits a screen; a selection shows its tests whole.
 """
 
 from __future__ import annotations
@@ -10,14 +11,17 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.describe import ValueLabels, describe
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.report.common import (
-    change_groups,
+    DEFAULT_SELECTION,
+    Block,
+    Selection,
     count,
+    outcome_text,
     side_text,
     summary_text,
-    tests_with,
+    test_blocks,
 )
 
 _STATUS_STYLE = {
@@ -30,16 +34,47 @@ _STATUS_STYLE = {
     "unchanged": "green",
 }
 ELLIPSIS = "\u2026"
+#: Shown with the tests that reach the changed code.
+REACHES = "reaches the changed code"
 
 
-def _more(hidden: int, what: str, indent: str = "  ") -> Text:
-    return Text(f"{indent}{ELLIPSIS} and {hidden} more {what}", style="dim")
+def _more(hidden: int, what: str, indent: str = "  ", how: str = "") -> Text:
+    return Text(f"{indent}{ELLIPSIS} and {hidden} more {what}{how}", style="dim")
+
+
+def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Text]:
+    test = block.test
+    title = Text.assemble(
+        "  ", (test.id, "bold"), "  ", (test.status, _STATUS_STYLE.get(test.status, ""))
+    )
+    outcome = outcome_text(test)
+    if outcome:
+        title.append(f"  {outcome}")
+    if block.reaches_changed_code:
+        title.append(f"  \u00b7 {REACHES}", style="cyan")
+    lines = [Text("    " + describe(change, labels)) for change in block.changes]
+    lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
+    shown = lines if max_lines is None else lines[:max_lines]
+    out = [title, *shown]
+    if len(lines) > len(shown):
+        out.append(_more(len(lines) - len(shown), "lines", "    ", f" (--test {_quoted(test.id)})"))
+    return out
+
+
+def _quoted(test_id: str) -> str:
+    """The id as one shell word, for the hint that shows it whole."""
+    return "'" + test_id.replace("'", "'\\''") + "'"
 
 
 def render_terminal(
-    diff: DiffDocument, *, max_tests: int = 10, max_changes: int = 5
+    diff: DiffDocument,
+    *,
+    max_tests: int = 20,
+    max_changes: int = 10,
+    selection: Selection = DEFAULT_SELECTION,
 ) -> RenderableType:
-    """``max_tests``: tests shown per group; ``max_changes``: changes shown per test."""
+    """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
+    applies to a ``selection`` with a pattern or ``everything``."""
     s = diff.summary
     parts: list[RenderableType] = []
     headline = Text.assemble(
@@ -49,49 +84,39 @@ def render_terminal(
     )
     parts.append(headline)
 
-    for group in change_groups(diff):
-        parts.append(Text(""))
-        parts.append(Text(f"{group.title} ({count(len(group.tests), 'test')})", style="bold cyan"))
-        for test, changes in group.tests[:max_tests]:
+    labels = ValueLabels()
+    blocks = test_blocks(diff, selection)
+    if selection.pattern is not None and not blocks:
+        parts.append(Text(f"no test matches {selection.pattern!r}", style="dim"))
+    collapse = selection.collapses
+    shown = blocks[:max_tests] if collapse else blocks
+    reaching = sum(1 for block in blocks if block.reaches_changed_code)
+    for index, block in enumerate(shown):
+        if index == 0 and reaching:
+            parts.append(Text(""))
+            parts.append(Text(f"{REACHES} ({count(reaching, 'test')})", style="bold cyan"))
+        if reaching and index == reaching:
+            parts.append(Text(""))
             parts.append(
-                Text.assemble(
-                    "  ", (test.id, "bold"), "  ", (test.status, _STATUS_STYLE[test.status])
-                )
+                Text(f"other tests ({count(len(blocks) - reaching, 'test')})", style="bold")
             )
-            for change in changes[:max_changes]:
-                parts.append(Text("    " + describe(change)))
-            if len(changes) > max_changes:
-                parts.append(_more(len(changes) - max_changes, "changes", "    "))
-        if len(group.tests) > max_tests:
-            parts.append(_more(len(group.tests) - max_tests, "tests"))
-
-    for status, title in (
-        ("unverified", "unverified: not comparable, never read as unchanged"),
-        ("unstable", "unstable: differed between recordings of one commit"),
-        ("touched", "touched: ran changed decisions and behaved the same"),
-        ("added", "added tests"),
-        ("removed", "removed tests"),
-    ):
-        tests = tests_with(diff, status)
-        if not tests:
-            continue
-        parts.append(Text(""))
-        parts.append(Text(f"{title} ({len(tests)})", style=f"bold {_STATUS_STYLE[status]}"))
-        for test in tests[:max_tests]:
-            line = Text.assemble("  ", (test.id, "bold"))
-            if test.reasons:
-                extra = f" (+{len(test.reasons) - 1})" if len(test.reasons) > 1 else ""
-                line.append(f"  {test.reasons[0]}{extra}", style="dim")
-            parts.append(line)
-        if len(tests) > max_tests:
-            parts.append(_more(len(tests) - max_tests, "tests"))
+        if index == 0 and not reaching:
+            parts.append(Text(""))
+        parts.extend(_block(block, labels, max_changes if collapse else None))
+    if len(blocks) > len(shown):
+        parts.append(_more(len(blocks) - len(shown), "tests", how=" (--all shows every test)"))
+    if selection.pattern is not None:
+        return Group(*parts)
+    if not collapse:  # --all: nothing below is cut either
+        max_tests = max_changes = 1 << 62
 
     if diff.drift:
         parts.append(Text(""))
         parts.append(Text(f"mock drift ({len(diff.drift)})", style="bold magenta"))
         for drift in diff.drift[:max_tests]:
-            users = ", ".join(drift.tests[:3]) + (
-                f" and {len(drift.tests) - 3} more" if len(drift.tests) > 3 else ""
+            few = 3 if collapse else len(drift.tests)
+            users = ", ".join(drift.tests[:few]) + (
+                f" and {len(drift.tests) - few} more" if len(drift.tests) > few else ""
             )
             parts.append(
                 Text.assemble("  stand-in for ", (drift.claimed_target, "bold"), f" in {users}")

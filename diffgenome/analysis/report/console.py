@@ -1,0 +1,70 @@
+"""The console every report is printed to: what a terminal gets, and what a pipe gets.
+
+A pipe (a file, ``| less``, ``| grep``, a CI log) gets every line whole: no wrapping at a
+guessed width, no cell cut short with an ellipsis, so that test ids, run ids and paths can be
+copied and searched. Colour goes to a terminal only; ``NO_COLOR`` (no-color.org) switches it
+off anywhere and wins, ``FORCE_COLOR`` (force-color.org) switches it on in a pipe as well,
+without changing the width rules above.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console, RenderableType
+
+# Wide enough that no line diffgenome prints is ever wrapped or cut.
+PIPE_WIDTH = 1 << 20
+
+
+def wants_colour(is_tty: bool, environ: dict[str, str] | None = None) -> bool:
+    """Colour on a terminal, unless ``NO_COLOR``; in a pipe only with ``FORCE_COLOR``.
+
+    Both count when set to anything but the empty string, as their conventions say."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR", ""):
+        return False
+    if env.get("FORCE_COLOR", ""):
+        return True
+    return is_tty
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):
+        return False
+
+
+def make_console(stream: TextIO | None = None) -> Console:
+    """A console for ``stream`` (standard output by default) following the rules above."""
+    out = sys.stdout if stream is None else stream
+    tty = _isatty(out)
+    colour = wants_colour(tty)
+    return Console(
+        file=out,
+        highlight=False,
+        soft_wrap=not tty,
+        width=None if tty else PIPE_WIDTH,
+        force_terminal=colour,
+        no_color=not colour,
+        color_system=("auto" if tty else "standard") if colour else None,
+        emoji=False,
+        markup=False,
+    )
+
+
+def print_whole(console: Console, renderable: RenderableType) -> None:
+    """Print ``renderable``; in a pipe without the padding tables leave at line ends, so
+    that each line ends where its text does."""
+    if console.is_terminal and _isatty(console.file):
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in captured.get().splitlines())
+    console.file.write(text + "\n")
+    console.file.flush()

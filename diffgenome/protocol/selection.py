@@ -1,0 +1,190 @@
+"""Which of pytest's arguments say what was recorded, and where the store is: both sides read
+these rules from here, so that ``pytest --genome`` and ``diffgenome diff`` agree on them.
+
+A recording is the same recording whatever pytest printed while making it: ``-q``, ``-v``,
+``--tb``, ``-r``, ``--color``, ``-p no:cacheprovider`` and the like change the terminal, not
+the tests run or what they do. Nor do diffgenome's own ``--genome``, ``--genome-store`` and
+``--genome-key-file`` (the key is compared through the run's key fingerprint). Everything
+else -- test paths, ``-k``, ``-m``, ``-W``, ``-x``, ``-o``, other plugins -- is the test
+selection, and paths in it are written from the git top (else pytest's rootdir), so that the
+same tests named from two folders are the same selection.
+
+Only the standard library: the recording side imports this.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Final
+
+from diffgenome.protocol.store import DEFAULT_DIR
+
+#: Set by ``diffgenome diff`` for the recordings it makes; read by the recorder.
+ORIGIN_ENV: Final = "DIFFGENOME_ORIGIN"
+#: Who asked for a recording, as ``run.origin`` says.
+ORIGINS: Final = ("pytest", "diff", "confirmation")
+
+# Options that change only what pytest prints (or loads the recorder): dropped with their value.
+_OUTPUT_WITH_VALUE: Final = frozenset(
+    {
+        "--tb",
+        "-r",
+        "--color",
+        "--code-highlight",
+        "--durations",
+        "--durations-min",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--resultlog",
+        "--result-log",
+        "--log-file",
+        "--log-cli-level",
+        "--log-cli-format",
+        "--log-cli-date-format",
+        "--verbosity",
+        "--genome-store",
+        "--genome-key-file",
+    }
+)
+_OUTPUT_FLAGS: Final = frozenset(
+    {
+        "--genome",
+        "-q",
+        "--quiet",
+        "-v",
+        "--verbose",
+        "-l",
+        "--showlocals",
+        "--no-showlocals",
+        "--no-header",
+        "--no-summary",
+        "--no-fold-skipped",
+        "--full-trace",
+        "--force-short-summary",
+        "--disable-warnings",
+        "--disable-pytest-warnings",
+    }
+)
+# ``-p NAME`` values that only switch off output or the cache, or load the recorder itself.
+_OUTPUT_PLUGINS: Final = frozenset(
+    {"no:cacheprovider", "no:terminalprogress", "diffgenome.recording.plugin"}
+)
+# Options of the selection that take a value as the next argument (kept with it, never read
+# as a path).
+_SELECTION_WITH_VALUE: Final = frozenset(
+    {
+        "-k",
+        "-m",
+        "-p",
+        "-W",
+        "-o",
+        "-c",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--maxfail",
+        "--import-mode",
+        "--pythonwarnings",
+        "--override-ini",
+        "--config-file",
+        "--genome-egress",
+        "--genome-source-root",
+        "--genome-test-root",
+        "-n",
+        "--numprocesses",
+        "--dist",
+        "--capture",
+        "--log-level",
+        "--log-format",
+        "--log-date-format",
+        "--cov",
+        "--cov-report",
+    }
+)
+
+
+def _short_output_flag(arg: str) -> bool:
+    """``-qq``, ``-vvv``, ``-rA``/``-rfE`` (report chars), ``-l``: output only."""
+    if len(arg) < 2 or arg[0] != "-" or arg[1] == "-":
+        return False
+    body = arg[1:]
+    return bool(body) and (set(body) <= {"q"} or set(body) <= {"v"} or body[0] == "r")
+
+
+def recorded_selection(
+    args: Sequence[str], invocation_dir: str | None = None, top: str | None = None
+) -> list[str]:
+    """``args`` without what changes only the output, paths written from ``top``.
+
+    A test path (an argument that is no option, naming an existing file or folder from
+    ``invocation_dir``, with or without ``::`` and a test name) becomes relative to ``top``;
+    without both folders, or for anything else, the argument is kept as given.
+    """
+    out: list[str] = []
+    items = list(args)
+    index = 0
+    while index < len(items):
+        arg = items[index]
+        index += 1
+        if arg in _OUTPUT_WITH_VALUE:
+            index += 1  # its value is the next argument
+            continue
+        if arg.startswith("--") and arg.partition("=")[0] in _OUTPUT_WITH_VALUE:
+            continue
+        if arg in _OUTPUT_FLAGS or _short_output_flag(arg):
+            continue
+        if arg == "-p" and index < len(items) and items[index] in _OUTPUT_PLUGINS:
+            index += 1
+            continue
+        if arg.startswith("-p") and arg[2:] in _OUTPUT_PLUGINS:
+            continue
+        if arg in _SELECTION_WITH_VALUE and index < len(items):
+            out += [arg, items[index]]
+            index += 1
+            continue
+        out.append(_from_top(arg, invocation_dir, top) if not arg.startswith("-") else arg)
+    return out
+
+
+def _from_top(arg: str, invocation_dir: str | None, top: str | None) -> str:
+    if invocation_dir is None or top is None:
+        return arg
+    path, sep, rest = arg.partition("::")
+    full = os.path.normpath(os.path.join(invocation_dir, path))
+    if not os.path.exists(full):
+        return arg
+    rel = os.path.relpath(os.path.realpath(full), os.path.realpath(top))
+    return rel.replace(os.sep, "/") + sep + rest
+
+
+def find_store(start: str, toplevel: str | None) -> str:
+    """The store for a command run in ``start``: the nearest ``.diffgenome/`` folder from
+    ``start`` up to the git top ``toplevel``, else ``.diffgenome/`` at the git top. Outside
+    a git work tree (``toplevel`` None) nothing above ``start`` is looked at: the store is
+    ``start/.diffgenome``, never a stray one in a shared parent such as ``/tmp``.
+
+    ``pytest --genome`` (from its invocation folder) and the ``diffgenome`` command (from the
+    current folder) both call this, so a project in a subfolder of a repository shares one
+    store with the commands run anywhere in that repository.
+    """
+    here = os.path.abspath(start)
+    if not toplevel:
+        return os.path.join(here, DEFAULT_DIR)
+    top = os.path.abspath(toplevel)
+    real_top = os.path.realpath(top)
+    if not (os.path.realpath(here) + os.sep).startswith(real_top + os.sep):
+        return os.path.join(top, DEFAULT_DIR)
+    while True:
+        candidate = os.path.join(here, DEFAULT_DIR)
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if os.path.realpath(here) == real_top or parent == here:
+            break
+        here = parent
+    return os.path.join(top, DEFAULT_DIR)
