@@ -158,6 +158,23 @@ def test_decisions_new_on_head_and_gone_from_base_are_marked_on_their_side() -> 
     assert "decision chg" not in page
 
 
+def test_values_are_named_by_label_the_same_on_the_index_and_the_page() -> None:
+    def results(digest: str) -> dict[str, Any]:
+        return genome(
+            "t::v", [call(2, 1, "py:pkg.g", results=[{"shape": "int", "digest": digest}])]
+        )
+
+    base, head = results("1" * 64), results("2" * 64)
+    diff = diff_documents(base, head, base_rev="a", head_rev="b")
+    assert [c.kind for c in diff.tests[0].changes] == ["result_changed"]
+    site = diff_site(diff, records(base), records(head))
+    index, page = site[INDEX].decode(), site[page_name("t::v")].decode()
+    said = "py:pkg.g results: int (value A) → int (value B)"
+    assert said in index and said in page
+    assert '<td class="base">int (value A)</td><td class="head">int (value B)</td>' in page
+    assert "1111" not in page and "2222" not in page
+
+
 def test_a_test_without_its_recording_gets_a_page_that_says_so() -> None:
     diff, _base, _head = evil_diff()
     page = diff_site(diff)[page_name(TEST_ID)].decode()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from diffgenome.analysis.diff.align import PhaseIndex, element, index_phase
-from diffgenome.analysis.diff.describe import ARROW, TIMES, describe, where
+from diffgenome.analysis.diff.describe import ARROW, TIMES, ValueLabels, describe, where
 from diffgenome.analysis.models import (
     Change,
     CodeChange,
@@ -137,18 +137,22 @@ def diff_site(
     base_tests = base_tests or {}
     head_tests = head_tests or {}
     site = _assets()
+    # Values are named as in the other reports ("value A"), one name per digest for the whole
+    # site, given in the document's order so that the same diff names them the same.
+    labels = ValueLabels()
     pages: dict[str, str] = {}
     for test in diff.tests:
         if test.status == "unchanged" and not test.changes:
             continue
         name = page_name(test.id)
         pages[test.id] = name
-        site[name] = _diff_test_page(diff, test, base_tests.get(test.id), head_tests.get(test.id))
-    site[INDEX] = _diff_index(diff, pages)
+        base, head = base_tests.get(test.id), head_tests.get(test.id)
+        site[name] = _diff_test_page(diff, test, base, head, labels)
+    site[INDEX] = _diff_index(diff, pages, labels)
     return dict(sorted(site.items()))
 
 
-def _diff_index(diff: DiffDocument, pages: Mapping[str, str]) -> bytes:
+def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabels) -> bytes:
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
     counts = [(status, getattr(s, status)) for status in DIFF_STATUSES if getattr(s, status)]
@@ -175,7 +179,11 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str]) -> bytes:
     for test in sorted(diff.tests, key=lambda t: (order.get(t.status, len(order)), t.id)):
         name = pages.get(test.id)
         label = f'<a href="{name}">{esc(test.id)}</a>' if name else esc(test.id)
-        first = describe(test.changes[0]) if test.changes else (test.reasons or [""])[0]
+        first = (
+            describe(test.changes[0], labels)
+            if test.changes
+            else labels.rewrite((test.reasons or [""])[0])
+        )
         parts.append(
             f'<tr data-status="{esc(test.status)}"><td class="id">{label}</td>'
             f"<td>{_badge(test.status)}</td><td>{esc(_outcome(test))}</td>"
@@ -353,7 +361,11 @@ def _marks(changes: Sequence[Change], side: str) -> _Marks:
 
 
 def _diff_test_page(
-    diff: DiffDocument, test: TestDiff, base: TestRecord | None, head: TestRecord | None
+    diff: DiffDocument,
+    test: TestDiff,
+    base: TestRecord | None,
+    head: TestRecord | None,
+    labels: ValueLabels,
 ) -> bytes:
     title = test.id
     parts = [
@@ -366,10 +378,10 @@ def _diff_test_page(
     ]
     if test.reasons:
         parts.append('<section id="reasons"><h2>Reasons</h2>\n<ul class="reasons">\n')
-        parts.extend(f"<li>{esc(reason)}</li>\n" for reason in test.reasons)
+        parts.extend(f"<li>{esc(labels.rewrite(reason))}</li>\n" for reason in test.reasons)
         parts.append("</ul></section>\n")
     if test.changes:
-        parts.append(_changes_table(test.changes))
+        parts.append(_changes_table(test.changes, labels))
     parts.append(
         '<section id="trees">\n<h2>Call trees</h2>\n'
         '<p class="tools"><button type="button" data-expand="open">expand all</button> '
@@ -397,7 +409,7 @@ def _diff_test_page(
     return _page(title, "".join(parts), root="../", kind="test")
 
 
-def _changes_table(changes: Sequence[Change]) -> str:
+def _changes_table(changes: Sequence[Change], labels: ValueLabels) -> str:
     parts = [
         f'<section id="changes"><h2>Changes ({len(changes)})</h2>\n'
         '<table class="changes"><thead><tr><th>where</th><th>change</th><th>base</th>'
@@ -410,18 +422,19 @@ def _changes_table(changes: Sequence[Change]) -> str:
             if change.predicate:
                 place += f" `{change.predicate}`"
         full = " \u203a ".join(change.path)
+        line = describe(change, labels)
         parts.append(
             f'<tr class="k-{esc(change.kind)}"><td class="where" title="{esc(full)}">'
             f"<code>{esc(place)}</code></td>"
-            f'<td>{esc(change.kind.replace("_", " "))}<div class="line">{esc(describe(change))}'
-            f'</div></td><td class="base">{_value(change.kind, change.base)}</td>'
-            f'<td class="head">{_value(change.kind, change.head)}</td></tr>\n'
+            f'<td>{esc(change.kind.replace("_", " "))}<div class="line">{esc(line)}'
+            f'</div></td><td class="base">{_value(change.kind, change.base, labels)}</td>'
+            f'<td class="head">{_value(change.kind, change.head, labels)}</td></tr>\n'
         )
     parts.append("</tbody>\n</table>\n</section>\n")
     return "".join(parts)
 
 
-def _value(kind: str, value: object) -> str:
+def _value(kind: str, value: object, labels: ValueLabels) -> str:
     """One side of a change, as escaped HTML: lists as lines, mappings as ``key value``."""
     if value is None:
         return '<span class="none">—</span>'
@@ -429,19 +442,18 @@ def _value(kind: str, value: object) -> str:
         return esc(_outcomes(value))
     if kind == "call_count_changed":
         return esc(f"{TIMES}{value}")
-    lines = _lines(value)
+    lines = _lines(value, labels)
     return "<br>".join(esc(line) for line in lines) if lines else '<span class="none">none</span>'
 
 
-def _lines(value: object) -> list[str]:
+def _lines(value: object, labels: ValueLabels) -> list[str]:
     if isinstance(value, str | int | float | bool):
         return [str(value)]
     if isinstance(value, Sequence):
         out: list[str] = []
         for item in value:
             if isinstance(item, Mapping) and "shape" in item:
-                digest = item.get("digest")
-                out.append(f"{item['shape']}" + (f" #{str(digest)[:8]}" if digest else ""))
+                out.append(f"{item['shape']}{labels(item.get('digest'))}")
             elif isinstance(item, Mapping) and "overflow" in item:
                 out.append(f"+{item['overflow']} more")
             elif isinstance(item, Mapping) and "bucket" in item:
