@@ -356,6 +356,28 @@ def test_the_same_diff_writes_the_same_bytes(site: Site, repo: Path, tmp_path: P
     assert _files(site.root) == _files(again)
 
 
+def test_sides_given_as_genome_files_show_their_call_trees(
+    site: Site, repo: Path, tmp_path: Path
+) -> None:
+    files = []
+    for side in ("base", "head"):
+        path = tmp_path / f"{side}.json"
+        done = cli(repo, "export", site.document[side]["run"], "-o", str(path))
+        assert done.returncode == 0, done.stderr
+        files.append(str(path))
+    out = tmp_path / "from-files"
+    # Another store, without these runs: the trees can only come from the files.
+    elsewhere = str(tmp_path / "other-store")
+    code, document = cli_json(
+        repo, tmp_path, "diff", *files, "--no-confirm", "--store", elsewhere, "--html", str(out)
+    )
+    assert code == 1
+    assert {t["id"]: t["status"] for t in document["tests"]} == site.status_of()
+    page = (out / page_name(SCRIPT_ID)).read_text(encoding="utf-8")
+    assert "recording not available" not in page
+    assert '<span class="node add"><code>py:shop.pricing._total</code>' in page
+
+
 def test_show_writes_a_run_site_with_outcome_filters(repo: Path, tmp_path: Path) -> None:
     done = run_pytest(repo, "--genome")
     assert done.returncode == 0, done.stdout + done.stderr
