@@ -19,7 +19,7 @@ import html
 import json
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -155,7 +155,9 @@ def diff_site(
 def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabels) -> bytes:
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
-    counts = [(status, getattr(s, status)) for status in DIFF_STATUSES if getattr(s, status)]
+    rows = Counter[str](test.status for test in diff.tests)  # the rows the boxes act on
+    statuses = [*DIFF_STATUSES, *sorted(set(rows) - set(DIFF_STATUSES))]
+    counts = [(status, rows[status]) for status in statuses if rows[status]]
     hidden = _HIDDEN_AT_FIRST if any(n for st, n in counts if st not in _HIDDEN_AT_FIRST) else ()
     parts = [
         f"<header>\n<h1>{esc(title)}</h1>\n",
