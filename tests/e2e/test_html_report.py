@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from diffgenome.analysis.report.html import CSP, page_name
+from diffgenome.analysis.models import Run
+from diffgenome.analysis.models import TestRecord as Recorded
+from diffgenome.analysis.report.html import CSP, page_name, run_site, write_site
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from e2e.browser import load, png_pixels, rows, screenshot
 from e2e.helpers import cli, cli_json, export, git_commit, git_in, run_pytest, write_files
@@ -354,6 +356,31 @@ def test_the_same_diff_writes_the_same_bytes(site: Site, repo: Path, tmp_path: P
     code, _document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", "--html", str(again))
     assert code == 1
     assert _files(site.root) == _files(again)
+
+
+def test_a_run_site_shows_only_unverified_tests_when_asked_in_chromium(tmp_path: Path) -> None:
+    run = Run(
+        id="r1", commit=None, dirty=None, python="CPython 3.12", platform="linux",
+        started_at="2026-01-01T00:00:00Z", config={},
+    )  # fmt: skip
+    tests = [
+        Recorded(id="t.py::ok", outcome="passed", verified=True),
+        Recorded(id="t.py::net", outcome="passed", verified=False, unverified_reasons=["x"]),
+        Recorded(id="t.py::bad", outcome="failed", verified=True),
+        Recorded(id="t.py::both", outcome="failed", verified=False, unverified_reasons=["y"]),
+    ]
+    index = Path(write_site(run_site(run, tests), str(tmp_path / "run")))
+
+    def visible(fragment: str) -> list[str]:
+        loaded = load(index, fragment)
+        assert loaded.console == [], loaded.console
+        found, _body = rows(loaded.dom)
+        return sorted(re.findall(r"^t\.py::[a-z]+", row.text)[0] for row in found if not row.hidden)
+
+    assert visible("") == ["t.py::bad", "t.py::both", "t.py::net", "t.py::ok"]
+    assert visible("only=unverified") == ["t.py::both", "t.py::net"]
+    assert visible("status=failed&only=unverified") == ["t.py::both"]
+    assert visible("status=passed") == ["t.py::net", "t.py::ok"]
 
 
 def test_sides_given_as_genome_files_show_their_call_trees(

@@ -103,13 +103,25 @@ def _badge(word: str) -> str:
     return f'<span class="badge s-{esc(word)}">{esc(word)}</span>'
 
 
-def _filters(counts: Sequence[tuple[str, int]], what: str, hidden: Iterable[str] = ()) -> str:
-    """Status check boxes and a search field; report.js applies them to ``#tests`` rows."""
+def _filters(
+    counts: Sequence[tuple[str, int]],
+    what: str,
+    hidden: Iterable[str] = (),
+    only: Sequence[tuple[str, int]] = (),
+) -> str:
+    """Status check boxes and a search field; report.js applies them to ``#tests`` rows.
+    ``only``: flags (``unverified``) whose box, ticked, shows only the rows carrying
+    ``data-<flag>``."""
     hide = set(hidden)
     boxes = "".join(
         f'<label class="filter s-{esc(status)}"><input type="checkbox" data-status="{esc(status)}"'
         f"{'' if status in hide else ' checked'}> {esc(status)} <b>{n}</b></label>\n"
         for status, n in counts
+    )
+    boxes += "".join(
+        f'<label class="filter only"><input type="checkbox" data-only="{esc(flag)}"> only '
+        f"{esc(flag)} <b>{n}</b></label>\n"
+        for flag, n in only
     )
     return (
         '<form class="filters" id="filters">\n'
@@ -685,7 +697,7 @@ def _run_index(run: Run, tests: Sequence[TestRecord], pages: Mapping[str, str]) 
         + "</p>\n",
         _run_meta(run),
         '</header>\n<main>\n<section id="tests-section">\n<h2>Tests</h2>\n',
-        _filters(counts, "test ids"),
+        _filters(counts, "test ids", only=[("unverified", unverified)] if unverified else []),
         '<table id="tests" class="tests">\n<thead><tr><th>test</th><th>outcome</th>'
         "<th>verified</th><th>calls</th></tr></thead>\n<tbody>\n",
     ]
@@ -696,8 +708,8 @@ def _run_index(run: Run, tests: Sequence[TestRecord], pages: Mapping[str, str]) 
         verified = "yes" if test.verified else "no: " + "; ".join(test.unverified_reasons or ["?"])
         calls = sum(len(genome.nodes) for genome in test.phases.values())
         parts.append(
-            f'<tr data-status="{esc(test.outcome)}"><td class="id">{label}</td>'
-            f"<td>{_badge(test.outcome)}</td>"
+            f'<tr data-status="{esc(test.outcome)}"{"" if test.verified else " data-unverified"}>'
+            f'<td class="id">{label}</td><td>{_badge(test.outcome)}</td>'
             f'<td class="{"" if test.verified else "bad"}">{esc(verified)}</td>'
             f'<td class="num">{calls}</td></tr>\n'
         )

@@ -1,6 +1,6 @@
 // diffgenome HTML report: filters and search on the index, expand/collapse on test pages.
 // Vanilla JavaScript, no requests. The filter state lives in the URL fragment
-// (#status=changed,added&q=text), so a filtered view can be bookmarked or linked.
+// (#status=changed,added&only=unverified&q=text), so a filtered view can be bookmarked or linked.
 (function () {
   "use strict";
 
@@ -34,6 +34,7 @@
     }
     var rows = all("tbody tr", table);
     var boxes = all("input[data-status]", form);
+    var onlys = all("input[data-only]", form);
     var search = document.getElementById("search");
     var shown = document.getElementById("shown");
     var texts = rows.map(function (row) {
@@ -45,11 +46,23 @@
       boxes.forEach(function (box) {
         wanted[box.getAttribute("data-status")] = box.checked;
       });
+      var flags = onlys
+        .filter(function (box) {
+          return box.checked;
+        })
+        .map(function (box) {
+          return "data-" + box.getAttribute("data-only");
+        });
       var query = search.value.trim().toLowerCase();
       var visible = 0;
       rows.forEach(function (row, i) {
         var status = row.getAttribute("data-status");
-        var ok = wanted[status] !== false && (!query || texts[i].indexOf(query) >= 0);
+        var ok =
+          wanted[status] !== false &&
+          (!query || texts[i].indexOf(query) >= 0) &&
+          flags.every(function (flag) {
+            return row.hasAttribute(flag);
+          });
         row.hidden = !ok;
         if (ok) {
           visible += 1;
@@ -70,6 +83,15 @@
           box.checked = !!on[box.getAttribute("data-status")];
         });
       }
+      if (typeof state.only === "string") {
+        var only = {};
+        state.only.split(",").forEach(function (flag) {
+          only[flag] = true;
+        });
+        onlys.forEach(function (box) {
+          box.checked = !!only[box.getAttribute("data-only")];
+        });
+      }
       if (typeof state.q === "string") {
         search.value = state.q;
       }
@@ -85,6 +107,16 @@
           return box.getAttribute("data-status");
         });
       var hash = "#status=" + on.join(",");
+      var only = onlys
+        .filter(function (box) {
+          return box.checked;
+        })
+        .map(function (box) {
+          return box.getAttribute("data-only");
+        });
+      if (only.length) {
+        hash += "&only=" + only.join(",");
+      }
       if (search.value) {
         hash += "&q=" + encodeURIComponent(search.value);
       }
@@ -100,7 +132,7 @@
     form.addEventListener("submit", function (event) {
       event.preventDefault();
     });
-    boxes.forEach(function (box) {
+    boxes.concat(onlys).forEach(function (box) {
       box.addEventListener("change", function () {
         apply();
         toHash();
