@@ -110,6 +110,12 @@ class Row:
     status: str
     hidden: bool
     text: str
+    cells: list[str]
+
+    @property
+    def id(self) -> str:
+        """The text of the first cell: the test id."""
+        return self.cells[0] if self.cells else ""
 
 
 class _Rows(HTMLParser):
@@ -129,8 +135,10 @@ class _Rows(HTMLParser):
         if tag == "table" and found.get("id") == "tests":
             self._in_table = True
         if self._in_table and tag == "tr" and "data-status" in found:
-            self._row = Row(found["data-status"], "hidden" in found, "")
+            self._row = Row(found["data-status"], "hidden" in found, "", [])
             self.rows.append(self._row)
+        if self._row is not None and tag == "td":
+            self._row.cells.append("")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "table":
@@ -141,6 +149,8 @@ class _Rows(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._row is not None:
             self._row.text += data
+            if self._row.cells:
+                self._row.cells[-1] += data
 
 
 def rows(dom: str) -> tuple[list[Row], dict[str, str]]:
