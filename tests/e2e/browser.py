@@ -58,6 +58,7 @@ def _command(*args: str, profile: str) -> list[str]:
         "--headless",
         "--no-sandbox",  # CI containers and root: the page is our own local file
         "--disable-gpu",
+        "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
         "--no-first-run",
         "--disable-extensions",
         "--disable-background-networking",
