@@ -175,6 +175,29 @@ def test_values_are_named_by_label_the_same_on_the_index_and_the_page() -> None:
     assert "1111" not in page and "2222" not in page
 
 
+def test_test_pages_step_through_the_tests_in_the_index_order() -> None:
+    def two(extra: str) -> dict[str, Any]:
+        doc = genome("t::b", [call(2, 1, extra)])
+        doc["tests"] += genome("t::a", [call(2, 1, extra)])["tests"]
+        doc["tests"] += genome("t::c", [])["tests"]  # unchanged: no page, not a step
+        return doc
+
+    base, head = two("py:pkg.old"), two("py:pkg.new")
+    diff = diff_documents(base, head, base_rev="a", head_rev="b")
+    assert [(t.id, t.status) for t in diff.tests] == [
+        ("t::a", "changed"),
+        ("t::b", "changed"),
+        ("t::c", "unchanged"),
+    ]
+    site = diff_site(diff, records(base), records(head))
+    first, second = site[page_name("t::a")].decode(), site[page_name("t::b")].decode()
+    assert f'<a href="../{page_name("t::b")}" rel="next" title="t::b">next →</a>' in first
+    assert 'rel="prev"' not in first
+    assert f'<a href="../{page_name("t::a")}" rel="prev" title="t::a">← previous</a>' in second
+    assert 'rel="next"' not in second
+    assert page_name("t::c") not in site
+
+
 def test_a_test_without_its_recording_gets_a_page_that_says_so() -> None:
     diff, _base, _head = evil_diff()
     page = diff_site(diff)[page_name(TEST_ID)].decode()

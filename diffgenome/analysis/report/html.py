@@ -152,14 +152,17 @@ def diff_site(
     # Values are named as in the other reports ("value A"), one name per digest for the whole
     # site, given in the document's order so that the same diff names them the same.
     labels = ValueLabels()
-    pages: dict[str, str] = {}
-    for test in diff.tests:
-        if test.status == "unchanged" and not test.changes:
-            continue
-        name = page_name(test.id)
-        pages[test.id] = name
+    with_page = [t for t in diff.tests if t.status != "unchanged" or t.changes]
+    pages = {test.id: page_name(test.id) for test in with_page}
+    # Pages link to the previous and next test in the index's order.
+    ordered = [t.id for t in _index_order(with_page)]
+    around = {
+        test_id: (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None)
+        for i, test_id in enumerate(ordered)
+    }
+    for test in with_page:
         base, head = base_tests.get(test.id), head_tests.get(test.id)
-        site[name] = _diff_test_page(diff, test, base, head, labels)
+        site[pages[test.id]] = _diff_test_page(diff, test, base, head, labels, around[test.id])
     site[INDEX] = _diff_index(diff, pages, labels)
     return dict(sorted(site.items()))
 
@@ -189,8 +192,7 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
         '<table id="tests" class="tests">\n<thead><tr><th>test</th><th>status</th>'
         "<th>outcome</th><th>changes</th><th>first change or reason</th></tr></thead>\n<tbody>\n"
     )
-    order = {status: i for i, status in enumerate(DIFF_STATUSES)}
-    for test in sorted(diff.tests, key=lambda t: (order.get(t.status, len(order)), t.id)):
+    for test in _index_order(diff.tests):
         name = pages.get(test.id)
         label = f'<a href="{name}">{esc(test.id)}</a>' if name else esc(test.id)
         first = (
@@ -211,6 +213,12 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
     parts.append(_drift_section(diff, pages))
     parts.append("</main>\n")
     return _page(title, "".join(parts), root="", kind="index")
+
+
+def _index_order(tests: Sequence[TestDiff]) -> list[TestDiff]:
+    """Most telling status first (changed, unverified, ...), then by id."""
+    rank = {status: i for i, status in enumerate(DIFF_STATUSES)}
+    return sorted(tests, key=lambda t: (rank.get(t.status, len(rank)), t.id))
 
 
 def _summary(diff: DiffDocument) -> str:
@@ -380,10 +388,16 @@ def _diff_test_page(
     base: TestRecord | None,
     head: TestRecord | None,
     labels: ValueLabels,
+    around: tuple[str | None, str | None] = (None, None),
 ) -> bytes:
     title = test.id
+    steps = "".join(
+        f' · <a href="../{page_name(other)}" rel="{rel}" title="{esc(other)}">{word}</a>'
+        for other, rel, word in ((around[0], "prev", "← previous"), (around[1], "next", "next →"))
+        if other is not None
+    )
     parts = [
-        f'<header>\n<p class="crumb"><a href="../{INDEX}">← all tests</a> · '
+        f'<header>\n<p class="crumb"><a href="../{INDEX}">↑ all tests</a>{steps} · '
         f"{esc(_side(diff.base))} {ARROW} {esc(_side(diff.head))}</p>\n",
         f'<h1 class="id">{esc(test.id)}</h1>\n',
         f"<p>{_badge(test.status)} outcome {esc(_outcome(test))} · "
@@ -719,7 +733,7 @@ def _run_index(run: Run, tests: Sequence[TestRecord], pages: Mapping[str, str]) 
 
 def _run_test_page(run: Run, test: TestRecord) -> bytes:
     parts = [
-        f'<header>\n<p class="crumb"><a href="../{INDEX}">← all tests</a> · '
+        f'<header>\n<p class="crumb"><a href="../{INDEX}">↑ all tests</a> · '
         f"{esc(_run_title(run))}</p>\n",
         f'<h1 class="id">{esc(test.id)}</h1>\n<p>{_badge(test.outcome)}</p>\n',
         "</header>\n<main>\n",
