@@ -26,6 +26,7 @@ from typing import NoReturn
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
+from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.htmlreport import check_directory, write_diff_html, write_run_html
@@ -619,6 +620,51 @@ def _run_affected(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _configure_combine(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="STORE",
+        help="a shard's store (its newest run is taken) or a file written by `diffgenome export`",
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="STORE", help="store to add the combined run to"
+    )
+    parser.add_argument(
+        "--commit", metavar="REV", help="take each store's newest run of this commit (sha prefix)"
+    )
+    parser.add_argument(
+        "--expect",
+        metavar="N",
+        type=int,
+        help="the suite was split into N shards (needed when the shards carry no "
+        "--genome-shard label; checked against the labels otherwise)",
+    )
+    parser.epilog = (
+        "Exit status 0: the combined run is complete; 1: it was written but is incomplete "
+        "(a shard is missing or incomplete); 2: nothing was written."
+    )
+
+
+def _run_combine(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        raise CliError("combine writes to -o STORE and reads the stores it is given; drop --store")
+    commit = _git_commit(args.commit) if args.commit else None
+    result = combine(args.inputs, args.output, commit=commit or args.commit, expect=args.expect)
+    state = "complete" if result.complete else "incomplete"
+    commit_text = result.commit[:12] if result.commit else "no commit"
+    write_output(
+        f"combined {result.shards} of {result.expected} shards of {commit_text} into run "
+        f"{result.run_id} in {result.store}: {state}, {result.tests} tests\n",
+        None,
+    )
+    for reason in result.reasons:
+        sys.stderr.write(f"{PROG}: incomplete: {reason}\n")
+    for note in result.notes:
+        sys.stderr.write(f"{PROG}: note: {note}\n")
+    return EXIT_OK if result.complete else EXIT_FOUND
+
+
 COMMANDS: list[Command] = [
     Command("runs", "list the recorded runs, newest first", _configure_runs, _run_runs),
     Command("show", "show a run's tests, or one test's genome", _configure_show, _run_show),
@@ -632,6 +678,12 @@ COMMANDS: list[Command] = [
     Command("schema", "print the JSON Schema of a document format", _configure_schema, _run_schema),
     Command(
         "diff", "record two revisions and diff their tests' behaviour", _configure_diff, _run_diff
+    ),
+    Command(
+        "combine",
+        "merge the runs of a sharded suite (one per shard) into one run",
+        _configure_combine,
+        _run_combine,
     ),
     Command(
         "affected",

@@ -111,8 +111,9 @@ class CallNode(_Model):
     count: int
     exits: dict[str, int] = Field(
         {},
-        description="'returned', 'yielded', 'raised:<exception symbol>' or 'running' (another "
-        "thread was still inside the call when the phase ended) -> count",
+        description="'returned', 'yielded', 'raised:<exception symbol>', 'running' (another "
+        "thread was still inside the call when the phase ended) or 'process-ended' (a recorded "
+        "child process ended inside the call) -> count",
     )
     args: list[ValueShape] = []
     args_overflow: Overflow | None = None
@@ -123,8 +124,9 @@ class CallNode(_Model):
     via: str | None = Field(
         None,
         description="'thread' (a thread its parent started in this phase), 'task' (an asyncio "
-        "task its parent created) or 'earlier-thread' (a thread started in an earlier phase: "
-        "a fixture's server, a pool; under the phase's root)",
+        "task its parent created), 'earlier-thread' (a thread started in an earlier phase: "
+        "a fixture's server, a pool; under the phase's root) or 'process' (a recorded child "
+        "process)",
     )
 
 
@@ -178,7 +180,11 @@ class OsEventNode(_Model):
     type: Literal["os_event"]
     kind: str = Field(description="connect|dns|bind|listen|sendto|subprocess|...")
     target: str = Field(description="host as written and port, or program name")
-    outcome: str = Field(description="'allowed', 'refused:egress-guard', 'untraced-child', ...")
+    outcome: str = Field(
+        description=(
+            "'allowed', 'refused:egress-guard', 'program', 'recorded-child', 'untraced-child', ..."
+        )
+    )
     count: int
 
 

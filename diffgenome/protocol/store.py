@@ -230,6 +230,23 @@ def recording_key(
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+# The run ``config`` entry of a session that recorded one shard of a sharded suite
+# (``pytest --genome-shard I/N``): ``{"index": I, "count": N}``, 1-based.
+SHARD_CONFIG_KEY: Final = "shard"
+
+
+def shard_of(config: object) -> tuple[int, int] | None:
+    """``(index, count)`` of a run's ``config``, or None when it recorded no shard label (or
+    an unusable one)."""
+    shard = config.get(SHARD_CONFIG_KEY) if isinstance(config, dict) else None
+    if not isinstance(shard, dict):
+        return None
+    index, count = shard.get("index"), shard.get("count")
+    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
+        return None
+    return index, count
+
+
 # --- creating and opening a store for writing ---------------------------------------------
 
 

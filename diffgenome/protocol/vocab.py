@@ -59,6 +59,13 @@ OS_SENDTO: Final = "sendto"
 OS_SUBPROCESS: Final = "subprocess"
 # A child process running Python, whose code the recorder did not see.
 OUTCOME_UNTRACED_CHILD: Final = "untraced-child"
+# A child process running another program than Python: its identity is the evidence.
+OUTCOME_PROGRAM: Final = "program"
+# A child process running Python whose in-scope behaviour was recorded into the test's genome
+# (its calls hang under this event, ``via`` "process").
+OUTCOME_RECORDED_CHILD: Final = "recorded-child"
+# ``via`` of the top-level calls of a recorded child process.
+VIA_PROCESS: Final = "process"
 OS_EVENT_KINDS: Final = (OS_CONNECT, OS_DNS, OS_BIND, OS_LISTEN, OS_SENDTO, OS_SUBPROCESS)
 
 DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "assert")
@@ -68,6 +75,9 @@ EGRESS_POLICIES: Final = ("loopback", "block", "allow")
 # Exit keys of a call node: "returned", or "raised:<exception symbol>".
 EXIT_RETURNED: Final = "returned"
 EXIT_RAISED_PREFIX: Final = "raised:"
+# A call still running when its (recorded child) process ended: ``os._exit``, or a daemon
+# thread's frame at interpreter exit.
+EXIT_PROCESS_ENDED: Final = "process-ended"
 # A generator or coroutine that suspended (yield/await) rather than returned.
 EXIT_YIELDED: Final = "yielded"
 # A call another thread was still inside when the phase ended (a server loop, a worker).

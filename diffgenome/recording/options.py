@@ -41,6 +41,8 @@ class Options:
     basetemp: str | None
     #: Seed of ``random`` at the start of every test phase (None: left alone).
     random_seed: int | None = None
+    #: ``(index, count)``, 1-based, when the session records one shard of a sharded suite.
+    shard: tuple[int, int] | None = None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -78,6 +80,7 @@ def read_options(config: pytest.Config) -> Options:
         max_nodes=_max_nodes(config),
         basetemp=str(basetemp) if basetemp else None,
         random_seed=config.getoption("genome_random_seed", None),
+        shard=_shard(config),
     )
 
 
@@ -87,6 +90,42 @@ def default_store(invocation_dir: str, rootdir: str) -> str:
     rootdir (see :func:`diffgenome.protocol.selection.find_store`)."""
     top = git_toplevel(invocation_dir)
     return find_store(invocation_dir if top else rootdir, top)
+
+
+def _shard(config: pytest.Config) -> tuple[int, int] | None:
+    """``--genome-shard I/N``, else pytest-split's ``--group I --splits N`` (1-based like
+    ours): which shard of the suite this session records, for ``diffgenome combine``."""
+    raw = config.getoption("genome_shard")
+    given = _parse_shard(str(raw)) if raw is not None else None
+    split = _pytest_split_shard(config)
+    if given is not None and split is not None and given != split:
+        raise pytest.UsageError(
+            f"--genome-shard={raw} disagrees with pytest-split's --group {split[0]} "
+            f"--splits {split[1]}; leave --genome-shard out or make them agree"
+        )
+    return given or split
+
+
+def _parse_shard(raw: str) -> tuple[int, int]:
+    index, sep, count = raw.strip().partition("/")
+    try:
+        shard = (int(index), int(count)) if sep else (0, 0)
+    except ValueError:
+        shard = (0, 0)
+    if not 1 <= shard[0] <= shard[1]:
+        raise pytest.UsageError(
+            f"--genome-shard must be I/N with 1 <= I <= N (shard I of N, e.g. 2/3), not {raw!r}"
+        )
+    return shard
+
+
+def _pytest_split_shard(config: pytest.Config) -> tuple[int, int] | None:
+    """pytest-split's ``--splits N --group I`` when both are given (plain integers)."""
+    splits = config.getoption("splits", None)
+    group = config.getoption("group", None)
+    if isinstance(splits, int) and isinstance(group, int) and 1 <= group <= splits:
+        return group, splits
+    return None
 
 
 def _max_nodes(config: pytest.Config) -> int:

@@ -65,6 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seed Python's random module with N at the start of each test phase, as "
         "pytest-randomly does (diffgenome diff passes 0: both sides draw the same numbers)",
     )
+    group.addoption(
+        "--genome-shard",
+        metavar="I/N",
+        default=None,
+        help="this session records shard I of N of a sharded suite (a label for "
+        "`diffgenome combine`; it selects no tests; default: pytest-split's --group/--splits)",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
     parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")

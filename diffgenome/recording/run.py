@@ -32,7 +32,7 @@ COLLECTORS: list[dict[str, Any]] = [
         "notes": [
             "sees socket and subprocess audit events of this process only",
             "C extensions that call libc directly are not seen",
-            "child processes are recorded, not traced nor guarded",
+            "Python child processes are recorded when they load the hook; no child is guarded",
         ],
     },
 ]

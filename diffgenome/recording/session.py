@@ -23,8 +23,9 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
-from diffgenome.protocol.store import one_line
+from diffgenome.protocol.store import SHARD_CONFIG_KEY, one_line
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, ORIGIN_REPO, SYMBOL_PREFIX
+from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
@@ -90,13 +91,12 @@ class Recorder:
         self._id_prefix = rootdir_in_repository(self.rootdir, toplevel)
         # Before the tracer exists: the compiled core takes the markers when it is built.
         basetemp = options.basetemp
-        stable.configure(
-            stable.locations_of_this_process(
-                toplevel or self.rootdir,
-                os.path.abspath(basetemp) if basetemp else None,
-                os.environ.get("HOME"),
-            )
+        self._locations = (
+            toplevel or self.rootdir,
+            os.path.abspath(basetemp) if basetemp else None,
+            os.environ.get("HOME"),
         )
+        stable.configure(stable.locations_of_this_process(*self._locations))
         self.tempfile_names = stable.TempfileNames()
         self.bounds = Bounds(max_nodes=options.max_nodes)
         try:
@@ -123,6 +123,9 @@ class Recorder:
         #: The line :meth:`pytest_terminal_summary` ends the session with, once the run is finished.
         self.summary_line: str | None = None
         self.guard: EgressGuard | None = None
+        #: Records Python child processes into the tests that start them (None: it could
+        #: not be set up, and Python children stay ``untraced-subprocess`` gaps).
+        self.children: child_processes.Children | None = None
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
@@ -159,6 +162,10 @@ class Recorder:
             # recording ("random": a seed of its own per process).
             "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
+        if self.options.shard is not None:
+            # Part of the recording key: a shard is never reused as the whole suite.
+            index, count = self.options.shard
+            config[SHARD_CONFIG_KEY] = {"index": index, "count": count}
         return config
 
     def _warn_split_path_options(self) -> None:
@@ -192,6 +199,9 @@ class Recorder:
         with contextlib.suppress(Exception):
             if self.guard is not None:
                 self.guard.deactivate()
+        with contextlib.suppress(Exception):
+            if self.children is not None:
+                self.children.close()
         with contextlib.suppress(Exception):
             if self.standins is not None:
                 self.standins.uninstall()
@@ -233,8 +243,46 @@ class Recorder:
             self.standins.install()
             self.subtests = SubtestCapture(self.tracer)
             self.subtests.install()
-        self.guard = EgressGuard(self.egress_policy, self._on_egress, self.tree_root)
+        if self._tracing:
+            self.children = self._open_children()
+        self.guard = EgressGuard(
+            self.egress_policy,
+            self._on_egress,
+            self.tree_root,
+            spawn=self.children.on_spawn if self.children is not None else None,
+        )
         self.guard.activate()
+
+    def _open_children(self) -> child_processes.Children | None:
+        """The hook that records Python children, or None (said once) when this environment
+        cannot take it: its Python children then stay disclosed gaps."""
+        scope = self.scope
+        bounds = self.bounds
+        config = {
+            "rootdir": scope.rootdir,
+            "source_roots": scope.source_roots,
+            "test_roots": scope.test_roots,
+            "tree_root": self.tree_root,
+            "location_root": self._locations[0],
+            "basetemp": self._locations[1],
+            "home": self._locations[2],
+            "bounds": {
+                "max_nodes": bounds.max_nodes,
+                "args": bounds.args,
+                "results": bounds.results,
+                "state": bounds.state,
+            },
+            "core": "auto",
+        }
+        try:
+            return child_processes.open_session(self.tracer, bounds, config)
+        except Exception as exc:
+            say(
+                self.config,
+                f"Python child processes will not be recorded ({one_line(exc)}); tests that "
+                "start one are marked unverified (untraced-subprocess)",
+            )
+            return None
 
     def _on_egress(self, kind: str, target: str, outcome: str) -> None:
         """Called by the guard on the thread that attempted egress."""
@@ -283,6 +331,7 @@ class Recorder:
             self.subtests.uninstall()
         self.tempfile_names.uninstall()
         self.tracer.stop()
+        self._close_children()
         self._say_first_errors()
         try:
             self._release_import()
@@ -345,6 +394,21 @@ class Recorder:
             with contextlib.suppress(Exception):
                 terminalreporter.write_line(self.summary_line)
 
+    def _close_children(self) -> None:
+        children = self.children
+        if children is None:
+            return
+        try:
+            children.close()
+        except Exception as exc:
+            say(self.config, f"could not remove the child-process hook: {one_line(exc)}")
+        if children.late:
+            say(
+                self.config,
+                f"{children.late} Python child process(es) sent their recording after their "
+                "test phase ended; those tests are marked unverified (child-unfinished)",
+            )
+
     def _say_first_errors(self) -> None:
         """Under ``DIFFGENOME_DEBUG=callbacks``, one line per kind of exception a callback
         caught: otherwise only counted, as ``tracer-error:N`` on the phases it struck."""
@@ -359,6 +423,8 @@ class Recorder:
         self._threads_at_start = set(_enumerate_threads())
         self._errors_at_phase_start = self.tracer.errors
         if self._tracing:
+            if self.children is not None:
+                self.children.begin_phase()
             self.tracer.begin_phase()
 
     def _end(self, phase: str) -> None:
@@ -374,6 +440,11 @@ class Recorder:
             self._phase_reasons.append(f"not-recorded:{phase}")
             return
         capture = self.tracer.end_phase()
+        if self.children is not None:
+            try:
+                self.children.end_phase(capture)
+            except Exception as exc:
+                self._phase_reasons.append(f"recorder-error:children:{type(exc).__name__}")
         try:
             exported = export_phase(capture, self.digester)
         except Exception as exc:  # never let the recorder break the user's run

@@ -598,7 +598,8 @@ def drifting(x):
 
 
 def child():
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    # Without site (-S) the child never loads the recorder's hook: an unrecorded child.
+    subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
 """
 
 

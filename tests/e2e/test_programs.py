@@ -4,11 +4,14 @@ A child process that runs another program than Python (``git``, a shell script) 
 ``os_event`` with the program's identity and outcome ``program``; the test stays verified. A
 program file inside the recorded tree is known by its path and a digest of its content, so a
 changed script is a change. A Python child (``sys.executable``, a script whose shebang names
-Python) ran code the recorder did not see: the test is unverified.
+Python) is recorded into the test (tests/e2e/test_children.py has every kind of child, and
+the ones that stay gaps).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +84,11 @@ def _spawn(doc: dict[str, Any], test: str) -> tuple[dict[str, Any], dict[str, An
     return genome, spawn
 
 
-def test_other_programs_are_evidence_and_python_children_are_gaps(tmp_path: Path) -> None:
+def test_other_programs_are_evidence_and_python_children_are_recorded(tmp_path: Path) -> None:
     project = make_project(tmp_path, FILES)
-    doc = record(project)
+    # ``#!/usr/bin/env python3`` finds this environment's Python, as in an activated venv.
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    doc = record(project, env={"PATH": path})
     genome, spawn = _spawn(doc, "::test_git")
     assert genome["verified"] is True, genome["unverified_reasons"]
     assert (spawn["target"], spawn["outcome"]) == ("git", "program")
@@ -93,11 +98,10 @@ def test_other_programs_are_evidence_and_python_children_are_gaps(tmp_path: Path
     genome, shell = _spawn(doc, "::test_shell_given_a_script")
     assert genome["verified"] is True
     assert shell["target"] == "sh " + spawn["target"]
-    for test in ("::test_python_script", "::test_python_child"):
+    for test, target in (("::test_python_script", "tool.py"), ("::test_python_child", "python")):
         genome, child = _spawn(doc, test)
-        assert child["outcome"] == "untraced-child"
-        assert genome["verified"] is False
-        assert f"call:untraced-subprocess:{child['target']}" in genome["unverified_reasons"]
+        assert (child["target"], child["outcome"]) == (target, "recorded-child")
+        assert genome["verified"] is True, genome["unverified_reasons"]
 
 
 def test_a_changed_script_in_the_tree_is_a_change(tmp_path: Path) -> None:

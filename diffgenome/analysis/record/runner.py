@@ -344,9 +344,11 @@ class Runner:
             f"--genome-key-file={os.path.join(store, KEY_FILE)}",
             *plugin,
             *FIXED_PYTEST_ARGS,
+            *self.options.pytest_args,
+            # After the user's arguments: a pytest --genome that ends with the same seeds is
+            # the same selection, so diff can reuse it.
             *_same_examples(target, self.options.pytest_args),
             *_same_draws(self.options.pytest_args),
-            *self.options.pytest_args,
         ]
 
     def _ensure_store(self) -> str:

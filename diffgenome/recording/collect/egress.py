@@ -45,13 +45,16 @@ What it does
 
     AF_UNIX sockets and ``socket.socketpair()`` never leave the machine (asyncio's self-pipe,
     Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
-    recorded with outcome "untraced-child" and never refused: the child is not traced and not
+    never refused. With a ``spawn`` handler (collect/children.py, which records Python
+    children into the test) every child goes to it; without one, another program is recorded
+    with outcome "program" and a Python child with outcome "untraced-child". No child is
     guarded.
 
 What it does NOT reach
-    * Child processes: they start without the hook and may do anything (recorded, not guarded).
-      Forked children (``os.fork``, multiprocessing "fork") do inherit the hook and the active
-      guard, so their attempts are refused, but what they record stays in the child's memory.
+    * Child processes: they start without the hook and may do anything (recorded, not guarded;
+      a recorded Python child records its egress as allowed). Forked children (``os.fork``,
+      multiprocessing "fork") do inherit the hook and the active guard, so their attempts are
+      refused; a recorded fork child sends what it recorded to its parent.
     * C extensions that call libc themselves (libpq, libcurl, gRPC core, ...), raw system calls
       through ctypes or cffi: no socket audit event is raised.
     * A host *name* passed straight to ``connect``/``sendto``/``bind`` (not through
@@ -87,6 +90,7 @@ from diffgenome.protocol.vocab import (
     OS_DNS,
     OS_SENDTO,
     OS_SUBPROCESS,
+    OUTCOME_PROGRAM,
     OUTCOME_UNTRACED_CHILD,
 )
 from diffgenome.recording.collect import programs
@@ -99,16 +103,18 @@ __all__ = [
     "EgressGuard",
     "EgressRefused",
     "Recorder",
+    "Spawner",
 ]
 
 #: (kind, target, outcome); called on the thread that made the attempt.
 Recorder = Callable[[str, str, str], None]
+#: (identity, whether it runs Python, environment or None, arguments after the program,
+#: whether it replaces this process) of a child about to start, on the spawning thread.
+Spawner = Callable[[str, bool, object, list[str], bool], None]
 
 OUTCOME_ALLOWED: Final = "allowed"
 OUTCOME_REFUSED: Final = "refused:egress-guard"
 OUTCOME_UNTRACED: Final = OUTCOME_UNTRACED_CHILD
-# A child that runs another program than Python: its identity is the evidence.
-OUTCOME_PROGRAM: Final = "program"
 
 _EVENT_KINDS: Final[dict[str, str]] = {
     "socket.connect": OS_CONNECT,
@@ -235,7 +241,16 @@ def _dispatch(
 class EgressGuard:
     """One egress policy plus the recorder that receives what it sees while active."""
 
-    def __init__(self, policy: str, record: Recorder, root: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: str,
+        record: Recorder,
+        root: str | None = None,
+        spawn: Spawner | None = None,
+    ) -> None:
+        """``spawn``, when given, is told of each child instead of ``record``: the program's
+        identity, whether it runs Python, and the environment it is given (None: it inherits
+        this process's), so that the child can be recorded (collect/children.py)."""
         if policy not in EGRESS_POLICIES:
             raise ValueError(
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
@@ -245,6 +260,7 @@ class EgressGuard:
         # The recorded tree: a program file inside it is known by its path and content.
         self.root = _realpath(root) if root else None
         self._record = record
+        self._spawn = spawn
         self._active = False
         self._previous: EgressGuard | None = None
 
@@ -302,6 +318,7 @@ class EgressGuard:
 
     def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
         if kind == OS_SUBPROCESS:
+            spawned: tuple[str, list[str]] | None = None
             try:
                 spawned = _spawned_program(event, args)
                 if spawned is None:
@@ -310,6 +327,15 @@ class EgressGuard:
             except Exception:
                 self.errors += 1
                 identity, python = "?", True
+            spawn = self._spawn
+            if spawn is not None:
+                try:
+                    arguments = spawned[1] if spawned is not None else []
+                    replaces = event == "os.exec"
+                    spawn(identity, python, _spawn_env(event, args), arguments, replaces)
+                except Exception:
+                    self.errors += 1
+                return
             self._emit(kind, identity, OUTCOME_UNTRACED if python else OUTCOME_PROGRAM)
             return
         try:
@@ -463,6 +489,16 @@ def _spawned_program(event: str, args: tuple[object, ...]) -> tuple[str, list[st
         rest = _words(args[1])[1:] if event == "os.exec" and len(args) > 1 else []
     text = _path_text(program) if program is not None else ""
     return (text or "?"), rest
+
+
+def _spawn_env(event: str, args: tuple[object, ...]) -> object:
+    """The environment a spawn event gives its child: None when it inherits this process's
+    (``os.system``, ``Popen(env=None)``, ``execv``, ``os.spawnv``)."""
+    if event == "subprocess.Popen":
+        return args[3] if len(args) > 3 else None
+    if event in ("os.posix_spawn", "os.exec"):
+        return args[2] if len(args) > 2 else None
+    return None
 
 
 def _words(argv: object) -> list[str]:

@@ -3,8 +3,9 @@
 A test that starts ``git`` or a shell hook did not hide Python behaviour from the recorder:
 what ran is another program, and the program's identity is the evidence (a changed hook
 script is a change). A test that starts Python (``sys.executable``, ``python -m ...``, a
-script or console script whose shebang names Python) ran in-scope code the recorder did not
-see, so it stays unverified (``untraced-subprocess:``) until children are recorded.
+script or console script whose shebang names Python) may run in-scope code: the child is
+recorded into the test (collect/children.py), or, when it cannot be, the test stays unverified
+(``untraced-subprocess:``).
 
 The identity is the program's basename, or, for a file inside the recorded tree, its path
 from the tree's root and a digest of its content (``hooks/pre_gen.sh@1f2e3d4c5b6a``). Only

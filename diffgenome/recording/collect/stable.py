@@ -37,7 +37,11 @@ import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
-FIXED_MARKERS: Final = ("pytest-of-", "/tmp", " at 0x", " id='")
+FIXED_MARKERS: Final = ("pytest-of-", "/tmp", " at 0x", " id='", "diffgenome-child:")
+# The value of ``DIFFGENOME_CHILD`` (collect/children.py): a per-run token and folder that a
+# test copying ``os.environ`` into a value would otherwise digest.
+_CHILD_VALUE: Final = re.compile(r"diffgenome-child:[0-9.]*\|?[^\s'\",}]*")
+_CHILD_VALUE_STABLE: Final = "diffgenome-child:<token>"
 _PYTEST_TMP: Final = re.compile(r"/pytest-of-[^/\s]+/pytest-\d+(?:/popen-gw\d+)?")
 _PYTEST_TMP_STABLE: Final = "/pytest-of-<user>/pytest-<n>"
 _TEMPFILE_NAME: Final = re.compile(r"(?<=/)tmp[a-z0-9_]{8}(?=[/.'\"\s>]|$)")
@@ -179,6 +183,8 @@ def stable_text(text: str) -> str:
             break
     else:
         return _random_names(text) if _tempfile_names else text
+    if "diffgenome-child:" in text:
+        text = _CHILD_VALUE.sub(_CHILD_VALUE_STABLE, text)
     if _location_re is not None:
         text = _location_re.sub(_location_label, text)
     if _tempfile_names:

@@ -41,6 +41,7 @@ from diffgenome.protocol.vocab import (
     EXIT_RUNNING,
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
+    ORIGIN_TEST,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
     VIA_EARLIER_THREAD,
@@ -438,6 +439,41 @@ class Tracer:
         )
         return symbol
 
+    def surrogate_info(
+        self, symbol: str, filename: str, origin: str, kind: str, line: int, path: str
+    ) -> CodeInfo:
+        """What a child process knew of one of its code objects, for exporting its calls in
+        this process: the symbol names the node, and the decision map of the same file (built
+        from the same source, so the child's site numbers mean the same sites) names its
+        branches. Never registered for events: no code object of this process is behind it."""
+        info = CodeInfo.__new__(CodeInfo)
+        info.code = _NO_CODE
+        info.symbol = symbol
+        info.origin = origin
+        info.is_test = origin == ORIGIN_TEST
+        info.kind = kind
+        info.line = line
+        info.path = path
+        info.filemap = None
+        if origin == ORIGIN_REPO:
+            placement = self.scope.place(filename)
+            if placement is not None:
+                info.filemap = self._filemap(filename, placement.module)
+        info.branch_cache = {}
+        info.argnames = ()
+        info.arg_labels = ()
+        info.salted_results = False
+        info.receiver = None
+        info.self_attrs = ()
+        info.globals_read = ()
+        info.state_globals = ()
+        info.has_state = False
+        return info
+
+    def add_symbol(self, entry: dict[str, object]) -> None:
+        """A symbol a child process saw: the store gets it like the ones seen here."""
+        self._add_symbol(entry)
+
     def _add_symbol(self, entry: dict[str, object]) -> None:
         """Keep the first entry for a symbol and queue it for the store."""
         symbol = str(entry["id"])
@@ -470,10 +506,11 @@ class Tracer:
 
     def record_os_event(
         self, kind: str, target: str, outcome: str, frame: FrameType | None
-    ) -> None:
-        """An OS-plane event (egress attempt, subprocess) under the in-scope caller."""
+    ) -> Node | None:
+        """An OS-plane event (egress attempt, subprocess) under the in-scope caller; its node
+        (a recorded child process hangs its calls under it), or None while not recording."""
         if not self._recording:
-            return
+            return None
         parent = self._parent_of(frame)
         if kind == "subprocess":  # a program's basename: a temporary script's name is noise
             target = stable.stable_program(target)
@@ -484,6 +521,7 @@ class Tracer:
         if kind == OS_SUBPROCESS and outcome == OUTCOME_UNTRACED_CHILD:
             # Python ran out of sight; another program's identity is evidence, no gap.
             self._reasons.add("untraced-subprocess:" + target)
+        return node
 
     def child(self, parent: Node, ntype: int, key: Any) -> Node:
         """The child of ``parent`` under ``key``, created within the node bound."""
@@ -975,6 +1013,7 @@ class Tracer:
 
 
 _ABSENT = object()
+_NO_CODE = (lambda: None).__code__
 _SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
 _CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
 # The receiver's own fields, read without running its code (see reflect.py).
