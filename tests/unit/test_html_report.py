@@ -117,6 +117,14 @@ def test_recorded_text_is_never_markup_in_any_page() -> None:
     assert 'title="py:tests.test_a.test_it \u203a py:pkg.f \u203a py:pkg.&lt;x-evil' in page
 
 
+def test_a_lone_surrogate_in_an_id_is_replaced_not_a_crash() -> None:
+    odd = "t.py::test[\ud800]"
+    base = genome(odd, [])
+    head = genome(odd, [call(2, 1, "py:pkg.new")])
+    site = diff_site(diff_documents(base, head, base_rev="a", head_rev="b"))
+    assert "t.py::test[?]" in site[page_name(odd)].decode("utf-8")
+
+
 def test_the_same_documents_give_the_same_bytes() -> None:
     first, base, head = evil_diff()
     second, *_ = evil_diff()

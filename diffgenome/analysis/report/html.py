@@ -87,7 +87,8 @@ def _page(title: str, body: str, *, root: str, kind: str) -> bytes:
         f'<script src="{root}{ASSET_DIR}/report.js" defer></script>\n'
         "</head>\n"
     )
-    return (head + f'<body data-page="{kind}">\n{body}</body>\n</html>\n').encode("utf-8")
+    page = head + f'<body data-page="{kind}">\n{body}</body>\n</html>\n'
+    return page.encode("utf-8", "replace")  # a lone surrogate in recorded text: "?"
 
 
 def _count(n: int, noun: str) -> str:
