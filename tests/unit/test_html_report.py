@@ -117,6 +117,21 @@ def test_recorded_text_is_never_markup_in_any_page() -> None:
     assert 'title="py:tests.test_a.test_it \u203a py:pkg.f \u203a py:pkg.&lt;x-evil' in page
 
 
+def test_recorded_text_is_never_markup_in_a_run_site() -> None:
+    _diff, _base, head = evil_diff()
+    record = records(head)[TEST_ID]
+    record.unverified_reasons = [EVIL]
+    record.verified = False
+    run = Run.model_validate(genomes.run(EVIL, commit=EVIL, incomplete_reasons=[EVIL]))
+    run.complete = False
+    site = run_site(run, [record])
+    for name in (INDEX, page_name(TEST_ID)):
+        tags = parsed(site[name])
+        assert tags.tags <= TAGS, (name, tags.tags - TAGS)
+        assert tags.handlers == [] and b"<x-evil" not in site[name], name
+        assert EVIL in tags.text, name
+
+
 def test_a_lone_surrogate_in_an_id_is_replaced_not_a_crash() -> None:
     odd = "t.py::test[\ud800]"
     base = genome(odd, [])
