@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-fast lint format demo bench bench-quick compat compat-examples schema clean
+.PHONY: venv test test-fast lint format demo bench bench-quick compat compat-examples schema chromium clean
 
 venv:
 	@sh scripts/venv $(VENV)
@@ -45,6 +45,11 @@ compat: venv
 
 compat-examples: venv
 	$(PY) experiments/compat.py --examples-only
+
+# The headless browser of the HTML report's tests (Debian's chromium; installed only when no
+# Chromium is on PATH). Without it those tests skip on a workstation and fail in CI.
+chromium:
+	@sh scripts/ensure-chromium
 
 clean:
 	rm -rf .venv .venv-* .diffgenome build *.egg-info

@@ -6,10 +6,15 @@ and a result change), a new helper call, a new exception type, and a payment gat
 `charge` changed while a test still replaces it with `create_autospec` (mock drift). Then it
 runs `diffgenome diff HEAD~1 HEAD` there with this interpreter and prints the report.
 Everything shown is recorded, nothing is made up.
+
+`--html DIR` also writes the HTML report there; `--screenshot PNG` then takes pictures of its
+index and of one test's page with headless Chromium (how docs/html-report*.png are made:
+`python experiments/demo.py --html /tmp/demo-html --screenshot docs/html-report.png`).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -34,7 +39,40 @@ def run(*args: str, cwd: Path, env: dict[str, str]) -> int:
     return subprocess.run(args, cwd=cwd, env=env, check=False).returncode
 
 
+def screenshot(site: Path, png: Path) -> int:
+    """Pictures of the report's index (``png``) and of the mocked checkout's page
+    (``<png stem>-test.png``)."""
+    browser = next(
+        (found for name in ("chromium", "chromium-browser") if (found := shutil.which(name))),
+        None,
+    )
+    if browser is None:
+        print("demo: no chromium on PATH for --screenshot", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT))
+    from diffgenome.analysis.report.html import page_name
+
+    test = page_name("tests/test_payment.py::test_checkout_with_mocked_gateway")
+    shots = {site / "index.html": png, site / test: png.with_name(f"{png.stem}-test.png")}
+    for page, out in shots.items():
+        with tempfile.TemporaryDirectory(prefix="demo-chromium-") as profile:
+            command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+            command += [f"--user-data-dir={profile}", "--window-size=1280,1000"]
+            command += [f"--screenshot={out.resolve()}", page.resolve().as_uri()]
+            done = subprocess.run(command, capture_output=True, check=False)
+        if done.returncode != 0:
+            print(f"demo: chromium failed on {page}", file=sys.stderr)
+            return done.returncode
+        print(f"demo: screenshot of {page} in {out}")
+    return 0
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", metavar="DIR", help="also write the HTML report to DIR")
+    parser.add_argument("--screenshot", metavar="PNG", help="picture of the report's index")
+    args = parser.parse_args()
+    html = ["--html", os.path.abspath(args.html)] if args.html else []
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DIFFGENOME_"))}
     env.update({"COLUMNS": "110", "PYTHONDONTWRITEBYTECODE": "1"})
     with tempfile.TemporaryDirectory(prefix="diffgenome-demo-") as tmp:
@@ -48,10 +86,12 @@ def main() -> int:
         git("add", "-A", cwd=project)
         git("commit", "-qm", "new tiers, a rounding helper, InvalidQuantity, currency", cwd=project)
         cli = [sys.executable, "-m", "diffgenome.analysis.cli"]
-        code = run(*cli, "diff", "HEAD~1", "HEAD", "--", *PYTEST_ARGS, cwd=project, env=env)
+        code = run(*cli, "diff", "HEAD~1", "HEAD", *html, "--", *PYTEST_ARGS, cwd=project, env=env)
         if code not in (0, 1):
             return code
         print(f"\n(exit status {code}: 1 means that behaviour changed)")
+    if args.html and args.screenshot:
+        return screenshot(Path(args.html), Path(args.screenshot))
     return 0
 
 

@@ -29,6 +29,7 @@ from rich.console import Console, RenderableType
 from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
+from diffgenome.analysis.htmlreport import check_directory, write_diff_html, write_run_html
 from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRecord
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
@@ -331,12 +332,17 @@ def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:
 def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run id or prefix, 'latest', or a commit")
     parser.add_argument("test", nargs="?", help="test id, or a unique part of one")
+    parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
 
 
 def _run_show(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
         run = _validated(Run, reader.run(run_id), f"run {run_id}")
+        if args.html is not None:
+            test_id = args.test and _find_test(reader.test_ids(run_id), args.test, run_id)
+            write_run_html(reader, run, args.html, test_id)
+            return EXIT_OK
         if args.test is None:
             _print(run_tests_table(run, reader.test_summaries(run_id)))
             return EXIT_OK
@@ -434,6 +440,7 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--markdown", metavar="FILE", help="write a Markdown report to FILE ('-': standard output)"
     )
+    parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
     parser.add_argument(
         "--fail-on",
         choices=FAIL_ON,
@@ -560,6 +567,8 @@ def _run_diff(args: argparse.Namespace) -> int:
         raise CliError("--json - and --markdown - both want standard output; give one a FILE")
     if args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, not {args.repeat}")
+    if args.html is not None:
+        check_directory(args.html)
     with _terminate_as_interrupt():
         try:
             diff, notes = runner.run_diff(_diff_options(args, args.repeat))
@@ -576,6 +585,8 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.markdown is not None:
         extra = "".join(f"\n> note: {note}\n" for note in notes)
         write_output(render_markdown(diff, selection=selection) + extra, args.markdown)
+    if args.html is not None:
+        write_diff_html(diff, args.html, args.store, args.repo)
     if "-" not in (args.json, args.markdown):
         out = console()
         print_whole(out, render_terminal(diff, selection=selection))

@@ -243,6 +243,7 @@ def _records_and_diffs(bin_dir: Path, env: dict[str, str], shop: Path, core: str
     """``pytest --genome`` records the shop with ``core``; ``diffgenome diff`` compares its
     two commits (exit 1: behaviour changed) with the installed command."""
     store = shop.parent / f"store-{bin_dir.parent.name}"
+    html = shop.parent / f"html-{bin_dir.parent.name}"
     recorded = _sh(
         bin_dir / "python",
         "-m",
@@ -265,12 +266,17 @@ def _records_and_diffs(bin_dir: Path, env: dict[str, str], shop: Path, core: str
         "HEAD",
         "--store",
         shop / "diffs",
+        "--html",
+        html,
         "--",
         *PYTEST_ARGS,
         cwd=shop,
         env=env,
     )
     assert diffed.returncode == 1, diffed.stdout + diffed.stderr
+    # The HTML report's assets are package data: the installed command finds them.
+    assert (html / "assets" / "report.js").read_text().startswith("// diffgenome HTML report")
+    assert "10 tests:" in (html / "index.html").read_text()
     assert diffed.stdout.startswith("diffgenome HEAD~1 ("), diffed.stdout
     assert "10 tests:" in diffed.stdout.splitlines()[0]
     assert "mock drift" in diffed.stdout
@@ -325,6 +331,8 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
         if n.endswith((".so", ".pyd"))
     )
     assert "diffgenome/protocol/identity.py" in names
+    assert "diffgenome/analysis/report/static/report.js" in names
+    assert "diffgenome/analysis/report/static/style.css" in names
     shop = _shop(tmp_path)
 
     # The wheel: the compiled core.
