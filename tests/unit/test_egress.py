@@ -208,13 +208,19 @@ def _refusal_of(attempt: Attempt, port: int) -> EgressRefused:
     return refused.value
 
 
+def shown(port: int) -> str:
+    """A loopback port as recorded: one the kernel chose (from 32768 up) is ``<ephemeral>``."""
+    return "<ephemeral>" if port >= 32768 else str(port)
+
+
 @pytest.mark.parametrize("name", ATTEMPTS)
 def test_block_refuses_loopback_tcp_before_it_connects(name: str, listener: TcpListener) -> None:
     attempt = ATTEMPTS[name]
     target = f"127.0.0.1:{listener.port}"
     with guarding("block") as (_, records):
         refusal = _refusal_of(attempt, listener.port)
-    assert records == [(attempt.kinds[0], target, OUTCOME_REFUSED)]
+    recorded = f"127.0.0.1:{shown(listener.port)}"
+    assert records == [(attempt.kinds[0], recorded, OUTCOME_REFUSED)]
     assert (refusal.kind, refusal.target, refusal.policy) == (attempt.kinds[0], target, "block")
     assert "--genome-egress=loopback" in str(refusal)
     assert len(listener.peers_until_sentinel()) == 1  # only the sentinel ever connected
@@ -223,7 +229,7 @@ def test_block_refuses_loopback_tcp_before_it_connects(name: str, listener: TcpL
 @pytest.mark.parametrize("name", ATTEMPTS)
 def test_loopback_allows_and_records_loopback_tcp(name: str, listener: TcpListener) -> None:
     attempt = ATTEMPTS[name]
-    target = f"127.0.0.1:{listener.port}"
+    target = f"127.0.0.1:{shown(listener.port)}"
     with guarding("loopback") as (_, records):
         attempt.run(listener.port)
     assert records == [(kind, target, OUTCOME_ALLOWED) for kind in attempt.kinds]
@@ -239,7 +245,7 @@ def test_udp_sendto_refused_under_block_and_allowed_on_loopback(policy: str) -> 
         receiver.bind(("127.0.0.1", 0))
         receiver.settimeout(WAIT)
         address = receiver.getsockname()
-        target = f"127.0.0.1:{address[1]}"
+        target = f"127.0.0.1:{shown(address[1])}"
         with guarding(policy) as (_, records):
             if policy == "block":
                 with pytest.raises(EgressRefused):
@@ -321,7 +327,7 @@ def test_a_name_in_connect_is_judged_as_written(listener: TcpListener) -> None:
     # "localhost" resolves from the hosts file; the connect is judged by the name, not the IP.
     with guarding("block") as (_, records), socket.socket() as sock, pytest.raises(EgressRefused):
         sock.connect(("localhost", listener.port))
-    assert records == [("connect", f"localhost:{listener.port}", OUTCOME_REFUSED)]
+    assert records == [("connect", f"localhost:{shown(listener.port)}", OUTCOME_REFUSED)]
     assert len(listener.peers_until_sentinel()) == 1
 
 
@@ -350,8 +356,8 @@ def test_allow_records_without_refusing(listener: TcpListener) -> None:
     port = listener.port
     assert records == [
         ("dns", "192.0.2.1:80", OUTCOME_ALLOWED),
-        ("dns", f"127.0.0.1:{port}", OUTCOME_ALLOWED),
-        ("connect", f"127.0.0.1:{port}", OUTCOME_ALLOWED),
+        ("dns", f"127.0.0.1:{shown(port)}", OUTCOME_ALLOWED),
+        ("connect", f"127.0.0.1:{shown(port)}", OUTCOME_ALLOWED),
         ("bind", "0.0.0.0:0", OUTCOME_ALLOWED),
     ]
     assert listener.wait_for(1)
@@ -476,7 +482,7 @@ def test_nested_guard_restores_the_one_it_displaced(listener: TcpListener) -> No
             _sock_connect(listener.port)
         with pytest.raises(EgressRefused):
             _sock_connect(listener.port)
-    target = f"127.0.0.1:{listener.port}"
+    target = f"127.0.0.1:{shown(listener.port)}"
     assert inner_records == [("connect", target, OUTCOME_ALLOWED)]
     assert outer_records == [("connect", target, OUTCOME_REFUSED)]
     assert not outer.active
@@ -494,7 +500,9 @@ def test_install_is_idempotent(listener: TcpListener) -> None:
         _sock_connect(listener.port)
     finally:
         guard.deactivate()
-    assert records == [("connect", f"127.0.0.1:{listener.port}", OUTCOME_ALLOWED)]  # one hook
+    assert records == [
+        ("connect", f"127.0.0.1:{shown(listener.port)}", OUTCOME_ALLOWED)
+    ]  # one hook
 
 
 def test_recorder_runs_on_the_thread_that_made_the_attempt(listener: TcpListener) -> None:

@@ -346,10 +346,12 @@ class EgressGuard:
         if seen is None:
             return
         target, where = seen
+        # Recorded without a port the kernel chose; the refusal names the real one.
+        recorded = _loopback_port(target) if where == _LOOPBACK else target
         if self.policy == "allow" or (self.policy == "loopback" and where == _LOOPBACK):
-            self._emit(kind, target, OUTCOME_ALLOWED)
+            self._emit(kind, recorded, OUTCOME_ALLOWED)
             return
-        self._emit(kind, target, OUTCOME_REFUSED)
+        self._emit(kind, recorded, OUTCOME_REFUSED)
         raise EgressRefused(kind, target, self.policy, _REASONS[where])
 
     def _emit(self, kind: str, target: str, outcome: str) -> None:
@@ -424,6 +426,21 @@ def _where(host: str) -> str:
     if address.is_unspecified:
         return _WILDCARD
     return _ADDRESS
+
+
+# A test's own server on loopback mostly listens on a port the kernel chose (``bind(("",
+# 0))``): Linux takes those from 32768 up, macOS from 49152, Windows from 49152. Such a port is
+# the run's, not the code's (google-auth's pytest-localserver: 15 tests on an identical tree).
+# Ports below stay as they are: a fixed port is part of what the code does.
+EPHEMERAL_PORTS_FROM = 32768
+EPHEMERAL_PORT = "<ephemeral>"
+
+
+def _loopback_port(target: str) -> str:
+    host, sep, port = target.rpartition(":")
+    if sep and port.isdigit() and int(port) >= EPHEMERAL_PORTS_FROM:
+        return f"{host}:{EPHEMERAL_PORT}"
+    return target
 
 
 def _join(host: str, port: str | None) -> str:
