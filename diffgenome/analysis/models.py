@@ -124,8 +124,9 @@ class CallNode(_Model):
     via: str | None = Field(
         None,
         description="'thread' (a thread its parent started in this phase), 'task' (an asyncio "
-        "task its parent created), 'earlier-thread' (a thread started in an earlier phase: "
-        "a fixture's server, a pool; under the phase's root) or 'process' (a recorded child "
+        "task its parent created), 'earlier-thread' (a thread this test started in an earlier "
+        "phase: a fixture's server; under the phase's root), 'foreign-thread' (a thread "
+        "another test started, under the phase's root) or 'process' (a recorded child "
         "process)",
     )
 

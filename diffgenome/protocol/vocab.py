@@ -85,9 +85,12 @@ EXIT_RUNNING: Final = "running"
 
 # ``via`` of calls made on another thread or task than their parent's: a thread started by
 # the parent in this phase, an asyncio task it created, or a thread started in an earlier
-# phase (a fixture's server, a pool), whose work hangs under the phase's root.
+# phase of this test (a fixture's server), whose work hangs under the phase's root.
 VIA_THREAD: Final = "thread"
 VIA_TASK: Final = "task"
 VIA_EARLIER_THREAD: Final = "earlier-thread"
+# ... and a thread started by another test, or between tests: its work lands in whichever
+# phase is running, which the differ reads as timing.
+VIA_FOREIGN_THREAD: Final = "foreign-thread"
 
 SYMBOL_PREFIX: Final = "py:"

@@ -503,6 +503,7 @@ class Recorder:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        self.tracer.test_serial += 1
         return (yield from self._phase("setup"))
 
     @pytest.hookimpl(wrapper=True)

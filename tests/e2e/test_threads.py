@@ -91,12 +91,14 @@ def test_a_fixtures_server_thread_serves_later_phases_attributed_and_verified(
     for test in (first, second):
         assert test["verified"], test["unverified_reasons"]
     # The thread started in test_first's setup: its work in the call phases hangs under the
-    # phase's root as an earlier thread's, with the handling this test asked for.
-    for test, handled in ((first, 1), (second, 2)):
+    # phase's root, with the handling each test asked for.
+    # test_first's own setup started it: "earlier-thread"; for test_second it is another
+    # test's thread ("foreign-thread"), whose differences the differ reads as timing.
+    for test, handled, via in ((first, 1, "earlier-thread"), (second, 2, "foreign-thread")):
         handles = [n for n in _nodes(test, "call") if n.get("symbol") == "py:pkg.server.handle"]
-        assert [(n["count"], n["via"], n["parent"]) for n in handles] == [
-            (handled, "earlier-thread", None)
-        ], _nodes(test, "call")
+        assert [(n["count"], n["via"], n["parent"]) for n in handles] == [(handled, via, None)], (
+            _nodes(test, "call")
+        )
     # serve() entered in setup (under start(), on the thread it started) is still inside its
     # loop when setup ends: it exits "running", which is no inconsistency.
     [serve] = [n for n in _nodes(first, "setup") if n.get("symbol") == "py:pkg.server.Server.serve"]

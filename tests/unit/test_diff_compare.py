@@ -117,3 +117,17 @@ def test_warnings_said_at_finalization_are_timing_and_never_hide_the_others() ->
     deprecation = ("DeprecationWarning", "use g()")
     status, kinds, _ = _status(_warned(never_awaited), _warned(deprecation))
     assert (status, kinds) == ("changed", ["warnings_changed"])
+
+
+def test_work_of_another_tests_thread_is_timing_not_a_change() -> None:
+    """google-auth: a refresh worker another test started runs in whichever test is on."""
+    worker = "py:pkg.RefreshThread.run"
+    base = [call(0, None, "t"), call(1, None, worker, 2, via="foreign-thread")]
+    head = [call(0, None, "t")]
+    status, kinds, reasons = _status(document(base), document(head))
+    assert (status, kinds) == ("unstable", [])
+    assert reasons[0].startswith("unstable (thread timing): call removed: " + worker)
+    # the same work by a thread this test started earlier is a change
+    mine = [call(0, None, "t"), call(1, None, worker, 2, via="earlier-thread")]
+    status, kinds, _ = _status(document(mine), document(head))
+    assert (status, kinds) == ("changed", ["call_removed"])

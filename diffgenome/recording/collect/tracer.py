@@ -45,6 +45,7 @@ from diffgenome.protocol.vocab import (
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
     VIA_EARLIER_THREAD,
+    VIA_FOREIGN_THREAD,
 )
 from diffgenome.recording.collect import codemap, contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
@@ -145,8 +146,11 @@ class Tracer:
         # By id(thread): the thread, the node whose code started it (None: started while no
         # phase was recorded) and the phase it was started in. Kept while the thread lives,
         # so that its work in a later phase is still known for what it is.
-        self._starters: dict[int, tuple[threading.Thread, Node | None, int]] = {}
+        self._starters: dict[int, tuple[threading.Thread, Node | None, int, int]] = {}
         self._phase_serial = 0
+        # Counted by the session at each test's first phase: a thread started by another
+        # test does work here by timing, one started in this test's setup by design.
+        self.test_serial = 0
         self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
@@ -566,14 +570,16 @@ class Tracer:
             return known[1]
         starter = self._starters.get(id(thread))
         if starter is not None and starter[0] is thread:
-            node, serial = starter[1], starter[2]
+            node, serial, test = starter[1], starter[2], starter[3]
             if node is not None and serial == self._phase_serial:
                 root = self._side_root(node, "thread")  # threads of one node share it
             else:
-                # Started in an earlier phase (a fixture's server, a pool): what it does now
-                # is done while this phase runs, mostly for it (requests this test makes).
+                # Started in an earlier phase: by this test (a fixture's server started in
+                # setup serves the call), or by another test or between tests (a module
+                # fixture's server, a worker still refreshing): done while this phase runs.
                 assert self._root is not None
-                root = self._side_root(self._root, VIA_EARLIER_THREAD)
+                via = VIA_EARLIER_THREAD if test == self.test_serial else VIA_FOREIGN_THREAD
+                root = self._side_root(self._root, via)
         else:
             # Kept apart from the truncation sink: unattributed is not truncated.
             self._reasons.add("unattributed:thread")
@@ -589,7 +595,12 @@ class Tracer:
             # Registered before the thread runs: its first event may come before start returns.
             try:
                 node = tracer._parent_of(_getframe(1)) if tracer._recording else None
-                tracer._starters[id(thread)] = (thread, node, tracer._phase_serial)
+                tracer._starters[id(thread)] = (
+                    thread,
+                    node,
+                    tracer._phase_serial,
+                    tracer.test_serial,
+                )
             except Exception as exc:
                 tracer.failed(exc)
             original(thread)
