@@ -441,8 +441,8 @@ def test_loopback_connect_is_allowed_and_recorded_under_the_caller(doc: dict[str
     phase = test["phases"]["call"]
     [connect] = os_events(phase, "connect")
     assert connect["outcome"] == "allowed"
-    assert connect["target"].startswith("127.0.0.1:")
-    assert int(connect["target"].rpartition(":")[2]) > 0
+    # the listener's port is the kernel's choice (bind to port 0): the run's, not the code's
+    assert connect["target"] == "127.0.0.1:<ephemeral>"
     assert connect["count"] == 1
     assert parent_symbol(phase, connect) == "py:lab.net.try_ping"
     # The listener's bind happened in the fixture, i.e. in setup.

@@ -261,7 +261,8 @@ def test_pytest_ends_with_one_line_naming_run_store_and_unverified(tmp_path: Pat
 
 
                 def test_child():
-                    subprocess.run([sys.executable, "-c", "pass"], check=True)
+                    # -S: no site, so no recording hook: a child that stays unrecorded
+                    subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
 
 
                 def test_plain():
