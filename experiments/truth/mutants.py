@@ -374,7 +374,7 @@ def _worker(
             results.append(result)  # which test hung is unknown: no selection measured
             log(f"mutant {mutant.id}: timeout")
             continue
-        selected = _selection(mutant, original, base["doc"])
+        selected = _selection(mutant, original, base["doc"], root)
         if result["verdict"] == "killed:collection":  # every test of the file errors
             everyone = {t["id"] for t in base["doc"]["tests"] if t["id"] != "<import>"}
             result["killed_ids"] = result["changed_ids"] = sorted(everyone)
@@ -396,18 +396,32 @@ def _public(base: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in base.items() if k not in ("called", "doc")}
 
 
-def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any]) -> set[str]:
+def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any], root: Path) -> set[str]:
     """What ``diffgenome affected`` selects for this mutant from the base recording: the
-    same functions the CLI calls, given the two versions of the one changed file."""
+    same functions the CLI calls, given the two versions of the one changed file and the
+    project's other files (where a changed module-level name may be imported)."""
     from diffgenome.analysis.diff.affected import affected_tests
     from diffgenome.analysis.diff.codechanges import code_changes_from_sources
     from diffgenome.analysis.diff.modules import module_namer
 
     module_of = module_namer([base_doc])
+
+    def importers(names: Any) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for path in root.rglob("*.py"):
+            rel = str(path.relative_to(root))
+            if rel == mutant.file or module_of(rel) is None:
+                continue
+            text = path.read_text(errors="replace")
+            if any(name in text for name in names):
+                out[rel] = text
+        return out
+
     code = code_changes_from_sources(
         {mutant.file: original.decode()},
         {mutant.file: mutant.apply(original).decode()},
         module_of,
+        importers,
     )
     return {found.test for found in affected_tests(base_doc, code, module_of)}
 

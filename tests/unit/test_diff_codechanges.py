@@ -244,3 +244,45 @@ def _lambda_ids(source: str) -> list[str]:
     code = compile(text, "pkg/mod.py", "exec")
     lambdas = [c for c in code.co_consts if isinstance(c, types.CodeType)]
     return [names.code_name(c).symbol for c in lambdas]
+
+
+def test_a_module_level_name_imported_elsewhere_has_readers_there() -> None:
+    """packaging's DEFAULT_RULES: bound in _tokenizer.py, imported and read by _parser.py.
+    A module-level mutant of it failed 2,376 tests that ``affected`` did not select."""
+    base = {"pkg/_tokenizer.py": "RULES = {'a': 1}\n\ndef tokenize(x):\n    return x\n"}
+    head = {"pkg/_tokenizer.py": "RULES = {'a': 2}\n\ndef tokenize(x):\n    return x\n"}
+    others = {
+        "pkg/_parser.py": textwrap.dedent(
+            """
+            from ._tokenizer import RULES as TABLE
+
+
+            def parse(x):
+                return TABLE[x]
+
+
+            def unrelated(x):
+                return x
+            """
+        ),
+        "pkg/other.py": "import pkg._tokenizer\n\ndef peek():\n    return pkg._tokenizer.RULES\n",
+        "pkg/quiet.py": "def quiet():\n    return 1\n",
+    }
+
+    def module_of(path: str) -> str:
+        return path.removesuffix(".py").replace("/", ".")
+
+    asked: list[list[str]] = []
+
+    def importers(names: list[str]) -> dict[str, str]:
+        asked.append(list(names))
+        return {p: t for p, t in others.items() if any(n in t for n in names)}
+
+    code = code_changes_from_sources(base, head, module_of, importers)
+    [change] = code.symbols
+    assert (change.symbol, change.bound) == ("py:pkg._tokenizer", ("RULES",))
+    assert set(change.readers) == {"py:pkg._parser.parse", "py:pkg.other.peek"}
+    assert asked == [["_tokenizer"]]
+    # without the other modules, only the file's own readers are known (none here)
+    [alone] = code_changes_from_sources(base, head, module_of).symbols
+    assert alone.readers == ()

@@ -17,8 +17,8 @@ since reaching it needs the ``false`` outcome).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from diffgenome.protocol.naming import (
@@ -107,10 +107,15 @@ def code_changes_from_sources(
     base_files: Mapping[str, str],
     head_files: Mapping[str, str],
     module_of: Callable[[str], str | None],
+    importers: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
 ) -> CodeChangeInput:
     """Compare two versions of the changed files (path -> source text; a path missing on one
     side is a file added or deleted). ``module_of`` maps a repository path to its module name
-    (``src/pkg/mod.py`` -> ``pkg.mod``) or None for files that are not Python modules."""
+    (``src/pkg/mod.py`` -> ``pkg.mod``) or None for files that are not Python modules.
+
+    ``importers(names)``, when given, returns base's other files whose text mentions one of
+    ``names``: a changed module-level name imported elsewhere (``from ._tokenizer import
+    DEFAULT_RULES``) is read there, and the functions that read it are readers too."""
     changes: list[SymbolChange] = []
     unparsed: list[str] = []
     for path in sorted(set(base_files) | set(head_files)):
@@ -127,6 +132,8 @@ def code_changes_from_sources(
             unparsed.append(path)
             continue
         changes.extend(_compare_files(b_facts, h_facts, path))
+    if importers is not None:
+        changes = _imported_readers(changes, importers, module_of)
     changes.sort(key=lambda change: change.symbol)
     return CodeChangeInput(tuple(changes), tuple(unparsed))
 
@@ -170,6 +177,73 @@ def _compare_files(
                 opaque=opaque,
                 one_sided_names=tuple(sorted(sides[0] ^ sides[1])),
             )
+
+
+def _imported_readers(
+    changes: list[SymbolChange],
+    importers: Callable[[Sequence[str]], Mapping[str, str]],
+    module_of: Callable[[str], str | None],
+) -> list[SymbolChange]:
+    """Add to each changed module body's readers the functions of other modules that import
+    one of the names it binds (or the module) and read it."""
+    wanted = [
+        c for c in changes if c.bound and c.symbol.startswith("py:") and c.change == "modified"
+    ]
+    if not wanted:
+        return changes
+    modules = {c.symbol[3:] for c in wanted}
+    short = sorted({m.rpartition(".")[2] for m in modules})
+    facts_of: dict[str, tuple[str, dict[str, _ScopeFacts], ast.Module]] = {}
+    for path, source in importers(short).items():
+        module = module_of(path)
+        if module is None:
+            continue
+        try:
+            tree = parse_source(source, module)
+            facts_of[path] = (module, _file_facts(source, module), tree)
+        except (SyntaxError, ValueError):
+            continue
+    out: list[SymbolChange] = []
+    for change in changes:
+        if change not in wanted:
+            out.append(change)
+            continue
+        changed_module = change.symbol[3:]
+        readers = list(change.readers)
+        for module, facts, tree in facts_of.values():
+            names = _names_from(tree, module, changed_module, set(change.bound))
+            if not names:
+                continue
+            readers += [
+                symbol
+                for symbol, fact in facts.items()
+                if fact.loads & names and symbol not in readers
+            ]
+        out.append(replace(change, readers=tuple(readers)))
+    return out
+
+
+def _names_from(tree: ast.Module, module: str, target: str, bound: set[str]) -> frozenset[str]:
+    """The names under which ``tree`` (the module ``module``) can read ``bound`` names of
+    ``target``: their aliases from ``from target import ...``, and the names themselves
+    (read as attributes) when it imports ``target`` as a module."""
+    package = module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                if base == target and alias.name in bound:
+                    names.add(alias.asname or alias.name)
+                elif f"{base}.{alias.name}" == target:
+                    names |= bound  # ``from pkg import mod``: read as mod.NAME
+        elif isinstance(node, ast.Import) and any(a.name == target for a in node.names):
+            names |= bound
+    return frozenset(names)
 
 
 def _changed_statements(

@@ -197,6 +197,15 @@ class Repository:
             data = shown
         return data.decode("utf-8", errors="replace")
 
+    def files(self, side: str, wanted: Callable[[str], bool]) -> list[str]:
+        """Every file of a side (a commit, or WORKTREE: the tracked and untracked files) that
+        ``wanted`` accepts, from the top."""
+        if side == WORKTREE:
+            listed = self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        else:
+            listed = self.git("ls-tree", "-r", "-z", "--name-only", "--full-tree", side)
+        return [path for path in listed.stdout.split("\0") if path and wanted(path)]
+
     def sources(
         self, base: str, head: str, wanted: Callable[[str], bool]
     ) -> tuple[dict[str, str], dict[str, str]]:

@@ -604,7 +604,21 @@ class Runner:
         base_files, head_files = self.repo.sources(
             base.code, head.code, lambda path: module_of(path) is not None
         )
-        return code_changes_from_sources(base_files, head_files, module_of)
+        repo, side = self.repo, base.code
+
+        def importers(names: Sequence[str]) -> dict[str, str]:
+            """Base's other modules whose text names one of ``names``: where a changed
+            module-level name may be imported and read (packaging's DEFAULT_RULES)."""
+            out: dict[str, str] = {}
+            for path in repo.files(side, lambda p: p.endswith(".py") and p not in base_files):
+                if module_of(path) is None:
+                    continue
+                text = repo.read(side, path)
+                if text is not None and any(name in text for name in names):
+                    out[path] = text
+            return out
+
+        return code_changes_from_sources(base_files, head_files, module_of, importers)
 
 
 def _node_of(test_id: str) -> str:
