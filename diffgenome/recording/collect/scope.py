@@ -118,7 +118,8 @@ def discover_roots(
     """Source and test roots from the rootdir layout and pytest's configuration.
 
     Explicit roots win. Otherwise the source root is ``<rootdir>/src`` when it exists (src
-    layout) and the rootdir itself otherwise (flat layout); test roots are ``testpaths`` or,
+    layout) and the rootdir itself otherwise (flat layout); test roots are ``testpaths`` (less
+    any that is or holds a source root: pytest may be told to collect doctests there) or,
     without them, ``tests``/``test`` folders under the rootdir. Called once at session start.
     """
     root = normalize_dir(rootdir)
@@ -134,6 +135,12 @@ def discover_roots(
         tests = [absolute(p) for p in explicit_test]
     elif testpaths:
         tests = [absolute(p) for p in testpaths if _isdir(absolute(p))]
+        # ``testpaths = ["src", "tests"]`` (humanize 4.17, for --doctest-modules) names the
+        # source root so that pytest collects doctests there: that makes it no test code.
+        sources_dirs = [normalize_dir(s) for s in sources]
+        tests = [
+            t for t in tests if not any(src.startswith(normalize_dir(t)) for src in sources_dirs)
+        ]
     else:
         tests = [root + name for name in ("tests", "test", "testing") if _isdir(root + name)]
     return sources, tests
