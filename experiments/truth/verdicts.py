@@ -91,8 +91,8 @@ NAT_CMP = (
 )
 WARN_REAL = (
     "new DeprecationWarning for ==/!= with a str, tuple or list (the new check is taken "
-    "true); reported as a changed `if[1]` only through the ordinal shift, and the "
-    "warnings.warn call itself is not in the genome (with content ids: touched)"
+    "true); reported as a changed `if[1]` only through the ordinal shift (recordings before "
+    "warnings were part of the genome; with content ids: touched)"
 )
 WARN_TOUCHED = (
     "the new deprecation check in `_comparator.wrapper` ran; the report names the old "
@@ -101,13 +101,21 @@ WARN_TOUCHED = (
 WARN_TOUCHED_TRUE = (
     "==/!= with a tuple or list: the new deprecation check ran *true* and a DeprecationWarning "
     "is emitted (the test asserts it for tuples), yet the test is only touched: the check's "
-    "outcome equals the old `if[1]`'s, warnings.warn is not in the genome, and the report names "
-    "the old check as the new decision `if[2]` (ordinal shift)"
+    "outcome equals the old `if[1]`'s, the test catches the warning with pytest.warns (not "
+    "recorded), and the report names the old check as the new decision `if[2]` (ordinal shift)"
 )
 WARN_NEW = "ran the new deprecation check in `_comparator.wrapper` (its own site): false"
 WARN_NEW_TRUE = (
     "==/!= with a str, tuple or list: the new deprecation check (its own site) is taken true "
-    "and a DeprecationWarning is emitted; warnings.warn is not in the genome"
+    "and a DeprecationWarning is emitted (recorded where it escapes the test; one the test "
+    "catches with pytest.warns is not recorded, its own assertions judge it: such a test is "
+    "touched)"
+)
+WARN_EMITTED = (
+    "==/!= with a list, or a tuple outside pytest.warns: the new deprecation check (its own "
+    "site) is taken true and the DeprecationWarning it emits escapes the test: the test's "
+    "recorded warnings gain it (`warnings_changed`, 4 per test; 1 in "
+    "test_valid_collection_operands_still_compare)"
 )
 OCCURRENCE = (
     "occurrence index shift among conditions equal up to local names: removing `not rccmp` "
@@ -150,6 +158,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         # diffgenome-genome/2 (content site ids, main after #10.2): the new check has its own
         # site; `not rccmp` removed gives its id to `not rc1` (locals become placeholders, the
         # occurrence index shifts), so base's `not rc1` (`#1`) shows as a vanished decision.
+        Rule("real", WARN_EMITTED, kind="warnings_changed"),
         Rule(
             "real",
             WARN_NEW_TRUE,
