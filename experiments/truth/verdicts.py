@@ -128,6 +128,109 @@ ANNOTATIONS = (
 )
 NEW_NAME = "toolz.functoolz gained the class `_InstanceAnnotations`: one more module attribute"
 
+# tomlkit 0.15.1 -> 0.15.2
+AOT_FALLBACK = (
+    "emptied arrays of tables are rendered as `key = []` at the top of their scope: "
+    "Container.as_string, _render_table and _render_aot_table now call the new "
+    "`_header_less_aots` on their body and `_is_empty_aot` on every keyed item, and skip "
+    "emptied ones in new `if`s (same text for the tests that have none)"
+)
+EMITS_HEADER = (
+    "_render_table's header condition moved into the new `_emits_header` (also called by "
+    "`_header_less_aots` for child tables) and its outcome is kept in `header_emitted` (two "
+    "new `if`s): `table.is_super_table()`, `key.is_dotted()`, `table.value.body` and the two "
+    "`any(...)` generators now run under `_emits_header`, so at the old call paths there are "
+    "fewer calls (and the results, fields and callees of the moved `is_super_table` calls "
+    "are gone from there) and the body is read once more for `_header_less_aots`"
+)
+LINECOL = (
+    "Source._to_linecol counts lines with `splitlines(keepends=True)`: its loop test is a "
+    "new decision (`cur + len(line) > self.idx`), taken the same way here"
+)
+LINECOL_EOF = (
+    "Source._to_linecol: an error at the very end of a document without a final newline "
+    "now falls out of the loop and is reported at column 0 (was the offset in the last line: "
+    "`[[a]` gives (1, 0), was (1, 4)); one `self.idx` read fewer, and ParseError and its "
+    "subclasses get the other column (`self._col` pos -> zero)"
+)
+PARSE_NUMBER = (
+    "Parser._parse_number: the leading-zero check also accepts `0E` (a new condition, so a new "
+    "decision) and a new check rejects inf/nan not written in lowercase"
+)
+MLB_CR = (
+    "String.from_raw: CRLF pairs are collapsed before the invalid-sequence check and a new "
+    "`if type_ is StringType.MLB and escape` escapes a bare CR"
+)
+BARE_CR_READ = (
+    "String.from_raw escapes a bare CR of a multiline basic string with the new module regex "
+    "`_BARE_CR` (this test's strings take that branch): a new global read"
+)
+BARE_CR_STATIC = (
+    "static state: the recorder takes a function's globals from its bytecode (LOAD_GLOBAL), so "
+    "every String.from_raw call now shows the new module constant `_BARE_CR` (a compiled "
+    "regex, the same at entry and exit) as state, although on this test's paths the function "
+    "never reads it (no multiline basic string with escaping, or InvalidStringError raised "
+    "before that line)"
+)
+MLL_CR = (
+    "StringType.invalid_sequences: CR is no longer allowed in a multiline literal string (one "
+    "more forbidden sequence: the `any(...)` generator runs once more, InvalidStringError "
+    "gets the other set)"
+)
+ARRAY_RENDER = (
+    "Array.as_string builds `list(self._iter_items())` itself (so `_iter_items` runs from "
+    "as_string, the join is a new generator over the list) and checks for a trailing comment"
+)
+FOLD = (
+    "DateTime and Time gained a `fold` parameter (default 0) that item(), _new(), __sub__ and "
+    "unwrap() pass on: the recorded arguments now include `fold=int`, unwrap/__sub__ read "
+    "`self.fold`"
+)
+FORMAT_TIME = "item(time) and Time._new render the raw value with the new `_format_time`"
+ITEM_SORT = (
+    "item() on a list of dicts: the key sort is the local `_sort_key` (AoT tables) or "
+    "`_sort_key#1` (inline tables) instead of one lambda, chosen by a new "
+    "`if table_constructor is Table`"
+)
+SUPER_TABLE_VALIDATE = (
+    "Container._validate_table_candidate: a dotted key over an existing super table is no "
+    "longer a redefinition: the new condition calls `existing.is_super_table()` and, when "
+    "true, the check goes on into the subtree"
+)
+UNWRAP_ORDER = (
+    "Container.unwrap walks `_map` sorted by body index: the new sort-key lambda runs per key"
+)
+FLOAT_SIGN = "Float._new: new condition for -0.0 (`and not raw.startswith('-')`): a new decision"
+BOOL_EQ = "Bool.__eq__: new `isinstance(other, Bool)` check"
+INLINE_SEP = (
+    "InlineTable.as_string: the deferred separator is `,` or `, ` by the new "
+    "`following.startswith(' ')` (reads `v.trivia` once more)"
+)
+STRING_ADD = (
+    "String.__add__ escapes a plain str operand for the string's type (new isinstance check, "
+    "`self._t.escaped_sequences`, `escape_string`)"
+)
+INTEGER_STR = (
+    "api.integer(str) checks the new `_INTEGER_RE` and builds Integer(int(raw, 0), Trivia(), "
+    "raw) instead of item(int(raw))"
+)
+KEY_VALUE = "api.key_value parses the trailing comment (`parse_comment=True`) and checks end()"
+IMPORTS = (
+    "import: tests/test_types.py is new, and `_utils._compact_escapes` skips `\\e` "
+    "(comprehension gained `if k != 'e'`)"
+)
+# the from_raw calls of these tests take the `type_ is StringType.MLB and escape` branch
+BARE_CR_TESTS = (
+    "test_create_multiline_string_with_leading_newline_round_trips[kwargs0-",
+    "test_create_multiline_string_with_leading_newline_round_trips[kwargs1-",
+    "test_create_multiline_string_with_leading_newline_round_trips[kwargs2-",
+    "test_create_string[kwargs13-",
+    "test_create_string[kwargs14-",
+    "test_create_string[kwargs15-",
+    "test_create_string[kwargs16-",
+    "test_create_string[kwargs17-",
+)
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "cachetools": (
         Rule("noise", RR_RANDOM, test="tests/test_rr.py"),
@@ -206,6 +309,97 @@ RULES: dict[str, tuple[Rule, ...]] = {
             head_taken="true",
         ),
         Rule("real", WARN_TOUCHED, site="wrapper/if[2]", level="touched", mislabelled=True),
+    ),
+    "tomlkit": (
+        # empty AoT fallback and the header condition moved into _emits_header
+        Rule("real", AOT_FALLBACK, kind="call_added", symbol="container._header_less_aots"),
+        Rule("real", AOT_FALLBACK, kind="call_added", symbol="container._is_empty_aot"),
+        Rule("real", AOT_FALLBACK, kind="call_added", symbol="container._render_empty_aot"),
+        Rule("real", AOT_FALLBACK, site="Container.as_string/if[071d8d6f9f]", level="touched"),
+        Rule("real", AOT_FALLBACK, site="/if[ae2ce760d0]", level="touched"),
+        Rule("real", EMITS_HEADER, kind="call_added", symbol="container._emits_header"),
+        Rule("real", EMITS_HEADER, site="_render_table/if[b1cf415b0d]", level="touched"),
+        Rule("real", EMITS_HEADER, site="_render_table/if[e592e004b5]", level="touched"),
+        Rule("real", EMITS_HEADER, symbol="Container._render_table.<locals>.<genexpr>"),
+        Rule("real", EMITS_HEADER, kind="call_count_changed", symbol="Container.body"),
+        Rule("real", EMITS_HEADER, kind="call_count_changed", symbol="AbstractTable.value"),
+        Rule("real", EMITS_HEADER, kind="call_count_changed", symbol="Key.is_dotted"),
+        Rule("real", EMITS_HEADER, kind="call_removed", symbol="Key.is_dotted"),
+        Rule("real", EMITS_HEADER, symbol="items.Table.is_super_table", kind="call_removed"),
+        Rule("real", EMITS_HEADER, symbol="items.Table.is_super_table", kind="call_count"),
+        Rule("real", EMITS_HEADER, symbol="items.Table.is_super_table", kind="result_changed"),
+        Rule("real", EMITS_HEADER, symbol="items.Table.is_super_table", kind="state_changed"),
+        Rule("real", EMITS_HEADER, site="Table.is_super_table/if["),
+        # callees of the moved is_super_table calls (items(), _map, body)
+        Rule("real", EMITS_HEADER, symbol="Container.body"),
+        Rule("real", EMITS_HEADER, symbol="Container.item"),
+        Rule("real", EMITS_HEADER, symbol="Container.__getitem__"),
+        Rule("real", EMITS_HEADER, symbol="Container.__len__"),
+        Rule("real", EMITS_HEADER, symbol="AbstractTable."),
+        Rule("real", EMITS_HEADER, symbol="SingleKey."),
+        # Source._to_linecol
+        Rule("real", LINECOL, site="Source._to_linecol/if[", level="touched"),
+        Rule("real", LINECOL_EOF, kind="result_changed", symbol="Source._to_linecol"),
+        Rule("real", LINECOL_EOF, kind="call_count_changed", symbol="Source.idx"),
+        Rule("real", LINECOL_EOF, kind="args_changed", symbol="ParseError.__init__"),
+        Rule("real", LINECOL_EOF, kind="args_changed", symbol="UnexpectedEofError.__init__"),
+        Rule("real", LINECOL_EOF, kind="args_changed", symbol="UnexpectedCharError.__init__"),
+        Rule("real", LINECOL_EOF, kind="args_changed", symbol="InvalidNumberError.__init__"),
+        Rule("real", LINECOL_EOF, kind="state_changed", symbol="ParseError.__init__"),
+        Rule("real", PARSE_NUMBER, site="Parser._parse_number/if[", level="touched"),
+        # strings
+        Rule("real", MLB_CR, site="String.from_raw/if[7b98fb0990]", level="touched"),
+        *(
+            Rule("real", BARE_CR_READ, kind="state_changed", symbol="String.from_raw", test=t)
+            for t in BARE_CR_TESTS
+        ),
+        Rule("noise", BARE_CR_STATIC, kind="state_changed", symbol="String.from_raw"),
+        Rule("real", MLL_CR, symbol="StringType.invalid_sequences"),
+        Rule("real", MLL_CR, symbol="String.from_raw.<locals>.<genexpr>"),
+        Rule("real", MLL_CR, kind="args_changed", symbol="InvalidStringError.__init__"),
+        Rule("real", STRING_ADD, symbol="String.__add__"),
+        Rule("real", STRING_ADD, kind="call_added", symbol="StringType.escaped_sequences"),
+        Rule("real", STRING_ADD, kind="call_added", symbol="_utils.escape_string"),
+        # arrays, inline tables, scalars
+        Rule("real", ARRAY_RENDER, symbol="Array.as_string.<locals>.<genexpr>"),
+        Rule("real", ARRAY_RENDER, kind="call_added", symbol="Array._iter_items"),
+        Rule("real", ARRAY_RENDER, site="Array.as_string/if[e4ddbe97ec]", level="touched"),
+        Rule("real", INLINE_SEP, site="InlineTable.as_string/ifexp[07955b0f70]", level="touched"),
+        Rule("real", INLINE_SEP, kind="call_count_changed", symbol="Item.trivia"),
+        Rule("real", FOLD, kind="args_changed", symbol="items.DateTime.__"),
+        Rule("real", FOLD, kind="args_changed", symbol="items.Time.__"),
+        Rule("real", FOLD, kind="state_changed", symbol="items.DateTime."),
+        Rule("real", FOLD, kind="state_changed", symbol="items.Time."),
+        Rule("real", FORMAT_TIME, kind="call_added", symbol="items._format_time"),
+        Rule("real", FLOAT_SIGN, site="Float._new/if[", level="touched"),
+        Rule("real", BOOL_EQ, site="Bool.__eq__/if[d5166d020d]", level="touched"),
+        Rule("real", ITEM_SORT, symbol="items.item.<locals>."),
+        Rule("real", ITEM_SORT, site="item#13/if[c82805ff27]", level="touched"),
+        # tables
+        Rule(
+            "real",
+            SUPER_TABLE_VALIDATE,
+            site="_validate_table_candidate/if[4219716ff4]",
+            level="touched",
+        ),
+        Rule(
+            "real",
+            SUPER_TABLE_VALIDATE,
+            site="_validate_table_candidate/if[5db3686f3b]",
+            level="touched",
+        ),
+        Rule("real", SUPER_TABLE_VALIDATE, site="_validate_table_candidate/if["),
+        Rule("real", SUPER_TABLE_VALIDATE, kind="call_added", symbol="_validate_table_candidate"),
+        Rule("real", SUPER_TABLE_VALIDATE, kind="call_added", symbol="items.Table.is_super_table"),
+        Rule("real", UNWRAP_ORDER, symbol="Container.unwrap.<locals>.<lambda>"),
+        # api
+        Rule("real", INTEGER_STR, symbol="tomlkit.api.integer"),
+        Rule("real", INTEGER_STR, test="test_api.py::test_integer", symbol="items.Integer.__"),
+        Rule("real", INTEGER_STR, test="test_api.py::test_integer", symbol="items.item#13"),
+        Rule("real", KEY_VALUE, symbol="tomlkit.api.key_value"),
+        Rule("real", KEY_VALUE, test="test_api.py::test_key_value", symbol="Parser."),
+        Rule("real", IMPORTS, test="<import>", symbol="py:tests.test_types"),
+        Rule("real", IMPORTS, test="<import>", site="tomlkit._utils/comprehension["),
     ),
     "toolz": (
         Rule("noise", LAMBDA_SHIFT, symbol="toolz._signatures.<lambda>#"),
