@@ -117,8 +117,8 @@ WARN_NEW_TRUE = (
     "touched)"
 )
 WARN_EMITTED = (
-    "==/!= with a list, or a tuple outside pytest.warns: the new deprecation check (its own "
-    "site) is taken true and the DeprecationWarning it emits escapes the test: the test's "
+    "==/!= with a list outside pytest.warns: the new deprecation check (its own site) is "
+    "taken true and the DeprecationWarning it emits escapes the test: the test's "
     "recorded warnings gain it (`warnings_changed`, 4 per test; 1 in "
     "test_valid_collection_operands_still_compare)"
 )
