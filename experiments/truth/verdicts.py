@@ -1,7 +1,8 @@
 """Verdicts on the tests a release-to-release diff reported, written by reading the code change.
 
 Each rule says, for one project, which reported changes it explains: a change matches when
-every given field matches (``kind``, ``symbol``, ``site``, ``test``: substrings). A real rule
+every given field matches (``kind``, ``symbol``, ``site``, ``test``: substrings; ``test_re``:
+a regular expression searched in the test id). A real rule
 also says which status the change alone justifies (``level``: ``changed``, or ``touched`` for a
 decision that exists in one side's code only). A test is
 
@@ -23,6 +24,7 @@ The cause strings are the explanations that go into docs/experiments.md.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,7 @@ class Rule:
     level: str = "changed"  # real rules: the status this change alone justifies
     mislabelled: bool = False
     head_taken: str = ""  # "true"/"false": the head outcome of the decision was taken so
+    test_re: str = ""  # a regular expression the test id must contain (re.search)
 
     def _taken(self, change: dict[str, Any]) -> bool:
         if not self.head_taken:
@@ -57,6 +60,7 @@ class Rule:
         where = change.get("symbol") or "/".join(change.get("path", []))
         return (
             self.test in test
+            and (not self.test_re or re.search(self.test_re, test) is not None)
             and self.kind in change.get("kind", "")
             and self.symbol in where
             and self.site in (change.get("site") or "")
@@ -248,6 +252,62 @@ BARE_CR_TESTS = (
     "test_create_string[kwargs17-",
 )
 
+# humanize 4.16.0 -> 4.17.0
+SRC_AS_TESTS = (
+    "test root over the source root: 4.17.0's pytest configuration sets testpaths = "
+    "['src', 'tests'] (for --doctest-modules) and the recorder takes testpaths as test roots "
+    "(scope.discover_roots), so every file under src/ is placed as test code and named by its "
+    "path from the rootdir: each call into the package shows as a removed `humanize.X` and an "
+    "added `src.humanize.X` with its whole subtree (nothing inside it is compared), and a "
+    "test class's method called from the package is no longer a stand-in "
+    "(`stand_in_removed`). Without it these tests are unchanged or only touched"
+)
+NOW_HIDDEN = (
+    "_abs_timedelta returns abs(delta): for a negative delta (naturaltime of a time in the "
+    "future, naturaldate of a past date) it no longer calls `_now()`, a changed test; its "
+    "report shows only the renamed call (the test-root artefact hides the change)"
+)
+INTCOMMA_HIDDEN = (
+    "intcomma: an int now takes the new `elif not isinstance(value, int)` and skips the "
+    "second `math.isfinite` check (a decision of both sides no longer taken: changed); "
+    "naturaldelta/naturaltime write N >= 2 years and precisedelta whole years through "
+    "intcomma(int); the report shows only the renamed call (the test-root artefact hides "
+    "the change)"
+)
+IMPORTS_I18N = "import: tests/test_i18n.py gained a module-level generator (the locale list)"
+PARAM_SHIFT = (
+    "ordinal parametrize ids: pytest numbers non-text arguments by position (`test_inputN`, "
+    "`valN`), and cases inserted earlier in the list (5 in test_naturaldelta, 2 in "
+    "test_naturaltime, 1 in test_precisedelta_multiple_units) renumber the later ones: the "
+    "same case is reported removed under its old id and added under its new one, never "
+    "compared"
+)
+HUMANIZE_PAST_DATES = (
+    r"test_naturaldate\[test_input(2-yesterday|4-Jun 27 1982|9-|1[0-9]-|20-Jan 02\])"
+)
+HUMANIZE_INTCOMMA_INT = (
+    r"test_number\.py::test_intcomma\[test_args[0-4]-|test_i18n\.py::test_(intcomma|naturaldelta)$"
+    r"|-(?:[2-9]|[1-9]\d+|\d{1,3}(?:,\d{3})+) years|precisedelta.*(?<![.\d])\d[\d,]* years?\b"
+)
+HUMANIZE_SHIFTED_REMOVED = (
+    "test_naturaldelta[test_input33-2,739,726 years]",
+    "test_naturaltime[test_input33-2 years ago]",
+    "test_naturaltime[test_input34-1 year, 4 days ago]",
+    "test_precisedelta_multiple_units[val13-days-1 month]",
+    "test_precisedelta_multiple_units[val14-days-1 month and 1 day]",
+    "test_precisedelta_multiple_units[val15-days-2 months and 1 day]",
+    "test_precisedelta_multiple_units[val16-days-3 months]",
+)
+HUMANIZE_SHIFTED_ADDED = (
+    "test_naturaldelta[test_input38-2,739,726 years]",
+    "test_naturaltime[test_input35-2 years ago]",
+    "test_naturaltime[test_input36-1 year, 4 days ago]",
+    "test_precisedelta_multiple_units[val14-days-1 month]",
+    "test_precisedelta_multiple_units[val15-days-1 month and 1 day]",
+    "test_precisedelta_multiple_units[val16-days-2 months and 1 day]",
+    "test_precisedelta_multiple_units[val17-days-3 months]",
+)
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "cachetools": (
         Rule("noise", RR_RANDOM, test="tests/test_rr.py"),
@@ -273,6 +333,23 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("real", ITER, kind="stand_in_changed", symbol="stand-in[fake ?"),
         Rule("real", DEEPCOPY, symbol="_Timer.__deepcopy__"),
         Rule("real", DEEPCOPY, kind="call_removed", symbol="_Timer.__"),
+    ),
+    "humanize": (
+        *(Rule("noise", PARAM_SHIFT, kind="removed", test=t) for t in HUMANIZE_SHIFTED_REMOVED),
+        *(Rule("noise", PARAM_SHIFT, kind="added", test=t) for t in HUMANIZE_SHIFTED_ADDED),
+        Rule("real", IMPORTS_I18N, test="<import>", symbol="py:tests.test_i18n.<genexpr>"),
+        *(
+            Rule("real", cause, symbol=symbol, test=test, test_re=test_re, mislabelled=True)
+            for cause, test, test_re in (
+                (NOW_HIDDEN, "from now", ""),
+                (NOW_HIDDEN, "", HUMANIZE_PAST_DATES),
+                (INTCOMMA_HIDDEN, "", HUMANIZE_INTCOMMA_INT),
+            )
+            for symbol in ("py:humanize.", "py:src.humanize.")
+        ),
+        Rule("noise", SRC_AS_TESTS, symbol="py:humanize"),
+        Rule("noise", SRC_AS_TESTS, symbol="py:src.humanize"),
+        Rule("noise", SRC_AS_TESTS, kind="stand_in_removed"),
     ),
     "semver": (
         # diffgenome-genome/2 (content site ids, main after #10.2): the new check has its own
@@ -494,7 +571,16 @@ def _verdict(
         # --repeat saw them between recordings of one commit): neither real nor noise.
         return "unstable", [(test["reasons"] or ["unstable"])[0].split(":", 1)[0]], {}
     if status in ("added", "removed"):
-        by_id = next((r for r in rules if r.kind == status and r.test in test["test"]), None)
+        by_id = next(
+            (
+                r
+                for r in rules
+                if r.kind == status
+                and r.test in test["test"]
+                and (not r.test_re or re.search(r.test_re, test["test"]) is not None)
+            ),
+            None,
+        )
         if by_id is not None:
             return by_id.verdict, [by_id.cause], {}
         # The test's file, or a file of its folder (a mixin in tests/__init__.py), changed.
