@@ -274,7 +274,10 @@ INTCOMMA_HIDDEN = (
     "intcomma(int); the report shows only the renamed call (the test-root artefact hides "
     "the change)"
 )
-IMPORTS_I18N = "import: tests/test_i18n.py gained a module-level generator (the locale list)"
+IMPORTS_I18N = (
+    "import: tests/test_i18n.py parametrizes a new test over the locale folders "
+    "(`sorted(p.name for p in LOCALE_DIR.iterdir() if p.is_dir())`, run at import)"
+)
 PARAM_SHIFT = (
     "ordinal parametrize ids: pytest numbers non-text arguments by position (`test_inputN`, "
     "`valN`), and cases inserted earlier in the list (5 in test_naturaldelta, 2 in "
