@@ -40,8 +40,13 @@ def _start() -> None:
     token, folder = _children.parse_value(value)
     if not token or not folder:
         return
-    with open(f"{folder}/{_children.CONFIG_NAME}", encoding="utf-8") as stream:
-        config: dict[str, Any] = json.load(stream)
+    try:
+        with open(f"{folder}/{_children.CONFIG_NAME}", encoding="utf-8") as stream:
+            config: dict[str, Any] = json.load(stream)
+    except FileNotFoundError:
+        # The session that named this folder has ended (a variable left in an environment
+        # that outlived it): there is nobody to record for, and nothing to say.
+        return
     # The compiled core takes the location markers when it is built: before the tracer.
     from diffgenome.recording.collect import stable, values
     from diffgenome.recording.collect.contract import Bounds

@@ -171,3 +171,21 @@ def test_children_sharing_a_token_are_told_apart_by_their_arguments() -> None:
     assert children._spawner(spawns, ("-c", "pass")) is None
     assert children._spawner(spawns, None) is None
     assert children._spawner([(tool, True, None), (tool, True, None)], None) is tool
+
+
+def test_a_variable_left_behind_by_an_ended_session_is_silent(tmp_path: Path) -> None:
+    """A process that outlived its recording session (the variable stayed in its C
+    environment) starts children that find no capture folder: they run unrecorded and say
+    nothing (the CLI's one-line errors gained a second line in CI)."""
+    import subprocess
+    import sys
+
+    from diffgenome.recording.collect import children
+
+    gone = tmp_path / "ended-session"
+    code = "from diffgenome.recording import child; child.start(); print('ran')"
+    env = {"DIFFGENOME_CHILD": f"{children.VALUE_PREFIX}1.call.0|{gone}", "PATH": "/usr/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ran\n", "")

@@ -114,6 +114,7 @@ _TOKEN_ATTRIBUTE: Final = "_diffgenome_token"
 
 _environ = os.environ
 _putenv = os.putenv
+_unsetenv = os.unsetenv
 _getpid = os.getpid
 _listdir = os.listdir
 _stat = os.stat
@@ -665,6 +666,11 @@ class Children:
             self._start_original = None
         if self._saved_env is None:
             _environ.pop(ENV, None)
+            # A spawn's token went to the C environment only (putenv): when os.environ no
+            # longer holds the name, popping it there unsets nothing, and every later child of
+            # this process would still look for this session.
+            with contextlib.suppress(OSError):
+                _unsetenv(ENV)
         else:
             _environ[ENV] = self._saved_env
         if self.pth is not None:
