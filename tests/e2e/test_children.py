@@ -248,11 +248,12 @@ FILES = {
 
 
         def test_broken_hook():
+            # a folder that is not there: no session to record for (it ended, or never was);
+            # the child runs unrecorded and says nothing, the parent discloses it
             env = dict(os.environ, DIFFGENOME_CHILD="diffgenome-child:1.1|/nonexistent/diffgenome")
             done = run([sys.executable, "-c", "print('ran')"], env=env)
             assert done.stdout == "ran\\n"
-            lines = done.stderr.splitlines()
-            assert len(lines) == 1 and lines[0].startswith("diffgenome: "), done.stderr
+            assert done.stderr == "", done.stderr
 
 
         def test_hook_is_in_place():
