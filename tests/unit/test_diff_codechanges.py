@@ -286,3 +286,36 @@ def test_a_module_level_name_imported_elsewhere_has_readers_there() -> None:
     # without the other modules, only the file's own readers are known (none here)
     [alone] = code_changes_from_sources(base, head, module_of).symbols
     assert alone.readers == ()
+
+
+def test_affected_selects_readers_of_a_module_imported_before_recording() -> None:
+    """The module whose body changed ran before recording began (a conftest imported it), so
+    the recording has no symbol for it; its readers in another module still select the tests
+    that ran them (packaging: 2,376 failing tests were not selected)."""
+    import genomes
+
+    from diffgenome.analysis.diff.affected import affected_tests
+
+    base = {"src/pkg/_tokenizer.py": "RULES = {'a': 1}\n"}
+    head = {"src/pkg/_tokenizer.py": "RULES = {'a': 2}\n"}
+    parser = "from ._tokenizer import RULES\n\n\ndef parse(x):\n    return RULES[x]\n"
+
+    def module_of(path: str) -> str | None:
+        return path.removeprefix("src/").removesuffix(".py").replace("/", ".")
+
+    code = code_changes_from_sources(
+        base, head, module_of, lambda names: {"src/pkg/_parser.py": parser}
+    )
+    reader = genomes.phase([genomes.call(0, None, "t"), genomes.call(1, 0, "py:pkg._parser.parse")])
+    other = genomes.phase([genomes.call(0, None, "u")])
+    doc = genomes.document(
+        [
+            genomes.test_record("tests/test_p.py::test_parse", {"call": reader}),
+            genomes.test_record("tests/test_p.py::test_other", {"call": other}),
+        ],
+        symbols=[{"id": "py:pkg._parser.parse", "origin": "repo", "kind": "function"}],
+    )
+    found = affected_tests(doc, code, module_of)
+    assert [item.test for item in found] == ["tests/test_p.py::test_parse"]
+    [reason] = found[0].reasons
+    assert (reason.symbol, reason.via, reason.names) == ("py:pkg._tokenizer", "reads", ("RULES",))

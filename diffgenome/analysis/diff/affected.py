@@ -79,6 +79,12 @@ def affected_tests(
         for s in base.get("symbols") or ()
         if isinstance(s, dict)
     }
+    for change in changes.values():
+        # A module whose body ran before recording began (a conftest imported it) has no
+        # symbol in the recording, yet it is a module: packaging's _tokenizer.
+        module = module_of(change.path) if change.path else None
+        if module is not None and change.symbol == f"py:{module}":
+            kinds.setdefault(change.symbol, "module")
     containers = {
         symbol[3:] + ".": (change, kinds[symbol])
         for symbol, change in changes.items()
