@@ -38,6 +38,7 @@ from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import (
     DB_FILE,
     KEY_FILE,
+    RUN_COLUMNS,
     SHARD_CONFIG_KEY,
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
@@ -509,22 +510,7 @@ def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> tuple
 def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Sequence[Part]) -> None:
     document = merged.document
     run = document["run"]
-    columns = {
-        "id",
-        "commit",
-        "dirty",
-        "python",
-        "platform",
-        "started_at",
-        "finished_at",
-        "complete",
-        "incomplete_reasons",
-        "config",
-        "selection",
-        "key_fingerprint",
-        "tool",
-    }
-    extra = {k: v for k, v in run.items() if k not in columns}
+    extra = {k: v for k, v in run.items() if k not in RUN_COLUMNS}
     config = run["config"]
     dirty = run.get("dirty")
     conn.execute(
