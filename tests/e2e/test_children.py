@@ -269,9 +269,7 @@ FILES = {
 
 
 class Session:
-    def __init__(
-        self, doc: dict[str, Any], project: Path, output: str
-    ) -> None:
+    def __init__(self, doc: dict[str, Any], project: Path, output: str) -> None:
         self.doc = doc
         self.project = project
         self.output = output

@@ -131,3 +131,88 @@ def test_work_of_another_tests_thread_is_timing_not_a_change() -> None:
     mine = [call(0, None, "t"), call(1, None, worker, 2, via="earlier-thread")]
     status, kinds, _ = _status(document(mine), document(head))
     assert (status, kinds) == ("changed", ["call_removed"])
+
+
+def test_work_of_a_thread_still_running_when_the_phase_ended_is_timing() -> None:
+    """google-auth: a refresh thread the test started, done on one side and still running on
+    the other when the test returned."""
+    thread = "py:pkg.RefreshThread.run"
+
+    def recording(exits: dict[str, int], state: list[dict[str, str]]) -> dict[str, Any]:
+        return document(
+            [
+                call(0, None, "t"),
+                call(1, 0, "py:pkg.start"),
+                call(2, 1, thread, via="thread", exits=exits, state=state),
+                call(3, 2, "py:pkg.fetch"),
+            ]
+        )
+
+    done = recording({"returned": 1}, [{"when": "exit", "target": "self.x", "bucket": "pos"}])
+    cut = recording({"running": 1}, [])
+    status, kinds, reasons = _status(done, cut)
+    assert (status, kinds) == ("unstable", [])
+    assert all(reason.startswith("unstable (thread timing): ") for reason in reasons)
+    assert len(reasons) == 2  # its exits and its state
+    # The same differences in a thread that finished on both sides are changes.
+    finished = recording({"returned": 1}, [])
+    status, kinds, _ = _status(done, finished)
+    assert (status, kinds) == ("changed", ["state_changed"])
+    # And so is anything outside the unfinished thread.
+    outside = document(
+        [
+            call(0, None, "t"),
+            call(1, 0, "py:pkg.start", 2),
+            call(2, 1, thread, via="thread", exits={"running": 1}),
+            call(3, 2, "py:pkg.fetch"),
+        ]
+    )
+    status, kinds, _ = _status(done, outside)
+    assert status == "changed"
+    assert "call_count_changed" in kinds
+
+
+def test_a_call_whose_arguments_are_unstable_has_unstable_products() -> None:
+    """google-api-core: a stall control fed ``time.monotonic()`` deltas left a lag of zero in
+    one full run and a positive one in the next; the confirming runs saw only the deltas
+    differ. What a call makes of unstable arguments is unstable too, its callers are not."""
+
+    def recording(elapsed: str, lag: str) -> dict[str, Any]:
+        return document(
+            [
+                call(0, None, "t"),
+                call(
+                    1,
+                    0,
+                    "py:pkg.stall",
+                    args=[{"shape": "t_elapsed=float", "digest": elapsed}],
+                    state=[{"when": "exit", "target": "self.lag", "bucket": lag}],
+                ),
+            ]
+        )
+
+    def diff(head: dict[str, Any]) -> tuple[str, list[str]]:
+        confirmations = [recording("c1", "zero"), recording("c2", "zero")]
+        result = diff_documents(
+            recording("b", "pos"),
+            head,
+            base_rev="b",
+            head_rev="h",
+            base_confirmation=confirmations,
+        )
+        (test,) = result.tests
+        return test.status, [c.kind for c in test.changes]
+
+    assert diff(recording("h", "zero")) == ("unstable", [])
+    # Nothing masks the products of a call whose arguments held still between confirmations.
+    steady = [recording("c", "zero"), recording("c", "zero")]
+    held = diff_documents(
+        recording("b", "pos"),
+        recording("b", "zero"),
+        base_rev="b",
+        head_rev="h",
+        base_confirmation=steady,
+    )
+    assert [(t.status, [c.kind for c in t.changes]) for t in held.tests] == [
+        ("changed", ["state_changed"])
+    ]

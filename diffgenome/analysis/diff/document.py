@@ -15,8 +15,11 @@ from typing import Any, Literal
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import (
+    ARGS_CHANGED,
     BRANCH_CHANGED,
+    EXIT_CHANGED,
     PRESENCE_KINDS,
+    RESULT_CHANGED,
     STATE_CHANGED,
     Found,
     StabilityKey,
@@ -27,6 +30,12 @@ from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
+
+# What a call makes of its arguments: when the arguments themselves differ between recordings
+# of one commit (an elapsed time, a timestamp), so may its result, its exits, the state it
+# leaves and the decisions it takes on them (google-api-core: a stall control fed
+# ``time.monotonic()`` deltas left a lag of zero in one run and a positive one in the next).
+_PRODUCTS = frozenset({RESULT_CHANGED, EXIT_CHANGED, STATE_CHANGED, BRANCH_CHANGED})
 
 DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
 Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
@@ -63,6 +72,8 @@ class Instability:
 
     def covers(self, found: Found) -> bool:
         if found.key() in self.keys:
+            return True
+        if found.kind in _PRODUCTS and (ARGS_CHANGED, found.phase, found.path, None) in self.keys:
             return True
         path = found.path
         return any((found.phase, path[:i]) in self.presence for i in range(1, len(path) + 1))
