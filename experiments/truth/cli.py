@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a control, e.g. --env PYTHONHASHSEED=0 (repeatable; use with --tag)",
     )
+    p.add_argument(
+        "--diff-arg",
+        action="append",
+        default=[],
+        help="an option of diffgenome diff, e.g. --diff-arg=--no-confirm (use with --tag)",
+    )
     p.add_argument("--tag", default="", help="suffix of the result files (e.g. after-merge)")
     p = sub.add_parser("releases", help="diff two consecutive releases of real projects")
     p.add_argument("--projects", default="cachetools,semver,humanize")
@@ -73,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             tag=args.tag,
             extra_args=args.pytest_arg,
             extra_env=dict(item.split("=", 1) for item in args.env),
+            diff_args=args.diff_arg,
         )
     elif args.command == "releases":
         from truth import releases

@@ -60,6 +60,7 @@ def run_diff(
     fail_on: str | None = None,
     timeout: float = 3600,
     extra_env: dict[str, str] | None = None,
+    diff_args: list[str] | None = None,
 ) -> DiffRun:
     """``python -m diffgenome.analysis.cli diff BASE HEAD --python PY --json OUT -- ARGS``.
 
@@ -76,7 +77,7 @@ def run_diff(
     cmd += ["--markdown", str(out / "diff.md")]
     if fail_on:
         cmd += ["--fail-on", fail_on]
-    cmd += ["--", *pytest_args]
+    cmd += [*(diff_args or []), "--", *pytest_args]
     environ = {k: v for k, v in os.environ.items() if k not in _SCRUB}
     environ.update(extra_env or {})
     log(f"$ (cd {repo} && {shlex.join(cmd)})")

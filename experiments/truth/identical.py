@@ -64,6 +64,7 @@ def run(
     tag: str = "",
     extra_args: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
+    diff_args: list[str] | None = None,
 ) -> dict[str, Any]:
     """``extra_args``/``extra_env`` are controls (e.g. ``--hypothesis-seed=0``,
     ``PYTHONHASHSEED=0``) that remove one known source of difference: run them under a tag."""
@@ -75,12 +76,13 @@ def run(
         repo = prepare(name)
         out = HISTORY / "identical" / name / (tag or "run")
         log(f"identical: {name} ({scope})")
-        done = run_diff(repo, env.exe, args, out, extra_env=extra_env)
+        done = run_diff(repo, env.exe, args, out, extra_env=extra_env, diff_args=diff_args)
         entry: dict[str, Any] = {
             "project": f"{env.project.name} {env.project.version}",
             "python": env.python.version,
             "selection": scope,
             "command": shown(done.command, extra_env),
+            "diff_args": diff_args or [],
             "exit_code": done.exit_code,
             "wall_s": round(done.wall_s, 1),
             "diffgenome_commit": diffgenome_commit(),
