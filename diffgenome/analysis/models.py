@@ -244,6 +244,12 @@ class TestRecord(_Model):
         "'<import>'); absent: not recorded (pytest's warnings plugin was off, or a "
         "recorder before warnings were recorded), which is never read as 'none'",
     )
+    params: dict[str, str | None] | None = Field(
+        None,
+        description="a parametrized test's values, by argument name: the keyed digest of "
+        "each (null: not canonicalisable within bounds). The differ pairs a test whose "
+        "id pytest numbered by position (test[kwargs18] -> test[kwargs20]) by these",
+    )
 
 
 class GenomeDocument(_Model):
@@ -300,6 +306,12 @@ class OutcomePair(_Model):
 
 class TestDiff(_Model):
     id: str
+    base_id: str | None = Field(
+        default=None,
+        description="the test's id in base when it differs from its id in head: pytest "
+        "numbered it by position and a case inserted before it shifted the number; paired "
+        "by its function and its parameter values",
+    )
     status: Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
     outcome: OutcomePair
     reasons: list[str] = []

@@ -117,6 +117,9 @@ class Recorder:
         self._phase_reasons: list[str] = []
         # Facts about the capture that leave it complete (a thread that outlived its phase)
         self._disclosed: list[str] = []
+        # Digests of the parameter values of the running test (``params`` in its record):
+        # what pairs ``test[kwargs18]`` with ``test[kwargs20]`` when cases were inserted.
+        self._params: dict[str, str | None] | None = None
         self._reports: dict[str, pytest.TestReport] = {}
         self._tracing = False
         self._closed = False
@@ -504,6 +507,7 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         self.tracer.test_serial += 1
+        self._params = _param_digests(item, self.digester)
         return (yield from self._phase("setup"))
 
     @pytest.hookimpl(wrapper=True)
@@ -565,7 +569,12 @@ class Recorder:
         except Exception as exc:
             self._phase_reasons.append(f"recorder-error:origins:{type(exc).__name__}")
         phases, reasons = self._phases, self._phase_reasons
-        extra = {"disclosed": sorted(set(self._disclosed))} if self._disclosed else {}
+        extra: dict[str, Any] = (
+            {"disclosed": sorted(set(self._disclosed))} if self._disclosed else {}
+        )
+        if self._params:
+            extra["params"] = self._params
+        self._params = None
         self._phases = {}
         self._phase_reasons = []
         self._disclosed = []
@@ -726,3 +735,16 @@ def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
         if isinstance(where, str) and not where.startswith(rootdir):
             foreign.append((name, where))
     return foreign
+
+
+def _param_digests(item: pytest.Item, digester: values.Digester) -> dict[str, str | None] | None:
+    """The keyed digest of each of a parametrized test's values, by argument name (None: not
+    canonicalisable within bounds). pytest names a case it cannot print by its position
+    (``kwargs18``), which inserting a case shifts; the values themselves do not shift."""
+    try:
+        params = item.callspec.params  # type: ignore[attr-defined]
+        if not isinstance(params, dict) or not params:
+            return None
+        return {str(name): digester.digest_value(params[name]) for name in sorted(params)}
+    except Exception:  # not parametrized (no callspec), or a value that resists reading
+        return None

@@ -83,15 +83,70 @@ class Instability:
         return self.reasons + extra
 
 
+def pair_renumbered(base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]) -> dict[str, str]:
+    """Base id → the id it is reported under, for parametrized cases whose ids moved.
+
+    pytest names a case whose value it cannot print by its position (``test[kwargs18]``), so
+    inserting two cases turns it into ``test[kwargs20]``: compared by id, every later case is
+    compared with its neighbour's recording, and the last reads as added (tomlkit, humanize:
+    14 tests each). Within one test function whose set of case ids differs between the
+    sides, cases are paired by their parameter values instead (the ``params`` digests), when
+    every case of that function on both sides has them, none missing, and no two cases of
+    one side share them. A base case whose values are gone is removed; if head reuses its id
+    for another case it is reported as ``<id> (base)``.
+    """
+    groups: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    unusable: set[str] = set()
+    for side, tests in enumerate((base, head)):
+        for test_id, test in tests.items():
+            function, bracket, _ = test_id.partition("[")
+            if not bracket:
+                continue
+            key = _case_values(test)
+            if key is None:
+                unusable.add(function)
+            else:
+                groups.setdefault(function, ({}, {}))[side][test_id] = key
+    names: dict[str, str] = {}
+    for function, (b_cases, h_cases) in groups.items():
+        if function in unusable or set(b_cases) == set(h_cases):
+            continue
+        b_by_values = {values: test_id for test_id, values in b_cases.items()}
+        h_by_values = {values: test_id for test_id, values in h_cases.items()}
+        if len(b_by_values) != len(b_cases) or len(h_by_values) != len(h_cases):
+            continue  # two cases with equal values: which is which is unknown
+        for values, base_id in b_by_values.items():
+            head_id = h_by_values.get(values)
+            if head_id is not None:
+                names[base_id] = head_id
+            elif base_id in head:
+                names[base_id] = f"{base_id} (base)"
+    return {base_id: name for base_id, name in names.items() if base_id != name}
+
+
+def _case_values(test: TestIndex) -> str | None:
+    params = test.record.get("params")
+    if not isinstance(params, Mapping) or not params:
+        return None
+    if not all(isinstance(digest, str) for digest in params.values()):
+        return None  # a value too big to digest: its equality is unknown
+    return "\0".join(f"{name}={params[name]}" for name in sorted(params))
+
+
+def _renamed(tests: dict[str, TestIndex], names: Mapping[str, str]) -> dict[str, TestIndex]:
+    return {names.get(test_id, test_id): test for test_id, test in tests.items()}
+
+
 def _instability(
     primary: Mapping[str, TestIndex],
     run: Mapping[str, Any],
     repeats: Iterable[Mapping[str, Any]],
     side: str,
     into: dict[str, Instability],
+    names: Mapping[str, str],
 ) -> None:
     for repeat in repeats:
-        again = index_tests(repeat)
+        again = _renamed(index_tests(repeat), names)
         digests = digests_comparable(run, repeat.get("run") or {})
         for test_id, test in primary.items():
             other = again.get(test_id)
@@ -102,7 +157,10 @@ def _instability(
 
 
 def _confirmation(
-    recordings: Sequence[Mapping[str, Any]], side: str, into: dict[str, Instability]
+    recordings: Sequence[Mapping[str, Any]],
+    side: str,
+    into: dict[str, Instability],
+    names: Mapping[str, str],
 ) -> set[str]:
     """What differs between two recordings of one side's differing tests, made after the
     first comparison (``diffgenome diff`` confirms by default).
@@ -111,15 +169,15 @@ def _confirmation(
     changes (a module fixture set up by another test, a cache warmed earlier) is the same in
     both and masks nothing; only the clock, randomness and scheduling differ between them.
     They are never compared with the first recordings, whose selection differs. Returns the
-    ids of the tests confirmed.
+    ids of the tests confirmed. ``names``: base ids of tests paired under their head id.
     """
     if len(recordings) < 2:
         return set()
-    first = index_tests(recordings[0])
+    first = _renamed(index_tests(recordings[0]), names)
     digests = digests_comparable(recordings[0].get("run") or {}, recordings[1].get("run") or {})
     label = f"{side} confirmation"
     for other in recordings[1:]:
-        again = index_tests(other)
+        again = _renamed(index_tests(other), names)
         for test_id, test in first.items():
             twin = again.get(test_id)
             if twin is None or test_id == IMPORT_TEST_ID:
@@ -179,15 +237,18 @@ def diff_documents(
     mock drift.
     """
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
-    b_tests, h_tests = index_tests(base), index_tests(head)
+    recorded_b_tests, h_tests = index_tests(base), index_tests(head)
     digests = digests_comparable(b_run, h_run)
     run_reasons = _run_reasons(b_run, "base") + _run_reasons(h_run, "head")
+    paired = pair_renumbered(recorded_b_tests, h_tests) if digests else {}
+    b_tests = _renamed(recorded_b_tests, paired)
+    base_ids = {head_id: base_id for base_id, head_id in paired.items()}
 
     unstable: dict[str, Instability] = {}
-    _instability(b_tests, b_run, base_repeats, "base", unstable)
-    _instability(h_tests, h_run, head_repeats, "head", unstable)
-    confirmed = _confirmation(base_confirmation, "base", unstable)
-    confirmed |= _confirmation(head_confirmation, "head", unstable)
+    _instability(b_tests, b_run, base_repeats, "base", unstable, paired)
+    _instability(h_tests, h_run, head_repeats, "head", unstable, {})
+    confirmed = _confirmation(base_confirmation, "base", unstable, paired)
+    confirmed |= _confirmation(head_confirmation, "head", unstable, {})
 
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     one_sided_state = code_changes.one_sided_state() if code_changes is not None else frozenset()
@@ -208,6 +269,7 @@ def diff_documents(
             diffs.append(
                 TestDiff(
                     id=test_id,
+                    base_id=base_ids.get(test_id),
                     status=status,
                     outcome=outcome,
                     reasons=reasons,
@@ -245,6 +307,7 @@ def diff_documents(
         diffs.append(
             TestDiff(
                 id=test_id,
+                base_id=base_ids.get(test_id),
                 status=status,
                 outcome=outcome,
                 reasons=reasons,
@@ -262,7 +325,9 @@ def diff_documents(
         summary=summary,
         tests=diffs,
         code_changes=(
-            code_change_entries(code_changes, b_tests, h_tests, test_code_paths(base, head))
+            code_change_entries(
+                code_changes, recorded_b_tests, h_tests, test_code_paths(base, head)
+            )
             if code_changes is not None
             else []
         ),

@@ -539,19 +539,22 @@ class Runner:
     # -- confirmation -----------------------------------------------------------------------
 
     def confirm(
-        self, prepared: Prepared, test_ids: Sequence[str]
+        self, prepared: Prepared, test_ids: Sequence[str], base_ids: Sequence[str] = ()
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
         between those two recordings of one commit is noise, not change. Sides that cannot
-        be recorded again (a run, a file) give nothing, and the note says so."""
+        be recorded again (a run, a file) give nothing, and the note says so. ``base_ids``:
+        the same tests by their ids in base, where a test was paired under a new id."""
         node_ids = self._node_ids(test_ids)
+        base_node_ids = self._node_ids(base_ids) if base_ids else node_ids
         if not node_ids:
             return [], []
         out: list[list[dict[str, Any]]] = []
         workspace = Workspace(self.repo)
         try:
-            selection = [*self._selection(workspace), *node_ids]
-            for side in (prepared.base, prepared.head):
+            common = self._selection(workspace)
+            for side, ids in ((prepared.base, base_node_ids), (prepared.head, node_ids)):
+                selection = [*common, *ids]
                 if side.kind == "revision" and side.sha is not None:
                     tree = workspace.worktree(side.sha, f"confirm-{side.sha[:12]}")
                 elif side.kind == "worktree" and self.repo is not None:
@@ -811,7 +814,8 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
         )
 
     diff = compare()
-    differing = [t.id for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    differing = [t.id for t in differing_tests]
     if options.confirm and differing:
         if options.progress is not None:
             options.progress(
@@ -819,7 +823,9 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
                 f"differ{'s' if len(differing) == 1 else ''}: recording "
                 f"{'it' if len(differing) == 1 else 'them'} twice more on each side ..."
             )
-        base_again, head_again = runner.confirm(prepared, differing)
+        base_again, head_again = runner.confirm(
+            prepared, differing, [t.base_id or t.id for t in differing_tests]
+        )
         if base_again or head_again:
             diff = compare(base_again, head_again)
     return diff, prepared.notes

@@ -125,3 +125,8 @@ def outcome_text(test: TestDiff) -> str:
 
 def tests_with(diff: DiffDocument, status: str) -> list[TestDiff]:
     return [test for test in diff.tests if test.status == status]
+
+
+def renamed_line(base_id: str) -> str:
+    """What a report says of a test paired under a new id (``TestDiff.base_id``)."""
+    return f"was {base_id} in base (pytest numbers such cases by position; paired by values)"

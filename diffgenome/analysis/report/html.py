@@ -162,7 +162,7 @@ def diff_site(
         for i, test_id in enumerate(ordered)
     }
     for test in with_page:
-        base, head = base_tests.get(test.id), head_tests.get(test.id)
+        base, head = base_tests.get(test.base_id or test.id), head_tests.get(test.id)
         site[pages[test.id]] = _diff_test_page(diff, test, base, head, labels, around[test.id])
     site[INDEX] = _diff_index(diff, pages, labels)
     return dict(sorted(site.items()))

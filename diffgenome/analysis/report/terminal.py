@@ -19,6 +19,7 @@ from diffgenome.analysis.report.common import (
     Selection,
     count,
     outcome_text,
+    renamed_line,
     side_text,
     summary_text,
     test_blocks,
@@ -52,7 +53,8 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
         title.append(f"  {outcome}")
     if block.reaches_changed_code:
         title.append(f"  \u00b7 {REACHES}", style="cyan")
-    lines = [Text("    " + describe(change, labels)) for change in block.changes]
+    lines = [Text("    " + renamed_line(test.base_id))] if test.base_id else []
+    lines += [Text("    " + describe(change, labels)) for change in block.changes]
     lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
     shown = lines if max_lines is None else lines[:max_lines]
     out = [title, *shown]
