@@ -113,3 +113,54 @@ def test_two_recordings_of_the_server_suite_are_identical(tmp_path: Path) -> Non
     project = make_project(tmp_path, PROJECT)
     first, second = record(project), record(project)
     assert [t["phases"] for t in first["tests"]] == [t["phases"] for t in second["tests"]]
+
+
+STAND_IN_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/worker.py": """
+        def run(source):
+            while True:
+                item = source.get()
+                if item is None:
+                    return
+    """,
+    "tests/test_worker.py": """
+        import threading
+        from unittest import mock
+
+        import pytest
+
+        from pkg import worker
+
+
+        @pytest.fixture
+        def gate():
+            gate = threading.Event()
+            yield gate
+            gate.set()
+
+
+        def test_ends_while_its_thread_is_inside_a_stand_in(gate):
+            entered = threading.Event()
+
+            def wait():
+                entered.set()
+                gate.wait(10)
+
+            source = mock.Mock()
+            source.get.side_effect = wait
+            thread = threading.Thread(target=worker.run, args=(source,), daemon=True)
+            thread.start()
+            assert entered.wait(10)
+    """,
+}
+
+
+def test_a_stand_in_call_still_running_at_the_phases_end_exits_running(tmp_path: Path) -> None:
+    """google-api-core: a consumer thread inside a mocked ``recv()`` when the test returned
+    left the stand-in with one entry and no exit (``inconsistent-exits``, unverified)."""
+    doc = record(make_project(tmp_path, STAND_IN_PROJECT))
+    test = test_genome(doc, "::test_ends_while_its_thread_is_inside_a_stand_in")
+    assert test["verified"], test["unverified_reasons"]
+    stand_ins = [n for n in _nodes(test, "call") if n["type"] == "substitution"]
+    assert [(n["count"], n["exits"]) for n in stand_ins] == [(1, {"running": 1})], stand_ins

@@ -33,7 +33,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from diffgenome.protocol.naming import Site, fallback_name
 from diffgenome.protocol.vocab import (
@@ -109,6 +109,10 @@ def _load_accelerator() -> tuple[Any, str | None]:
 
 
 _ACCEL, _ACCEL_ABSENT = _load_accelerator()
+
+
+# Nodes a thread can be inside of when a phase ends.
+_MAY_RUN: Final = frozenset({NODE_CALL, NODE_SUBSTITUTION})
 
 
 class Tracer:
@@ -341,14 +345,15 @@ class Tracer:
 
     def _close_running_calls(self) -> None:
         """Calls another thread is still inside when the phase ends (a server loop, a worker
-        waiting for jobs) end the phase as ``running``: entered and not yet left is a fact of
-        this phase, not a lost event, so their node stays consistent."""
+        waiting for jobs, a consumer inside a mocked ``recv()``) end the phase as
+        ``running``: entered and not yet left is a fact of this phase, not a lost event, so
+        their node stays consistent."""
         frames: dict[int, tuple[Node, int]] = {}
         for node in self._active.values():
             known = frames.get(id(node))
             frames[id(node)] = (node, 1 if known is None else known[1] + 1)
         for node, open_frames in frames.values():
-            if node.ntype != NODE_CALL or node.key is None:
+            if node.key is None or node.ntype not in _MAY_RUN:
                 continue
             ended = node.returned + node.yielded + sum(node.exits.values())
             running = min(open_frames, node.count - ended)
