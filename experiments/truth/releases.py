@@ -100,6 +100,15 @@ RELEASES: tuple[Release, ...] = (
         notes="functional utilities; tests inside the package (toolz/tests)",
     ),
     Release(
+        name="sqlparse",
+        base="0.5.2",
+        head="0.5.3",
+        paths=("tests",),
+        notes="SQL tokenizer and parser (recursive grouping); chosen in session 5, never "
+        "seen before: 0.5.3 moves the RecursionError guard from Token.flatten to "
+        "FilterStack.run",
+    ),
+    Release(
         name="tomlkit",
         base="0.15.1",
         head="0.15.2",
