@@ -246,3 +246,29 @@ def test_debugging_callbacks_keeps_the_first_error_of_each_kind(
     assert kept.startswith("can only concatenate str")
     where = "compiled core" if tracer.core == "c" else "tracer.py:"
     assert where in kept
+
+
+def test_a_thread_being_started_while_a_phase_begins_keeps_its_starter(project: Path) -> None:
+    """google-auth: a refresh worker started a thread while the main thread began the next
+    phase; the new thread was not alive yet, its starter was forgotten, and its work read as
+    ``unattributed:thread``. Threads are real here; the interleaving is driven by hand."""
+    import threading
+
+    tracer = _tracer(project, "python")
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+        tracer.begin_phase()
+        starting = threading.Thread(target=lambda: None)  # registered, not started yet
+        tracer._starters[id(starting)] = (starting, None, tracer._phase_serial, 1)
+        done = threading.Thread(target=lambda: None)
+        done.start()
+        done.join()
+        tracer._starters[id(done)] = (done, None, tracer._phase_serial, 1)
+        for _ in range(3):
+            tracer.end_phase()
+            tracer.begin_phase()
+            assert id(starting) in tracer._starters  # never started: may still run
+        assert id(done) not in tracer._starters  # finished, phases ago
+    finally:
+        tracer.end_phase()
+        tracer.stop()

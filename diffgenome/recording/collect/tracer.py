@@ -318,7 +318,7 @@ class Tracer:
         self._active.clear()
         self._task_frames.clear()
         self._phase_serial += 1
-        self._starters = {k: v for k, v in self._starters.items() if v[0].is_alive()}
+        self._starters = {k: v for k, v in self._starters.items() if self._may_run(v)}
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
@@ -591,6 +591,13 @@ class Tracer:
             root = Node(NODE_CALL, None, self.bounds)
         self._roots[_get_ident()] = (thread, root)
         return root
+
+    def _may_run(self, starter: tuple[threading.Thread, Node | None, int, int]) -> bool:
+        """Whether a started thread may still run in-scope code. A thread another thread is
+        starting right now is not alive yet (google-auth: a refresh worker starting a thread
+        while the phase ended): an entry made in the last two phases is kept regardless."""
+        thread, _, serial, _ = starter
+        return serial >= self._phase_serial - 2 or thread.is_alive() or thread.ident is None
 
     def _wrap_thread_start(self) -> None:
         original = threading.Thread.start
