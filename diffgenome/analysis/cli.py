@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import gc
 import json
@@ -179,7 +180,11 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 
 def _configure_runs(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the run list as JSON (every field, the whole selection) to FILE or - (stdout)",
+    )
 
 
 def _run_runs(args: argparse.Namespace) -> int:
@@ -190,6 +195,10 @@ def _run_runs(args: argparse.Namespace) -> int:
     for name in (db_path, db_path + "-wal"):
         with contextlib.suppress(OSError):
             on_disk += os.path.getsize(name)
+    if args.json is not None:
+        listed = [dataclasses.asdict(run) for run in runs]
+        write_output(json.dumps(listed, indent=2) + "\n", args.json)
+        return EXIT_OK
     # The total goes to a terminal only: piped, every line after the header is one run.
     if sys.stdout.isatty():
         _print(runs_table(runs, os.path.abspath(store), on_disk))

@@ -340,6 +340,13 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     # the seeds diff adds after it).
     assert f"{' '.join(same)} --genome-random-seed=0" in selections
     assert "-k test_label --hypothesis-seed=0 --genome-random-seed=0" in selections
+    # runs --json: every field, the whole selection (the confirmation's node ids).
+    listed = json.loads(cli_run(top, "runs", "--json", "-").stdout)
+    assert [run["id"] for run in listed] == [line.split()[0] for line in runs[1:]]
+    confirming = [run for run in listed if run["origin"] == "confirmation"]
+    assert confirming and all(
+        any("::" in arg for arg in run["selection"]) for run in confirming
+    )
 
 
 # -- 6. prune and the cap ------------------------------------------------------------------------

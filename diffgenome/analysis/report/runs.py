@@ -52,10 +52,18 @@ def size_text(size: int) -> str:
     return f"{size} B"  # pragma: no cover - the loop always returns
 
 
-def selection_text(selection: Sequence[str]) -> str:
+def selection_text(selection: Sequence[str], max_node_ids: int = 3) -> str:
     """The arguments that chose the tests, quoted as a shell would need them; ``(default)``
-    for none (pytest's ``testpaths`` or the rootdir)."""
-    return " ".join(shlex.quote(arg) for arg in selection) if selection else "(default)"
+    for none (pytest's ``testpaths`` or the rootdir). More than ``max_node_ids`` test node
+    ids (a confirmation selects every test that differed: google-auth, 166) are counted, not
+    listed: the table is for finding a run; ``runs --json`` has the whole selection."""
+    if not selection:
+        return "(default)"
+    node_ids = [arg for arg in selection if "::" in arg and not arg.startswith("-")]
+    if len(node_ids) <= max_node_ids:
+        return " ".join(shlex.quote(arg) for arg in selection)
+    others = [arg for arg in selection if arg not in node_ids]
+    return " ".join([*(shlex.quote(arg) for arg in others), f"(+{len(node_ids)} test ids)"])
 
 
 def runs_table(
