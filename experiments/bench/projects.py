@@ -85,6 +85,22 @@ PROJECTS: tuple[Project, ...] = (
         ),
     ),
     Project(
+        name="sqlparse",
+        version="0.5.3",
+        test_deps=("pytest",),
+        paths=("tests",),
+        notes="SQL tokenizer and parser (#12): a token object per lexeme, recursive grouping, "
+        "every call passes new strings and tokens",
+    ),
+    Project(
+        name="jinja2",
+        version="3.1.6",
+        test_deps=("pytest", "trio"),
+        paths=("tests",),
+        notes="template engine (#12): lexer, recursive-descent parser, code generator; "
+        "object-heavy",
+    ),
+    Project(
         name="google-auth",
         version="2.62.2",
         extras=("testing",),
