@@ -43,6 +43,8 @@ class Options:
     random_seed: int | None = None
     #: ``(index, count)``, 1-based, when the session records one shard of a sharded suite.
     shard: tuple[int, int] | None = None
+    #: The only test ids to run (``--genome-only FILE``); None: every selected test.
+    only: frozenset[str] | None = None
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -81,7 +83,19 @@ def read_options(config: pytest.Config) -> Options:
         basetemp=str(basetemp) if basetemp else None,
         random_seed=config.getoption("genome_random_seed", None),
         shard=_shard(config),
+        only=_only(config),
     )
+
+
+def _only(config: pytest.Config) -> frozenset[str] | None:
+    path = config.getoption("genome_only", None)
+    if not path:
+        return None
+    try:
+        with open(str(path), encoding="utf-8") as listed:
+            return frozenset(line.rstrip("\n") for line in listed if line.strip())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise pytest.UsageError(f"diffgenome: --genome-only {path}: {exc}") from None
 
 
 def default_store(invocation_dir: str, rootdir: str) -> str:

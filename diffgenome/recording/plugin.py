@@ -72,6 +72,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="this session records shard I of N of a sharded suite (a label for "
         "`diffgenome combine`; it selects no tests; default: pytest-split's --group/--splits)",
     )
+    group.addoption(
+        "--genome-only",
+        metavar="FILE",
+        default=None,
+        help="run only the tests whose ids (relative to the repository root) FILE lists, one "
+        "per line, within the selection the other arguments make (diffgenome diff's "
+        "confirmation: the tests that differed)",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
     parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")

@@ -313,6 +313,23 @@ class Recorder:
             outcome = "error" if self._collection_failed else "passed"
             self._finish_test(IMPORT_TEST_ID, outcome)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """``--genome-only``: the tests diff confirms, by recorded id, whatever paths the
+        user's arguments name (a positional ``tests`` would otherwise run them all)."""
+        only = self.options.only
+        if only is None:
+            return
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            (keep if self._test_id(item.nodeid) in only else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self._collection_failed = True

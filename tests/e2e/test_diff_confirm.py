@@ -8,10 +8,11 @@ change stays ``changed`` with its unstable parts listed apart. ``--no-confirm`` 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, git_in, write_files
+from e2e.helpers import DIFF_PYTEST_ARGS, cli, cli_json, git_commit, git_in, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -129,4 +130,26 @@ def test_parametrize_ids_with_spaces_are_confirmed_not_cut(tmp_path: Path) -> No
     spaced = [s for t, s in statuses.items() if "test_noise_in_a_spaced_id[" in t]
     assert spaced == ["unstable", "unstable"], statuses
     assert document["summary"]["confirmed"] == 2
+    assert code == 0
+
+
+def test_a_path_among_the_pytest_arguments_does_not_widen_the_confirmation(
+    tmp_path: Path,
+) -> None:
+    """sqlparse (``diff ... -- tests``): all 465 tests were recorded again, twice per side,
+    to confirm the 3 that differed, because the user's path selected them all."""
+    repo = tmp_path / "repo"
+    write_files(repo, PROJECT)
+    git_commit(repo)
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    code, document = cli_json(
+        repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=(*DIFF_PYTEST_ARGS, "tests")
+    )
+    assert _statuses(document)["test_noise_only"] == "unstable"
+    assert document["summary"]["confirmed"] == 2
+    runs = json.loads(cli(repo, "runs", "--json", "-").stdout)
+    confirming = [run for run in runs if run["origin"] == "confirmation"]
+    assert len(confirming) == 4
+    # the two noisy tests and <import>, not test_quiet
+    assert {run["tests"] for run in confirming} == {3}, confirming
     assert code == 0

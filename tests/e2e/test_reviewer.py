@@ -344,9 +344,7 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     listed = json.loads(cli_run(top, "runs", "--json", "-").stdout)
     assert [run["id"] for run in listed] == [line.split()[0] for line in runs[1:]]
     confirming = [run for run in listed if run["origin"] == "confirmation"]
-    assert confirming and all(
-        any("::" in arg for arg in run["selection"]) for run in confirming
-    )
+    assert confirming and all(any("::" in arg for arg in run["selection"]) for run in confirming)
 
 
 # -- 6. prune and the cap ------------------------------------------------------------------------

@@ -553,8 +553,12 @@ class Runner:
         workspace = Workspace(self.repo)
         try:
             common = self._selection(workspace)
-            for side, ids in ((prepared.base, base_node_ids), (prepared.head, node_ids)):
-                selection = [*common, *ids]
+            sides = (
+                (prepared.base, base_ids or test_ids, base_node_ids),
+                (prepared.head, test_ids, node_ids),
+            )
+            for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
+                selection = [*common, *self._only(workspace, which, ids, named)]
                 if side.kind == "revision" and side.sha is not None:
                     tree = workspace.worktree(side.sha, f"confirm-{side.sha[:12]}")
                 elif side.kind == "worktree" and self.repo is not None:
@@ -583,6 +587,24 @@ class Runner:
             with _sigint_ignored():
                 workspace.close()
         return out[0], out[1]
+
+    def _only(
+        self, workspace: Workspace, which: str, test_ids: Sequence[str], node_ids: Sequence[str]
+    ) -> list[str]:
+        """The arguments that narrow a confirming recording to ``test_ids``.
+
+        ``--genome-only`` names them by recorded id, so that a path among the user's
+        arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
+        differed) cannot widen the selection. The node ids are also given as arguments,
+        which spares collecting the other files, only when the user's arguments hold no
+        word that pytest could read as a path.
+        """
+        listed = os.path.join(workspace.temp_path(), f"confirm-{which}.txt")
+        wanted = {_node_of(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID}
+        with open(listed, "w", encoding="utf-8") as out:
+            out.writelines(f"{test_id}\n" for test_id in sorted(wanted))
+        positional = any(not arg.startswith("-") for arg in self.options.pytest_args)
+        return [f"--genome-only={listed}", *([] if positional else node_ids)]
 
     def _node_ids(self, test_ids: Sequence[str]) -> list[str]:
         """pytest node ids (relative to where pytest runs) of recorded test ids (relative to
