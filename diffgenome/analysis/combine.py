@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
-import uuid
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from diffgenome.protocol.store import (
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
     key_fingerprint,
+    new_run_id,
     open_store,
     recording_key,
     shard_of,
@@ -475,10 +474,6 @@ def _combined_run(ordered: Sequence[Part], count: int, reasons: list[str]) -> di
 # -- writing ---------------------------------------------------------------------------------
 
 
-def _new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-
-
 def _folder_of(path: str) -> str:
     path = os.path.abspath(path)
     if os.path.basename(path) == DB_FILE and not os.path.isdir(path):
@@ -489,7 +484,7 @@ def _folder_of(path: str) -> str:
 def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> tuple[str, str]:
     """Add the combined run to the store ``output`` (created if needed) in one transaction;
     the run's id and the fingerprint of the store's own key."""
-    run_id = _new_run_id()
+    run_id = new_run_id()
     opened = open_store(output)
     conn = opened.conn
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import sqlite3
 import struct
 from contextlib import suppress
@@ -31,9 +32,12 @@ from os import unlink as _unlink
 from os import urandom as _urandom
 from os import write as _write
 from stat import S_ISDIR
+from time import gmtime as _gmtime
 from time import monotonic as _monotonic
 from time import sleep as _sleep
+from time import strftime as _strftime
 from typing import Final
+from uuid import uuid4 as _uuid4
 
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import STORE_FORMAT, FormatError, check_format
@@ -150,6 +154,22 @@ _GITIGNORE: Final = "# created by diffgenome: the store and its key stay out of 
 
 class StoreError(UserError):
     """The store cannot be used; the message is one line: what is wrong, then what to do."""
+
+
+#: Set by ``diffgenome diff`` for a recording it makes: the run id the recorder must use, so
+#: that recordings made at once (confirmation records both sides in parallel) are told apart.
+RUN_ID_ENV: Final = "DIFFGENOME_RUN_ID"
+_RUN_ID_SHAPE: Final = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique without coordination between machines."""
+    return _strftime("%Y%m%dT%H%M%S", _gmtime()) + "-" + _uuid4().hex[:8]
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` has the shape :func:`new_run_id` gives."""
+    return _RUN_ID_SHAPE.fullmatch(text) is not None
 
 
 def one_line(exc: BaseException) -> str:

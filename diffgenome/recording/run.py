@@ -13,7 +13,6 @@ import os
 import platform
 import subprocess
 import time
-import uuid
 from typing import Any
 
 from diffgenome import __version__
@@ -40,11 +39,6 @@ COLLECTORS: list[dict[str, Any]] = [
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def new_run_id() -> str:
-    """Sortable by start time, unique without coordination between machines."""
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
 class Run:

@@ -23,7 +23,13 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
-from diffgenome.protocol.store import SHARD_CONFIG_KEY, one_line
+from diffgenome.protocol.store import (
+    RUN_ID_ENV,
+    SHARD_CONFIG_KEY,
+    is_run_id,
+    new_run_id,
+    one_line,
+)
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, ORIGIN_REPO, SYMBOL_PREFIX
 from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import stable, values
@@ -35,7 +41,7 @@ from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
-from diffgenome.recording.run import Run, git_toplevel, new_run_id, rootdir_in_repository
+from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
@@ -105,7 +111,9 @@ class Recorder:
             raise pytest.UsageError(f"diffgenome: {exc}") from None
         self.digester = values.Digester(self.store.key)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
-        self.run = Run(self.store, options.controller_run_id or new_run_id(), self.worker)
+        self.run = Run(
+            self.store, options.controller_run_id or _run_id_asked() or new_run_id(), self.worker
+        )
         self.run_id = self.run.id
         self._session_reasons: list[str] = []
         # Tests finished but not yet in the store: written as soon as each one finishes, so
@@ -765,3 +773,10 @@ def _param_digests(item: pytest.Item, digester: values.Digester) -> dict[str, st
         return {str(name): digester.digest_value(params[name]) for name in sorted(params)}
     except Exception:  # not parametrized (no callspec), or a value that resists reading
         return None
+
+
+def _run_id_asked() -> str | None:
+    """The run id ``diffgenome diff`` chose for this recording (None: choose one). Taken out
+    of the environment at once: a pytest --genome that a test starts must choose its own."""
+    asked = os.environ.pop(RUN_ID_ENV, None)
+    return asked if asked is not None and is_run_id(asked) else None

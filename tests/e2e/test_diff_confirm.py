@@ -12,7 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import DIFF_PYTEST_ARGS, cli, cli_json, git_commit, git_in, write_files
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    cli,
+    cli_json,
+    git_commit,
+    git_in,
+    record_full,
+    write_files,
+)
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -153,3 +161,29 @@ def test_a_path_among_the_pytest_arguments_does_not_widen_the_confirmation(
     # the two noisy tests and <import>, not test_quiet
     assert {run["tests"] for run in confirming} == {3}, confirming
     assert code == 0
+
+
+def test_a_recording_takes_the_run_id_diff_chose_and_keeps_it_from_its_tests(
+    tmp_path: Path,
+) -> None:
+    """diff names each recording's run (confirmation records several at once); the id is
+    taken out of the environment, so a pytest --genome that a test starts chooses its own."""
+    project = tmp_path / "proj"
+    write_files(
+        project,
+        {
+            "pkg/__init__.py": "",
+            "tests/test_env.py": """
+                import os
+
+
+                def test_the_id_is_not_passed_on():
+                    assert "DIFFGENOME_RUN_ID" not in os.environ
+            """,
+        },
+    )
+    git_commit(project)
+    chosen = "20261201T000000-0123abcd"
+    recording = record_full(project, env={"DIFFGENOME_RUN_ID": chosen})
+    assert recording.doc["run"]["id"] == chosen
+    assert recording.doc["tests"][-1]["outcome"] == "passed"

@@ -49,8 +49,10 @@ from diffgenome.protocol.selection import ORIGIN_ENV, find_store, recorded_selec
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
     KEY_FILE,
+    RUN_ID_ENV,
     StoreError,
     key_fingerprint,
+    new_run_id,
     open_store,
     recording_key,
 )
@@ -479,7 +481,7 @@ class Runner:
                 f"{spec} has no folder {self.repo.prefix if self.repo else cwd}; run diffgenome "
                 "from a folder that exists in both revisions"
             )
-        before = self._run_ids()
+        run_id = new_run_id()
         if self.options.progress is not None:
             self.options.progress(f"recording {spec} ...")
         percent = self.options.progress_percent
@@ -494,7 +496,7 @@ class Runner:
         code, output = run_child(
             [self._target.python, "-m", "pytest", *selection],
             cwd=cwd,
-            env={**self._env(workspace, tree), ORIGIN_ENV: origin},
+            env={**self._env(workspace, tree), ORIGIN_ENV: origin, RUN_ID_ENV: run_id},
             on_line=on_line,
         )
         if code in _PYTEST_FAILED_TO_RUN:
@@ -511,8 +513,7 @@ class Runner:
                 f"pytest stopped with exit status {code} in {spec}: {pytest_error(output)}; "
                 "fix the project or the pytest arguments"
             )
-        new = [run for run in self._run_ids() if run not in before]
-        if not new:
+        if run_id not in self._run_ids():
             raise DiffError(
                 f"pytest ran the tests of {spec} but recorded nothing ({pytest_error(output)}); "
                 "check that no -p no:diffgenome is among the pytest arguments"
@@ -523,7 +524,7 @@ class Runner:
             line = line.strip()
             if line.startswith(CAP_NOTICE_START) and line[len("diffgenome: ") :] not in self.notes:
                 self.notes.append(line[len("diffgenome: ") :])
-        return new[0]
+        return run_id
 
     def _run_ids(self) -> list[str]:
         assert self.store is not None
