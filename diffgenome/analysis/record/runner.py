@@ -15,6 +15,7 @@ folders and child processes are removed on every way out, Ctrl-C included.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -62,6 +63,8 @@ PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
 # recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
+#: Recordings of each side's differing tests that confirmation compares with each other.
+CONFIRMATIONS = 2
 STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
@@ -473,7 +476,10 @@ class Runner:
         workspace: Workspace,
         selection: list[str],
         origin: str = "diff",
+        quiet: bool = False,
     ) -> str:
+        """Record ``selection`` in ``tree`` as a new run; its id. ``quiet``: no progress (for
+        recordings made side by side, whose lines would interleave)."""
         assert self.store is not None and self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
@@ -482,9 +488,9 @@ class Runner:
                 "from a folder that exists in both revisions"
             )
         run_id = new_run_id()
-        if self.options.progress is not None:
+        if self.options.progress is not None and not quiet:
             self.options.progress(f"recording {spec} ...")
-        percent = self.options.progress_percent
+        percent = None if quiet else self.options.progress_percent
         on_line: Callable[[str], None] | None = None
         if percent is not None:
 
@@ -550,7 +556,6 @@ class Runner:
         base_node_ids = self._node_ids(base_ids) if base_ids else node_ids
         if not node_ids:
             return [], []
-        out: list[list[dict[str, Any]]] = []
         workspace = Workspace(self.repo)
         try:
             common = self._selection(workspace)
@@ -558,36 +563,61 @@ class Runner:
                 (prepared.base, base_ids or test_ids, base_node_ids),
                 (prepared.head, test_ids, node_ids),
             )
+            plan: list[tuple[str, str, list[str]] | None] = []
             for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
                 selection = [*common, *self._only(workspace, which, ids, named)]
                 if side.kind == "revision" and side.sha is not None:
-                    tree = workspace.worktree(side.sha, f"confirm-{side.sha[:12]}")
+                    tree = workspace.worktree(side.sha, f"confirm-{which}-{side.sha[:12]}")
                 elif side.kind == "worktree" and self.repo is not None:
                     tree = self.repo.toplevel
                 else:
                     self.notes.append(
                         f"{side.spec} cannot be recorded again: its differences are not confirmed"
                     )
-                    out.append([])
+                    plan.append(None)
                     continue
-                out.append(
-                    [
-                        self._document(
-                            self._record(
-                                f"{side.spec} (confirming)",
-                                tree,
-                                workspace,
-                                selection,
-                                "confirmation",
-                            )
-                        )
-                        for _ in range(2)
-                    ]
-                )
+                plan.append((f"{side.spec} (confirming)", tree, selection))
+            out: list[list[dict[str, Any]]] = [[], []]
+            for _ in range(CONFIRMATIONS):
+                for index, run_id in self._record_at_once(workspace, plan):
+                    out[index].append(self._document(run_id))
         finally:
             with _sigint_ignored():
                 workspace.close()
         return out[0], out[1]
+
+    def _record_at_once(
+        self, workspace: Workspace, plan: Sequence[tuple[str, str, list[str]] | None]
+    ) -> list[tuple[int, str]]:
+        """One confirming recording of each planned side, the sides at the same time.
+
+        Confirmation records tests that differed, and those are often slow by nature (a
+        retry's back-off, a consumer thread's sleep): recording base and head side by side
+        halves its wall time (google-api-core: 42 such tests, 7 s a recording) while each
+        side's two recordings stay one after the other, so a clash between the sides
+        (a fixed port, a shared file) happens alike in both rounds and masks nothing.
+        """
+        jobs = [(index, job) for index, job in enumerate(plan) if job is not None]
+        if len(jobs) == 1:
+            index, (spec, tree, selection) = jobs[0]
+            return [(index, self._record(spec, tree, workspace, selection, "confirmation"))]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            futures = [
+                (
+                    index,
+                    pool.submit(
+                        self._record, spec, tree, workspace, selection, "confirmation", True
+                    ),
+                )
+                for index, (spec, tree, selection) in jobs
+            ]
+            try:
+                return [(index, future.result()) for index, future in futures]
+            except BaseException:
+                # Ctrl-C, or one side failed: the other side's pytest must not run on (its
+                # thread would keep the pool, and the diff, waiting until it ends).
+                _interrupt_children()
+                raise
 
     def _only(
         self, workspace: Workspace, which: str, test_ids: Sequence[str], node_ids: Sequence[str]
@@ -725,6 +755,7 @@ def run_child(
         )
     except OSError as exc:
         raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
+    _RUNNING.add(proc.pid)
     try:
         if on_line is None:
             out, _ = proc.communicate()
@@ -742,8 +773,20 @@ def run_child(
             _stop(proc)
         raise
     finally:
+        _RUNNING.discard(proc.pid)
         _kill_group(proc.pid)
     return proc.returncode, out.decode("utf-8", errors="replace")
+
+
+#: Process groups of the children running now (recordings made side by side run in threads).
+_RUNNING: set[int] = set()
+
+
+def _interrupt_children() -> None:
+    """SIGINT to every running child's group: pytest marks its run interrupted and ends."""
+    for pgid in list(_RUNNING):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGINT)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

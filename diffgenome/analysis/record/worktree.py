@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -33,6 +34,8 @@ class Workspace:
         self.root = tempfile.mkdtemp(prefix="diffgenome-")
         self._worktrees: list[str] = []
         self._recorder: str | None = None
+        # Recordings made side by side (confirmation) ask for the recorder's copy at once.
+        self._lock = threading.Lock()
 
     def __enter__(self) -> Self:
         return self
@@ -45,6 +48,10 @@ class Workspace:
     def recorder_path(self) -> str:
         """A folder holding only ``diffgenome/{__init__.py,protocol,recording}``, for
         ``PYTHONPATH``: the target interpreter need not have diffgenome installed."""
+        with self._lock:
+            return self._copy_recorder()
+
+    def _copy_recorder(self) -> str:
         if self._recorder is None:
             package = Path(diffgenome.__file__).resolve().parent
             folder = os.path.join(self.root, "recorder")
