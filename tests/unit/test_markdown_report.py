@@ -11,13 +11,17 @@ a real parser makes of the text, not what a regular expression expects.
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from genomes import call, document, phase, test_record
 from markdown_it import MarkdownIt
 from rich.console import Console
 
+from diffgenome.analysis.cli import main
 from diffgenome.analysis.diff.describe import ValueLabels, describe
 from diffgenome.analysis.models import (
     Change,
@@ -524,3 +528,40 @@ def test_notes_lead_and_a_lead_that_cannot_fit_is_an_error() -> None:
     )
     with pytest.raises(MarkdownTooLong, match="more than the limit of 2,000"):
         render_markdown(review_diff(), limit=MIN_MARKDOWN_LIMIT, notes=["n" * 900] * 3)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def genome_file(path: Path, exits: str, n: int) -> str:
+    tests = [
+        test_record(
+            f"tests/test_x.py::test_{i}",
+            {"call": phase([call(0, None, f"py:pkg.f{i}", exits={exits: 1})])},
+        )
+        for i in range(n)
+    ]
+    path.write_text(json.dumps(document(tests)))
+    return str(path)
+
+
+def test_diff_writes_a_comment_within_markdown_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = genome_file(tmp_path / "base.json", "returned", 400)
+    head = genome_file(tmp_path / "head.json", "raised:py:builtins.ValueError", 400)
+    out = tmp_path / "comment.md"
+    args = ["diff", base, head, "--markdown", str(out), "--json", "diff.json"]
+    code = main([*args, "--markdown-limit", "3000", "--markdown-link", "https://ci/1"])
+    assert code == 1, capsys.readouterr().err
+    text = out.read_text()
+    assert comment_length(text) <= 3000
+    assert left_out(text) == Counter(changed=400 - len(shown(text)))
+    assert "[the whole report](https://ci/1)" in text
+    assert json.loads((tmp_path / "diff.json").read_text())["summary"]["changed"] == 400
+    # Notes (a side without a commit: no code changes) lead, inside the limit.
+    assert "> note: " in text.split("#### Changed")[0]
+    capsys.readouterr()
+    assert main([*args, "--markdown-limit", "100"]) == 2
+    assert "--markdown-limit must be at least 2000, not 100" in capsys.readouterr().err
