@@ -37,6 +37,12 @@ from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
 from diffgenome.analysis.report.common import Selection, matches
 from diffgenome.analysis.report.console import make_console, print_whole
+from diffgenome.analysis.report.markdown import (
+    DEFAULT_MARKDOWN_LIMIT,
+    GITHUB_COMMENT_LIMIT,
+    MIN_MARKDOWN_LIMIT,
+    MarkdownTooLong,
+)
 from diffgenome.analysis.report.runs import (
     genome_tree,
     run_tests_table,
@@ -449,6 +455,22 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--markdown", metavar="FILE", help="write a Markdown report to FILE ('-': standard output)"
     )
+    parser.add_argument(
+        "--markdown-limit",
+        metavar="N",
+        type=int,
+        default=DEFAULT_MARKDOWN_LIMIT,
+        help="cut the Markdown report to at most N characters "
+        f"(default {DEFAULT_MARKDOWN_LIMIT:,}; GitHub takes {GITHUB_COMMENT_LIMIT:,} in a "
+        "comment): whole tests, the least important first, and a closing line says what was "
+        "left out",
+    )
+    parser.add_argument(
+        "--markdown-link",
+        metavar="URL",
+        help="where the whole report is (e.g. the CI run with its artifacts): the closing "
+        "line of a cut Markdown report links to it",
+    )
     parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
     parser.add_argument(
         "--fail-on",
@@ -576,6 +598,10 @@ def _run_diff(args: argparse.Namespace) -> int:
         raise CliError("--json - and --markdown - both want standard output; give one a FILE")
     if args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, not {args.repeat}")
+    if args.markdown_limit < MIN_MARKDOWN_LIMIT:
+        raise CliError(
+            f"--markdown-limit must be at least {MIN_MARKDOWN_LIMIT}, not {args.markdown_limit}"
+        )
     if args.html is not None:
         check_directory(args.html)
     with _terminate_as_interrupt():
@@ -592,8 +618,18 @@ def _run_diff(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_output(diff.model_dump_json(indent=2) + "\n", args.json)
     if args.markdown is not None:
-        extra = "".join(f"\n> note: {note}\n" for note in notes)
-        write_output(render_markdown(diff, selection=selection) + extra, args.markdown)
+        try:
+            text = render_markdown(
+                diff,
+                selection=selection,
+                limit=args.markdown_limit,
+                link=args.markdown_link,
+                written=[path for path in (args.html, args.json) if path not in (None, "-")],
+                notes=notes,
+            )
+        except MarkdownTooLong as exc:
+            raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
+        write_output(text, args.markdown)
     if args.html is not None:
         write_diff_html(diff, args.html, args.store, args.repo)
     if "-" not in (args.json, args.markdown):

@@ -151,8 +151,11 @@ def test_test_and_all_select_what_the_report_shows(pricing: Path) -> None:
     everything = cli_run(pricing, *DIFF, "--all", *PYTEST)
     assert "tests/test_core.py::test_same  unchanged" in everything.stdout
     markdown = cli_run(pricing, *DIFF, "--markdown", "-", "--test", "test_price", *PYTEST)
-    assert "#### Tests that reach the changed code (1)" in markdown.stdout
-    assert "`tests/test_core.py::test_price` **changed**" in markdown.stdout
+    assert "#### Changed (1)" in markdown.stdout
+    assert (
+        "<summary>changed · <code>tests/test_core.py::test_price</code> · 1 change · "
+        "reaches the changed code</summary>"
+    ) in markdown.stdout
     none = cli_run(pricing, *DIFF, "--test", "no_such_test", *PYTEST)
     assert none.returncode == 2
     assert none.stderr.startswith("diffgenome: error: no test of the diff matches")

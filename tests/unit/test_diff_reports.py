@@ -211,24 +211,16 @@ def test_a_pattern_shows_only_its_tests_whole_and_all_shows_everything() -> None
     assert "test_same  unchanged" in everything and "more" not in everything
 
 
-def test_markdown_has_a_table_blocks_and_collapses() -> None:
-    markdown = render_markdown(big_diff(50), max_tests=3)
-    assert "| 51 | 50 | 1 | 0 | 0 | 0 | 0 |" in markdown
-    assert "#### Tests (51)" in markdown
-    assert "- … and 48 more tests (`diffgenome diff --all` shows every test)" in markdown
-    assert "#### Mock drift (1)" in markdown and "`py:pkg.fetch`" in markdown
-    assert "#### Changed code not fully exercised (1)" in markdown
-    assert "- `tests/test_x.py::test_case[0]` **changed** (passed)" in markdown
-
-
 def test_markdown_ranks_and_labels_like_the_terminal() -> None:
+    """The comment's own order and limit are tested in test_markdown_report.py; here, that it
+    ranks the changed tests and names values as the terminal does."""
     markdown = render_markdown(ranked_diff())
-    near = markdown.index("#### Tests that reach the changed code (1)")
-    other = markdown.index("#### Other tests (2)")
-    assert near < markdown.index("test_near") < other < markdown.index("test_far")
+    assert "#### Changed (2)" in markdown and "#### Unverified (1)" in markdown
+    assert markdown.index("test_near") < markdown.index("test_far")
+    assert markdown.index("test_far") < markdown.index("test_net")
     assert "`py:pkg.name results: str (value C) → str (value A)`" in markdown
     everything = render_markdown(ranked_diff(), selection=Selection(everything=True))
-    assert "`tests/test_c.py::test_same` **unchanged**" in everything
+    assert "<summary>unchanged · <code>tests/test_c.py::test_same</code>" in everything
 
 
 def test_markdown_code_spans_survive_backticks() -> None:

@@ -1,15 +1,30 @@
 """The diff as a pull-request comment (GitHub-flavoured Markdown).
 
-One block per test (status, then its changes in the fixed order, then its reasons), the tests
-that reach the changed code first, as in the terminal report. Recorded text (ids, predicates)
-is always put in code spans, so that Markdown in a test id cannot format the comment; long
-sections collapse to ``... and K more`` unless a selection asks for everything.
+A reviewer reads the comment top down and stops early, so it leads with what needs a look:
+the summary line, then the tests that ``changed`` (those that reach the changed code first,
+ranked as the terminal report ranks them), mock ``drift``, changed code with ``gaps``, the
+``unverified`` tests (those whose missing evidence could hide a change first), then the other
+differences more briefly. Every entry is one collapsed ``<details>`` block, so that hundreds
+of tests still make a comment one can scroll.
+
+A comment has a hard size limit (GitHub refuses a body over :data:`GITHUB_COMMENT_LIMIT`
+characters and the job that posts it fails), so the report is cut to ``limit``: whole blocks,
+lowest priority first, and one closing line says exactly what was left out and where the
+whole report is. Nothing is dropped without being counted there.
+
+Recorded text (ids, symbols, values, predicates) goes into code spans in Markdown and into
+escaped ``<code>`` in the ``<summary>`` HTML, so that nothing in a test id can format the
+comment, close a block early or inject HTML.
 """
 
 from __future__ import annotations
 
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from diffgenome.analysis.diff.describe import ValueLabels, describe
-from diffgenome.analysis.models import DiffDocument
+from diffgenome.analysis.models import CodeChange, DiffDocument, Drift
 from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     STATUS_ORDER,
@@ -23,6 +38,45 @@ from diffgenome.analysis.report.common import (
 )
 
 ELLIPSIS = "\u2026"
+DOT = " \u00b7 "
+
+#: The most characters GitHub takes in a pull-request comment.
+GITHUB_COMMENT_LIMIT = 65_536
+#: What ``--markdown-limit`` defaults to: below GitHub's limit by enough for a header or a
+#: footer that a CI job adds around the report.
+DEFAULT_MARKDOWN_LIMIT = 65_000
+#: The smallest limit accepted: the lead (both sides, the summary, notes) and the closing
+#: line must fit whatever is cut.
+MIN_MARKDOWN_LIMIT = 2_000
+#: Lines listed per block of the leading sections, and of the rest, before ``… and K more``
+#: (a selection, ``--test`` or ``--all``, lists everything).
+MAX_LINES = 10
+MAX_LINES_BRIEF = 3
+#: One recorded line (a change, a value shape, an id) is shortened beyond this, so that no
+#: single test can take the whole comment.
+MAX_ITEM_CHARS = 1_000
+
+#: The section that a test of each status goes to; the order of sections is the reading
+#: order of a review.
+_CHANGED, _DRIFT, _GAPS, _UNVERIFIED, _OTHER = range(5)
+_HEADINGS = {
+    _CHANGED: "Changed",
+    _DRIFT: "Mock drift",
+    _GAPS: "Changed code not fully exercised",
+    _UNVERIFIED: "Unverified",
+    _OTHER: "Other differences",
+}
+
+
+class MarkdownTooLong(ValueError):
+    """The lead of the report and its closing line alone exceed the limit."""
+
+
+def comment_length(text: str) -> int:
+    """Length as the strictest counter measures it: UTF-16 code units (JavaScript's
+    ``length``). That is never less than the count of code points, so a text within the limit
+    by this measure is within it whichever way a forge counts."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def code(text: str) -> str:
@@ -37,40 +91,162 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[str]:
+def _short(text: str) -> str:
+    """One line of recorded text, whitespace collapsed (a blank line would end the HTML block
+    of a ``<summary>``), at most :data:`MAX_ITEM_CHARS` long; shortened *before* it is put in
+    a code span, so that a span is never cut open."""
+    text = " ".join(text.split())
+    if len(text) > MAX_ITEM_CHARS:
+        text = text[: MAX_ITEM_CHARS - 1] + ELLIPSIS
+    return text
+
+
+#: ``<summary>`` is HTML, where CommonMark (and GitHub) reads no Markdown: escaping ``&``,
+#: ``<`` and ``>`` makes recorded text inert there. The characters that would format text or
+#: ping someone if a renderer did read Markdown inside HTML (code, emphasis, tables, escapes,
+#: strike-through, mentions) are written as numeric entities as well. Parametrized ids keep
+#: their ``_`` and brackets (neither formats anything alone), so an id can be found in the
+#: source of the comment. One pass, so that no entity is escaped twice.
+_HTML_TEXT = str.maketrans(
+    {
+        **{char: f"&#{ord(char)};" for char in "`*|\\~@"},
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+    }
+)
+
+
+def html_text(text: str) -> str:
+    """Recorded text as the inert content of an HTML element."""
+    return _short(text).translate(_HTML_TEXT)
+
+
+_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&:@")
+
+
+def plain(text: str) -> str:
+    """Text of ours that quotes something recorded (a note naming a path or a revision) as
+    Markdown that renders literally: every character Markdown or HTML could act on is
+    backslash-escaped."""
+    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in _short(text))
+
+
+def _url(link: str) -> str:
+    """A link destination that cannot end the link or the line early."""
+    return urllib.parse.quote(link.strip(), safe=":/?#[]@!$&'*+,;=%~")
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One ``<details>`` block: the section it belongs to, what it counts as when it is cut
+    (a test's status, ``drift``, ``gaps``), and its text."""
+
+    section: int
+    kind: str
+    text: str
+
+
+def _details(summary: str, items: Sequence[str]) -> str:
+    # GitHub renders the Markdown inside <details> only after a blank line that ends the
+    # HTML block the tags open; the same before </details>.
+    body = "\n".join(f"- {item}" for item in items) if items else "- (nothing listed)"
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _more_lines(items: list[str], max_lines: int | None, hint: str) -> list[str]:
+    if max_lines is None or len(items) <= max_lines:
+        return items
+    hidden = len(items) - max_lines
+    return [*items[:max_lines], f"{ELLIPSIS} and {hidden} more {hint}"]
+
+
+def _test_entry(section: int, block: Block, labels: ValueLabels, max_lines: int | None) -> _Entry:
     test = block.test
+    parts = [test.status, f"<code>{html_text(test.id)}</code>", count(len(block.changes), "change")]
+    if block.reasons:
+        parts.append(count(len(block.reasons), "reason"))
+    if block.reaches_changed_code:
+        parts.append("reaches the changed code")
+    if test.status == "unverified" and test.may_hide_change:
+        parts.append("may hide a change")
+    items = [code(_short(describe(change, labels))) for change in block.changes]
+    items += [f"_{code(_short(labels.rewrite(reason)))}_" for reason in block.reasons]
     outcome = outcome_text(test)
-    title = f"- {code(test.id)} **{test.status}**" + (f" ({outcome})" if outcome else "")
-    items = [code(describe(change, labels)) for change in block.changes]
-    items += [f"_{code(labels.rewrite(reason))}_" for reason in block.reasons]
-    shown = items if max_lines is None else items[:max_lines]
-    out = [title, *(f"  - {item}" for item in shown)]
-    if len(items) > len(shown):
-        out.append(
-            f"  - {ELLIPSIS} and {len(items) - len(shown)} more "
-            f"(`diffgenome diff --test` with this test id shows them)"
-        )
+    if outcome and (test.status in ("added", "removed") or not items):
+        # An outcome that changed is a change already; an added or removed test has nothing
+        # else to say.
+        side = {"added": " (head only)", "removed": " (base only)"}.get(test.status, "")
+        items.insert(0, f"outcome {code(outcome)}{side}")
+    items = _more_lines(
+        items, max_lines, "lines (`diffgenome diff --test` with this test id shows them)"
+    )
+    return _Entry(section, test.status, _details(DOT.join(parts), items))
+
+
+def _drift_entry(drift: Drift, max_lines: int | None) -> _Entry:
+    summary = DOT.join(
+        [
+            "drift",
+            f"stand-in for <code>{html_text(drift.claimed_target)}</code>",
+            count(len(drift.tests), "test"),
+        ]
+    )
+    few = len(drift.tests) if max_lines is None else 5
+    users = ", ".join(code(_short(test)) for test in drift.tests[:few])
+    if len(drift.tests) > few:
+        users += f" and {len(drift.tests) - few} more"
+    items = [f"used by {users}"] if users else []
+    evidence = [code(_short(line)) for line in drift.evidence]
+    items += _more_lines(evidence, max_lines, "items")
+    return _Entry(_DRIFT, "drift", _details(summary, items))
+
+
+def _gaps_entry(entry: CodeChange, max_lines: int | None) -> _Entry:
+    summary = DOT.join(
+        [
+            "gaps",
+            f"<code>{html_text(entry.symbol)}</code> ({entry.change})",
+            count(len(entry.gaps), "gap"),
+        ]
+    )
+    items = _more_lines([code(_short(gap)) for gap in entry.gaps], max_lines, "gaps")
+    return _Entry(_GAPS, "gaps", _details(summary, items))
+
+
+def _entries(
+    diff: DiffDocument, blocks: list[Block], selection: Selection, max_lines: int
+) -> list[_Entry]:
+    """Every block of the report in reading order; the cut keeps a prefix of this list."""
+    labels = ValueLabels()  # labels follow the reading order, so a cut never renames a value
+    whole = not selection.collapses
+    lines = None if whole else max_lines
+    brief = None if whole else min(max_lines, MAX_LINES_BRIEF)
+    changed = [block for block in blocks if block.test.status == "changed"]
+    unverified = [block for block in blocks if block.test.status == "unverified"]
+    # Stable: within each half, the ranking of test_blocks.
+    unverified.sort(key=lambda block: not block.test.may_hide_change)
+    other = [block for block in blocks if block.test.status not in ("changed", "unverified")]
+
+    out = [_test_entry(_CHANGED, block, labels, lines) for block in changed]
+    if selection.pattern is None:
+        out += [_drift_entry(drift, lines) for drift in diff.drift]
+        out += [_gaps_entry(entry, lines) for entry in diff.code_changes if entry.gaps]
+    out += [_test_entry(_UNVERIFIED, block, labels, lines) for block in unverified]
+    out += [_test_entry(_OTHER, block, labels, brief) for block in other]
     return out
 
 
-def render_markdown(
-    diff: DiffDocument,
-    *,
-    max_tests: int = 30,
-    max_changes: int = 10,
-    selection: Selection = DEFAULT_SELECTION,
-) -> str:
-    """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
-    applies to a ``selection`` with a pattern or ``everything``."""
+def _lead(
+    diff: DiffDocument, selection: Selection, blocks: list[Block], notes: Sequence[str]
+) -> list[str]:
     s = diff.summary
     lines = [
-        f"### diffgenome: {code(side_text(diff.base))} \u2192 {code(side_text(diff.head))}",
+        f"### diffgenome: {code(_short(side_text(diff.base)))} \u2192 "
+        f"{code(_short(side_text(diff.head)))}",
         "",
         f"**{summary_text(diff)}**",
-        "",
-        "| tests | " + " | ".join(STATUS_ORDER) + " |",
-        "|" + "---:|" * (len(STATUS_ORDER) + 1),
-        f"| {s.tests} | " + " | ".join(str(getattr(s, status)) for status in STATUS_ORDER) + " |",
     ]
     if s.unverified:
         lines += [
@@ -79,59 +255,117 @@ def render_markdown(
             f"{'is' if s.unverified == 1 else 'are'} unverified**: their recordings cannot be "
             "compared as a whole, so they are not reported as unchanged.",
         ]
-
-    labels = ValueLabels()
-    blocks = test_blocks(diff, selection)
-    collapse = selection.collapses
-    shown = blocks[:max_tests] if collapse else blocks
-    reaching = [block for block in shown if block.reaches_changed_code]
-    others = [block for block in shown if not block.reaches_changed_code]
-    total_reaching = sum(1 for block in blocks if block.reaches_changed_code)
+    for note in notes:
+        lines += ["", f"> note: {plain(note)}"]
     if selection.pattern is not None and not blocks:
-        lines += ["", f"No test matches {code(selection.pattern)}."]
-    for title, group, total in (
-        ("Tests that reach the changed code", reaching, total_reaching),
-        ("Other tests" if total_reaching else "Tests", others, len(blocks) - total_reaching),
-    ):
-        if not group:
-            continue
-        lines += ["", f"#### {title} ({total})", ""]
-        for block in group:
-            lines += _block(block, labels, max_changes if collapse else None)
-    if len(blocks) > len(shown):
-        lines.append(
-            f"- {ELLIPSIS} and {len(blocks) - len(shown)} more tests "
-            "(`diffgenome diff --all` shows every test)"
+        lines += ["", f"No test matches {code(_short(selection.pattern))}."]
+    return lines
+
+
+def _where(link: str | None, written: Sequence[str]) -> str:
+    if link:
+        return f"[the whole report]({_url(link)})"
+    if written:
+        return (
+            "the whole report is in "
+            + " and ".join(code(_short(w)) for w in written)
+            + (", written with this comment (in CI: the job's artifacts)")
         )
-    if selection.pattern is not None:
-        return "\n".join(lines) + "\n"
-    if not collapse:  # --all: nothing below is cut either
-        max_tests = max_changes = 1 << 62
+    return "`diffgenome diff` with `--json FILE` or `--html DIR` writes the whole report"
 
-    if diff.drift:
-        lines += ["", f"#### Mock drift ({len(diff.drift)})", ""]
-        for drift in diff.drift[:max_tests]:
-            few = 5 if collapse else len(drift.tests)
-            users = ", ".join(code(test) for test in drift.tests[:few])
-            if len(drift.tests) > few:
-                users += f" and {len(drift.tests) - few} more"
-            lines.append(f"- stand-in for {code(drift.claimed_target)} used by {users}")
-            for evidence in drift.evidence[:max_changes]:
-                lines.append(f"  - {code(evidence)}")
-            if len(drift.evidence) > max_changes:
-                lines.append(f"  - {ELLIPSIS} and {len(drift.evidence) - max_changes} more")
-        if len(diff.drift) > max_tests:
-            lines.append(f"- {ELLIPSIS} and {len(diff.drift) - max_tests} more stand-ins")
 
-    gaps = [entry for entry in diff.code_changes if entry.gaps]
-    if gaps:
-        lines += ["", f"#### Changed code not fully exercised ({len(gaps)})", ""]
-        for entry in gaps[:max_tests]:
-            lines.append(f"- {code(entry.symbol)} ({entry.change})")
-            for gap in entry.gaps[:max_changes]:
-                lines.append(f"  - {code(gap)}")
-            if len(entry.gaps) > max_changes:
-                lines.append(f"  - {ELLIPSIS} and {len(entry.gaps) - max_changes} more")
-        if len(gaps) > max_tests:
-            lines.append(f"- {ELLIPSIS} and {len(gaps) - max_tests} more symbols")
+def _cut_line(left_out: Sequence[_Entry], limit: int, where: str) -> str:
+    """The closing line of a cut report: what was left out, by status, exactly."""
+    by_kind: dict[str, int] = {}
+    for entry in left_out:
+        by_kind[entry.kind] = by_kind.get(entry.kind, 0) + 1
+    tests = [(status, by_kind[status]) for status in STATUS_ORDER if status in by_kind]
+    parts = []
+    if tests:
+        total = sum(n for _, n in tests)
+        detail = ", ".join(f"{n} {status}" for status, n in tests)
+        parts.append(f"{count(total, 'test')} ({detail})")
+    if "drift" in by_kind:
+        parts.append(f"{count(by_kind['drift'], 'stand-in')} with drift")
+    if "gaps" in by_kind:
+        parts.append(f"{count(by_kind['gaps'], 'changed symbol')} with gaps")
+    return f"**Cut to fit {limit:,} characters**: left out {'; '.join(parts)}; {where}."
+
+
+def _assemble(lead: list[str], entries: Sequence[_Entry], kept: int, cut: str | None) -> str:
+    totals: dict[int, int] = {}
+    for entry in entries:
+        totals[entry.section] = totals.get(entry.section, 0) + 1
+    lines = list(lead)
+    section = None
+    for entry in entries[:kept]:
+        if entry.section != section:
+            section = entry.section
+            lines += ["", f"#### {_HEADINGS[section]} ({totals[section]})"]
+        lines += ["", entry.text]
+    if cut is not None:
+        lines += ["", cut]
     return "\n".join(lines) + "\n"
+
+
+def render_markdown(
+    diff: DiffDocument,
+    *,
+    selection: Selection = DEFAULT_SELECTION,
+    limit: int = DEFAULT_MARKDOWN_LIMIT,
+    link: str | None = None,
+    written: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    max_changes: int = MAX_LINES,
+) -> str:
+    """The comment, at most ``limit`` characters (:func:`comment_length`).
+
+    ``link``: where the whole report is (the CI run with its artifacts), named by the closing
+    line of a cut report; else ``written``, the JSON and HTML outputs written with it, are
+    named. ``notes`` (what the differ could not do) come right after the summary and are never
+    cut. ``max_changes`` lines are listed per test (fewer for the other differences); a
+    ``selection`` with a pattern or ``everything`` lists them all. Raises
+    :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
+    blocks = test_blocks(diff, selection)
+    lead = _lead(diff, selection, blocks, notes)
+    entries = _entries(diff, blocks, selection, max_changes)
+    if not entries and selection.pattern is None:
+        lead += ["", "No test behaves differently."]
+    text = _assemble(lead, entries, len(entries), None)
+    if comment_length(text) <= limit:
+        return text
+    if not entries:
+        raise MarkdownTooLong(
+            f"the report's lead alone takes {comment_length(text):,} characters, more than "
+            f"the limit of {limit:,}"
+        )
+
+    where = _where(link, written)
+    # The closing line is longest when everything is left out (more kinds, larger counts):
+    # reserving that much makes the first estimate fit.
+    reserve = comment_length(_cut_line(entries, limit, where))
+    budget = limit - comment_length(_assemble(lead, entries, 0, None)) - 2 - reserve
+    kept, section = 0, None
+    totals: dict[int, int] = {}
+    for entry in entries:
+        totals[entry.section] = totals.get(entry.section, 0) + 1
+    for entry in entries:
+        cost = comment_length(entry.text) + 2
+        if entry.section != section:
+            cost += comment_length(f"#### {_HEADINGS[entry.section]} ({totals[entry.section]})")
+            cost += 2
+        if cost > budget:
+            break  # lowest priority first: nothing after a block that does not fit is kept
+        budget -= cost
+        kept += 1
+        section = entry.section
+    while True:
+        text = _assemble(lead, entries, kept, _cut_line(entries[kept:], limit, where))
+        if comment_length(text) <= limit:
+            return text
+        if kept == 0:
+            raise MarkdownTooLong(
+                f"the report's lead and closing line alone take {comment_length(text):,} "
+                f"characters, more than the limit of {limit:,}"
+            )
+        kept -= 1
