@@ -32,6 +32,7 @@ from diffgenome.analysis.report.common import (
     Selection,
     count,
     outcome_text,
+    renamed_line,
     side_text,
     summary_text,
     test_blocks,
@@ -171,7 +172,8 @@ def _test_entry(section: int, block: Block, labels: ValueLabels, max_lines: int 
         parts.append("reaches the changed code")
     if test.status == "unverified" and test.may_hide_change:
         parts.append("may hide a change")
-    items = [code(_short(describe(change, labels))) for change in block.changes]
+    items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
+    items += [code(_short(describe(change, labels))) for change in block.changes]
     items += [f"_{code(_short(labels.rewrite(reason)))}_" for reason in block.reasons]
     outcome = outcome_text(test)
     if outcome and (test.status in ("added", "removed") or not items):
