@@ -598,6 +598,8 @@ class Runner:
         (a fixed port, a shared file) happens alike in both rounds and masks nothing.
         """
         jobs = [(index, job) for index, job in enumerate(plan) if job is not None]
+        if not jobs:
+            return []
         if len(jobs) == 1:
             index, (spec, tree, selection) = jobs[0]
             return [(index, self._record(spec, tree, workspace, selection, "confirmation"))]
