@@ -506,6 +506,26 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("real", IMPORTS, test="<import>", symbol="py:tests.test_types"),
         Rule("real", IMPORTS, test="<import>", site="tomlkit._utils/comprehension["),
     ),
+    "sqlparse": (
+        # 0.5.3 moves `from sqlparse.exceptions import SQLParseError` from sql.py to
+        # engine/filter_stack.py and the RecursionError guard from TokenList.flatten to
+        # FilterStack.run. Read by a person (session 5): the three reported tests.
+        Rule(
+            "real",
+            "import graph: sqlparse.exceptions is now imported by engine.filter_stack, no "
+            "longer by sqlparse.sql, so its module body runs under another importer",
+            symbol="py:sqlparse.exceptions",
+        ),
+        Rule(
+            "real",
+            "the RecursionError guard moved out of TokenList.flatten: a RecursionError now "
+            "propagates through grouping until FilterStack.run turns it into SQLParseError "
+            "(test_max_recursion; unverified on both sides: the recorder loses events at the "
+            "recursion limit and says so)",
+            kind="exit_changed",
+            test="test_max_recursion",
+        ),
+    ),
     "toolz": (
         Rule("noise", LAMBDA_SHIFT, symbol="toolz._signatures.<lambda>#"),
         Rule(
