@@ -26,9 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from diffgenome.analysis.models import GenomeDocument
+from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format
@@ -169,15 +167,13 @@ def _read_store(path: str, commit: str | None) -> dict[str, Any]:
 
 
 def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
-    try:
-        GenomeDocument.model_validate(document)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "document"
+    problem = genome_problem(document)
+    if problem is not None:
+        where, msg = problem
         raise CombineError(
-            f"{what} is not a valid genome document ({where}: {first.get('msg')}); "
-            "record that shard again with this diffgenome"
-        ) from None
+            f"{what} is not a valid genome document ({where}: {msg}); record that shard "
+            "again with this diffgenome"
+        )
     return document
 
 

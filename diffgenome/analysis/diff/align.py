@@ -102,23 +102,51 @@ def _unique(taken: Mapping[Path, object], path: Path) -> Path:
     return (*path[:-1], f"{path[-1]}#dup{n}")
 
 
-@dataclass(slots=True)
 class TestIndex:
-    """A test record and its phases, indexed."""
+    """A test record and its phases, indexed by path when first asked for.
+
+    Most tests of a diff are recorded alike on both sides, which the differ sees by comparing
+    the raw phases; only the others need paths (sqlparse: 465 tests of 250 nodes, indexing
+    all of them took 3.8 of a 19 s diff). What needs no paths reads the raw nodes.
+    """
 
     __test__ = False
+    __slots__ = ("_phases", "record")
 
-    record: Mapping[str, Any]
-    phases: dict[str, PhaseIndex]
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.record = record
+        self._phases: dict[str, PhaseIndex] | None = None
+
+    @property
+    def phases(self) -> dict[str, PhaseIndex]:
+        if self._phases is None:
+            raw = self._raw()
+            phases = {phase: index_phase(raw.get(phase)) for phase in PHASES}
+            for phase in raw:
+                if phase not in phases:
+                    phases[phase] = index_phase(raw[phase])
+            self._phases = phases
+        return self._phases
+
+    def _raw(self) -> Mapping[str, Any]:
+        raw = self.record.get("phases")
+        return raw if isinstance(raw, Mapping) else {}
+
+    def raw_nodes(self) -> Iterator[NodeDict]:
+        """Every node of every phase, as recorded (no paths)."""
+        for genome in self._raw().values():
+            if isinstance(genome, Mapping):
+                yield from genome.get("nodes") or ()
+
+    def raw_branches(self) -> Iterator[NodeDict]:
+        """Every decision of every phase, as recorded (no paths)."""
+        for genome in self._raw().values():
+            if isinstance(genome, Mapping):
+                yield from genome.get("branches") or ()
 
 
 def index_test(record: Mapping[str, Any]) -> TestIndex:
-    raw = record.get("phases") or {}
-    phases = {phase: index_phase(raw.get(phase)) for phase in PHASES}
-    for phase in raw:
-        if phase not in phases:
-            phases[phase] = index_phase(raw[phase])
-    return TestIndex(record, phases)
+    return TestIndex(record)
 
 
 def index_tests(document: Mapping[str, Any]) -> dict[str, TestIndex]:

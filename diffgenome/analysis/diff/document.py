@@ -202,14 +202,13 @@ def _test_reasons(test: TestIndex | None, side: str) -> list[str]:
 
 
 def _has_digests(test: TestIndex) -> bool:
-    for phase in test.phases.values():
-        for node in phase.nodes.values():
-            for field_name in ("args", "results"):
-                if any(value.get("digest") for value in node.get(field_name) or ()):
-                    return True
-            for field_name in ("args_overflow", "results_overflow", "state_overflow"):
-                if (node.get(field_name) or {}).get("digest"):
-                    return True
+    for node in test.raw_nodes():
+        for field_name in ("args", "results"):
+            if any(value.get("digest") for value in node.get(field_name) or ()):
+                return True
+        for field_name in ("args_overflow", "results_overflow", "state_overflow"):
+            if (node.get(field_name) or {}).get("digest"):
+                return True
     return False
 
 

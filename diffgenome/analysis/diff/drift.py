@@ -28,10 +28,9 @@ def stand_in_users(*sides: Mapping[str, TestIndex]) -> dict[str, set[str]]:
     users: dict[str, set[str]] = {}
     for tests in sides:
         for test_id, test in tests.items():
-            for phase in test.phases.values():
-                for node in phase.nodes.values():
-                    if node.get("type") == TYPE_SUBSTITUTION and node.get("claimed_target"):
-                        users.setdefault(str(node["claimed_target"]), set()).add(test_id)
+            for node in test.raw_nodes():
+                if node.get("type") == TYPE_SUBSTITUTION and node.get("claimed_target"):
+                    users.setdefault(str(node["claimed_target"]), set()).add(test_id)
     return users
 
 
@@ -58,15 +57,14 @@ def seam_signatures(
     targets: dict[str, set[str]] = {}
     stand_ins: dict[tuple[str, str], set[str]] = {}
     for test in tests.values():
-        for phase in test.phases.values():
-            for node in phase.nodes.values():
-                seam = node.get("seam")
-                target = node.get("claimed_target")
-                if node.get("type") != "substitution" or not target or not isinstance(seam, dict):
-                    continue
-                targets.setdefault(str(target), set()).add(str(seam.get("target")))
-                key = (str(target), str(node.get("substitute")))
-                stand_ins.setdefault(key, set()).add(str(seam.get("stand_in") or ""))
+        for node in test.raw_nodes():
+            seam = node.get("seam")
+            target = node.get("claimed_target")
+            if node.get("type") != "substitution" or not target or not isinstance(seam, dict):
+                continue
+            targets.setdefault(str(target), set()).add(str(seam.get("target")))
+            key = (str(target), str(node.get("substitute")))
+            stand_ins.setdefault(key, set()).add(str(seam.get("stand_in") or ""))
     return targets, stand_ins
 
 

@@ -10,7 +10,7 @@ from diffgenome.analysis.diff.align import TestIndex
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.drift import stand_in_users
 from diffgenome.analysis.models import CodeChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL
 
 GAP_NOT_EXECUTED = "not executed by any test"
 GAP_BEFORE_RECORDING = (
@@ -33,14 +33,14 @@ class Observed:
 def observe(tests: Mapping[str, TestIndex]) -> Observed:
     seen = Observed(stand_ins=stand_in_users(tests))
     for test_id, test in tests.items():
-        for phase in test.phases.values():
-            for _path, node in phase.calls():
+        for node in test.raw_nodes():
+            if node.get("type") == TYPE_CALL:
                 seen.tests_of.setdefault(str(node.get("symbol")), set()).add(test_id)
-            for (_path, site), branch in phase.branches.items():
-                outcomes = branch.get("outcomes") or {}
-                total = seen.outcomes.setdefault(site, {"true": 0, "false": 0})
-                total["true"] += int(outcomes.get("true") or 0)
-                total["false"] += int(outcomes.get("false") or 0)
+        for branch in test.raw_branches():
+            outcomes = branch.get("outcomes") or {}
+            total = seen.outcomes.setdefault(str(branch.get("site")), {"true": 0, "false": 0})
+            total["true"] += int(outcomes.get("true") or 0)
+            total["false"] += int(outcomes.get("false") or 0)
     return seen
 
 

@@ -28,13 +28,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from diffgenome import __version__
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
 from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.models import DiffDocument, GenomeDocument
+from diffgenome.analysis.models import DiffDocument, genome_problem
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader, UnknownRunError
@@ -717,15 +715,13 @@ def _same_examples(target: Target, pytest_args: Sequence[str]) -> list[str]:
 
 
 def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
-    try:
-        GenomeDocument.model_validate(document)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "document"
+    problem = genome_problem(document)
+    if problem is not None:
+        where, msg = problem
         raise DiffError(
-            f"{what} is not a valid {GENOME_FORMAT} document ({where}: "
-            f"{first.get('msg', 'invalid')}); record it again with this diffgenome"
-        ) from None
+            f"{what} is not a valid {GENOME_FORMAT} document ({where}: {msg}); record it "
+            "again with this diffgenome"
+        )
     return document
 
 
