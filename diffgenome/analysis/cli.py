@@ -22,7 +22,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
@@ -31,7 +31,7 @@ from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.htmlreport import check_directory, write_diff_html, write_run_html
-from diffgenome.analysis.models import DiffDocument, GenomeDocument, Run, TestRecord
+from diffgenome.analysis.models import DiffDocument, Run, TestRecord, genome_problem
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
@@ -392,16 +392,38 @@ def _run_export(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
         document = reader.document(run_id)
-    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    try:
-        GenomeDocument.model_validate_json(text)
-    except ValidationError as exc:
+    problem = genome_problem(document)
+    if problem is not None:
         raise CliError(
             f"run {run_id} does not form a valid {GENOME_FORMAT} document "
-            f"({validation_message(exc)}); record the run again with this diffgenome"
-        ) from None
-    write_output(text + "\n", args.output)
+            f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
+        )
+    write_output(genome_text(document), args.output)
     return EXIT_OK
+
+
+def genome_text(document: dict[str, Any]) -> str:
+    """A genome document as text: keys sorted, one test record per line.
+
+    Compact lines are what the C encoder writes (``indent`` takes json's pure-Python path:
+    exporting sqlparse's 465 tests took 71 of 83 s encoding); a test per line keeps the
+    file readable and line-diffable.
+    """
+    options: dict[str, Any] = {
+        "sort_keys": True,
+        "ensure_ascii": False,
+        "allow_nan": False,
+        "separators": (",", ":"),
+    }
+    lines = []
+    for key in sorted(document):
+        value = document[key]
+        if key == "tests" and isinstance(value, list) and value:
+            tests = ",\n".join(json.dumps(test, **options) for test in value)
+            lines.append(f"{json.dumps(key)}:[\n{tests}\n]")
+        else:
+            lines.append(f"{json.dumps(key)}:{json.dumps(value, **options)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
