@@ -9,6 +9,7 @@ import genomes
 from genomes import call
 
 from diffgenome.analysis.diff import diff_documents
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.analysis.models import GenomeDocument
 
 
@@ -216,3 +217,58 @@ def test_a_call_whose_arguments_are_unstable_has_unstable_products() -> None:
     assert [(t.status, [c.kind for c in t.changes]) for t in held.tests] == [
         ("changed", ["state_changed"])
     ]
+
+
+def _timed_decision(outcome: str) -> dict[str, Any]:
+    """google-api-core: ``now_timestamp - first_attempt_timestamp < 0.001`` in a retry."""
+    doc = document([call(0, None, "t"), call(1, 0, "py:pkg.retry")])
+    doc["tests"][0]["phases"]["call"]["branches"] = [
+        {
+            "node": 1,
+            "site": "py:pkg.retry/if[6ccd75fce5]",
+            "symbol": "py:pkg.retry",
+            "kind": "if",
+            "predicate": "now - first < 0.001",
+            "outcomes": {"true": 1, "false": 0} if outcome == "true" else {"true": 0, "false": 1},
+        }
+    ]
+    GenomeDocument.model_validate(doc)
+    return doc
+
+
+def test_a_difference_both_sides_lose_when_recorded_again_is_not_a_change() -> None:
+    """The full runs went two ways; every pair of confirming recordings (base and head side by
+    side) agrees: how the runs went made the difference, not the code."""
+    again = [_timed_decision("true"), _timed_decision("true")]
+
+    def diff(code: CodeChangeInput, head_again: list[dict[str, Any]]) -> tuple[str, list[str]]:
+        result = diff_documents(
+            _timed_decision("false"),
+            _timed_decision("true"),
+            base_rev="b",
+            head_rev="h",
+            code_changes=code,
+            base_confirmation=again,
+            head_confirmation=head_again,
+        )
+        (test,) = result.tests
+        return test.status, test.reasons
+
+    status, reasons = diff(CodeChangeInput(), again)
+    assert status == "unstable"
+    assert reasons[0].startswith("unstable (not reproduced when both sides were recorded again)")
+    # reproduced by the confirming recordings: a change
+    assert diff(CodeChangeInput(), [_timed_decision("false")] * 2)[0] == "changed"
+    # a test that runs changed code keeps every difference
+    changed = CodeChangeInput(symbols=(SymbolChange("py:pkg.retry", "modified"),))
+    assert diff(changed, again)[0] == "changed"
+    # without code changes (runs or files compared) nothing is put down to the runs
+    result = diff_documents(
+        _timed_decision("false"),
+        _timed_decision("true"),
+        base_rev="b",
+        head_rev="h",
+        base_confirmation=again,
+        head_confirmation=again,
+    )
+    assert result.tests[0].status == "changed"

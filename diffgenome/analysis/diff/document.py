@@ -65,7 +65,7 @@ class Instability:
         if found.kind in PRESENCE_KINDS:
             self.presence.add((found.phase, found.path))
         if len(self.reasons) < MAX_UNSTABLE_REASONS:
-            where = side if side.endswith(("confirmation", "timing")) else f"{side} repeats"
+            where = side if side.endswith(_OWN_LABELS) else f"{side} repeats"
             self.reasons.append(f"unstable ({where}): {describe(found.change())}")
         else:
             self.hidden += 1
@@ -187,6 +187,43 @@ def _confirmation(
     return set(first) - {IMPORT_TEST_ID}
 
 
+NOT_REPRODUCED = "not reproduced when both sides were recorded again"
+_OWN_LABELS = ("confirmation", "timing", NOT_REPRODUCED)
+
+
+def _reproduced(
+    base_confirmation: Sequence[Mapping[str, Any]],
+    head_confirmation: Sequence[Mapping[str, Any]],
+    names: Mapping[str, str],
+) -> dict[str, set[StabilityKey]]:
+    """Per confirmed test, what differs between base and head when both were recorded again
+    the same way (the i-th confirming recording of each side, side by side).
+
+    A difference of the first recordings that none of these pairs shows was made by how the
+    full runs went, not by the code: a decision on the time since the first attempt
+    (google-api-core: ``now_timestamp - first_attempt_timestamp < 0.001``) went one way in a
+    loaded full run and the other way in every recording of a few tests.
+    """
+    pairs = [
+        (
+            _renamed(index_tests(base_again), names),
+            index_tests(head_again),
+            digests_comparable(base_again.get("run") or {}, head_again.get("run") or {}),
+        )
+        for base_again, head_again in zip(base_confirmation, head_confirmation, strict=False)
+    ]
+    if not pairs:
+        return {}
+    # Only tests every pair recorded on both sides: a test missing from one says nothing.
+    everywhere = set.intersection(*(set(b) & set(h) for b, h, _ in pairs)) - {IMPORT_TEST_ID}
+    out: dict[str, set[StabilityKey]] = {test_id: set() for test_id in everywhere}
+    for b_tests, h_tests, digests in pairs:
+        for test_id in everywhere:
+            found = compare_tests(b_tests[test_id], h_tests[test_id], digests=digests)
+            out[test_id].update(item.key() for item in found)
+    return out
+
+
 def _run_reasons(run: Mapping[str, Any], side: str) -> list[str]:
     if run.get("complete", True):
         return []
@@ -249,6 +286,18 @@ def diff_documents(
     confirmed = _confirmation(base_confirmation, "base", unstable, paired)
     confirmed |= _confirmation(head_confirmation, "head", unstable, {})
 
+    # Tests that run changed code: a difference there is never put down to how the runs went.
+    entries = (
+        code_change_entries(code_changes, recorded_b_tests, h_tests, test_code_paths(base, head))
+        if code_changes is not None
+        else []
+    )
+    reaching = {test for entry in entries for test in (*entry.tests_base, *entry.tests_head)}
+    reproduced = (
+        _reproduced(base_confirmation, head_confirmation, paired)
+        if code_changes is not None
+        else {}
+    )
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     one_sided_state = code_changes.one_sided_state() if code_changes is not None else frozenset()
     diffs: list[TestDiff] = []
@@ -285,6 +334,14 @@ def diff_documents(
         instability = unstable.get(test_id)
         if instability is not None:
             found = [item for item in found if not instability.covers(item)]
+        again = reproduced.get(test_id)
+        if found and again is not None and test_id not in reaching:
+            gone = [item for item in found if item.key() not in again]
+            if gone:
+                found = [item for item in found if item.key() in again]
+                instability = unstable.setdefault(test_id, Instability())
+                for item in gone:
+                    instability.add(NOT_REPRODUCED, item)
         stable_changes[test_id] = found
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)
@@ -323,13 +380,7 @@ def diff_documents(
         head=DiffSide(run=h_run.get("id"), commit=h_run.get("commit"), rev=head_rev),
         summary=summary,
         tests=diffs,
-        code_changes=(
-            code_change_entries(
-                code_changes, recorded_b_tests, h_tests, test_code_paths(base, head)
-            )
-            if code_changes is not None
-            else []
-        ),
+        code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
     )
 
