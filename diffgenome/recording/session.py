@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import sys
 import threading
@@ -763,16 +764,33 @@ def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
 
 
 def _param_digests(item: pytest.Item, digester: values.Digester) -> dict[str, str | None] | None:
-    """The keyed digest of each of a parametrized test's values, by argument name (None: not
-    canonicalisable within bounds). pytest names a case it cannot print by its position
-    (``kwargs18``), which inserting a case shifts; the values themselves do not shift."""
+    """The keyed digest of each of a parametrized test's values, by argument name. pytest
+    names a case it cannot print by its position (``kwargs18``), which inserting a case
+    shifts; the values themselves do not shift."""
     try:
         params = item.callspec.params  # type: ignore[attr-defined]
         if not isinstance(params, dict) or not params:
             return None
-        return {str(name): digester.digest_value(params[name]) for name in sorted(params)}
+        return {str(name): _param_digest(params[name], digester) for name in sorted(params)}
     except Exception:  # not parametrized (no callspec), or a value that resists reading
         return None
+
+
+def _param_digest(value: object, digester: values.Digester) -> str | None:
+    """The digest of the value's canonical form; for a value that has none (a ``timedelta``:
+    humanize's ``test_input33``), of its ``repr`` made stable, unless that names an address
+    (None: its equality is unknown)."""
+    digest = digester.digest_value(value)
+    if digest is not None:
+        return digest
+    text = stable.stable_text(_repr(value))
+    if _ADDRESS.search(text):
+        return None
+    return digester.digest(b"repr:" + text.encode("utf-8", "surrogatepass"))
+
+
+_repr = repr
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _run_id_asked() -> str | None:

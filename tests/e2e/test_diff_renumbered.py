@@ -77,3 +77,35 @@ def test_an_inserted_case_renumbers_nothing_that_is_reported(tmp_path: Path) -> 
     assert document["summary"]["confirmed"] >= 1
     assert [t["status"] for t in document["tests"]].count("removed") == 0
     assert code == 1
+
+
+def test_values_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> None:
+    """humanize: ``test_naturaldelta[test_input33-...]`` holds a ``timedelta``, whose value
+    has no canonical form; its stable ``repr`` pairs it."""
+    test = """
+        import datetime as dt
+
+        import pytest
+
+        CASES = [{cases}]
+
+
+        @pytest.mark.parametrize("delta", CASES)
+        def test_days(delta):
+            assert delta.days >= 0
+    """
+    cases = "dt.timedelta(days=1), dt.timedelta(days=2)"
+    repo = tmp_path / "repo"
+    write_files(repo, {"pkg/__init__.py": "", "tests/test_days.py": test.format(cases=cases)})
+    git_commit(repo)
+    write_files(repo, {"tests/test_days.py": test.format(cases="dt.timedelta(0), " + cases)})
+    git_in(repo, "commit", "-qam", "a case inserted first")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    tests = _tests(document)
+    assert tests["test_days[delta0]"]["status"] == "added"
+    assert tests["test_days[delta1]"]["base_id"].endswith("test_days[delta0]")
+    assert tests["test_days[delta2]"]["base_id"].endswith("test_days[delta1]")
+    assert {tests[name]["status"] for name in ("test_days[delta1]", "test_days[delta2]")} == {
+        "unchanged"
+    }
+    assert code == 1  # a test was added
