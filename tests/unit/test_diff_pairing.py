@@ -78,11 +78,18 @@ def test_without_every_value_known_ids_stay_positions() -> None:
         assert statuses["test[kwargs1]"] == ("changed", None), missing
 
 
-def test_equal_values_on_one_side_leave_ids_as_they_are() -> None:
+def test_cases_listed_twice_with_equal_values_pair_in_order() -> None:
+    """tomlkit lists some ``test_create_string`` cases twice (kwargs4 and kwargs8)."""
+    base = _run(("kwargs0", "ant", "a"), ("kwargs1", "bee", "b"), ("kwargs2", "ant", "a"))
     head = _run(
-        ("kwargs0", "ant", "x"),
+        ("kwargs0", "new", "x"),
         ("kwargs1", "ant", "a"),
         ("kwargs2", "bee", "b"),
-        ("kwargs3", "cat", "c"),
+        ("kwargs3", "ant", "a"),
     )
-    assert _statuses(BASE, head)["test[kwargs3]"] == ("added", None)
+    assert _statuses(base, head) == {
+        "test[kwargs0]": ("added", None),
+        "test[kwargs1]": ("unchanged", "t.py::test[kwargs0]"),
+        "test[kwargs2]": ("unchanged", "t.py::test[kwargs1]"),
+        "test[kwargs3]": ("unchanged", "t.py::test[kwargs2]"),
+    }

@@ -8,6 +8,7 @@ set apart instead of being reported as a change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -91,9 +92,9 @@ def pair_renumbered(base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]
     compared with its neighbour's recording, and the last reads as added (tomlkit, humanize:
     14 tests each). Within one test function whose set of case ids differs between the
     sides, cases are paired by their parameter values instead (the ``params`` digests), when
-    every case of that function on both sides has them, none missing, and no two cases of
-    one side share them. A base case whose values are gone is removed; if head reuses its id
-    for another case it is reported as ``<id> (base)``.
+    every case of that function on both sides has them, none missing (cases listed twice with
+    equal values pair in id order). A base case whose values are gone is removed; if head
+    reuses its id for another case it is reported as ``<id> (base)``.
     """
     groups: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
     unusable: set[str] = set()
@@ -111,17 +112,30 @@ def pair_renumbered(base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]
     for function, (b_cases, h_cases) in groups.items():
         if function in unusable or set(b_cases) == set(h_cases):
             continue
-        b_by_values = {values: test_id for test_id, values in b_cases.items()}
-        h_by_values = {values: test_id for test_id, values in h_cases.items()}
-        if len(b_by_values) != len(b_cases) or len(h_by_values) != len(h_cases):
-            continue  # two cases with equal values: which is which is unknown
-        for values, base_id in b_by_values.items():
-            head_id = h_by_values.get(values)
-            if head_id is not None:
-                names[base_id] = head_id
-            elif base_id in head:
-                names[base_id] = f"{base_id} (base)"
+        h_by_values: dict[str, list[str]] = {}
+        for test_id, values in h_cases.items():
+            h_by_values.setdefault(values, []).append(test_id)
+        b_by_values: dict[str, list[str]] = {}
+        for test_id, values in b_cases.items():
+            b_by_values.setdefault(values, []).append(test_id)
+        for values, base_ids in b_by_values.items():
+            # Cases listed twice with equal values (tomlkit: kwargs4 and kwargs8) are the
+            # same case: which one pairs with which does not matter; they pair in id order.
+            head_ids = sorted(h_by_values.get(values, ()), key=_natural)
+            for index, base_id in enumerate(sorted(base_ids, key=_natural)):
+                if index < len(head_ids):
+                    names[base_id] = head_ids[index]
+                elif base_id in head:
+                    names[base_id] = f"{base_id} (base)"
     return {base_id: name for base_id, name in names.items() if base_id != name}
+
+
+def _natural(test_id: str) -> list[tuple[int, str]]:
+    """``kwargs4`` before ``kwargs18``: numbers compare as numbers."""
+    return [(int(part), "") if part.isdigit() else (0, part) for part in _DIGITS.split(test_id)]
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def _case_values(test: TestIndex) -> str | None:
