@@ -69,8 +69,8 @@ def run_diff(
     A fresh store per run (``--store``), so nothing is reused from an earlier measurement,
     unless ``store`` names one to keep (diff then reuses a run of the same commit and
     selection); the exit status is the gate's (``--fail-on`` default unless given). After
-    ``timeout`` the diff gets SIGINT (Ctrl-C: it stops its pytest and removes its worktrees),
-    then SIGKILL, and ``subprocess.TimeoutExpired`` is raised."""
+    ``timeout`` the diff gets SIGTERM (as Ctrl-C: it stops its pytest and removes its
+    worktrees), then SIGKILL, and ``subprocess.TimeoutExpired`` is raised."""
     out.mkdir(parents=True, exist_ok=True)
     if store is None:
         store = out / "store"
@@ -100,15 +100,17 @@ def run_diff(
 def _run_stoppable(
     cmd: list[str], cwd: Path, environ: dict[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run`` whose timeout interrupts the diff as Ctrl-C does: its pytest runs in
-    a process group of its own, which a plain kill of the diff would leave running."""
+    """``subprocess.run`` whose timeout stops the diff with SIGTERM, which it handles as Ctrl-C
+    (its pytest runs in a process group of its own, which a plain kill of the diff would leave
+    running). Not SIGINT: a job started with ``&`` by a shell ignores SIGINT, and so do its
+    children, the diff and its pytest included."""
     with subprocess.Popen(
         cmd, cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
             try:
                 proc.communicate(timeout=60)
             except subprocess.TimeoutExpired:
