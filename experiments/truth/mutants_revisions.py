@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.envs import log
+from bench.envs import REPO_ROOT, log
 
 from diffgenome.protocol.store import open_store, set_keep_runs
 from truth.common import env_for
@@ -114,7 +114,7 @@ def run(project: str, *, limit: int, seed: int, tag: str = "") -> dict[str, Any]
             "selected": len(mutants),
             "targets": TARGETS[project],
             "base_commit": base,
-            "repo": str(repo),
+            "repo": str(repo.relative_to(REPO_ROOT)),
             "command": next(
                 (shown(r["confirm"]["command"]) for r in results if r["confirm"]["command"]),
                 None,
@@ -197,7 +197,7 @@ def _diff(
         "exit_code": done.exit_code,
         "wall_s": round(done.wall_s, 1),
         "command": done.command,
-        "raw": str(out),
+        "raw": str(out.relative_to(REPO_ROOT)),
     }
     if done.document is None:
         return entry | {
@@ -277,7 +277,14 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
             "confirmed_tests": sum(r.get("confirmed") or 0 for r in rows),
             "unstable_tests": sum(r.get("unstable") or 0 for r in rows),
             "mutants_with_unstable": sum(1 for r in rows if r.get("unstable")),
+            # Tests that stayed changed with some of their differences masked as unstable.
+            "changed_with_masked_parts": sum(r.get("masked_in_changed") or 0 for r in rows),
+            "mutants_with_masked_parts": sum(1 for r in rows if r.get("masked_in_changed")),
             "mean_wall_s": _mean([r["wall_s"] for r in finished]),
+            "mean_wall_s_by_file": {
+                file: _mean([r[mode]["wall_s"] for r in both if r["file"] == file])
+                for file in sorted({r["file"] for r in both})
+            },
             "mean_wall_s_base_reused": _mean([r["wall_s"] for r in reused]),
             "total_wall_s": round(sum(r["wall_s"] for r in rows), 1),
         }
@@ -312,7 +319,11 @@ def _mean(values: list[float]) -> float | None:
 
 def write_result(summary: dict[str, Any], results: list[dict[str, Any]], tag: str = "") -> None:
     """experiments/results/truth-DATE-mutants-revisions[-TAG].{json,md}."""
-    data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": results}
+    rows = [
+        r | {mode: {k: v for k, v in r[mode].items() if k != "command"} for mode in MODES}
+        for r in results
+    ]  # the command is the summary's, with another mutant and folder
+    data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": rows}
     path = results_path("mutants-revisions", tag, "json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
@@ -331,14 +342,18 @@ def write_result(summary: dict[str, Any], results: list[dict[str, Any]], tag: st
         "mode (the base recording is reused within a mode).",
         "",
         "| mode | mutants | detected | killed | changed, not killed | not detected | "
-        "timeouts | tests confirmed | tests unstable | mean wall s | mean wall s, base reused |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "timeouts | tests confirmed | tests unstable | changed tests with masked parts | "
+        "mean wall s | mean wall s, base reused | mean wall s by test file |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for mode, e in m.items():
+        by_file = ", ".join(f"{Path(k).stem} {v}" for k, v in e["mean_wall_s_by_file"].items())
         out.append(
             f"| {mode} | {n} | {e['detected']} | {e['killed']} | {e['changed_not_killed']} | "
             f"{len(e['undetected'])} | {e['timeouts']} | {e['confirmed_tests']} | "
-            f"{e['unstable_tests']} | {e['mean_wall_s']} | {e['mean_wall_s_base_reused']} |"
+            f"{e['unstable_tests']} | {e['changed_with_masked_parts']} "
+            f"({e['mutants_with_masked_parts']} mutants) | {e['mean_wall_s']} | "
+            f"{e['mean_wall_s_base_reused']} | {by_file} |"
         )
     out += [
         "",
@@ -361,6 +376,17 @@ def write_result(summary: dict[str, Any], results: list[dict[str, Any]], tag: st
                 f"  - {mode}: {e['verdict']}, {e['statuses']}, changed "
                 f"{e.get('changed_ids')}, unstable {e.get('unstable_reasons')}"
             )
+    masked = [r for r in results if r["confirm"].get("masked_in_changed")]
+    if masked:
+        out += ["", "Tests that stayed `changed` under confirmation with parts masked:", ""]
+    for r in masked:
+        reasons = sorted(
+            {x for rs in r["confirm"]["masked_in_changed_reasons"].values() for x in rs}
+        )
+        out.append(
+            f"- `{r['id']}`: {r['confirm']['masked_in_changed']} tests, e.g. "
+            f"`{next(iter(r['confirm']['masked_in_changed_reasons']))}`: {reasons[0][:160]}"
+        )
     out += [
         "",
         "| mutant | change | confirm: verdict, statuses, confirmed, s | "
