@@ -2,6 +2,7 @@
 
     python experiments/truth.py stability --projects cookiecutter,google-auth
     python experiments/truth.py mutants --project more-itertools --limit 60 --jobs 2
+    python experiments/truth.py mutants --via-revisions --project packaging --limit 20
     python experiments/truth.py census --projects cookiecutter,google-auth,google-api-core
     python experiments/truth.py report
 

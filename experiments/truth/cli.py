@@ -23,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only mutants of module-level code (diffgenome affected's module-level rule)",
     )
+    p.add_argument(
+        "--via-revisions",
+        action="store_true",
+        help="each mutant a commit, diffed as revisions with and without confirmation (#11.6)",
+    )
+    p.add_argument("--tag", default="", help="suffix of the result files (--via-revisions)")
     sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
     p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
     p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
@@ -60,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         from truth import census
 
         census.run(args.projects.split(","))
+    elif args.command == "mutants" and args.via_revisions:
+        from truth import mutants_revisions
+
+        mutants_revisions.run(args.project, limit=args.limit, seed=args.seed, tag=args.tag)
     elif args.command == "mutants":
         from truth import mutants
 

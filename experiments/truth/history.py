@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -61,15 +62,20 @@ def run_diff(
     timeout: float = 3600,
     extra_env: dict[str, str] | None = None,
     diff_args: list[str] | None = None,
+    store: Path | None = None,
 ) -> DiffRun:
     """``python -m diffgenome.analysis.cli diff BASE HEAD --python PY --json OUT -- ARGS``.
 
-    A fresh store per run (``--store``), so nothing is reused from an earlier measurement;
-    the exit status is the gate's (``--fail-on`` default unless given)."""
+    A fresh store per run (``--store``), so nothing is reused from an earlier measurement,
+    unless ``store`` names one to keep (diff then reuses a run of the same commit and
+    selection); the exit status is the gate's (``--fail-on`` default unless given). After
+    ``timeout`` the diff gets SIGTERM (as Ctrl-C: it stops its pytest and removes its
+    worktrees), then SIGKILL, and ``subprocess.TimeoutExpired`` is raised."""
     out.mkdir(parents=True, exist_ok=True)
-    store = out / "store"
-    if store.exists():
-        subprocess.run(["rm", "-rf", str(store)], check=True)
+    if store is None:
+        store = out / "store"
+        if store.exists():
+            subprocess.run(["rm", "-rf", str(store)], check=True)
     json_path = out / "diff.json"
     json_path.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "diffgenome.analysis.cli", "diff", base, head]
@@ -82,15 +88,37 @@ def run_diff(
     environ.update(extra_env or {})
     log(f"$ (cd {repo} && {shlex.join(cmd)})")
     started = time.monotonic()
-    done = subprocess.run(
-        cmd, cwd=repo, env=environ, capture_output=True, text=True, timeout=timeout
-    )
+    done = _run_stoppable(cmd, repo, environ, timeout)
     wall = time.monotonic() - started
     (out / "terminal.txt").write_text(done.stdout)
     (out / "stderr.txt").write_text(done.stderr)
     document = json.loads(json_path.read_text()) if json_path.exists() else None
     log(f"exit {done.returncode} after {wall:.0f} s")
     return DiffRun(cmd, repo, done.returncode, wall, document, done.stderr[-3000:], done.stdout)
+
+
+def _run_stoppable(
+    cmd: list[str], cwd: Path, environ: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` whose timeout stops the diff with SIGTERM, which it handles as Ctrl-C
+    (its pytest runs in a process group of its own, which a plain kill of the diff would leave
+    running). Not SIGINT: a job started with ``&`` by a shell ignores SIGINT, and so do its
+    children, the diff and its pytest included."""
+    with subprocess.Popen(
+        cmd, cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            log(f"timeout after {timeout:.0f} s: interrupted")
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
 def shown(command: list[str], extra_env: dict[str, str] | None = None) -> str:

@@ -43,10 +43,11 @@ def selection(name: str, quick: bool) -> tuple[list[str], str]:
     return project_args(env), "full"
 
 
-def prepare(name: str) -> Path:
-    """A clone of the project's sdist commit with one more commit of the same tree."""
+def prepare(name: str, repo: Path | None = None) -> Path:
+    """A clone of the project's sdist commit with one more commit of the same tree, at
+    ``repo`` (default: the identical-tree measurement's own folder)."""
     env = env_for(name)
-    repo = HISTORY / "identical" / name / "repo"
+    repo = repo or HISTORY / "identical" / name / "repo"
     shutil.rmtree(repo, ignore_errors=True)
     repo.parent.mkdir(parents=True, exist_ok=True)
     git(repo.parent, "clone", "-q", str(env.tree), str(repo))
