@@ -176,3 +176,15 @@ def test_colour_is_read_through() -> None:
     seen.feed("\x1b[1mcollected 2 items\x1b[0m\n\ntest_a.py \x1b[32m.\x1b[0m\x1b[32m.\x1b[0m")
     seen.feed("\x1b[32m                  [100%]\x1b[0m\n")
     assert (seen.done, seen.total, seen.percent) == (2, 2, 100)
+
+
+def test_a_test_that_prints_a_lot_without_a_newline_does_not_stop_the_count() -> None:
+    seen = PytestProgress()
+    seen.feed("collected 3 items\n\ntests/test_a.py ")
+    for _ in range(200):
+        seen.feed("hello " * 100)  # a test's own output, with -s
+    seen.feed(".")
+    assert (seen.done, seen.total) == (1, 3)
+    seen.feed(".\n")
+    seen.feed("tests/test_b.py .")
+    assert seen.done == 3

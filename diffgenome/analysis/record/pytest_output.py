@@ -38,6 +38,10 @@ _OUTCOME_LETTERS = frozenset(".FEsxX")
 #: Letters that stand on a progress line but are no test of their own: a rerun
 #: (pytest-rerunfailures), subtests (``,``, ``u``, ``-``, ``y``).
 _OTHER_LETTERS = frozenset("R,u-y")
+#: The most of a half-written line that is kept: a progress line is as wide as pytest's
+#: terminal, and a test that prints megabytes without a newline must not make every new
+#: piece of output cost a copy of all of them.
+_MAX_PARTIAL = 8192
 #: A verbose line's word for a test that ended.
 _OUTCOME_WORDS = frozenset({"PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS"})
 
@@ -75,7 +79,8 @@ class PytestProgress:
         if not text:
             return
         text = _ANSI.sub("", text.replace("\r\n", "\n"))
-        *ended, self._partial = (self._partial + text).split("\n")
+        *ended, partial = (self._partial + text).split("\n")
+        self._partial = partial[-_MAX_PARTIAL:]
         for line in ended:
             self._line(line)
 
