@@ -247,10 +247,13 @@ def test_a_terminal_gets_a_live_line_and_the_last_line_of_each_step(
     assert done.returncode == 1
     assert the_document(done.stdout)["summary"]["changed"] == 3
     shown = CONTROL.sub(b"", raw).decode()
-    # The live line: the step under way, outer step first, redrawn in place (erased with
-    # ESC [2K), with the cursor hidden meanwhile and shown again at the end.
+    # The live line: the steps under way, the outer step first (base and head are confirmed
+    # side by side, either may begin first), redrawn in place (erased with ESC [2K), with
+    # the cursor hidden meanwhile and shown again at the end.
     assert re.search(
-        rf"diffgenome: confirming 3 tests that differ; recording base HEAD~1 {SHA} again", shown
+        rf"diffgenome: confirming 3 tests that differ; recording (base HEAD~1|head HEAD) {SHA} "
+        r"again \(1 of 2\)",
+        shown,
     ), shown
     assert b"\x1b[2K" in raw
     assert raw.rindex(b"\x1b[?25h") > raw.rindex(b"\x1b[?25l")

@@ -7,9 +7,11 @@ and never depends on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
+import threading
 
 import pytest
 from rich.console import Console
@@ -135,6 +137,61 @@ def test_nested_steps_say_the_outer_step_too() -> None:
         "diffgenome: recorded base again (1 of 2): 3 tests in 1.0 s",
         "diffgenome: confirmed 3 tests that differ: recorded them twice more on each side in 1.0 s",
     ]
+
+
+def test_steps_side_by_side_each_say_how_far_they_are_and_end_in_any_order() -> None:
+    """Base and head are confirmed at the same time: both steps are under way at once."""
+    progress, out, clock = log_progress(interval=1)
+    with progress.step("confirming", "confirmed", "3 tests that differ") as outer:
+        with contextlib.ExitStack() as head_open:
+            with progress.step("recording", "recorded", "base again") as base:
+                head = head_open.enter_context(progress.step("recording", "recorded", "head again"))
+                base.advance(total=3, done=1)
+                clock.advance(1)
+                head.advance(total=3, done=2)
+                base.result = "3 tests"
+            assert [step.subject for step in progress.steps] == [
+                "3 tests that differ",
+                "head again",
+            ]
+            clock.advance(1)
+            head.result = "3 tests"
+        outer.result = "done"
+    assert lines(out) == [
+        "diffgenome: confirming 3 tests that differ; recording base again: 1/3 tests; "
+        "recording head again: 2/3 tests, 1.0 s so far",
+        "diffgenome: recorded base again: 3 tests in 1.0 s",
+        "diffgenome: recorded head again: 3 tests in 2.0 s",
+        "diffgenome: confirmed 3 tests that differ: done in 2.0 s",
+    ]
+
+
+def test_steps_in_threads_write_whole_lines() -> None:
+    out = io.StringIO()
+    progress = Progress(LogRenderer(out, 0, heartbeat=False))
+    start = threading.Barrier(4)
+
+    def work(side: str) -> None:
+        start.wait()
+        with progress.step("recording", "recorded", side) as step:
+            for done in range(1, 101):
+                step.advance(total=100, done=done)
+            step.result = "100 tests"
+
+    threads = [threading.Thread(target=work, args=(f"side{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    written = lines(out)
+    finished = [
+        re.fullmatch(r"diffgenome: recorded side(\d): 100 tests in \S+ s", x) for x in written
+    ]
+    assert sorted(found.group(1) for found in finished if found) == ["0", "1", "2", "3"]
+    under_way = r"diffgenome: (recording side\d(: \d+/100 tests)?(; |, ))+\S+ s so far"
+    others = [x for x, found in zip(written, finished, strict=True) if not found]
+    assert all(re.fullmatch(under_way, line) for line in others), others
+    assert progress.steps == ()
 
 
 def test_a_step_that_fails_has_no_last_line() -> None:

@@ -110,14 +110,21 @@ def finished_line(step: Step, result: str, now: float) -> str:
     return f"{PROG}: {text} in {duration_text(now - step.started)}"
 
 
+def _title_and_count(step: Step) -> str:
+    counted = step.counted()
+    return f"{step.title()}: {counted}" if counted else step.title()
+
+
 def progress_line(steps: tuple[Step, ...], now: float) -> str:
-    """A log's progress line: the steps under way (outer first), how far the innermost is,
-    and for how long it has run."""
+    """A log's progress line: the steps under way in the order they began (an outer step
+    first; recordings made side by side each with its count), and for how long the newest
+    has run."""
     inner = steps[-1]
-    text = "; ".join(step.title() for step in steps)
     counted = inner.counted()
     how_far = f"{counted}, " if counted else ""
-    return f"{PROG}: {text}: {how_far}{duration_text(now - inner.started)} so far"
+    parts = [_title_and_count(step) for step in steps[:-1]]
+    parts.append(f"{inner.title()}: {how_far}{duration_text(now - inner.started)} so far")
+    return f"{PROG}: " + "; ".join(parts)
 
 
 class Renderer(Protocol):
@@ -160,7 +167,9 @@ class Progress:
     """The one progress reporter: the steps under way, handed to a renderer (or to none,
     for ``--quiet`` and for code that runs without a person watching).
 
-    Calls never raise: a renderer that fails is dropped, and the work goes on."""
+    Steps nest (a recording within a confirmation) and may run at once in threads (base and
+    head confirmed side by side): each ends on its own, in whatever order. Calls never
+    raise: a renderer that fails is dropped, and the work goes on."""
 
     def __init__(self, renderer: Renderer | None = None, clock: Clock = time.monotonic) -> None:
         self._renderer = renderer
@@ -268,11 +277,11 @@ class LogRenderer:
     def show(self, steps: tuple[Step, ...]) -> None:
         with self._lock:
             known = {step.serial for step in self._steps}
-            began = any(step.serial not in known for step in steps)
+            current = {step.serial for step in steps}
             self._steps = steps
-            if began:
+            if current - known:  # a step began: its first line waits a whole interval
                 self._quiet_since = self._clock()
-            else:
+            elif current == known:  # one got further (a step that ends has its own last line)
                 self._maybe_write()
         if steps and self._heartbeat and self._thread is None:
             self._thread = threading.Thread(
@@ -363,7 +372,8 @@ class LiveRenderer:
         inner = steps[-1]
         grid = Table.grid(padding=(0, 1))
         title = Text(f"{PROG}: ")
-        title.append("; ".join(step.title() for step in steps), style="bold")
+        before = "".join(f"{_title_and_count(step)}; " for step in steps[:-1])
+        title.append(before + inner.title(), style="bold")
         grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         cells: list[RenderableType] = [title]
         if inner.total is not None or inner.percent is not None:
