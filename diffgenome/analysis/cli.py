@@ -43,6 +43,7 @@ from diffgenome.analysis.report.markdown import (
     MIN_MARKDOWN_LIMIT,
     MarkdownTooLong,
 )
+from diffgenome.analysis.report.progress import Progress, make_progress
 from diffgenome.analysis.report.runs import (
     genome_tree,
     run_tests_table,
@@ -386,20 +387,53 @@ def _find_test(ids: list[str], wanted: str, run_id: str) -> str:
 def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run id or prefix, 'latest', or a commit")
     parser.add_argument("-o", "--output", help="file to write; '-' or none: standard output")
+    _add_quiet(parser)
+
+
+def _check_output(output: str | None) -> None:
+    """Fail before any work when ``output`` cannot be written (its folder is missing): a
+    run can take a while to load and check, and the error should not wait for that."""
+    if output in (None, "-"):
+        return
+    assert output is not None
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise CliError(f"cannot write {output}: No such file or directory; choose another -o path")
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    with open_store(args) as reader:
-        run_id = resolve_run(reader, args.run)
-        document = reader.document(run_id)
-    problem = genome_problem(document)
-    if problem is not None:
-        raise CliError(
-            f"run {run_id} does not form a valid {GENOME_FORMAT} document "
-            f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
-        )
-    write_output(genome_text(document), args.output)
+    to_stdout = args.output in (None, "-")
+    _check_output(args.output)
+    with _progress(args) as progress:
+        with open_store(args) as reader:
+            run_id = resolve_run(reader, args.run)
+            with progress.step("loading", "loaded", f"run {run_id}") as step:
+                document = reader.document(run_id)
+                step.result = f"{_test_count(document)} tests"
+        where = "" if to_stdout else f" to {args.output}"
+        with progress.step("exporting", "exported", f"run {run_id}{where}") as step:
+            problem = genome_problem(document)
+            if problem is not None:
+                raise CliError(
+                    f"run {run_id} does not form a valid {GENOME_FORMAT} document "
+                    f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
+                )
+            text = genome_text(document)
+            if not to_stdout:
+                write_output(text, args.output)
+            step.result = f"a {GENOME_FORMAT} document of {len(text.encode()) // 1024} kB"
+    # Standard output after the progress is closed: nothing of it can mix with the document.
+    if to_stdout:
+        write_output(text, None)
     return EXIT_OK
+
+
+def _test_count(document: dict[str, Any]) -> int:
+    """The tests of a run's document as the user counts them: ``<import>`` is none."""
+    tests = document.get("tests")
+    if not isinstance(tests, list):
+        return 0
+    return sum(1 for test in tests if isinstance(test, dict) and test.get("id") != IMPORT_TEST_ID)
 
 
 def genome_text(document: dict[str, Any]) -> str:
@@ -465,6 +499,7 @@ def _configure_sides(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help="write the result as JSON to FILE ('-': standard output)"
     )
+    _add_quiet(parser)
     parser.set_defaults(pytest_args=[])
     parser.epilog = (
         "Arguments after -- go to pytest on both sides (the test selection), e.g. "
@@ -533,39 +568,29 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class _Progress:
-    """What ``diff`` is doing, on standard error when that is a terminal: one line per step,
-    and how far a recording is on a line that each new percentage rewrites."""
-
-    def __init__(self) -> None:
-        self._open = False  # a percentage line is on screen, without its newline
-
-    def step(self, message: str) -> None:
-        self._write(f"{PROG}: {message}\n")
-
-    def percent(self, spec: str, value: int) -> None:
-        sys.stderr.write(f"\r\x1b[K{PROG}: recording {spec} ... {value}%")
-        sys.stderr.flush()
-        self._open = True
-
-    def _write(self, text: str) -> None:
-        if self._open:
-            sys.stderr.write("\r\x1b[K")
-            self._open = False
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self._open:
-            self._write("")
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="say nothing on standard error about how far the work is (errors and warnings "
+        "still go there)",
+    )
 
 
-_PROGRESS = _Progress()
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[Progress]:
+    """Progress for this command on standard error (never standard output, which may hold
+    ``--json -``): a live line on a terminal, plain lines in a log, nothing with ``-q``.
+    Closed on every way out, so that an error line never lands on a half-drawn live line."""
+    progress = make_progress(quiet=bool(getattr(args, "quiet", False)))
+    try:
+        yield progress
+    finally:
+        progress.close()
 
 
-def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
-    on_terminal = sys.stderr.isatty()
-
+def _diff_options(args: argparse.Namespace, progress: Progress, repeat: int = 1) -> runner.Options:
     return runner.Options(
         base=args.base,
         head=args.head,
@@ -576,8 +601,7 @@ def _diff_options(args: argparse.Namespace, repeat: int = 1) -> runner.Options:
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
-        progress=_PROGRESS.step if on_terminal else None,
-        progress_percent=_PROGRESS.percent if on_terminal else None,
+        progress=progress,
     )
 
 
@@ -626,22 +650,14 @@ def _run_diff(args: argparse.Namespace) -> int:
         )
     if args.html is not None:
         check_directory(args.html)
-    with _terminate_as_interrupt():
-        try:
-            diff, notes = runner.run_diff(_diff_options(args, args.repeat))
-        finally:
-            _PROGRESS.close()
     selection = Selection(pattern=args.test, everything=args.everything)
-    if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
-        raise CliError(
-            f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
-            "compared); give a part of a test id, or --all"
-        )
-    if args.json is not None:
-        write_output(diff.model_dump_json(indent=2) + "\n", args.json)
-    if args.markdown is not None:
+
+    def json_text() -> str:
+        return diff.model_dump_json(indent=2) + "\n"
+
+    def markdown_text() -> str:
         try:
-            text = render_markdown(
+            return render_markdown(
                 diff,
                 selection=selection,
                 limit=args.markdown_limit,
@@ -651,9 +667,35 @@ def _run_diff(args: argparse.Namespace) -> int:
             )
         except MarkdownTooLong as exc:
             raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
-        write_output(text, args.markdown)
-    if args.html is not None:
-        write_diff_html(diff, args.html, args.store, args.repo)
+
+    with _progress(args) as progress:
+        with _terminate_as_interrupt():
+            diff, notes = runner.run_diff(_diff_options(args, progress, args.repeat))
+        if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
+            raise CliError(
+                f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
+                "compared); give a part of a test id, or --all"
+            )
+        # Reports to files are a step; what goes to standard output is written after the
+        # progress is closed, so that a live line never mixes with it on one terminal.
+        kinds = [
+            kind
+            for kind, target in (("JSON", args.json), ("Markdown", args.markdown))
+            if target not in (None, "-")
+        ] + (["HTML"] if args.html is not None else [])
+        if kinds:
+            what = f"the {_and(kinds)} report{'s' if len(kinds) > 1 else ''}"
+            with progress.step("writing", "wrote", what):
+                if args.json not in (None, "-"):
+                    write_output(json_text(), args.json)
+                if args.markdown not in (None, "-"):
+                    write_output(markdown_text(), args.markdown)
+                if args.html is not None:
+                    write_diff_html(diff, args.html, args.store, args.repo)
+    if args.json == "-":
+        write_output(json_text(), "-")
+    if args.markdown == "-":
+        write_output(markdown_text(), "-")
     if "-" not in (args.json, args.markdown):
         out = console()
         print_whole(out, render_terminal(diff, selection=selection))
@@ -662,12 +704,14 @@ def _run_diff(args: argparse.Namespace) -> int:
     return EXIT_FOUND if found_for(diff, args.fail_on) else EXIT_OK
 
 
+def _and(words: list[str]) -> str:
+    """``JSON``, ``JSON and HTML``, ``JSON, Markdown and HTML``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _run_affected(args: argparse.Namespace) -> int:
-    with _terminate_as_interrupt():
-        try:
-            prepared = runner.prepare(_diff_options(args), need_head_recording=False)
-        finally:
-            _PROGRESS.close()
+    with _progress(args) as progress, _terminate_as_interrupt():
+        prepared = runner.prepare(_diff_options(args, progress), need_head_recording=False)
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -391,3 +392,22 @@ def cli_json(
     )
     assert done.returncode in codes, done.stderr
     return done.returncode, json.loads(done.stdout)
+
+
+#: A duration as progress writes it: ``0.4 s``, ``2 min 05 s``, ``1 h 02 min``.
+DURATION = r"(?:\d+\.\d s|\d+ min \d\d s|\d+ h \d\d min)"
+#: What ``diffgenome`` says on standard error about its work when that is a log
+#: (docs/diffing.md, "Progress"): a step's last line with its duration, a progress line, or
+#: the note that a recording is reused.
+PROGRESS_LINE = re.compile(
+    rf"diffgenome: (?!error: |note: )(?:.+ in {DURATION}|.+: .*{DURATION} so far|reusing run .+)"
+)
+
+
+def split_progress(stderr: str) -> tuple[list[str], list[str]]:
+    """Standard error's progress lines, and the other lines (errors, warnings, notes)."""
+    progress: list[str] = []
+    other: list[str] = []
+    for line in stderr.splitlines():
+        (progress if PROGRESS_LINE.fullmatch(line) else other).append(line)
+    return progress, other

@@ -23,7 +23,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from e2e.helpers import BASE_ARGS, clean_env, default_sigint, interrupt_when, write_files
+from e2e.helpers import (
+    BASE_ARGS,
+    clean_env,
+    default_sigint,
+    interrupt_when,
+    split_progress,
+    write_files,
+)
 
 PY = sys.executable
 GIT = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
@@ -304,9 +311,12 @@ def processes_in(folder: Path) -> list[int]:
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> str:
+    """One error line, last, and nothing else but the progress of the steps that finished
+    before it (a log shows them: a base recorded before the head failed)."""
     assert done.returncode == 2, done.stdout + done.stderr
-    lines = done.stderr.splitlines()
+    _, lines = split_progress(done.stderr)
     assert len(lines) == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == lines[0], done.stderr
     assert lines[0].startswith("diffgenome: error: "), lines[0]
     assert "Traceback" not in done.stderr + done.stdout
     for word in words:
@@ -877,7 +887,7 @@ def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_
     assert same.returncode == 0, same.stderr  # a /1 document is still read
     mixed = diffgenome("diff", str(tmp_path / "old.json"), str(tmp_path / "head.json"), cwd=calc)
     assert mixed.returncode == 2
-    lines = mixed.stderr.strip().splitlines()
+    _, lines = split_progress(mixed.stderr)  # both files were loaded first
     assert len(lines) == 1 and "record both again" in lines[0], mixed.stderr
     assert "Traceback" not in mixed.stderr
     # A /2 recording from before lambdas were named by content (no ``naming`` in its config)
@@ -890,5 +900,5 @@ def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_
         "diff", str(tmp_path / "ordinal.json"), str(tmp_path / "head.json"), cwd=calc
     )
     assert renamed.returncode == 2
-    lines = renamed.stderr.strip().splitlines()
+    _, lines = split_progress(renamed.stderr)
     assert len(lines) == 1 and "naming revision 1" in lines[0], renamed.stderr

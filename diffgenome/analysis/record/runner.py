@@ -15,6 +15,7 @@ folders and child processes are removed on every way out, Ctrl-C included.
 
 from __future__ import annotations
 
+import codecs
 import concurrent.futures
 import contextlib
 import json
@@ -34,8 +35,10 @@ from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, genome_problem
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
+from diffgenome.analysis.record.pytest_output import PytestProgress
 from diffgenome.analysis.record.worktree import Workspace
-from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.analysis.report.progress import Progress
+from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
@@ -67,8 +70,9 @@ STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
-#: pytest's progress at the end of a line of its output: ``[ 45%]``.
-_PYTEST_PERCENT = re.compile(r"\[\s*(\d{1,3})%\]\s*$")
+#: How much of a child's output is read at once: pytest flushes a letter per test, and each
+#: read hands on what is there, so progress follows the tests, not the lines.
+_READ_CHUNK = 65536
 #: How the recorder's notice of runs removed by the store's cap begins.
 CAP_NOTICE_START = "diffgenome: removed "
 #: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
@@ -89,10 +93,9 @@ class Options:
     store: str | None = None
     repeat: int = 1
     rerecord: bool = False
-    progress: Callable[[str], None] | None = None
-    #: How far a recording is (the spec, pytest's percentage); on a terminal only, like
-    #: ``progress``.
-    progress_percent: Callable[[str, int], None] | None = None
+    #: Where the steps (recording, loading, diffing) and how far they are go; silent unless
+    #: the CLI gives one that renders.
+    progress: Progress = field(default_factory=Progress)
     confirm: bool = True
 
 
@@ -167,6 +170,7 @@ class Runner:
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
         self._key_fingerprint: str | None = None
+        self.progress = options.progress
 
     # -- the whole flow ---------------------------------------------------------------------
 
@@ -225,15 +229,15 @@ class Runner:
                 raise DiffError("WORKTREE needs a git repository; pass --repo DIR")
             if not record:
                 return Side(spec, "worktree", {}, WORKTREE)
-            return self._record_worktree(workspace)
+            return self._record_worktree(name, workspace)
         sha = repo.commit_of(spec) if repo is not None else None
         if sha is not None:
             if not record:
                 return Side(spec, "revision", {}, sha)
             return self._record_revision(spec, sha, name, workspace)
         if self._is_file(spec):
-            return self._from_file(spec)
-        run_side = self._from_store(spec)
+            return self._from_file(spec, name)
+        run_side = self._from_store(spec, name)
         if run_side is not None:
             return run_side
         if repo is not None:
@@ -243,7 +247,13 @@ class Runner:
             "list the runs with `diffgenome runs`"
         )
 
-    def _from_file(self, path: str) -> Side:
+    def _from_file(self, path: str, name: str) -> Side:
+        with self.progress.step("loading", "loaded", f"{name} {path}") as step:
+            side = self._read_file(path)
+            step.result = _tests_text(side.document)
+        return side
+
+    def _read_file(self, path: str) -> Side:
         try:
             with open(path, encoding="utf-8") as handle:
                 data = json.load(handle)
@@ -262,7 +272,7 @@ class Runner:
         document = _validated(data, path)
         return Side(path, "file", document, self._code_of(document, path))
 
-    def _from_store(self, spec: str) -> Side | None:
+    def _from_store(self, spec: str, name: str) -> Side | None:
         assert self.store is not None
         if not os.path.exists(self.store):
             return None
@@ -271,8 +281,7 @@ class Runner:
                 run_id = reader.resolve(spec)
             except UnknownRunError:
                 return None
-            document = reader.document(run_id)
-        document = _validated(document, f"run {run_id}")
+        document = self._document(run_id, f"{name} {spec}")
         return Side(spec, "run", document, self._code_of(document, f"run {run_id}"))
 
     def _code_of(self, document: dict[str, Any], what: str) -> str | None:
@@ -303,36 +312,40 @@ class Runner:
             return Side(spec, "revision", cached.document, sha, cached.repeats, cached.reused, sha)
         assert self.repo is not None
         selection = self._selection(workspace)
-        reused: str | None = None
+        reused: RunSummary | None = None
         if not self.options.rerecord:
             reused = self._reusable(sha, selection)
         tree: str | None = None
         documents: list[dict[str, Any]] = []
+        subject = side_subject(name, spec, sha)
         if reused is not None:
-            documents.append(self._document(reused))
-            if self.options.progress is not None:
-                run = documents[0].get("run") or {}
-                self.options.progress(
-                    f"reusing run {reused} of {spec} ({sha[:12]}, recorded by "
-                    f"{run.get('origin') or 'an earlier recording'})"
-                )
-        for _ in range(self.options.repeat - len(documents)):
+            self.progress.note(
+                f"reusing run {reused.id} of {spec} ({sha[:12]}, recorded by "
+                f"{reused.origin or 'an earlier recording'})"
+            )
+            documents.append(self._document(reused.id, subject))
+        repeat = self.options.repeat
+        for _ in range(repeat - len(documents)):
+            which = subject if repeat == 1 else f"{subject}, {len(documents) + 1} of {repeat}"
             if tree is None:
-                tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
-            run_id = self._record(spec, tree, workspace, selection)
-            documents.append(self._document(run_id))
+                with self.progress.step("checking out", "checked out", subject):
+                    tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
+            run_id = self._record(spec, tree, workspace, selection, subject=which)
+            documents.append(self._document(run_id, which))
         side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None, sha)
         self._recorded[("revision", sha)] = side
         return side
 
-    def _record_worktree(self, workspace: Workspace) -> Side:
+    def _record_worktree(self, name: str, workspace: Workspace) -> Side:
         assert self.repo is not None
         tree = self.repo.toplevel
         selection = self._selection(workspace)
-        documents = [
-            self._document(self._record(WORKTREE, tree, workspace, selection))
-            for _ in range(self.options.repeat)
-        ]
+        subject, repeat = side_subject(name, WORKTREE, None), self.options.repeat
+        documents: list[dict[str, Any]] = []
+        for n in range(1, repeat + 1):
+            which = subject if repeat == 1 else f"{subject}, {n} of {repeat}"
+            run_id = self._record(WORKTREE, tree, workspace, selection, subject=which)
+            documents.append(self._document(run_id, which))
         return Side(WORKTREE, "worktree", documents[0], WORKTREE, documents[1:])
 
     def _selection(self, workspace: Workspace) -> list[str]:
@@ -364,7 +377,7 @@ class Runner:
             self._key_fingerprint = key_fingerprint(opened.key)
         return self.store
 
-    def _reusable(self, sha: str, selection: Sequence[str]) -> str | None:
+    def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
         """The newest complete run of ``sha`` that recorded what this diff would record:
         a clean tree, this interpreter version, the same key, hash seed and recorder, and
         the same test selection whatever output-only options it was given (``-q``, ``--tb``,
@@ -396,7 +409,7 @@ class Runner:
                     continue
                 key = recording_key(sha, False, summary.python, chosen, config)
                 if key == summary.recording_key:
-                    return summary.id
+                    return summary
         return None
 
     def _probe(self, workspace: Workspace) -> Target:
@@ -474,10 +487,11 @@ class Runner:
         workspace: Workspace,
         selection: list[str],
         origin: str = "diff",
-        quiet: bool = False,
+        *,
+        subject: str,
     ) -> str:
-        """Record ``selection`` in ``tree`` as a new run; its id. ``quiet``: no progress (for
-        recordings made side by side, whose lines would interleave)."""
+        """Record ``selection`` in ``tree`` as a new run; its id. ``subject`` names the
+        recording in progress (recordings made side by side are steps at the same time)."""
         assert self.store is not None and self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
@@ -486,23 +500,26 @@ class Runner:
                 "from a folder that exists in both revisions"
             )
         run_id = new_run_id()
-        if self.options.progress is not None and not quiet:
-            self.options.progress(f"recording {spec} ...")
-        percent = None if quiet else self.options.progress_percent
-        on_line: Callable[[str], None] | None = None
-        if percent is not None:
+        with self.progress.step("recording", "recorded", subject) as step:
+            seen = PytestProgress()
 
-            def on_line(line: str) -> None:
-                found = _PYTEST_PERCENT.search(line)
-                if found is not None:
-                    percent(spec, int(found.group(1)))
+            def on_output(text: str) -> None:
+                seen.feed(text)
+                step.advance(done=seen.done, total=seen.total, percent=seen.percent)
 
-        code, output = run_child(
-            [self._target.python, "-m", "pytest", *selection],
-            cwd=cwd,
-            env={**self._env(workspace, tree), ORIGIN_ENV: origin, RUN_ID_ENV: run_id},
-            on_line=on_line,
-        )
+            code, output = run_child(
+                [self._target.python, "-m", "pytest", *selection],
+                cwd=cwd,
+                env={**self._env(workspace, tree), ORIGIN_ENV: origin, RUN_ID_ENV: run_id},
+                on_output=on_output,
+            )
+            self._check_recorded(spec, code, output, run_id)
+            count = self._test_count(run_id)
+            step.result = f"{count} test{'' if count == 1 else 's'}"
+        return run_id
+
+    def _check_recorded(self, spec: str, code: int, output: str, run_id: str) -> None:
+        """Nothing when pytest recorded ``run_id``; else the one-line error that says why."""
         if code in _PYTEST_FAILED_TO_RUN:
             raise DiffError(
                 f"the tests of {spec} could not run (pytest {_PYTEST_FAILED_TO_RUN[code]}, exit "
@@ -528,14 +545,29 @@ class Runner:
             line = line.strip()
             if line.startswith(CAP_NOTICE_START) and line[len("diffgenome: ") :] not in self.notes:
                 self.notes.append(line[len("diffgenome: ") :])
-        return run_id
 
     def _run_ids(self) -> list[str]:
         assert self.store is not None
         with StoreReader.open(self.store) as reader:
             return [run.id for run in reader.runs()]
 
-    def _document(self, run_id: str) -> dict[str, Any]:
+    def _test_count(self, run_id: str) -> int:
+        """The tests a run holds, as the user counts them (``<import>`` is no test)."""
+        assert self.store is not None
+        with StoreReader.open(self.store) as reader:
+            return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
+
+    def _document(self, run_id: str, subject: str | None) -> dict[str, Any]:
+        """A run's document from the store, checked; a step of its own for a side (a big
+        run takes seconds to load), silent for a confirmation, whose step covers it."""
+        if subject is None:
+            return self._load(run_id)
+        with self.progress.step("loading", "loaded", subject) as step:
+            document = self._load(run_id)
+            step.result = f"run {run_id}, {_tests_text(document)}"
+        return document
+
+    def _load(self, run_id: str) -> dict[str, Any]:
         assert self.store is not None
         with StoreReader.open(self.store) as reader:
             document = reader.document(run_id)
@@ -561,11 +593,13 @@ class Runner:
                 (prepared.base, base_ids or test_ids, base_node_ids),
                 (prepared.head, test_ids, node_ids),
             )
-            plan: list[tuple[str, str, list[str]] | None] = []
+            plan: list[tuple[str, str, list[str], str] | None] = []
             for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
                 selection = [*common, *self._only(workspace, which, ids, named)]
+                subject = f"{side_subject(which, side.spec, side.sha)} again"
                 if side.kind == "revision" and side.sha is not None:
-                    tree = workspace.worktree(side.sha, f"confirm-{which}-{side.sha[:12]}")
+                    with self.progress.step("checking out", "checked out", subject):
+                        tree = workspace.worktree(side.sha, f"confirm-{which}-{side.sha[:12]}")
                 elif side.kind == "worktree" and self.repo is not None:
                     tree = self.repo.toplevel
                 else:
@@ -574,20 +608,22 @@ class Runner:
                     )
                     plan.append(None)
                     continue
-                plan.append((f"{side.spec} (confirming)", tree, selection))
+                plan.append((f"{side.spec} (confirming)", tree, selection, subject))
             out: list[list[dict[str, Any]]] = [[], []]
-            for _ in range(CONFIRMATIONS):
-                for index, run_id in self._record_at_once(workspace, plan):
-                    out[index].append(self._document(run_id))
+            for n in range(1, CONFIRMATIONS + 1):
+                for index, run_id in self._record_at_once(workspace, plan, n):
+                    # Loaded within the confirmation's step: no step of its own.
+                    out[index].append(self._document(run_id, None))
         finally:
             with _sigint_ignored():
                 workspace.close()
         return out[0], out[1]
 
     def _record_at_once(
-        self, workspace: Workspace, plan: Sequence[tuple[str, str, list[str]] | None]
+        self, workspace: Workspace, plan: Sequence[tuple[str, str, list[str], str] | None], n: int
     ) -> list[tuple[int, str]]:
-        """One confirming recording of each planned side, the sides at the same time.
+        """One confirming recording of each planned side (the ``n``-th), the sides at the same
+        time, each a step of its own while the other runs.
 
         Confirmation records tests that differed, and those are often slow by nature (a
         retry's back-off, a consumer thread's sleep): recording base and head side by side
@@ -598,19 +634,16 @@ class Runner:
         jobs = [(index, job) for index, job in enumerate(plan) if job is not None]
         if not jobs:
             return []
+
+        def record(spec: str, tree: str, selection: list[str], subject: str) -> str:
+            which = f"{subject} ({n} of {CONFIRMATIONS})"
+            return self._record(spec, tree, workspace, selection, "confirmation", subject=which)
+
         if len(jobs) == 1:
-            index, (spec, tree, selection) = jobs[0]
-            return [(index, self._record(spec, tree, workspace, selection, "confirmation"))]
+            index, job = jobs[0]
+            return [(index, record(*job))]
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            futures = [
-                (
-                    index,
-                    pool.submit(
-                        self._record, spec, tree, workspace, selection, "confirmation", True
-                    ),
-                )
-                for index, (spec, tree, selection) in jobs
-            ]
+            futures = [(index, pool.submit(record, *job)) for index, job in jobs]
             try:
                 return [(index, future.result()) for index, future in futures]
             except BaseException:
@@ -655,12 +688,21 @@ class Runner:
             if self.repo is None:
                 self.notes.append("no git repository: code changes are not analysed")
             return None
+        with self.progress.step("reading", "read", "the code changes") as step:
+            changes = self._read_code_changes(self.repo, base.code, head.code, base, head)
+            count = len(changes.symbols)
+            step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
+        return changes
+
+    def _read_code_changes(
+        self, repo: Repository, base_code: str, head_code: str, base: Side, head: Side
+    ) -> CodeChangeInput:
         documents = [d for d in (head.document, base.document) if d]
         module_of = module_namer(documents)
-        base_files, head_files = self.repo.sources(
-            base.code, head.code, lambda path: module_of(path) is not None
+        base_files, head_files = repo.sources(
+            base_code, head_code, lambda path: module_of(path) is not None
         )
-        repo, side = self.repo, base.code
+        side = base_code
 
         def importers(names: Sequence[str]) -> dict[str, str]:
             """Base's other modules whose text names one of ``names``: where a changed
@@ -714,6 +756,21 @@ def _same_examples(target: Target, pytest_args: Sequence[str]) -> list[str]:
     return ["--hypothesis-seed=0"]
 
 
+def side_subject(name: str, spec: str, sha: str | None) -> str:
+    """What progress calls a side: ``base HEAD~1 (f921860f1ebf)``, ``head WORKTREE``, ``base
+    latest`` -- its role first (two sides may be one revision), then what the user named."""
+    if sha is None:
+        return f"{name} {spec}"
+    if sha.startswith(spec.lower()):
+        return f"{name} ({sha[:12]})"
+    return f"{name} {spec} ({sha[:12]})"
+
+
+def _tests_text(document: dict[str, Any]) -> str:
+    count = sum(1 for test in document.get("tests") or () if test.get("id") != IMPORT_TEST_ID)
+    return f"{count} test{'s' if count != 1 else ''}"
+
+
 def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
     problem = genome_problem(document)
     if problem is not None:
@@ -733,10 +790,11 @@ def run_child(
     *,
     cwd: str,
     env: dict[str, str],
-    on_line: Callable[[str], None] | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group and return (exit status, output); ``on_line``
-    sees each line of output as it comes.
+    """Run ``cmd`` in its own process group and return (exit status, output); ``on_output``
+    sees the output as it comes, in pieces that may end anywhere in a line (pytest writes a
+    test's letter without a newline).
 
     On any way out (Ctrl-C included) the group gets SIGINT, so that pytest can mark its run
     interrupted, then SIGKILL; nothing the tests started outlives the diff.
@@ -755,15 +813,17 @@ def run_child(
         raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
     _RUNNING.add(proc.pid)
     try:
-        if on_line is None:
+        if on_output is None:
             out, _ = proc.communicate()
         else:
             assert proc.stdout is not None
             chunks: list[bytes] = []
-            for raw in iter(proc.stdout.readline, b""):
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            fd = proc.stdout.fileno()
+            for raw in iter(lambda: os.read(fd, _READ_CHUNK), b""):
                 chunks.append(raw)
                 with contextlib.suppress(Exception):  # progress never fails a recording
-                    on_line(raw.decode("utf-8", errors="replace"))
+                    on_output(decoder.decode(raw))
             proc.wait()
             out = b"".join(chunks)
     except BaseException:
@@ -877,21 +937,24 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
             head_confirmation=head_confirmation,
         )
 
-    diff = compare()
+    progress = options.progress
+    with progress.step("diffing", "diffed") as step:
+        diff = compare()
+        step.result = f"{diff.summary.tests} tests"
     differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
     differing = [t.id for t in differing_tests]
     if options.confirm and differing:
-        if options.progress is not None:
-            options.progress(
-                f"confirming {len(differing)} test{'s' if len(differing) != 1 else ''} that "
-                f"differ{'s' if len(differing) == 1 else ''}: recording "
-                f"{'it' if len(differing) == 1 else 'them'} twice more on each side ..."
+        one = len(differing) == 1
+        subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
+        with progress.step("confirming", "confirmed", subject) as step:
+            step.result = f"recorded {'it' if one else 'them'} twice more on each side"
+            base_again, head_again = runner.confirm(
+                prepared, differing, [t.base_id or t.id for t in differing_tests]
             )
-        base_again, head_again = runner.confirm(
-            prepared, differing, [t.base_id or t.id for t in differing_tests]
-        )
         if base_again or head_again:
-            diff = compare(base_again, head_again)
+            with progress.step("diffing", "diffed", "again, with the confirmations") as step:
+                diff = compare(base_again, head_again)
+                step.result = f"{diff.summary.tests} tests"
     return diff, prepared.notes
 
 

@@ -1,0 +1,492 @@
+"""How far long work is, on standard error: a live line on a terminal, plain lines in a log.
+
+Recording a side can take minutes, and so can loading a big run, confirming or exporting.
+Silence for that long reads as a hang, at a terminal and in a CI log alike (some CI systems
+even stop a job that prints nothing for ten minutes). The work reports *what* it is doing to
+:class:`Progress` -- steps that begin and end, tests done of how many -- and a renderer
+decides how that looks, so the work never formats anything and the two renderings cannot
+drift apart in what they say:
+
+- :class:`LiveRenderer`, when standard error is a terminal: one line that rich rewrites a
+  few times a second (the elapsed time moves while one slow test runs), with each finished
+  step printed above it;
+- :class:`LogRenderer` otherwise (a pipe, a file, a CI log): whole plain lines only -- no
+  ``\\r`` and no escape sequence, which a log keeps as garbage -- at most one progress line
+  every :data:`LOG_INTERVAL_S` seconds, so that a log says the work is alive without a line
+  per test.
+
+Both end every step that succeeds with one line and its duration (``diffgenome: recorded base
+HEAD~1 (a1b2c3d): 412 tests in 38.2 s``), so that a log says where the time went. A step that
+fails ends without that line: the error says what happened.
+
+Progress goes to standard error only (standard output may carry ``--json -``), and it never
+fails the work: every call into a renderer is guarded, and a renderer that raised once is
+dropped for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TextIO
+
+from rich.console import Console, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from diffgenome.analysis.report.console import wants_colour
+
+PROG = "diffgenome"
+#: At most one progress line this often in a log (seconds); finished steps always get theirs.
+LOG_INTERVAL_S = 10.0
+#: Sets that interval (seconds, a decimal number, 0 or more): tests want lines sooner.
+INTERVAL_ENV = "DIFFGENOME_PROGRESS_INTERVAL"
+#: How often the live line is redrawn on a terminal.
+LIVE_REFRESH_PER_S = 4.0
+#: The longest a log's heartbeat sleeps: a short interval must still be kept.
+_HEARTBEAT_MAX_S = 1.0
+_HEARTBEAT_MIN_S = 0.02
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One piece of long work as data: what it is, since when, and how far it is.
+
+    ``done``/``total`` count tests when they are known; ``percent`` is what is left when only
+    a percentage is (pytest run with ``-q`` prints no collected count)."""
+
+    doing: str  # "recording"
+    did: str  # "recorded", for the step's last line
+    subject: str  # "base HEAD~1 (a1b2c3d)": the side is part of what the step works on
+    started: float
+    done: int | None = None
+    total: int | None = None
+    percent: int | None = None
+    #: Tells steps apart (two may begin at one clock reading).
+    serial: int = 0
+
+    def title(self) -> str:
+        return f"{self.doing} {self.subject}".strip()
+
+    def counted(self) -> str | None:
+        """How far the step is, in tests when it can be said in tests."""
+        if self.total is not None:
+            return f"{min(self.done or 0, self.total)}/{self.total} tests"
+        if self.done is not None:
+            tests = f"{self.done} test{'' if self.done == 1 else 's'}"
+            return tests if self.percent is None else f"{tests}, {self.percent}%"
+        if self.percent is not None:
+            return f"{self.percent}%"
+        return None
+
+
+def duration_text(seconds: float) -> str:
+    """``38.2 s`` below a minute (a tenth is what tells two short steps apart), ``2 min 05
+    s`` above it."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def finished_line(step: Step, result: str, now: float) -> str:
+    """The step's last line: what was done to what, its result, and how long it took."""
+    text = f"{step.did} {step.subject}".strip()
+    if result:
+        text = f"{text}: {result}" if step.subject else f"{text} {result}"
+    return f"{PROG}: {text} in {duration_text(now - step.started)}"
+
+
+def _title_and_count(step: Step) -> str:
+    counted = step.counted()
+    return f"{step.title()}: {counted}" if counted else step.title()
+
+
+def progress_line(steps: tuple[Step, ...], now: float) -> str:
+    """A log's progress line: the steps under way in the order they began (an outer step
+    first; recordings made side by side each with its count), and for how long the newest
+    has run."""
+    inner = steps[-1]
+    counted = inner.counted()
+    how_far = f"{counted}, " if counted else ""
+    parts = [_title_and_count(step) for step in steps[:-1]]
+    parts.append(f"{inner.title()}: {how_far}{duration_text(now - inner.started)} so far")
+    return f"{PROG}: " + "; ".join(parts)
+
+
+class Renderer(Protocol):
+    """How progress looks; :class:`Progress` calls it with what changed."""
+
+    def show(self, steps: tuple[Step, ...]) -> None:
+        """The steps under way changed (one began, ended, or got further); outer first."""
+
+    def line(self, text: str) -> None:
+        """A line to keep: a step's last line or a note."""
+
+    def close(self) -> None:
+        """Nothing more comes: leave the terminal (or log) as a line-based tool would."""
+
+
+class StepHandle:
+    """What the work holds while a step runs, to say how far it is and what it came to."""
+
+    def __init__(self, progress: Progress, step: Step) -> None:
+        self._progress = progress
+        self.step = step
+        self.result = ""
+
+    def advance(
+        self, *, done: int | None = None, total: int | None = None, percent: int | None = None
+    ) -> None:
+        """Tests done, of how many, or the percentage; None leaves a value as it was."""
+        step = self.step
+        moved = dataclasses.replace(
+            step,
+            done=step.done if done is None else done,
+            total=step.total if total is None else total,
+            percent=step.percent if percent is None else percent,
+        )
+        if moved != step:
+            self._progress._replace(self, moved)
+
+
+class Progress:
+    """The one progress reporter: the steps under way, handed to a renderer (or to none,
+    for ``--quiet`` and for code that runs without a person watching).
+
+    Steps nest (a recording within a confirmation) and may run at once in threads (base and
+    head confirmed side by side): each ends on its own, in whatever order. Calls never
+    raise: a renderer that fails is dropped, and the work goes on."""
+
+    def __init__(self, renderer: Renderer | None = None, clock: Clock = time.monotonic) -> None:
+        self._renderer = renderer
+        self._clock = clock
+        self._handles: list[StepHandle] = []
+        self._serial = 0
+        self._lock = threading.Lock()
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """How this progress is shown (None: not at all)."""
+        return self._renderer
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(handle.step for handle in self._handles)
+
+    @contextlib.contextmanager
+    def step(self, doing: str, did: str, subject: str = "") -> Iterator[StepHandle]:
+        """A step from here to the end of the ``with``: its last line when it succeeds,
+        none when it raises (the error is the last word then)."""
+        with self._lock:
+            self._serial += 1
+            handle = StepHandle(self, Step(doing, did, subject, self._clock(), serial=self._serial))
+            self._handles.append(handle)
+            steps = self.steps
+        self._render(lambda r: r.show(steps))
+        ok = False
+        try:
+            yield handle
+            ok = True
+        finally:
+            with self._lock:
+                if handle in self._handles:
+                    self._handles.remove(handle)
+                steps = self.steps
+            # The live line goes first, so that the step's last line is not followed by a
+            # redraw of the step it ends.
+            self._render(lambda r: r.show(steps))
+            if ok:
+                text = finished_line(handle.step, handle.result, self._clock())
+                self._render(lambda r: r.line(text))
+
+    def note(self, text: str) -> None:
+        """A line to keep that is no step (``reusing run ...``)."""
+        line = f"{PROG}: {text}"
+        self._render(lambda r: r.line(line))
+
+    def close(self) -> None:
+        renderer, self._renderer = self._renderer, None
+        if renderer is not None:
+            with contextlib.suppress(Exception):
+                renderer.close()
+
+    def _replace(self, handle: StepHandle, step: Step) -> None:
+        with self._lock:
+            handle.step = step
+            steps = self.steps
+        self._render(lambda r: r.show(steps))
+
+    def _render(self, call: Callable[[Renderer], None]) -> None:
+        renderer = self._renderer
+        if renderer is None:
+            return
+        try:
+            call(renderer)
+        except Exception:
+            # Progress never fails the work: a renderer that broke (a closed standard error,
+            # a terminal gone) is dropped rather than tried again on every test.
+            self._renderer = None
+            with contextlib.suppress(Exception):
+                renderer.close()
+
+
+# -- a log: plain lines ------------------------------------------------------------------
+
+
+class LogRenderer:
+    """Whole plain lines for a pipe, a file or a CI log, throttled.
+
+    A progress line is written when the work has said nothing for ``interval`` seconds (no
+    line of any kind, no step begun); a heartbeat thread (``heartbeat``) checks that even
+    while the work reports nothing, so that a slow test or a long load still shows in the
+    log. ``clock`` is the time source, a parameter so the throttling can be tested with a
+    clock a test moves by hand."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        interval: float = LOG_INTERVAL_S,
+        clock: Clock = time.monotonic,
+        *,
+        heartbeat: bool = True,
+    ) -> None:
+        self._stream = stream
+        self._interval = max(0.0, interval)
+        self._clock = clock
+        self._steps: tuple[Step, ...] = ()
+        self._quiet_since = clock()
+        self._lock = threading.Lock()
+        self._heartbeat = heartbeat
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def show(self, steps: tuple[Step, ...]) -> None:
+        with self._lock:
+            known = {step.serial for step in self._steps}
+            current = {step.serial for step in steps}
+            self._steps = steps
+            if current - known:  # a step began: its first line waits a whole interval
+                self._quiet_since = self._clock()
+            elif current == known:  # one got further (a step that ends has its own last line)
+                self._maybe_write()
+        if steps and self._heartbeat and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._beat, name="diffgenome-progress", daemon=True
+            )
+            self._thread.start()
+
+    def line(self, text: str) -> None:
+        with self._lock:
+            self._write(text)
+
+    def tick(self) -> None:
+        """Write a progress line if one is due (the heartbeat calls this)."""
+        with self._lock:
+            self._maybe_write()
+
+    def close(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        with self._lock:
+            self._steps = ()
+
+    def _maybe_write(self) -> None:
+        if not self._steps:
+            return
+        now = self._clock()
+        if now - self._quiet_since >= self._interval:
+            self._write(progress_line(self._steps, now))
+
+    def _write(self, text: str) -> None:
+        # Nothing that a log would keep as garbage: one line, no carriage return, no escape.
+        clean = "".join(ch for ch in text if ch.isprintable() or ch == "\t")
+        self._stream.write(clean + "\n")
+        self._stream.flush()
+        self._quiet_since = self._clock()
+
+    def _beat(self) -> None:
+        period = min(_HEARTBEAT_MAX_S, max(_HEARTBEAT_MIN_S, self._interval / 2))
+        while not self._stop.wait(period):
+            with contextlib.suppress(Exception):  # a heartbeat never fails the work
+                self.tick()
+
+
+# -- a terminal: one live line -----------------------------------------------------------
+
+
+class LiveRenderer:
+    """A live line on a terminal (rich), rewritten a few times a second, with finished steps
+    printed above it; nothing live between steps, so what the command prints afterwards on
+    standard output never mixes with it."""
+
+    def __init__(self, console: Console, clock: Clock = time.monotonic) -> None:
+        self._console = console
+        self._clock = clock
+        self._steps: tuple[Step, ...] = ()
+        self._live: _Live | None = None
+
+    def show(self, steps: tuple[Step, ...]) -> None:
+        began = bool(steps) and (not self._steps or steps[-1].serial != self._steps[-1].serial)
+        self._steps = steps
+        if steps and self._live is None:
+            self._live = _Live(self._console, self._render)
+            self._live.start()
+        elif not steps and self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+        elif began and self._live is not None:
+            # A step that begins is shown at once, however short; how far it gets is left
+            # to rich's own redraws.
+            self._live.refresh()
+
+    def line(self, text: str) -> None:
+        self._console.print(Text(text), highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        self._steps = ()
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+
+    def _render(self) -> RenderableType:
+        steps = self._steps
+        if not steps:
+            return Text("")
+        now = self._clock()
+        inner = steps[-1]
+        grid = Table.grid(padding=(0, 1))
+        title = Text(f"{PROG}: ")
+        before = "".join(f"{_title_and_count(step)}; " for step in steps[:-1])
+        title.append(before + inner.title(), style="bold")
+        grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+        cells: list[RenderableType] = [title]
+        if inner.total is not None or inner.percent is not None:
+            grid.add_column(width=20, no_wrap=True)
+            if inner.total is not None:
+                bar = ProgressBar(total=max(inner.total, 1), completed=inner.done or 0, width=20)
+            else:
+                bar = ProgressBar(total=100, completed=inner.percent or 0, width=20)
+            cells.append(bar)
+        counted = inner.counted()
+        if counted is not None:
+            grid.add_column(no_wrap=True)
+            cells.append(Text(counted, style="cyan"))
+        grid.add_column(no_wrap=True)
+        cells.append(Text(duration_text(now - inner.started), style="dim"))
+        grid.add_row(*cells)
+        return grid
+
+
+class _Live:
+    """rich's :class:`~rich.live.Live` as this renderer uses it: transient (the line goes when
+    the step does), redrawn by rich's own thread. What other code writes to ``sys.stderr``
+    meanwhile (a warning, ``HTML report written to``) is printed above the line instead of
+    through it; standard output is left alone (it may be a pipe, and nothing of ours writes
+    there during a step)."""
+
+    def __init__(self, console: Console, render: Callable[[], RenderableType]) -> None:
+        from rich.live import Live
+
+        self._live = Live(
+            console=console,
+            transient=True,
+            auto_refresh=True,
+            refresh_per_second=LIVE_REFRESH_PER_S,
+            redirect_stdout=False,
+            redirect_stderr=True,
+            get_renderable=render,
+        )
+
+    def start(self) -> None:
+        self._live.start(refresh=True)
+
+    def refresh(self) -> None:
+        self._live.refresh()
+
+    def stop(self) -> None:
+        self._live.stop()
+
+
+# -- choosing ----------------------------------------------------------------------------
+
+
+def log_interval(environ: Mapping[str, str] | None = None) -> float:
+    """:data:`LOG_INTERVAL_S`, or what :data:`INTERVAL_ENV` says (a bad value is ignored:
+    progress must not be what stops a run)."""
+    env = os.environ if environ is None else environ
+    text = env.get(INTERVAL_ENV, "").strip()
+    if text:
+        with contextlib.suppress(ValueError):
+            value = float(text)
+            if math.isfinite(value) and value >= 0:
+                return value
+    return LOG_INTERVAL_S
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):
+        return False
+
+
+def make_progress(
+    *,
+    quiet: bool = False,
+    stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Progress:
+    """The reporter for this command: none with ``quiet``, a live line when ``stream``
+    (standard error by default) is a terminal that can redraw a line, plain lines
+    otherwise."""
+    if quiet:
+        return Progress()
+    env = os.environ if environ is None else environ
+    out = sys.stderr if stream is None else stream
+    if _isatty(out) and env.get("TERM", "") not in ("dumb", "unknown"):
+        colour = wants_colour(True, dict(env))
+        console = Console(
+            file=out,
+            force_terminal=True,
+            no_color=not colour,
+            color_system="auto" if colour else None,
+            highlight=False,
+            markup=False,
+            emoji=False,
+        )
+        return Progress(LiveRenderer(console))
+    return Progress(LogRenderer(out, log_interval(env)))
+
+
+__all__ = [
+    "INTERVAL_ENV",
+    "LOG_INTERVAL_S",
+    "LiveRenderer",
+    "LogRenderer",
+    "Progress",
+    "Renderer",
+    "Step",
+    "StepHandle",
+    "duration_text",
+    "finished_line",
+    "log_interval",
+    "make_progress",
+    "progress_line",
+]

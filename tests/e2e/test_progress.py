@@ -1,0 +1,279 @@
+"""Progress of ``diffgenome diff`` and ``export`` as a person and a CI log see it.
+
+Each test runs the real command in a subprocess over a real two-commit git project: once
+with standard error piped (what a CI log gets), once with standard error a pseudo-terminal
+(what a person at a terminal gets). Standard output is a pipe throughout, with ``--json -``
+on it, which must stay the document and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    DURATION,
+    PROGRESS_LINE,
+    PY,
+    clean_env,
+    git_in,
+    make_project,
+    write_files,
+)
+
+PROJECT = {
+    "calc/__init__.py": "",
+    "calc/core.py": """
+        def add(a, b):
+            return a + b
+    """,
+    "tests/test_core.py": """
+        import time
+
+        import pytest
+
+        from calc import core
+
+
+        @pytest.mark.parametrize("a", range(5))
+        def test_add(a):
+            time.sleep(0.05)  # time for pytest's output to come in pieces
+            assert core.add(a, 1) == a + 1
+
+
+        def test_other():
+            assert True
+    """,
+}
+# For a > 1 the head goes through a helper: three tests change, and are confirmed.
+CHANGED = """
+def _swap(a, b):
+    return b + a
+
+
+def add(a, b):
+    if a > 1:
+        return _swap(a, b)
+    return a + b
+"""
+SHA = r"\([0-9a-f]{12}\)"
+CONTROL = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+SGR = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: Path
+    head_run: str
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """The project at two commits, both recorded once (a diff reuses those recordings)."""
+    project = make_project(tmp_path_factory.mktemp("progress"), PROJECT)
+    write_files(project, {"calc/core.py": CHANGED})
+    git_in(project, "commit", "-qam", "add through a helper")
+    done = run_cli(
+        project,
+        tmp_path_factory.mktemp("tmp"),
+        *("diff", "HEAD~1", "HEAD", "--no-confirm", "-q", "--json", "-"),
+        *("--", *DIFF_PYTEST_ARGS),
+    )
+    assert done.returncode == 1, done.stderr.decode()
+    return Recorded(project, json.loads(done.stdout)["head"]["run"])
+
+
+@pytest.fixture
+def repo(recorded: Recorded) -> Path:
+    return recorded.path
+
+
+def run_cli(
+    repo: Path,
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stderr: int = subprocess.PIPE,
+) -> subprocess.CompletedProcess[bytes]:
+    """The CLI with standard output a pipe; bytes, so that a ``\\r`` is seen as written."""
+    return subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", *args],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path), "COLUMNS": "200", **(env or {})}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        timeout=300,
+        check=False,
+    )
+
+
+def the_document(stdout: bytes) -> dict[str, Any]:
+    """Standard output is the JSON document and nothing else."""
+    text = stdout.decode()
+    assert text.startswith("{") and text.endswith("}\n"), text[:200]
+    document: dict[str, Any] = json.loads(text)
+    assert document["format"] == "diffgenome-diff/2"
+    return document
+
+
+def one(pattern: str, lines: list[str]) -> int:
+    """The index of the one line that ``pattern`` matches whole."""
+    found = [i for i, line in enumerate(lines) if re.fullmatch(pattern, line)]
+    assert len(found) == 1, (pattern, lines)
+    return found[0]
+
+
+def test_a_log_gets_plain_step_lines_with_durations(repo: Path, tmp_path: Path) -> None:
+    done = run_cli(
+        repo,
+        tmp_path,
+        *("diff", "HEAD~1", "HEAD", "--rerecord", "--json", "-", "--", *DIFF_PYTEST_ARGS),
+        env={"DIFFGENOME_PROGRESS_INTERVAL": "0.01"},
+    )
+    assert done.returncode == 1, done.stderr.decode()
+    document = the_document(done.stdout)
+    assert document["summary"]["changed"] == 3
+    # A log keeps whatever it is sent: no carriage return, no escape sequence, whole lines.
+    assert b"\r" not in done.stderr and b"\x1b" not in done.stderr
+    assert done.stderr.endswith(b"\n")
+    lines = done.stderr.decode().splitlines()
+    assert all(PROGRESS_LINE.fullmatch(line) for line in lines), lines
+    # One last line per step, with its duration, in the order the work is done.
+    base = f"base HEAD~1 {SHA}"
+    head = f"head HEAD {SHA}"
+    order = [
+        one(rf"diffgenome: recorded {base}: 6 tests in {DURATION}", lines),
+        one(rf"diffgenome: loaded {base}: run \S+, 6 tests in {DURATION}", lines),
+        one(rf"diffgenome: recorded {head}: 6 tests in {DURATION}", lines),
+        one(rf"diffgenome: loaded {head}: run \S+, 6 tests in {DURATION}", lines),
+        one(rf"diffgenome: diffed 7 tests in {DURATION}", lines),  # <import> is one too
+        one(rf"diffgenome: recorded {base} again \(1 of 2\): 3 tests in {DURATION}", lines),
+        one(rf"diffgenome: recorded {head} again \(2 of 2\): 3 tests in {DURATION}", lines),
+        one(
+            "diffgenome: confirmed 3 tests that differ: recorded them twice more on each side "
+            f"in {DURATION}",
+            lines,
+        ),
+        one(rf"diffgenome: diffed again, with the confirmations: 7 tests in {DURATION}", lines),
+    ]
+    assert order == sorted(order), lines
+    # With a short interval, lines on how far a recording is come between; the count is in
+    # tests of pytest's collected total.
+    counted = [
+        line
+        for line in lines[: order[0]]
+        if re.fullmatch(rf"diffgenome: recording {base}: [0-6]/6 tests, {DURATION} so far", line)
+    ]
+    assert counted, lines
+
+
+def test_quiet_says_nothing_and_standard_output_is_the_document(repo: Path, tmp_path: Path) -> None:
+    diff = ("diff", "HEAD~1", "HEAD", "--no-confirm", "--json", "-")
+    env = {"DIFFGENOME_PROGRESS_INTERVAL": "0"}
+    said = run_cli(repo, tmp_path, *diff, "--", *DIFF_PYTEST_ARGS, env=env)
+    assert said.returncode == 1 and said.stderr, said.stderr.decode()
+    quiet = run_cli(repo, tmp_path, *diff, "-q", "--", *DIFF_PYTEST_ARGS, env=env)
+    assert quiet.returncode == 1
+    assert quiet.stderr == b""
+    assert the_document(quiet.stdout) == the_document(said.stdout)
+
+
+def test_export_says_what_it_loads_and_exports(recorded: Recorded, tmp_path: Path) -> None:
+    repo, run = recorded.path, recorded.head_run
+    done = run_cli(repo, tmp_path, "export", run)
+    assert done.returncode == 0, done.stderr.decode()
+    document = json.loads(done.stdout)  # nothing but the genome document
+    assert document["run"]["id"] == run
+    lines = done.stderr.decode().splitlines()
+    assert b"\r" not in done.stderr and b"\x1b" not in done.stderr
+    assert re.fullmatch(rf"diffgenome: loaded run {run}: 6 tests in {DURATION}", lines[0]), lines
+    assert re.fullmatch(
+        rf"diffgenome: exported run {run}: a diffgenome-genome/2 document of \d+ kB in {DURATION}",
+        lines[1],
+    ), lines
+    assert len(lines) == 2
+    quiet = run_cli(repo, tmp_path, "export", run, "-q", "-o", str(tmp_path / "run.json"))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, b"", b"")
+    assert json.loads((tmp_path / "run.json").read_text()) == document
+
+
+def on_a_terminal(
+    repo: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """The CLI with standard error a pseudo-terminal, read while it runs (a terminal that
+    nobody reads would block the writer), and standard output a pipe."""
+    main, child = os.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: every writer has closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = run_cli(
+            repo, tmp_path, *args, env={"TERM": "xterm-256color", **(env or {})}, stderr=child
+        )
+    finally:
+        os.close(child)
+        reader.join(timeout=60)
+        os.close(main)
+    return done, b"".join(chunks)
+
+
+def test_a_terminal_gets_a_live_line_and_the_last_line_of_each_step(
+    repo: Path, tmp_path: Path
+) -> None:
+    done, raw = on_a_terminal(
+        repo, tmp_path, "diff", "HEAD~1", "HEAD", "--json", "-", "--", *DIFF_PYTEST_ARGS
+    )
+    assert done.returncode == 1
+    assert the_document(done.stdout)["summary"]["changed"] == 3
+    shown = CONTROL.sub(b"", raw).decode()
+    # The live line: the steps under way, the outer step first (base and head are confirmed
+    # side by side, either may begin first), redrawn in place (erased with ESC [2K), with
+    # the cursor hidden meanwhile and shown again at the end.
+    assert re.search(
+        rf"diffgenome: confirming 3 tests that differ; recording (base HEAD~1|head HEAD) {SHA} "
+        r"again \(1 of 2\)",
+        shown,
+    ), shown
+    assert b"\x1b[2K" in raw
+    assert raw.rindex(b"\x1b[?25h") > raw.rindex(b"\x1b[?25l")
+    assert SGR.search(raw)  # colour (and bold) on a terminal
+    # The steps' last lines stay.
+    for pattern in (
+        r"diffgenome: reusing run \S+ of HEAD~1 \([0-9a-f]{12}, recorded by diff\)",
+        rf"diffgenome: loaded base HEAD~1 {SHA}: run \S+, 6 tests in {DURATION}",
+        rf"diffgenome: diffed 7 tests in {DURATION}",
+        rf"diffgenome: recorded head HEAD {SHA} again \(2 of 2\): 3 tests in {DURATION}",
+        rf"diffgenome: confirmed 3 tests that differ: .* in {DURATION}",
+    ):
+        assert re.search(pattern, shown), (pattern, shown)
+
+
+def test_no_color_keeps_the_live_line_without_colour(repo: Path, tmp_path: Path) -> None:
+    args = ("diff", "HEAD~1", "HEAD", "--no-confirm", "--json", "-", "--", *DIFF_PYTEST_ARGS)
+    done, raw = on_a_terminal(repo, tmp_path, *args, env={"NO_COLOR": "1"})
+    assert done.returncode == 1
+    the_document(done.stdout)
+    assert b"\x1b[2K" in raw  # still live
+    assert not SGR.search(raw), raw
+    assert re.search(rf"diffgenome: diffed 7 tests in {DURATION}", CONTROL.sub(b"", raw).decode())
