@@ -889,7 +889,12 @@ def test_key_fingerprint(key1: bytes, key2: bytes) -> None:
     fingerprint = key_fingerprint(key1)
     assert fingerprint.startswith("hmac-sha256:")
     assert len(fingerprint) == len("hmac-sha256:") + 16
-    assert (fingerprint == key_fingerprint(key2)) == (key1 == key2)
+    # HMAC pads a key shorter than its block with zero bytes: keys that differ only in
+    # trailing zeros are one key to HMAC, for digests and fingerprint alike (hypothesis
+    # found b"" and b"\x00").
+    same_key = key1.rstrip(b"\0") == key2.rstrip(b"\0")
+    assert (fingerprint == key_fingerprint(key2)) == same_key
+    assert (Digester(key1).digest(b"x") == Digester(key2).digest(b"x")) == same_key
     # Domain-separated: neither the plain hash of the key nor a digest made with it.
     assert hashlib.sha256(key1).hexdigest()[:16] not in fingerprint
     assert Digester(key1).digest(b"")[:16] not in fingerprint
