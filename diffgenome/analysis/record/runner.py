@@ -796,8 +796,9 @@ def run_child(
     sees the output as it comes, in pieces that may end anywhere in a line (pytest writes a
     test's letter without a newline).
 
-    On any way out (Ctrl-C included) the group gets SIGINT, so that pytest can mark its run
-    interrupted, then SIGKILL; nothing the tests started outlives the diff.
+    On any way out (Ctrl-C included) the group gets SIGINT (SIGTERM where it inherited an
+    ignored SIGINT), so that pytest can mark its run interrupted, then SIGKILL; nothing the
+    tests started outlives the diff.
     """
     try:
         proc = subprocess.Popen(
@@ -811,7 +812,10 @@ def run_child(
         )
     except OSError as exc:
         raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
-    _RUNNING.add(proc.pid)
+    # A child inherits an ignored SIGINT (a diff started in the background of a CI script):
+    # then only SIGTERM can ask its pytest to stop before the SIGKILL.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    _RUNNING[proc.pid] = signal.SIGTERM if ignored else signal.SIGINT
     try:
         if on_output is None:
             out, _ = proc.communicate()
@@ -831,25 +835,26 @@ def run_child(
             _stop(proc)
         raise
     finally:
-        _RUNNING.discard(proc.pid)
+        _RUNNING.pop(proc.pid, None)
         _kill_group(proc.pid)
     return proc.returncode, out.decode("utf-8", errors="replace")
 
 
-#: Process groups of the children running now (recordings made side by side run in threads).
-_RUNNING: set[int] = set()
+#: Process groups of the children running now (recordings made side by side run in threads),
+#: each with the signal that asks it to stop.
+_RUNNING: dict[int, signal.Signals] = {}
 
 
 def _interrupt_children() -> None:
     """SIGINT to every running child's group: pytest marks its run interrupted and ends."""
-    for pgid in list(_RUNNING):
+    for pgid, stop in list(_RUNNING.items()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGINT)
+            os.killpg(pgid, stop)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, _RUNNING.get(proc.pid, signal.SIGINT))
     try:
         proc.communicate(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
