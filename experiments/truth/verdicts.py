@@ -262,6 +262,16 @@ SRC_AS_TESTS = (
     "test class's method called from the package is no longer a stand-in "
     "(`stand_in_removed`). Without it these tests are unchanged or only touched"
 )
+NOW_GONE = (
+    "_abs_timedelta returns abs(delta): for a negative delta it no longer calls `_now()` "
+    "(and its `if delta.days < 0` is gone)"
+)
+HUMANIZE_REWRITTEN = (
+    "a rewritten condition the test ran through (a decision of one side only): metric's "
+    "rounding carry (`>= 1000` -> `>= 10 ** (exponent % 3 + 1)`), fractional's "
+    "`denominator == 1`, intword's integer ratio, intcomma's `elif not isinstance(value, "
+    "int)`, _abs_timedelta's removed `if delta.days < 0`"
+)
 NOW_HIDDEN = (
     "_abs_timedelta returns abs(delta): for a negative delta (naturaltime of a time in the "
     "future, naturaldate of a past date) it no longer calls `_now()`, a changed test; its "
@@ -350,8 +360,22 @@ RULES: dict[str, tuple[Rule, ...]] = {
             )
             for symbol in ("py:humanize.", "py:src.humanize.")
         ),
-        Rule("noise", SRC_AS_TESTS, symbol="py:humanize"),
+        # Session 5 (s5c, after the test-root fix): read against the code change; every
+        # `touched` test ran a rewritten condition, every `changed` one the two above.
+        Rule("real", NOW_GONE, kind="call_removed", symbol="py:humanize.time._now"),
+        *(
+            Rule("real", HUMANIZE_REWRITTEN, kind="branch_changed", symbol=symbol, level="touched")
+            for symbol in (
+                "py:humanize.number.metric",
+                "py:humanize.number.fractional",
+                "py:humanize.number.intword",
+                "py:humanize.number.intcomma",
+                "py:humanize.time._abs_timedelta",
+            )
+        ),
+        # s4b only (before the fix): calls renamed `py:src.humanize.…`.
         Rule("noise", SRC_AS_TESTS, symbol="py:src.humanize"),
+        Rule("noise", SRC_AS_TESTS, kind="call_removed", symbol="py:humanize"),
         Rule("noise", SRC_AS_TESTS, kind="stand_in_removed"),
     ),
     "semver": (

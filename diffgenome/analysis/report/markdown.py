@@ -254,8 +254,10 @@ def _lead(
         lines += [
             "",
             f"> **{count(s.unverified, 'test')} "
-            f"{'is' if s.unverified == 1 else 'are'} unverified**: their recordings cannot be "
-            "compared as a whole, so they are not reported as unchanged.",
+            f"{'is' if s.unverified == 1 else 'are'} unverified**: "
+            f"{'its recordings' if s.unverified == 1 else 'their recordings'} cannot be "
+            "compared as a whole, so "
+            f"{'it is' if s.unverified == 1 else 'they are'} not reported as unchanged.",
         ]
     for note in notes:
         lines += ["", f"> note: {plain(note)}"]
