@@ -183,3 +183,47 @@ def test_an_unchanged_tree_diffs_as_unchanged_through_two_worktrees(tmp_path: Pa
     statuses = {t["id"]: t["status"] for t in document["tests"]}
     assert statuses["tests/test_paths.py::test_a_path_under_the_tree"] == "unchanged"
     assert set(statuses.values()) == {"unchanged"}, statuses
+
+
+def test_a_value_the_code_derives_from_its_own_path_is_the_same_on_both_sides(
+    tmp_path: Path,
+) -> None:
+    """jinja2 keys its bytecode cache by the sha1 of the template's absolute path: no text
+    rewriting can make that stable, so both sides are checked out at one path, in turn."""
+    repo = tmp_path / "repo"
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/cache.py": """
+                import hashlib
+                import os
+
+
+                def key(name):
+                    where = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+                    return hashlib.sha1(where.encode()).hexdigest()
+            """,
+            "tests/test_cache.py": """
+                from pkg.cache import key
+
+
+                def test_key():
+                    assert len(key("t.html")) == 40
+            """,
+        },
+    )
+    git_commit(repo)
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    done = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    [test] = [t for t in json.loads(done.stdout)["tests"] if t["id"].endswith("::test_key")]
+    assert (test["status"], test["changes"], test["reasons"]) == ("unchanged", [], [])

@@ -64,6 +64,8 @@ PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
 # recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
+#: The folder, under the diff's temp folder, that each side is checked out in (in turn).
+SIDE_TREE = "tree"
 #: Recordings of each side's differing tests that confirmation compares with each other.
 CONFIRMATIONS = 2
 STOP_GRACE_S = 15.0
@@ -325,13 +327,21 @@ class Runner:
             )
             documents.append(self._document(reused.id, subject))
         repeat = self.options.repeat
-        for _ in range(repeat - len(documents)):
-            which = subject if repeat == 1 else f"{subject}, {len(documents) + 1} of {repeat}"
-            if tree is None:
-                with self.progress.step("checking out", "checked out", subject):
-                    tree = workspace.worktree(sha, f"{name}-{sha[:12]}")
-            run_id = self._record(spec, tree, workspace, selection, subject=which)
-            documents.append(self._document(run_id, which))
+        try:
+            for _ in range(repeat - len(documents)):
+                which = subject if repeat == 1 else f"{subject}, {len(documents) + 1} of {repeat}"
+                if tree is None:
+                    with self.progress.step("checking out", "checked out", subject):
+                        # One path for every side: what the code derives from where it lies
+                        # (jinja2 keys its bytecode cache by the sha1 of the template's
+                        # absolute path) is then the same in base and head.
+                        tree = workspace.worktree(sha, SIDE_TREE)
+                run_id = self._record(spec, tree, workspace, selection, subject=which)
+                documents.append(self._document(run_id, which))
+        finally:
+            if tree is not None:
+                with _sigint_ignored():
+                    workspace.remove_worktree(tree)
         side = Side(spec, "revision", documents[0], sha, documents[1:], reused is not None, sha)
         self._recorded[("revision", sha)] = side
         return side

@@ -79,6 +79,19 @@ class Workspace:
         self.repo.git("worktree", "add", "--detach", "--quiet", path, sha)
         return path
 
+    def remove_worktree(self, path: str) -> None:
+        """Remove one worktree now (its path may then hold the next side's checkout)."""
+        if path not in self._worktrees:
+            return
+        self._worktrees.remove(path)
+        if self.repo is not None:
+            with contextlib.suppress(RevisionError):
+                self.repo.git("worktree", "remove", "--force", "--force", path, check=False)
+        shutil.rmtree(path, ignore_errors=True)
+        if self.repo is not None:
+            with contextlib.suppress(RevisionError):
+                self.repo.git("worktree", "prune", check=False)
+
     def close(self) -> None:
         try:
             for path in reversed(self._worktrees):
