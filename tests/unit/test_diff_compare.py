@@ -153,8 +153,14 @@ def test_work_of_a_thread_still_running_when_the_phase_ended_is_timing() -> None
     cut = recording({"running": 1}, [])
     status, kinds, reasons = _status(done, cut)
     assert (status, kinds) == ("unstable", [])
-    assert all(reason.startswith("unstable (thread timing): ") for reason in reasons)
+    assert all(reason.startswith("unstable (unfinished thread): ") for reason in reasons)
     assert len(reasons) == 2  # its exits and its state
+    # In a test that runs changed code, the change may be what keeps the thread running.
+    changed = CodeChangeInput(symbols=(SymbolChange(thread, "modified"),))
+    diff = diff_documents(done, cut, base_rev="b", head_rev="h", code_changes=changed)
+    assert [(t.status, sorted({c.kind for c in t.changes})) for t in diff.tests] == [
+        ("changed", ["exit_changed", "state_changed"])
+    ]
     # The same differences in a thread that finished on both sides are changes.
     finished = recording({"returned": 1}, [])
     status, kinds, _ = _status(done, finished)
@@ -205,6 +211,20 @@ def test_a_call_whose_arguments_are_unstable_has_unstable_products() -> None:
         return test.status, [c.kind for c in test.changes]
 
     assert diff(recording("h", "zero")) == ("unstable", [])
+    # In a test that runs changed code, only the arguments are masked: the code may be what
+    # changed the state.
+    changed = CodeChangeInput(symbols=(SymbolChange("py:pkg.stall", "modified"),))
+    result = diff_documents(
+        recording("b", "pos"),
+        recording("h", "zero"),
+        base_rev="b",
+        head_rev="h",
+        code_changes=changed,
+        base_confirmation=[recording("c1", "zero"), recording("c2", "zero")],
+    )
+    assert [(t.status, [c.kind for c in t.changes]) for t in result.tests] == [
+        ("changed", ["state_changed"])
+    ]
     # Nothing masks the products of a call whose arguments held still between confirmations.
     steady = [recording("c", "zero"), recording("c", "zero")]
     held = diff_documents(

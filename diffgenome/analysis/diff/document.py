@@ -22,6 +22,7 @@ from diffgenome.analysis.diff.compare import (
     PRESENCE_KINDS,
     RESULT_CHANGED,
     STATE_CHANGED,
+    TIMING_UNLESS_CHANGED,
     Found,
     StabilityKey,
     compare_tests,
@@ -71,10 +72,17 @@ class Instability:
         else:
             self.hidden += 1
 
-    def covers(self, found: Found) -> bool:
+    def covers(self, found: Found, *, products: bool = True) -> bool:
+        """Whether ``found`` differed between recordings of one commit. ``products``: also
+        what a call made of arguments that did (not in a test that runs changed code, where
+        the code may be what changed the result)."""
         if found.key() in self.keys:
             return True
-        if found.kind in _PRODUCTS and (ARGS_CHANGED, found.phase, found.path, None) in self.keys:
+        if (
+            products
+            and found.kind in _PRODUCTS
+            and (ARGS_CHANGED, found.phase, found.path, None) in self.keys
+        ):
             return True
         path = found.path
         return any((found.phase, path[:i]) in self.presence for i in range(1, len(path) + 1))
@@ -202,7 +210,7 @@ def _confirmation(
 
 
 NOT_REPRODUCED = "not reproduced when both sides were recorded again"
-_OWN_LABELS = ("confirmation", "timing", NOT_REPRODUCED)
+_OWN_LABELS = ("confirmation", "timing", "thread", NOT_REPRODUCED)
 
 
 def _reproduced(
@@ -340,14 +348,24 @@ def diff_documents(
             )
             continue
         found = compare_tests(b, h, digests=digests)
-        timed = [item for item in found if item.timing]
+        runs_changed_code = test_id in reaching
+        timed = [
+            item
+            for item in found
+            if item.timing and not (runs_changed_code and item.timing in TIMING_UNLESS_CHANGED)
+        ]
         if timed:
-            found = [item for item in found if not item.timing]
+            taken = {id(item) for item in timed}
+            found = [item for item in found if id(item) not in taken]
             for item in timed:
                 unstable.setdefault(test_id, Instability()).add(str(item.timing), item)
         instability = unstable.get(test_id)
         if instability is not None:
-            found = [item for item in found if not instability.covers(item)]
+            found = [
+                item
+                for item in found
+                if not instability.covers(item, products=not runs_changed_code)
+            ]
         again = reproduced.get(test_id)
         if found and again is not None and test_id not in reaching:
             gone = [item for item in found if item.key() not in again]
