@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import PY, clean_env, export, git_commit, run_pytest, write_files
+from e2e.helpers import cli_json, export, git_commit, run_pytest, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -155,31 +155,7 @@ def test_an_unchanged_tree_diffs_as_unchanged_through_two_worktrees(tmp_path: Pa
     write_files(repo, PROJECT)
     git_commit(repo)
     _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
-    done = subprocess.run(
-        [
-            PY,
-            "-m",
-            "diffgenome.analysis.cli",
-            "diff",
-            "HEAD~1",
-            "HEAD",
-            "--json",
-            "-",
-            "--",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-        ],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    document = json.loads(done.stdout)
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(0,))
     statuses = {t["id"]: t["status"] for t in document["tests"]}
     assert statuses["tests/test_paths.py::test_a_path_under_the_tree"] == "unchanged"
     assert set(statuses.values()) == {"unchanged"}, statuses
@@ -215,15 +191,6 @@ def test_a_value_the_code_derives_from_its_own_path_is_the_same_on_both_sides(
     )
     git_commit(repo)
     _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
-    done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    [test] = [t for t in json.loads(done.stdout)["tests"] if t["id"].endswith("::test_key")]
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(0,))
+    [test] = [t for t in document["tests"] if t["id"].endswith("::test_key")]
     assert (test["status"], test["changes"], test["reasons"]) == ("unchanged", [], [])

@@ -31,7 +31,8 @@ def wants_colour(is_tty: bool, environ: dict[str, str] | None = None) -> bool:
     return is_tty
 
 
-def _isatty(stream: object) -> bool:
+def stream_isatty(stream: object) -> bool:
+    """``stream.isatty()``, False for a stream that has none or is closed."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False
@@ -42,7 +43,7 @@ def _isatty(stream: object) -> bool:
 def make_console(stream: TextIO | None = None) -> Console:
     """A console for ``stream`` (standard output by default) following the rules above."""
     out = sys.stdout if stream is None else stream
-    tty = _isatty(out)
+    tty = stream_isatty(out)
     colour = wants_colour(tty)
     return Console(
         file=out,
@@ -60,7 +61,7 @@ def make_console(stream: TextIO | None = None) -> Console:
 def print_whole(console: Console, renderable: RenderableType) -> None:
     """Print ``renderable``; in a pipe without the padding tables leave at line ends, so
     that each line ends where its text does."""
-    if console.is_terminal and _isatty(console.file):
+    if console.is_terminal and stream_isatty(console.file):
         console.print(renderable)
         return
     with console.capture() as captured:

@@ -42,7 +42,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from diffgenome.analysis.report.console import wants_colour
+from diffgenome.analysis.report.console import stream_isatty, wants_colour
 
 PROG = "diffgenome"
 #: At most one progress line this often in a log (seconds); finished steps always get theirs.
@@ -439,14 +439,6 @@ def log_interval(environ: Mapping[str, str] | None = None) -> float:
     return LOG_INTERVAL_S
 
 
-def _isatty(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty()) if callable(isatty) else False
-    except (ValueError, OSError):
-        return False
-
-
 def make_progress(
     *,
     quiet: bool = False,
@@ -460,7 +452,7 @@ def make_progress(
         return Progress()
     env = os.environ if environ is None else environ
     out = sys.stderr if stream is None else stream
-    if _isatty(out) and env.get("TERM", "") not in ("dumb", "unknown"):
+    if stream_isatty(out) and env.get("TERM", "") not in ("dumb", "unknown"):
         colour = wants_colour(True, dict(env))
         console = Console(
             file=out,

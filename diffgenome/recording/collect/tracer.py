@@ -41,7 +41,6 @@ from diffgenome.protocol.vocab import (
     EXIT_RUNNING,
     ORIGIN_EXTERNAL,
     ORIGIN_REPO,
-    ORIGIN_TEST,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
     VIA_EARLIER_THREAD,
@@ -455,28 +454,13 @@ class Tracer:
         this process: the symbol names the node, and the decision map of the same file (built
         from the same source, so the child's site numbers mean the same sites) names its
         branches. Never registered for events: no code object of this process is behind it."""
-        info = CodeInfo.__new__(CodeInfo)
-        info.code = _NO_CODE
-        info.symbol = symbol
-        info.origin = origin
-        info.is_test = origin == ORIGIN_TEST
-        info.kind = kind
-        info.line = line
-        info.path = path
-        info.filemap = None
+        filemap = None
         if origin == ORIGIN_REPO:
             placement = self.scope.place(filename)
             if placement is not None:
-                info.filemap = self._filemap(filename, placement.module)
-        info.branch_cache = {}
-        info.argnames = ()
-        info.arg_labels = ()
-        info.salted_results = False
-        info.receiver = None
-        info.self_attrs = ()
-        info.globals_read = ()
-        info.state_globals = ()
-        info.has_state = False
+                filemap = self._filemap(filename, placement.module)
+        # A code object without arguments or state reads: nothing is read from it.
+        info = CodeInfo(_NO_CODE, symbol, origin, kind, line, path, filemap)
         return info
 
     def add_symbol(self, entry: dict[str, object]) -> None:
