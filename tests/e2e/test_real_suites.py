@@ -133,3 +133,124 @@ def test_outcomes_identical_and_both_tools_complete(name: str, tmp_path: Path) -
     executed = sum(len(report["files"][f]["executed_lines"]) for f in files)
     branches = sum(len(report["files"][f].get("executed_branches", [])) for f in files)
     assert executed > 100 and branches > 10
+
+
+# A real project whose own configuration is strict: packaging sets `filterwarnings = ["error"]`,
+# `--strict-config` and `--strict-markers`. Three of its smaller files keep the test short.
+STRICT_FILES = ("tests/test_metadata.py", "tests/test_tags.py", "tests/test_utils.py")
+
+# Loaded with `-p`: in the first test's call after the store's database is open, it reopens
+# its descriptors (database and write-ahead log) read-only, so the recorder's next write
+# fails mid-run, as a store broken under a session does.
+STORE_BREAKER = """
+import os
+
+_broken = []
+
+
+def pytest_runtest_call(item):
+    if _broken:
+        return
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if "genome.sqlite" in target:
+            os.dup2(os.open(target, os.O_RDONLY), int(fd))
+            _broken.append(item.nodeid)
+"""
+
+
+def _strict_run(
+    env: Env, tmp: Path, *extra: str, pythonpath: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    outcomes = tmp / "outcomes.json"
+    extra_env = {"BENCH_OUTCOMES": str(outcomes)}
+    environment = clean_env(extra_env)
+    if pythonpath is not None:
+        environment["PYTHONPATH"] += f":{pythonpath}"
+    done = subprocess.run(
+        [env.exe, *pytest_args(env), *STRICT_FILES, *extra],
+        cwd=env.tree,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    results: dict[str, dict[str, str]] = json.loads(outcomes.read_text())
+    return done, _outcomes(results)
+
+
+def _notices(output: str) -> list[str]:
+    return [
+        line
+        for line in output.splitlines()
+        if line.startswith("diffgenome: ")
+        and not line.startswith(("diffgenome: recording with", "diffgenome: run "))
+    ]
+
+
+def test_a_real_filterwarnings_error_project_records_with_the_store_as_two_arguments(
+    tmp_path: Path,
+) -> None:
+    """#15's first failure on a real strict project: `--genome-store PATH` as two arguments
+    made the recorder's advice a `PytestWarning`, which the project's filter raised at
+    configure time (INTERNALERROR). Now: the plain outcomes, one plain line of advice, a
+    complete run with every test verified."""
+    env = _env("packaging")
+    plain_proc, plain = _strict_run(env, tmp_path / "plain")
+    assert plain_proc.returncode == 0 and len(plain) > 500, plain_proc.stdout[-2000:]
+
+    store = tmp_path / "genome-store"
+    proc, recorded = _strict_run(env, tmp_path / "genome", "--genome", "--genome-store", str(store))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == plain_proc.returncode, output[-3000:]
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    assert "Warning" not in output
+    assert recorded == plain
+    notices = _notices(output)
+    assert len(notices) == 1 and "--genome-store=PATH" in notices[0], notices
+    document = _export(store)
+    assert document["run"]["complete"] is True, document["run"]
+    assert {t["id"] for t in document["tests"]} >= set(plain)
+    # `<import>` is the session's imports; pytest itself imports packaging before recording.
+    unverified = [t["id"] for t in document["tests"] if not t["verified"]]
+    assert unverified == ["<import>"], unverified
+
+
+def test_a_store_failing_mid_run_in_a_real_strict_project_leaves_the_suite_alone(
+    tmp_path: Path,
+) -> None:
+    """#15's second failure: recording stopped with "run ... is not in the store" and the
+    session went wrong. A store whose writes fail mid-run (here: its descriptor reopened
+    read-only during the first test) is one line; every test keeps its plain outcome and the
+    session its plain exit status."""
+    env = _env("packaging")
+    breaker = tmp_path / "plugins"
+    breaker.mkdir()
+    (breaker / "store_breaker.py").write_text(STORE_BREAKER)
+    plain_proc, plain = _strict_run(
+        env, tmp_path / "plain", "-p", "store_breaker", pythonpath=breaker
+    )
+    store = tmp_path / "genome-store"
+    proc, recorded = _strict_run(
+        env,
+        tmp_path / "genome",
+        "-p",
+        "store_breaker",
+        "--genome",
+        f"--genome-store={store}",
+        pythonpath=breaker,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == plain_proc.returncode == 0, output[-3000:]
+    assert recorded == plain and len(plain) > 500
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    assert "not in the store" not in output and "Warning" not in output
+    notices = _notices(output)
+    assert len(notices) == 1 and "the store at" in notices[0], notices
+    document = _export(store)
+    assert document["run"]["complete"] is False, document["run"]
