@@ -52,7 +52,7 @@ from diffgenome.analysis.report.runs import (
     size_text,
 )
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError
+from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
@@ -412,7 +412,7 @@ def _run_export(args: argparse.Namespace) -> int:
                 step.result = f"{_test_count(document)} tests"
         where = "" if to_stdout else f" to {args.output}"
         with progress.step("exporting", "exported", f"run {run_id}{where}") as step:
-            problem = genome_problem(document)
+            problem = genome_problem(document, stored_phases)
             if problem is not None:
                 raise CliError(
                     f"run {run_id} does not form a valid {GENOME_FORMAT} document "

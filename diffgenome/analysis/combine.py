@@ -21,15 +21,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from diffgenome.analysis.models import genome_problem
-from diffgenome.analysis.store import StoreReader
+from diffgenome.analysis.store import StoreReader, stored_phases
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.formats import FormatError, check_genome_format
+from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import (
     DB_FILE,
@@ -39,9 +38,13 @@ from diffgenome.protocol.store import (
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
+    TEST_COLUMNS,
+    canonical_json,
+    insert_bodies,
     key_fingerprint,
     new_run_id,
     open_store,
+    phase_rows,
     recording_key,
     shard_of,
     sql_error,
@@ -52,8 +55,7 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 # which then reads like the serial run's (``--genome-shard``; pytest-split's).
 SHARD_OPTIONS = ("--genome-shard", "--group", "--splits")
 # Same encoding as the recorder's writer: the store's text and blobs read back alike.
-_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-_PHASES_ZLIB_LEVEL = 3
+_canonical = canonical_json
 _MIN_COMMIT_PREFIX = 4
 
 
@@ -163,11 +165,13 @@ def _read_store(path: str, commit: str | None) -> dict[str, Any]:
                 "pytest session has ended"
             )
         document = reader.document(newest.id)
-    return _validated(document, f"run {newest.id} in {path}")
+    return _validated(document, f"run {newest.id} in {path}", stored_phases)
 
 
-def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
-    problem = genome_problem(document)
+def _validated(
+    document: dict[str, Any], what: str, trusted: Callable[[object], bool] | None = None
+) -> dict[str, Any]:
+    problem = genome_problem(document, trusted)
     if problem is not None:
         where, msg = problem
         raise CombineError(
@@ -545,10 +549,17 @@ def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Seque
         [(run_id, s["id"], _canonical(s)) for s in document["symbols"]],
     )
     worker_of = merged.shard_of_test
-    plain = {"id", "outcome", "verified", "unverified_reasons", "phases"}
+    # Addressed as a reader will check them: under the run row's config and fingerprint.
+    genome_format = genome_format_of(config)
+    fingerprint = run.get("key_fingerprint")
+    stored = [
+        phase_rows(test.get("phases") or {}, genome_format, fingerprint)
+        for test in document["tests"]
+    ]
+    insert_bodies(conn, stored)
     conn.executemany(
         "INSERT INTO tests (run_id, id, worker, outcome, verified, unverified_reasons, extra,"
-        " phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " phases, phases_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -557,10 +568,11 @@ def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Seque
                 test["outcome"],
                 int(bool(test["verified"])),
                 _canonical(list(test.get("unverified_reasons") or ())),
-                _canonical({k: v for k, v in test.items() if k not in plain}),
-                zlib.compress(_canonical(test.get("phases") or {}).encode(), _PHASES_ZLIB_LEVEL),
+                _canonical({k: v for k, v in test.items() if k not in TEST_COLUMNS}),
+                phases.refs,
+                phases.size,
             )
-            for test in document["tests"]
+            for test, phases in zip(document["tests"], stored, strict=True)
         ],
     )
 

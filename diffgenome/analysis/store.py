@@ -22,9 +22,8 @@ from typing import Self
 from urllib.parse import quote
 
 from diffgenome.protocol.formats import (
-    STORE_FORMAT,
     FormatError,
-    check_format,
+    check_store_format,
     genome_format_of,
 )
 from diffgenome.protocol.selection import recorded_selection
@@ -39,10 +38,19 @@ from diffgenome.protocol.store import (
     StoreError,
     header_problem,
     one_line,
+    phase_address,
     process_token,
 )
+from diffgenome.protocol.vocab import PHASES
 
-__all__ = ["RunSummary", "StoreError", "StoreReader", "TestSummary", "UnknownRunError"]
+__all__ = [
+    "RunSummary",
+    "StoreError",
+    "StoreReader",
+    "TestSummary",
+    "UnknownRunError",
+    "stored_phases",
+]
 
 _HEX = frozenset("0123456789abcdef")
 # What reading a damaged file can raise: SQLite's errors, and the decoding of a mangled text cell.
@@ -111,6 +119,7 @@ class StoreReader:
         self.path = path
         self.db_path = db_path
         self._conn = conn
+        self._layout: tuple[str, bool] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -162,7 +171,7 @@ class StoreReader:
                 run_id: (int(n), int(size or 0))
                 for run_id, n, size in self._conn.execute(
                     "SELECT run_id, COUNT(*), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
-                    " + LENGTH(unverified_reasons)) FROM tests GROUP BY run_id"
+                    f" + LENGTH(unverified_reasons){self._sizes()}) FROM tests GROUP BY run_id"
                 )
             }
             symbols: dict[object, int] = {
@@ -317,6 +326,33 @@ class StoreReader:
         except _READ_ERRORS as exc:
             raise _sql_error(exc, self.db_path) from None
 
+    def _sizes(self) -> str:
+        """What to add to a test row's length for its phase bodies ("" in a store/1 file,
+        which readers read as it is: only writers upgrade a store)."""
+        return self._store_layout()[0]
+
+    def has_bodies(self) -> bool:
+        """Whether the store has a ``genomes`` table (store/2)."""
+        return self._store_layout()[1]
+
+    def _store_layout(self) -> tuple[str, bool]:
+        if self._layout is None:
+            try:
+                columns = {row[1] for row in self._conn.execute("PRAGMA table_info(tests)")}
+                tables = {
+                    row[0]
+                    for row in self._conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table'"
+                    )
+                }
+            except _READ_ERRORS as exc:
+                raise _sql_error(exc, self.db_path) from None
+            self._layout = (
+                " + phases_size" if "phases_size" in columns else "",
+                "genomes" in tables,
+            )
+        return self._layout
+
     def _snapshot(self) -> _Snapshot:
         return _Snapshot(self._conn, self.db_path)
 
@@ -409,14 +445,21 @@ class StoreReader:
         return symbols
 
     def _tests(self, run_id: str, ids: set[str] | None) -> Iterator[dict[str, object]]:
-        cursor = self._conn.execute(
-            "SELECT id, outcome, verified, unverified_reasons, extra, phases FROM tests"
-            " WHERE run_id = ? ORDER BY id",
-            (run_id,),
-        )
-        for test_id, outcome, verified, unverified, extra, phases in cursor:
-            if ids is not None and test_id not in ids:
-                continue
+        row = self._run_row(run_id)
+        fingerprint = None if row[12] is None else str(row[12])
+        config = _json(row[9], dict, run_id, "config") if row[9] is not None else {}
+        bodies = _Bodies(self, run_id, genome_format_of(config), fingerprint)
+        rows = [
+            found
+            for found in self._conn.execute(
+                "SELECT id, outcome, verified, unverified_reasons, extra, phases FROM tests"
+                " WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            )
+            if ids is None or found[0] in ids
+        ]
+        bodies.fetch(refs for *_, refs in rows if isinstance(refs, str))
+        for test_id, outcome, verified, unverified, extra, phases in rows:
             what = f"test {test_id!r}"
             test: dict[str, object] = dict(_json(extra, dict, run_id, what))
             test.update(
@@ -425,7 +468,11 @@ class StoreReader:
                     "outcome": str(outcome),
                     "verified": bool(verified),
                     "unverified_reasons": [str(r) for r in _json(unverified, list, run_id, what)],
-                    "phases": _phases(phases, run_id, what),
+                    "phases": (
+                        bodies.phases(phases, what)
+                        if isinstance(phases, str)
+                        else _phases(phases, run_id, what)
+                    ),
                 }
             )
             yield test
@@ -537,7 +584,7 @@ def _check_format(conn: sqlite3.Connection, db_path: str) -> None:
         )
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_FORMAT_KEY,)).fetchone()
     try:
-        check_format(None if row is None else row[0], STORE_FORMAT)
+        check_store_format(None if row is None else row[0])
     except FormatError as exc:
         raise StoreError(f"{db_path}: {exc}") from None
 
@@ -574,6 +621,94 @@ def _sql_error(exc: Exception, db_path: str) -> StoreError:
 # a document.
 _SHARED_PHASES: dict[bytes, dict[str, object]] = {}
 _MAX_SHARED = 200_000
+
+
+# store/2: one decoded phase per content address, and one ``phases`` object per distinct
+# set of addresses, shared by every test (of any run read in this process) that holds them.
+_SHARED_BODIES: dict[str, dict[str, object]] = {}
+_SHARED_REFS: dict[str, dict[str, object]] = {}
+_BODY_QUERY_CHUNK = 500
+_PHASE_NAMES = frozenset(PHASES)
+# ``phases`` objects built only from bodies that matched their addresses, under phase names
+# the protocol knows, by id (kept alive here, so an id is never reused).
+_VERIFIED: dict[int, object] = {}
+
+
+def stored_phases(phases: object) -> bool:
+    """Whether ``phases`` was read from a store/2 body whose bytes matched its address: the
+    exact bytes a recorder wrote, which a reader need not check against the models again."""
+    return _VERIFIED.get(id(phases)) is phases
+
+
+class _Bodies:
+    """The phase bodies of one run's tests, read once per address and checked against it."""
+
+    def __init__(
+        self, reader: StoreReader, run_id: str, genome_format: str, fingerprint: str | None
+    ) -> None:
+        self._reader, self._run = reader, run_id
+        self._format, self._fingerprint = genome_format, fingerprint
+        self._refs: dict[str, dict[str, str]] = {}
+        self._local: dict[str, dict[str, object]] = {}  # bodies beyond the shared table's bound
+
+    def fetch(self, cells: Iterable[str]) -> None:
+        """Read every body these ``tests.phases`` cells name that is not decoded yet."""
+        wanted: set[str] = set()
+        for cell in cells:
+            if cell in _SHARED_REFS or cell in self._refs:
+                continue
+            refs = self._refs[cell] = self._parse(cell)
+            wanted.update(a for a in refs.values() if a not in _SHARED_BODIES)
+        if wanted and not self._reader.has_bodies():
+            raise _corrupt(self._run, "its tests", "they name phase bodies the store lacks")
+        missing = sorted(wanted)
+        for start in range(0, len(missing), _BODY_QUERY_CHUNK):
+            chunk = missing[start : start + _BODY_QUERY_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for address, body in self._reader._conn.execute(
+                f"SELECT hash, body FROM genomes WHERE hash IN ({marks})", chunk
+            ):
+                self._decode(str(address), body)
+
+    def phases(self, cell: str, what: str) -> dict[str, object]:
+        known = _SHARED_REFS.get(cell)
+        if known is not None:
+            return known
+        refs = self._refs.get(cell) or self._parse(cell)
+        phases: dict[str, object] = {}
+        for name, address in refs.items():
+            body = _SHARED_BODIES.get(address) or self._local.get(address)
+            if body is None:
+                raise _corrupt(self._run, what, f"its {name} phase ({address}) is not in the store")
+            phases[name] = body
+        if len(_SHARED_REFS) < _MAX_SHARED:
+            _SHARED_REFS[cell] = phases
+        if phases.keys() <= _PHASE_NAMES and len(_VERIFIED) < _MAX_SHARED:
+            _VERIFIED[id(phases)] = phases
+        return phases
+
+    def _parse(self, cell: str) -> dict[str, str]:
+        refs = _json(cell, dict, self._run, "a test's phase addresses")
+        if not all(isinstance(v, str) for v in refs.values()):
+            raise _corrupt(self._run, "a test's phase addresses", "an address is not a string")
+        return refs
+
+    def _decode(self, address: str, body: object) -> None:
+        what = f"phase body {address}"
+        if not isinstance(body, bytes):
+            raise _corrupt(self._run, what, "it is not a compressed blob")
+        try:
+            text = zlib.decompress(body)
+        except zlib.error as exc:
+            raise _corrupt(self._run, what, one_line(exc)) from None
+        # The address is a digest of the bytes: a body that does not match it is damaged.
+        if phase_address(text, self._format, self._fingerprint) != address:
+            raise _corrupt(self._run, what, "its bytes do not match its address")
+        decoded = _json(text, dict, self._run, what)
+        if len(_SHARED_BODIES) < _MAX_SHARED:
+            _SHARED_BODIES[address] = decoded
+        else:
+            self._local[address] = decoded
 
 
 def _phases(blob: object, run_id: str, what: str) -> dict[str, object]:

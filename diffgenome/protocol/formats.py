@@ -10,7 +10,10 @@ GENOME_FORMAT = "diffgenome-genome/2"
 GENOME_FORMATS_READ = ("diffgenome-genome/1", GENOME_FORMAT)
 # diff/2: the ``touched`` status, the seam of stand-ins; site ids as in genome/2.
 DIFF_FORMAT = "diffgenome-diff/2"
-STORE_FORMAT = "diffgenome-store/1"
+# store/2: each phase's genome stored once by its content address (docs/protocol.md); a /1
+# store is upgraded in place by the first writer that opens it, and read as it is by readers.
+STORE_FORMAT = "diffgenome-store/2"
+STORE_FORMATS_READ = ("diffgenome-store/1", STORE_FORMAT)
 
 
 class FormatError(UserError, ValueError):
@@ -38,6 +41,13 @@ def genome_format_of(run_config: object) -> str:
         if isinstance(value, str) and value in GENOME_FORMATS_READ:
             return value
     return GENOME_FORMATS_READ[0]
+
+
+def check_store_format(value: object) -> None:
+    """Accept every store layout this reader reads; refuse others in one line."""
+    if value in STORE_FORMATS_READ:
+        return
+    check_format(value, STORE_FORMAT)
 
 
 def check_genome_format(value: object) -> None:

@@ -16,6 +16,8 @@ import json
 import re
 import sqlite3
 import struct
+import zlib
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from os import O_CREAT, O_EXCL, O_RDONLY, O_WRONLY
@@ -40,7 +42,13 @@ from typing import Final
 from uuid import uuid4 as _uuid4
 
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.formats import STORE_FORMAT, FormatError, check_format
+from diffgenome.protocol.formats import (
+    STORE_FORMAT,
+    STORE_FORMATS_READ,
+    FormatError,
+    check_store_format,
+    genome_format_of,
+)
 
 DB_FILE: Final = "genome.sqlite"
 KEY_FILE: Final = "secret.key"
@@ -141,12 +149,19 @@ CREATE TABLE IF NOT EXISTS tests (
     unverified_reasons TEXT NOT NULL DEFAULT '[]',
     extra              TEXT NOT NULL DEFAULT '{{}}',
     phases             BLOB NOT NULL,
+    phases_size        INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS genomes (
+    hash TEXT PRIMARY KEY,
+    body BLOB NOT NULL
 ) WITHOUT ROWID;
 """
 
 META_FORMAT_KEY: Final = "format"
 FORMAT_ROW: Final = (META_FORMAT_KEY, STORE_FORMAT)
+_STORE_V1: Final = STORE_FORMATS_READ[0]
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 _GITIGNORE: Final = "# created by diffgenome: the store and its key stay out of git\n*\n"
@@ -265,6 +280,132 @@ def shard_of(config: object) -> tuple[int, int] | None:
     if type(index) is not int or type(count) is not int or not 1 <= index <= count:
         return None
     return index, count
+
+
+# --- genomes by content address ------------------------------------------------------------
+
+# Level 3 deflates a phase two to three times faster than the default 6 for about a tenth
+# more bytes; the recorder runs it once per phase, in the user's test process.
+PHASE_ZLIB_LEVEL: Final = 3
+_PHASE_ADDRESS_TAG: Final = b"diffgenome-phase/1\0"
+
+# ``json.dumps`` with options builds a new encoder per call; one bound at import time gives
+# the same text (and is out of reach of tests that patch ``json``).
+canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def phase_address(text: bytes, genome_format: str, fingerprint: str | None) -> str:
+    """The content address of one phase's genome: its canonical JSON bytes, with the genome
+    format and the digest key's fingerprint they were written under (equal bytes under another
+    key or format are another genome, never shared)."""
+    head = f"{genome_format}\0{fingerprint or ''}\0".encode()
+    return hashlib.blake2b(_PHASE_ADDRESS_TAG + head + text, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRows:
+    """A test's phases as the store keeps them: ``refs`` (the ``tests.phases`` cell: canonical
+    JSON of phase name -> address), ``size`` (bytes of the compressed bodies) and the
+    ``(address, body)`` rows for the ``genomes`` table, stored once however often they recur."""
+
+    refs: str
+    size: int
+    bodies: list[tuple[str, bytes]]
+
+
+def phase_rows(
+    phases: Mapping[str, object], genome_format: str, fingerprint: str | None
+) -> PhaseRows:
+    """Split a test's ``phases`` object into content-addressed rows."""
+    refs: dict[str, str] = {}
+    bodies: list[tuple[str, bytes]] = []
+    size = 0
+    for name, genome in phases.items():
+        text = canonical_json(genome).encode()
+        address = phase_address(text, genome_format, fingerprint)
+        body = zlib.compress(text, PHASE_ZLIB_LEVEL)
+        refs[name] = address
+        bodies.append((address, body))
+        size += len(body)
+    return PhaseRows(canonical_json(refs), size, bodies)
+
+
+def insert_bodies(conn: sqlite3.Connection, rows: Iterable[PhaseRows]) -> None:
+    """Store the bodies of ``rows`` that the store does not hold yet (the caller holds a
+    transaction)."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO genomes (hash, body) VALUES (?, ?)",
+        [body for row in rows for body in row.bodies],
+    )
+
+
+def drop_unreferenced_genomes(conn: sqlite3.Connection) -> int:
+    """Remove the bodies no test refers to any more (after runs were removed; the caller
+    holds a transaction); how many."""
+    referenced: set[str] = set()
+    for (refs,) in conn.execute("SELECT phases FROM tests"):
+        if isinstance(refs, str):
+            with suppress(ValueError, AttributeError, TypeError):
+                referenced.update(str(v) for v in json.loads(refs).values())
+    stale = [
+        (address,)
+        for (address,) in conn.execute("SELECT hash FROM genomes")
+        if address not in referenced
+    ]
+    conn.executemany("DELETE FROM genomes WHERE hash = ?", stale)
+    return len(stale)
+
+
+def _upgrade_from_v1(conn: sqlite3.Connection) -> None:
+    """Rewrite a ``diffgenome-store/1`` store's tests as store/2 rows, in the caller's
+    transaction: each test's one compressed ``phases`` blob becomes content-addressed phase
+    bodies. A blob that cannot be read is left as it is, so a reader still names the damaged
+    test instead of the upgrade losing it."""
+    runs = {
+        str(run_id): (fingerprint, config)
+        for run_id, fingerprint, config in conn.execute(
+            "SELECT id, key_fingerprint, config FROM runs"
+        )
+    }
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(tests)")}
+    if "phases_size" not in columns:
+        conn.execute("ALTER TABLE tests ADD COLUMN phases_size INTEGER NOT NULL DEFAULT 0")
+    updates: list[tuple[str, int, str, str]] = []
+    bodies: list[PhaseRows] = []
+    for run_id, test_id, blob in conn.execute("SELECT run_id, id, phases FROM tests").fetchall():
+        if not isinstance(blob, bytes):
+            continue
+        try:
+            phases = json.loads(zlib.decompress(blob))
+        except (zlib.error, ValueError):
+            continue
+        if not isinstance(phases, dict):
+            continue
+        fingerprint, config = runs.get(str(run_id), (None, None))
+        rows = phase_rows(phases, run_genome_format(config), _opt(fingerprint))
+        bodies.append(rows)
+        updates.append((rows.refs, rows.size, str(run_id), str(test_id)))
+        if len(bodies) >= 500:
+            insert_bodies(conn, bodies)
+            bodies.clear()
+    insert_bodies(conn, bodies)
+    conn.executemany(
+        "UPDATE tests SET phases = ?, phases_size = ? WHERE run_id = ? AND id = ?", updates
+    )
+    conn.execute("UPDATE meta SET value = ? WHERE key = ?", (STORE_FORMAT, META_FORMAT_KEY))
+
+
+def run_genome_format(config: object) -> str:
+    """The genome format of a run from its stored ``config`` cell (runs that do not say: /1)."""
+    try:
+        parsed = json.loads(config) if isinstance(config, str) else None
+    except ValueError:
+        parsed = None
+    return genome_format_of(parsed)
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 # --- creating and opening a store for writing ---------------------------------------------
@@ -493,6 +634,8 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", FORMAT_ROW)
+            if _format(conn) == _STORE_V1:
+                _upgrade_from_v1(conn)
             conn.execute("COMMIT")
             _check_existing(conn, db_path)
             return
@@ -530,9 +673,14 @@ def _check_existing(conn: sqlite3.Connection, db_path: str) -> None:
     if row is None:
         return
     try:
-        check_format(row[0], STORE_FORMAT)
+        check_store_format(row[0])
     except FormatError as exc:
         raise StoreError(f"{db_path}: {exc}") from None
+
+
+def _format(conn: sqlite3.Connection) -> object:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_FORMAT_KEY,)).fetchone()
+    return None if row is None else row[0]
 
 
 def _write_gitignore(folder: str) -> None:
@@ -591,6 +739,8 @@ def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
             ("runs", "id"),
         ):
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (run_id,))
+    if run_ids:
+        drop_unreferenced_genomes(conn)
 
 
 def compact(conn: sqlite3.Connection, *, at_least: float = 0.0) -> bool:

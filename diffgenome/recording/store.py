@@ -13,7 +13,6 @@ import contextlib
 import json
 import sqlite3
 import threading
-import zlib
 from os import getpid as _getpid
 from os import uname as _uname
 from time import gmtime as _gmtime
@@ -27,14 +26,19 @@ from diffgenome.protocol.store import (
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
     TEST_COLUMNS,
+    PhaseRows,
     StoreError,
+    canonical_json,
     compact,
     delete_runs,
+    insert_bodies,
     keep_runs,
     key_fingerprint,
     one_line,
     open_store,
+    phase_rows,
     process_token,
+    run_genome_format,
     runs_over_cap,
     sql_error,
 )
@@ -42,17 +46,9 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 __all__ = ["StoreError", "StoreWriter", "process_token"]
 
-# ``json.dumps`` with options builds a new encoder per call; one bound at import time gives
-# the same text (and is out of reach of tests that patch ``json``).
-_canonical_text = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-# Level 3 deflates a test's phases two to three times faster than the default 6 for about
-# a tenth more bytes; it runs once per test, in the user's test process.
-_PHASES_ZLIB_LEVEL = 3
-
 
 def _canonical(value: object) -> str:
-    return _canonical_text(value)
+    return canonical_json(value)
 
 
 def _now() -> str:
@@ -161,11 +157,17 @@ class StoreWriter:
     def add_tests(self, run_id: str, worker: str, tests: list[dict[str, object]]) -> None:
         """Store one batch of test records; a test id seen before in the run is replaced."""
         with self._tx(f"add tests to run {run_id}") as conn:
-            rows = [_test_row(run_id, worker, test) for test in tests]
-            self._open_run(conn, run_id)
+            genome_format, fingerprint = self._open_run(conn, run_id)
+            stored = [_phase_rows(test, genome_format, fingerprint) for test in tests]
+            rows = [
+                _test_row(run_id, worker, test, phases)
+                for test, phases in zip(tests, stored, strict=True)
+            ]
+            insert_bodies(conn, stored)
             conn.executemany(
                 "INSERT OR REPLACE INTO tests (run_id, id, worker, outcome, verified,"
-                " unverified_reasons, extra, phases) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " unverified_reasons, extra, phases, phases_size)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -273,12 +275,17 @@ class StoreWriter:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _open_run(self, conn: sqlite3.Connection, run_id: str) -> None:
-        row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    def _open_run(self, conn: sqlite3.Connection, run_id: str) -> tuple[str, str | None]:
+        """Check that ``run_id`` is open for writing; the genome format and key fingerprint
+        its phase bodies are addressed under (as a reader will find them in its run row)."""
+        row = conn.execute(
+            "SELECT status, config, key_fingerprint FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
         if row is None:
             raise StoreError(f"run {run_id} is not in the store; call begin_run first")
         if row[0] != STATUS_RUNNING:
             raise StoreError(f"run {run_id} is already finished ({row[0]}); start a new run")
+        return run_genome_format(row[1]), None if row[2] is None else str(row[2])
 
     def _tx(self, what: str) -> _Transaction:
         if self._conn is None:
@@ -324,7 +331,14 @@ class _Transaction:
             self._lock.release()
 
 
-def _test_row(run_id: str, worker: str, test: dict[str, object]) -> tuple[object, ...]:
+def _phase_rows(test: dict[str, object], genome_format: str, fingerprint: str | None) -> PhaseRows:
+    phases = test.get("phases")
+    return phase_rows(phases if isinstance(phases, dict) else {}, genome_format, fingerprint)
+
+
+def _test_row(
+    run_id: str, worker: str, test: dict[str, object], phases: PhaseRows
+) -> tuple[object, ...]:
     test_id = _require_str(test, "id", "test")
     extra = {k: v for k, v in test.items() if k not in TEST_COLUMNS}
     return (
@@ -335,7 +349,8 @@ def _test_row(run_id: str, worker: str, test: dict[str, object]) -> tuple[object
         int(bool(test.get("verified"))),
         _canonical(_seq(test.get("unverified_reasons"))),
         _canonical(extra),
-        zlib.compress(_canonical(test.get("phases") or {}).encode(), _PHASES_ZLIB_LEVEL),
+        phases.refs,
+        phases.size,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,13 +19,15 @@ import pytest
 
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
-from diffgenome.protocol.formats import STORE_FORMAT
+from diffgenome.protocol.formats import GENOME_FORMATS_READ, STORE_FORMAT
 from diffgenome.protocol.store import (
     DB_FILE,
     KEY_FILE,
     REASON_INTERRUPTED,
     StoreError,
     key_fingerprint,
+    phase_address,
+    set_keep_runs,
 )
 from diffgenome.recording.store import StoreWriter
 
@@ -152,13 +155,157 @@ def test_round_trip_gives_a_valid_genome_document(store: Path) -> None:
     assert tests[1]["unverified_reasons"] == ["thread outlived the test"]
 
 
-def test_phases_are_stored_as_compressed_canonical_json(store: Path) -> None:
+def test_each_phase_is_stored_once_as_compressed_canonical_json_by_its_address(
+    store: Path,
+) -> None:
+    record(store, "run-1", tests=3)
+    conn = sqlite3.connect(store / DB_FILE)
+    cells = [row[0] for row in conn.execute("SELECT phases FROM tests")]
+    bodies = dict(conn.execute("SELECT hash, body FROM genomes").fetchall())
+    (fingerprint,) = conn.execute("SELECT key_fingerprint FROM runs").fetchone()
+    conn.close()
+    phases = make_test("x")["phases"]
+    assert isinstance(phases, dict)
+    # Three tests with the same two phases: two bodies, every test names the same two.
+    assert len(bodies) == 2 and len(set(cells)) == 1
+    refs = json.loads(cells[0])
+    assert sorted(refs) == ["call", "setup"]
+    for name, address in refs.items():
+        text = zlib.decompress(bodies[address])
+        assert text.decode() == json.dumps(phases[name], sort_keys=True, separators=(",", ":"))
+        assert address == phase_address(text, GENOME_FORMATS_READ[0], fingerprint)
+
+
+def test_runs_that_recorded_the_same_phases_share_their_bodies(store: Path) -> None:
+    record(store, "run-1", tests=50)
+    for n in range(2, 6):
+        record(store, f"run-{n}", tests=50)
+    conn = sqlite3.connect(store / DB_FILE)
+    (bodies,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
+    conn.close()
+    assert bodies == 2
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        documents = [reader.document(f"run-{n}") for n in range(1, 6)]
+    for document in documents[1:]:
+        assert document["tests"] == documents[0]["tests"]
+
+
+def test_a_body_whose_bytes_do_not_match_its_address_is_a_corrupt_record(store: Path) -> None:
     record(store, "run-1", tests=1)
     conn = sqlite3.connect(store / DB_FILE)
-    (blob,) = conn.execute("SELECT phases FROM tests").fetchone()
+    ((address, body),) = [
+        row
+        for row in conn.execute("SELECT hash, body FROM genomes")
+        if b"pkg" in zlib.decompress(row[1])
+    ]
+    forged = zlib.compress(zlib.decompress(body).replace(b"pkg", b"pkh"))
+    conn.execute("UPDATE genomes SET body = ? WHERE hash = ?", (forged, address))
+    conn.commit()
     conn.close()
-    expected = json.dumps(make_test("x")["phases"], sort_keys=True, separators=(",", ":"))
-    assert zlib.decompress(blob).decode() == expected
+    with (
+        contextlib.closing(StoreReader.open(str(store))) as reader,
+        pytest.raises(StoreError) as caught,
+    ):
+        reader.document("run-1")
+    assert "do not match its address" in one_line(caught.value)
+
+
+def test_removing_runs_removes_the_bodies_only_they_used(store: Path) -> None:
+    record(store, "run-1", tests=2)
+    with StoreWriter.open(str(store)) as writer:
+        writer.begin_run(make_run("run-2", started="2026-01-02T00:00:00Z"))
+        writer.add_tests("run-2", "main", [make_test("tests/t.py::test_0", calls=7)])
+        writer.finish_run("run-2", True, [], "2026-01-02T00:01:00Z")
+    conn = sqlite3.connect(store / DB_FILE)
+    (before,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
+    conn.close()
+    assert before == 3  # run-2's call phase differs (7 calls); the empty setup is shared
+    with StoreWriter.open(str(store)) as writer:
+        with writer._tx("set the cap") as conn:
+            set_keep_runs(conn, 1)
+        cap, removed = writer.apply_cap()
+    assert (cap, removed) == (1, ["run-1"])
+    conn = sqlite3.connect(store / DB_FILE)
+    (after,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
+    conn.close()
+    assert after == 2
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        (test,) = reader.tests("run-2")
+    assert test == make_test("tests/t.py::test_0", calls=7)
+
+
+# The layout of diffgenome-store/1, as its writers made it: one compressed blob per test.
+STORE_V1_TESTS = """
+CREATE TABLE tests (
+    run_id             TEXT NOT NULL,
+    id                 TEXT NOT NULL,
+    worker             TEXT,
+    outcome            TEXT NOT NULL,
+    verified           INTEGER NOT NULL,
+    unverified_reasons TEXT NOT NULL DEFAULT '[]',
+    extra              TEXT NOT NULL DEFAULT '{}',
+    phases             BLOB NOT NULL,
+    PRIMARY KEY (run_id, id)
+) WITHOUT ROWID
+"""
+
+
+def _as_store_v1(store: Path, damaged: str | None = None) -> None:
+    """Rewrite a store/2 file into the store/1 layout, test rows as store/1 wrote them."""
+    conn = sqlite3.connect(store / DB_FILE)
+    bodies = {
+        address: json.loads(zlib.decompress(body))
+        for address, body in conn.execute("SELECT hash, body FROM genomes")
+    }
+    rows = conn.execute(
+        "SELECT run_id, id, worker, outcome, verified, unverified_reasons, extra, phases FROM tests"
+    ).fetchall()
+    conn.execute("DROP TABLE tests")
+    conn.execute("DROP TABLE genomes")
+    conn.execute(STORE_V1_TESTS)
+    for *head, cell in rows:
+        phases = {name: bodies[address] for name, address in json.loads(cell).items()}
+        text = json.dumps(phases, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        blob = b"\x00garbage" if head[1] == damaged else zlib.compress(text.encode())
+        conn.execute("INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*head, blob))
+    conn.execute("UPDATE meta SET value = 'diffgenome-store/1' WHERE key = 'format'")
+    conn.commit()
+    conn.close()
+
+
+def test_a_store_1_file_is_read_as_it_is_and_upgraded_by_the_next_writer(store: Path) -> None:
+    record(store, "run-1", tests=3)
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        expected = reader.document("run-1")
+    _as_store_v1(store)
+    before = (store / DB_FILE).read_bytes()
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        assert reader.document("run-1") == expected
+        assert reader.runs()[0].size > 0
+    assert (store / DB_FILE).read_bytes() == before  # readers never upgrade
+
+    record(store, "run-2", tests=3)
+    conn = sqlite3.connect(store / DB_FILE)
+    (layout,) = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    cells = {row[0] for row in conn.execute("SELECT phases FROM tests")}
+    (bodies,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
+    conn.close()
+    assert layout == STORE_FORMAT
+    assert all(isinstance(cell, str) for cell in cells) and bodies == 2
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        assert reader.document("run-1") == expected
+        assert reader.document("run-2")["tests"] == expected["tests"]
+
+
+def test_the_upgrade_keeps_a_damaged_test_row_for_the_reader_to_name(store: Path) -> None:
+    record(store, "run-1", tests=2)
+    _as_store_v1(store, damaged="tests/t.py::test_1")
+    record(store, "run-2", tests=1)
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        assert len(reader.tests("run-2")) == 1
+        with pytest.raises(StoreError) as caught:
+            reader.document("run-1")
+    assert "tests/t.py::test_1" in one_line(caught.value)
 
 
 def test_a_rerun_test_replaces_the_earlier_record(store: Path) -> None:

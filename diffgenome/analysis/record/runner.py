@@ -38,7 +38,7 @@ from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, 
 from diffgenome.analysis.record.pytest_output import PytestProgress
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.report.progress import Progress
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError
+from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
@@ -581,7 +581,7 @@ class Runner:
         assert self.store is not None
         with StoreReader.open(self.store) as reader:
             document = reader.document(run_id)
-        return _validated(document, f"run {run_id}")
+        return _validated(document, f"run {run_id}", trusted=stored_phases)
 
     # -- confirmation -----------------------------------------------------------------------
 
@@ -781,8 +781,10 @@ def _tests_text(document: dict[str, Any]) -> str:
     return f"{count} test{'s' if count != 1 else ''}"
 
 
-def _validated(document: dict[str, Any], what: str) -> dict[str, Any]:
-    problem = genome_problem(document)
+def _validated(
+    document: dict[str, Any], what: str, trusted: Callable[[object], bool] | None = None
+) -> dict[str, Any]:
+    problem = genome_problem(document, trusted)
     if problem is not None:
         where, msg = problem
         raise DiffError(
