@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime
 import gc
+import io
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
@@ -31,7 +32,13 @@ from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.htmlreport import check_directory, write_diff_html, write_run_html
-from diffgenome.analysis.models import DiffDocument, Run, TestRecord, genome_problem
+from diffgenome.analysis.models import (
+    DiffDocument,
+    Run,
+    TestRecord,
+    genome_problem,
+    record_problem,
+)
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
@@ -387,6 +394,21 @@ def _find_test(ids: list[str], wanted: str, run_id: str) -> str:
 def _configure_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run id or prefix, 'latest', or a commit")
     parser.add_argument("-o", "--output", help="file to write; '-' or none: standard output")
+    parser.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="json",
+        help=f"json: one {GENOME_FORMAT} document, a test record per line (default); jsonl: "
+        "one test record per line and nothing else (JSON Lines, for DuckDB, pandas, jq), each "
+        "with the run's id as run_id",
+    )
+    parser.add_argument(
+        "--indent",
+        type=int,
+        metavar="N",
+        help="json only: indent nested values by N spaces, for people (slower; the run is "
+        "held in memory)",
+    )
     _add_quiet(parser)
 
 
@@ -404,28 +426,119 @@ def _check_output(output: str | None) -> None:
 def _run_export(args: argparse.Namespace) -> int:
     to_stdout = args.output in (None, "-")
     _check_output(args.output)
-    with _progress(args) as progress:
-        with open_store(args) as reader:
-            run_id = resolve_run(reader, args.run)
-            with progress.step("loading", "loaded", f"run {run_id}") as step:
-                document = reader.document(run_id)
-                step.result = f"{_test_count(document)} tests"
+    if args.indent is not None and (args.format != "json" or args.indent < 0):
+        raise CliError(
+            "--indent N needs N >= 0 and --format json (JSON Lines hold a record per line); "
+            "drop --indent or export as json"
+        )
+    with _progress(args) as progress, open_store(args) as reader:
+        run_id = resolve_run(reader, args.run)
         where = "" if to_stdout else f" to {args.output}"
+        if to_stdout:
+            # Encoded test by test, written once whole (an error half-way prints no half a
+            # document); the progress stays silent, so that nothing of it mixes with the
+            # document on a terminal.
+            buffer = io.BytesIO()
+            _export(reader, run_id, args, buffer)
+            sys.stdout.buffer.write(buffer.getbuffer())
+            sys.stdout.buffer.flush()
+            return EXIT_OK
         with progress.step("exporting", "exported", f"run {run_id}{where}") as step:
-            problem = genome_problem(document, stored_phases)
-            if problem is not None:
-                raise CliError(
-                    f"run {run_id} does not form a valid {GENOME_FORMAT} document "
-                    f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
-                )
-            text = genome_text(document)
-            if not to_stdout:
-                write_output(text, args.output)
-            step.result = f"a {GENOME_FORMAT} document of {len(text.encode()) // 1024} kB"
-    # Standard output after the progress is closed: nothing of it can mix with the document.
-    if to_stdout:
-        write_output(text, None)
+            tests, size = _export_to_file(reader, run_id, args, args.output)
+            step.result = f"{tests} tests, {size // 1024} kB of {args.format.upper()}"
     return EXIT_OK
+
+
+EXPORT_FORMATS = ("json", "jsonl")
+_COMPACT: dict[str, Any] = {
+    "sort_keys": True,
+    "ensure_ascii": False,
+    "allow_nan": False,
+    "separators": (",", ":"),
+}
+
+
+def _export_to_file(
+    reader: StoreReader, run_id: str, args: argparse.Namespace, output: str
+) -> tuple[int, int]:
+    """Write the export to a temporary file beside ``output`` and move it into place only
+    when whole: an error half-way leaves no half a document."""
+    tmp = f"{output}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            tests = _export(reader, run_id, args, handle)
+            size = handle.tell()
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise CliError(
+            f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return tests, size
+
+
+def _export(reader: StoreReader, run_id: str, args: argparse.Namespace, out: BinaryIO) -> int:
+    """Stream run ``run_id`` to ``out`` as ``args.format``, each test checked as it passes
+    (phases read from verified store bodies are the recorder's own bytes and are not checked
+    again); how many tests (``<import>`` not counted)."""
+    with contextlib.closing(reader.stream(run_id)) as pieces:
+        return _write_export(run_id, args, pieces, out)
+
+
+def _write_export(
+    run_id: str, args: argparse.Namespace, pieces: Iterator[dict[str, Any]], out: BinaryIO
+) -> int:
+    header = next(pieces)
+    problem = genome_problem({**header, "tests": []})
+    if problem is not None:
+        _invalid(run_id, problem)
+    if args.indent is not None:
+        document = {**header, "tests": list(pieces)}
+        problem = genome_problem(document, stored_phases)
+        if problem is not None:
+            _invalid(run_id, problem)
+        out.write(
+            json.dumps(document, indent=args.indent, **{**_COMPACT, "separators": None}).encode()
+        )
+        out.write(b"\n")
+        return _test_count(document)
+    jsonl = args.format == "jsonl"
+    if not jsonl:
+        # Keys sorted ("tests" comes last), a test record per line: compact lines are what
+        # json's C encoder writes (``indent`` takes its pure-Python path: exporting
+        # sqlparse's 465 tests took 71 of 83 s encoding), and a line per test keeps the file
+        # readable and line-diffable.
+        out.write(b"{")
+        for key in sorted(header):
+            out.write(b"\n" if key == min(header) else b",\n")
+            out.write(f"{json.dumps(key)}:{json.dumps(header[key], **_COMPACT)}".encode())
+        out.write(b',\n"tests":[')
+    count = 0
+    first = True
+    for index, test in enumerate(pieces):
+        problem = record_problem(test, stored_phases)
+        if problem is not None:
+            _invalid(run_id, (f"tests.{index}.{problem[0]}", problem[1]))
+        if jsonl:
+            out.write(json.dumps({**test, "run_id": run_id}, **_COMPACT).encode())
+            out.write(b"\n")
+        else:
+            out.write(b"\n" if first else b",\n")
+            out.write(json.dumps(test, **_COMPACT).encode())
+        first = False
+        count += test.get("id") != IMPORT_TEST_ID
+    if not jsonl:
+        out.write(b"]\n}\n" if first else b"\n]\n}\n")
+    return int(count)
+
+
+def _invalid(run_id: str, problem: tuple[str, str]) -> NoReturn:
+    raise CliError(
+        f"run {run_id} does not form a valid {GENOME_FORMAT} document "
+        f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
+    )
 
 
 def _test_count(document: dict[str, Any]) -> int:
@@ -434,30 +547,6 @@ def _test_count(document: dict[str, Any]) -> int:
     if not isinstance(tests, list):
         return 0
     return sum(1 for test in tests if isinstance(test, dict) and test.get("id") != IMPORT_TEST_ID)
-
-
-def genome_text(document: dict[str, Any]) -> str:
-    """A genome document as text: keys sorted, one test record per line.
-
-    Compact lines are what the C encoder writes (``indent`` takes json's pure-Python path:
-    exporting sqlparse's 465 tests took 71 of 83 s encoding); a test per line keeps the
-    file readable and line-diffable.
-    """
-    options: dict[str, Any] = {
-        "sort_keys": True,
-        "ensure_ascii": False,
-        "allow_nan": False,
-        "separators": (",", ":"),
-    }
-    lines = []
-    for key in sorted(document):
-        value = document[key]
-        if key == "tests" and isinstance(value, list) and value:
-            tests = ",\n".join(json.dumps(test, **options) for test in value)
-            lines.append(f"{json.dumps(key)}:[\n{tests}\n]")
-        else:
-            lines.append(f"{json.dumps(key)}:{json.dumps(value, **options)}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:

@@ -398,6 +398,27 @@ def genome_problem(
     return None
 
 
+def record_problem(
+    test: object, trusted: Callable[[object], bool] | None = None
+) -> tuple[str, str] | None:
+    """:func:`genome_problem` for one test record, read on its own (a streamed export):
+    where is relative to the record."""
+    if not isinstance(test, dict):
+        return _first(TestRecord, test)
+    problem = _first(TestRecord, {k: v for k, v in test.items() if k != "phases"})
+    if problem is not None:
+        return problem
+    phases = test.get("phases", {})
+    if id(phases) in _VALID_PHASES or (trusted is not None and trusted(phases)):
+        return None
+    try:
+        _PHASES.validate_python(phases)
+    except ValidationError as exc:
+        where, what = _where(exc)
+        return f"phases.{where}".rstrip("."), what
+    return None
+
+
 def _first(model: type[BaseModel], data: object) -> tuple[str, str] | None:
     try:
         model.model_validate(data)

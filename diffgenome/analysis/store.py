@@ -15,7 +15,7 @@ import os
 import sqlite3
 import stat
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -444,11 +444,33 @@ class StoreReader:
             symbols.append(_json(doc, dict, run_id, f"symbol {symbol_id!r}"))
         return symbols
 
-    def _tests(self, run_id: str, ids: set[str] | None) -> Iterator[dict[str, object]]:
+    def stream(self, run_id: str) -> Generator[dict[str, object]]:
+        """The run's document in pieces, from one snapshot: first its header (the document
+        without ``tests``), then each test sorted by id. Phases are decoded a few hundred
+        tests at a time and not kept, so that exporting a large run needs the memory of a
+        few tests, not of the run."""
+        with self._snapshot():
+            row = self._run_row(run_id)
+            run = self._run_object(row)
+            yield {
+                "format": genome_format_of(run.get("config")),
+                "run": run,
+                "collectors": [
+                    c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
+                ],
+                "symbols": self._symbols(run_id),
+            }
+            yield from self._tests(run_id, None, share=False)
+
+    def _tests(
+        self, run_id: str, ids: set[str] | None, share: bool = True
+    ) -> Iterator[dict[str, object]]:
+        """Test objects sorted by id. ``share``: decoded phases are kept for the process (a
+        diff reads them again from the other run), else dropped after each chunk."""
         row = self._run_row(run_id)
         fingerprint = None if row[12] is None else str(row[12])
         config = _json(row[9], dict, run_id, "config") if row[9] is not None else {}
-        bodies = _Bodies(self, run_id, genome_format_of(config), fingerprint)
+        genome_format = genome_format_of(config)
         rows = [
             found
             for found in self._conn.execute(
@@ -458,7 +480,30 @@ class StoreReader:
             )
             if ids is None or found[0] in ids
         ]
+        if share:
+            chunks = [rows]
+        else:
+            chunks = [
+                rows[start : start + _TESTS_PER_CHUNK]
+                for start in range(0, len(rows), _TESTS_PER_CHUNK)
+            ]
+        for chunk in chunks:
+            yield from self._chunk(
+                run_id, chunk, _Bodies(self, run_id, genome_format, fingerprint, share)
+            )
+
+    def _chunk(
+        self, run_id: str, rows: list[tuple[object, ...]], bodies: _Bodies
+    ) -> Iterator[dict[str, object]]:
         bodies.fetch(refs for *_, refs in rows if isinstance(refs, str))
+        try:
+            yield from self._records(run_id, rows, bodies)
+        finally:
+            bodies.release()
+
+    def _records(
+        self, run_id: str, rows: list[tuple[object, ...]], bodies: _Bodies
+    ) -> Iterator[dict[str, object]]:
         for test_id, outcome, verified, unverified, extra, phases in rows:
             what = f"test {test_id!r}"
             test: dict[str, object] = dict(_json(extra, dict, run_id, what))
@@ -471,7 +516,7 @@ class StoreReader:
                     "phases": (
                         bodies.phases(phases, what)
                         if isinstance(phases, str)
-                        else _phases(phases, run_id, what)
+                        else _phases(phases, run_id, what, bodies.share)
                     ),
                 }
             )
@@ -628,6 +673,7 @@ _MAX_SHARED = 200_000
 _SHARED_BODIES: dict[str, dict[str, object]] = {}
 _SHARED_REFS: dict[str, dict[str, object]] = {}
 _BODY_QUERY_CHUNK = 500
+_TESTS_PER_CHUNK = 32
 _PHASE_NAMES = frozenset(PHASES)
 # ``phases`` objects built only from bodies that matched their addresses, under phase names
 # the protocol knows, by id (kept alive here, so an id is never reused).
@@ -644,21 +690,31 @@ class _Bodies:
     """The phase bodies of one run's tests, read once per address and checked against it."""
 
     def __init__(
-        self, reader: StoreReader, run_id: str, genome_format: str, fingerprint: str | None
+        self,
+        reader: StoreReader,
+        run_id: str,
+        genome_format: str,
+        fingerprint: str | None,
+        share: bool = True,
     ) -> None:
         self._reader, self._run = reader, run_id
         self._format, self._fingerprint = genome_format, fingerprint
+        self.share = share
         self._refs: dict[str, dict[str, str]] = {}
-        self._local: dict[str, dict[str, object]] = {}  # bodies beyond the shared table's bound
+        # Bodies not shared: beyond the shared table's bound, or all of them when not sharing.
+        self._local: dict[str, dict[str, object]] = {}
+        self._bodies = _SHARED_BODIES if share else self._local
+        self._cells = _SHARED_REFS if share else {}
+        self._registered: list[int] = []
 
     def fetch(self, cells: Iterable[str]) -> None:
         """Read every body these ``tests.phases`` cells name that is not decoded yet."""
         wanted: set[str] = set()
         for cell in cells:
-            if cell in _SHARED_REFS or cell in self._refs:
+            if cell in self._cells or cell in self._refs:
                 continue
             refs = self._refs[cell] = self._parse(cell)
-            wanted.update(a for a in refs.values() if a not in _SHARED_BODIES)
+            wanted.update(a for a in refs.values() if a not in self._bodies)
         if wanted and not self._reader.has_bodies():
             raise _corrupt(self._run, "its tests", "they name phase bodies the store lacks")
         missing = sorted(wanted)
@@ -671,21 +727,29 @@ class _Bodies:
                 self._decode(str(address), body)
 
     def phases(self, cell: str, what: str) -> dict[str, object]:
-        known = _SHARED_REFS.get(cell)
+        known = self._cells.get(cell)
         if known is not None:
             return known
         refs = self._refs.get(cell) or self._parse(cell)
         phases: dict[str, object] = {}
         for name, address in refs.items():
-            body = _SHARED_BODIES.get(address) or self._local.get(address)
+            body = self._bodies.get(address) or self._local.get(address)
             if body is None:
                 raise _corrupt(self._run, what, f"its {name} phase ({address}) is not in the store")
             phases[name] = body
-        if len(_SHARED_REFS) < _MAX_SHARED:
-            _SHARED_REFS[cell] = phases
+        if len(self._cells) < _MAX_SHARED:
+            self._cells[cell] = phases
         if phases.keys() <= _PHASE_NAMES and len(_VERIFIED) < _MAX_SHARED:
             _VERIFIED[id(phases)] = phases
+            if not self.share:
+                self._registered.append(id(phases))
         return phases
+
+    def release(self) -> None:
+        """Forget the phases objects of a chunk that is not shared (their ids may be reused)."""
+        for key in self._registered:
+            _VERIFIED.pop(key, None)
+        self._registered.clear()
 
     def _parse(self, cell: str) -> dict[str, str]:
         refs = _json(cell, dict, self._run, "a test's phase addresses")
@@ -705,13 +769,16 @@ class _Bodies:
         if phase_address(text, self._format, self._fingerprint) != address:
             raise _corrupt(self._run, what, "its bytes do not match its address")
         decoded = _json(text, dict, self._run, what)
-        if len(_SHARED_BODIES) < _MAX_SHARED:
+        if self.share and len(_SHARED_BODIES) < _MAX_SHARED:
             _SHARED_BODIES[address] = decoded
         else:
             self._local[address] = decoded
 
 
-def _phases(blob: object, run_id: str, what: str) -> dict[str, object]:
+def _phases(blob: object, run_id: str, what: str, share: bool = True) -> dict[str, object]:
+    """A store/1 test's phases, from its one compressed blob."""
+    if not share:
+        return _json(_inflate(blob, run_id, what), dict, run_id, what)
     key = hashlib.blake2b(blob, digest_size=16).digest() if isinstance(blob, bytes) else None
     if key is not None:
         known = _SHARED_PHASES.get(key)

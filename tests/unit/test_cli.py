@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import jsonschema  # type: ignore[import-untyped]
@@ -238,6 +239,50 @@ def test_export_to_stdout_and_file_agree_and_validate(store: Path, tmp_path: Pat
     for test in document["tests"]:
         compact = json.dumps(test, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         assert compact in lines or f"{compact}," in lines
+
+
+def test_export_as_json_lines_holds_one_test_record_per_line(store: Path, tmp_path: Path) -> None:
+    document = json.loads(cli("export", "run-1", "--store", str(store)).stdout)
+    out = tmp_path / "tests.jsonl"
+    done = cli("export", "run-1", "--format", "jsonl", "-o", str(out), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r.pop("run_id") for r in records] == ["run-1"] * len(document["tests"])
+    assert records == document["tests"]
+    for record in records:
+        models.TestRecord.model_validate(record)
+
+
+def test_export_indented_for_people_is_the_same_document(store: Path) -> None:
+    compact = cli("export", "run-1", "--store", str(store))
+    indented = cli("export", "run-1", "--indent", "2", "--store", str(store))
+    assert indented.returncode == 0, indented.stderr
+    assert json.loads(indented.stdout) == json.loads(compact.stdout)
+    assert '\n  "collectors": [' in indented.stdout
+    assert_one_line_error(
+        cli("export", "run-1", "--indent", "2", "--format", "jsonl", "--store", str(store))
+    )
+
+
+def test_an_invalid_stored_test_writes_no_half_export(store: Path, tmp_path: Path) -> None:
+    """A test whose stored phases break the model (here a store/1 row, which is checked in
+    full) fails the export in one line, and neither a file nor half a document is left."""
+    bad = {"call": {"nodes": [{"id": "not a number"}], "branches": []}}
+    conn = sqlite3.connect(store / DB_FILE)
+    with conn:
+        conn.execute(
+            "UPDATE tests SET phases = ? WHERE id = ?",
+            (zlib.compress(json.dumps(bad).encode()), "tests/test_other.py::test_h"),
+        )
+    conn.close()
+    out = tmp_path / "genome.json"
+    for args in (["-o", str(out)], ["--format", "jsonl", "-o", str(out)], []):
+        done = cli("export", "run-1", *args, "--store", str(store))
+        message = assert_one_line_error(done)
+        assert "tests.2.phases.call" in message, message
+        assert done.stdout == ""
+        assert not out.exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("genome.json")] == []
 
 
 def test_an_unfinished_run_exports_as_incomplete(tmp_path: Path) -> None:
