@@ -431,21 +431,24 @@ def _run_export(args: argparse.Namespace) -> int:
             "--indent N needs N >= 0 and --format json (JSON Lines hold a record per line); "
             "drop --indent or export as json"
         )
+    buffer = io.BytesIO()
     with _progress(args) as progress, open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
         where = "" if to_stdout else f" to {args.output}"
-        if to_stdout:
-            # Encoded test by test, written once whole (an error half-way prints no half a
-            # document); the progress stays silent, so that nothing of it mixes with the
-            # document on a terminal.
-            buffer = io.BytesIO()
-            _export(reader, run_id, args, buffer)
-            sys.stdout.buffer.write(buffer.getbuffer())
-            sys.stdout.buffer.flush()
-            return EXIT_OK
+        # Loading and writing are one step: the run is read, checked and encoded test by test.
         with progress.step("exporting", "exported", f"run {run_id}{where}") as step:
-            tests, size = _export_to_file(reader, run_id, args, args.output)
-            step.result = f"{tests} tests, {size // 1024} kB of {args.format.upper()}"
+            if to_stdout:
+                tests = _export(reader, run_id, args, buffer)
+                size = buffer.tell()
+            else:
+                tests, size = _export_to_file(reader, run_id, args, args.output)
+            kind = "JSON Lines" if args.format == "jsonl" else f"a {GENOME_FORMAT} document"
+            step.result = f"{tests} tests, {kind} of {size // 1024} kB"
+    # Standard output once the document is whole (an error half-way prints no half a
+    # document) and the progress is closed (nothing of it mixes with the document).
+    if to_stdout:
+        sys.stdout.buffer.write(buffer.getbuffer())
+        sys.stdout.buffer.flush()
     return EXIT_OK
 
 
