@@ -356,7 +356,7 @@ def drop_unreferenced_genomes(conn: sqlite3.Connection) -> int:
     return len(stale)
 
 
-def _upgrade_from_v1(conn: sqlite3.Connection) -> None:
+def _upgrade_from_v1(conn: sqlite3.Connection) -> int:
     """Rewrite a ``diffgenome-store/1`` store's tests as store/2 rows, in the caller's
     transaction: each test's one compressed ``phases`` blob becomes content-addressed phase
     bodies. A blob that cannot be read is left as it is, so a reader still names the damaged
@@ -393,6 +393,7 @@ def _upgrade_from_v1(conn: sqlite3.Connection) -> None:
         "UPDATE tests SET phases = ?, phases_size = ? WHERE run_id = ? AND id = ?", updates
     )
     conn.execute("UPDATE meta SET value = ? WHERE key = ?", (STORE_FORMAT, META_FORMAT_KEY))
+    return len(updates)
 
 
 def run_genome_format(config: object) -> str:
@@ -419,6 +420,8 @@ class OpenedStore:
     db_path: str
     conn: sqlite3.Connection
     key: bytes
+    #: Test rows rewritten from a ``diffgenome-store/1`` layout while opening (0: none).
+    upgraded: int = 0
 
 
 def open_store(path: str, key_file: str | None = None) -> OpenedStore:
@@ -443,7 +446,7 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
 
     key = _load_key(key_file, given=True) if key_file is not None else None
     db_path = store_file(folder, DB_FILE)
-    conn = _connect(db_path, folder)
+    conn, upgraded = _connect(db_path, folder)
     try:
         if key is None:
             key = _store_key(folder)
@@ -451,7 +454,7 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
     except BaseException:
         conn.close()
         raise
-    return OpenedStore(folder, db_path, conn, key)
+    return OpenedStore(folder, db_path, conn, key, upgraded)
 
 
 def create_store(path: str) -> None:
@@ -579,8 +582,9 @@ def sql_error(exc: sqlite3.Error, what: str, db_path: str) -> StoreError:
     return StoreError(f"cannot {what} in {db_path}: {text}; {hint}")
 
 
-def _connect(db_path: str, folder: str) -> sqlite3.Connection:
-    """Connect, refuse foreign or damaged files before writing a byte, then create the layout."""
+def _connect(db_path: str, folder: str) -> tuple[sqlite3.Connection, int]:
+    """Connect, refuse foreign or damaged files before writing a byte, then create (or
+    upgrade) the layout; the connection and how many test rows an upgrade rewrote."""
     try:
         fd = _open(db_path, O_RDONLY)
     except FileNotFoundError:
@@ -611,14 +615,18 @@ def _connect(db_path: str, folder: str) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise sql_error(exc, "open the store", db_path) from None
     try:
-        _initialise(conn, db_path)
+        upgraded = _initialise(conn, db_path)
     except BaseException:
         conn.close()
         raise
-    return conn
+    if upgraded:
+        # The old blobs' pages are free now: give them back once (busy: on a later cap).
+        with suppress(sqlite3.Error):
+            compact(conn, at_least=0.25)
+    return conn, upgraded
 
 
-def _initialise(conn: sqlite3.Connection, db_path: str) -> None:
+def _initialise(conn: sqlite3.Connection, db_path: str) -> int:
     deadline = _monotonic() + BUSY_TIMEOUT_S
     while True:
         try:
@@ -634,11 +642,10 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", FORMAT_ROW)
-            if _format(conn) == _STORE_V1:
-                _upgrade_from_v1(conn)
+            upgraded = _upgrade_from_v1(conn) if _format(conn) == _STORE_V1 else 0
             conn.execute("COMMIT")
             _check_existing(conn, db_path)
-            return
+            return upgraded
         except sqlite3.OperationalError as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
-from diffgenome.protocol.formats import GENOME_FORMAT, NAMING
+from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, STORE_FORMAT
 from diffgenome.protocol.store import (
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
@@ -110,6 +110,12 @@ class Recorder:
             self.store = StoreWriter.open(self.store_path, options.key_file)
         except StoreError as exc:
             raise pytest.UsageError(f"diffgenome: {exc}") from None
+        if self.store.upgraded:
+            say(
+                config,
+                f"upgraded the store at {self.store.path} to {STORE_FORMAT} "
+                f"({self.store.upgraded} recorded tests rewritten; once)",
+            )
         self.digester = values.Digester(self.store.key)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
         self.run = Run(

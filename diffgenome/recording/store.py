@@ -72,10 +72,14 @@ class StoreWriter:
     path: str
     db_path: str
 
-    def __init__(self, path: str, db_path: str, conn: sqlite3.Connection, key: bytes) -> None:
+    def __init__(
+        self, path: str, db_path: str, conn: sqlite3.Connection, key: bytes, upgraded: int = 0
+    ) -> None:
         self.path = path
         self.db_path = db_path
         self.key = key
+        #: Test rows rewritten from the store/1 layout when this writer opened the store.
+        self.upgraded = upgraded
         self.key_fingerprint = key_fingerprint(key)
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
@@ -86,7 +90,7 @@ class StoreWriter:
     def open(cls, path: str, key_file: str | None = None) -> StoreWriter:
         """Open (creating if needed) the store folder ``path`` and its database and key."""
         opened = open_store(path, key_file)
-        return cls(opened.folder, opened.db_path, opened.conn, opened.key)
+        return cls(opened.folder, opened.db_path, opened.conn, opened.key, opened.upgraded)
 
     # -- the run lifecycle -----------------------------------------------------------------
 

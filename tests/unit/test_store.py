@@ -16,6 +16,7 @@ from pathlib import Path
 
 import genomes
 import pytest
+from store_v1 import as_store_v1
 
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
@@ -234,50 +235,11 @@ def test_removing_runs_removes_the_bodies_only_they_used(store: Path) -> None:
     assert test == make_test("tests/t.py::test_0", calls=7)
 
 
-# The layout of diffgenome-store/1, as its writers made it: one compressed blob per test.
-STORE_V1_TESTS = """
-CREATE TABLE tests (
-    run_id             TEXT NOT NULL,
-    id                 TEXT NOT NULL,
-    worker             TEXT,
-    outcome            TEXT NOT NULL,
-    verified           INTEGER NOT NULL,
-    unverified_reasons TEXT NOT NULL DEFAULT '[]',
-    extra              TEXT NOT NULL DEFAULT '{}',
-    phases             BLOB NOT NULL,
-    PRIMARY KEY (run_id, id)
-) WITHOUT ROWID
-"""
-
-
-def _as_store_v1(store: Path, damaged: str | None = None) -> None:
-    """Rewrite a store/2 file into the store/1 layout, test rows as store/1 wrote them."""
-    conn = sqlite3.connect(store / DB_FILE)
-    bodies = {
-        address: json.loads(zlib.decompress(body))
-        for address, body in conn.execute("SELECT hash, body FROM genomes")
-    }
-    rows = conn.execute(
-        "SELECT run_id, id, worker, outcome, verified, unverified_reasons, extra, phases FROM tests"
-    ).fetchall()
-    conn.execute("DROP TABLE tests")
-    conn.execute("DROP TABLE genomes")
-    conn.execute(STORE_V1_TESTS)
-    for *head, cell in rows:
-        phases = {name: bodies[address] for name, address in json.loads(cell).items()}
-        text = json.dumps(phases, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        blob = b"\x00garbage" if head[1] == damaged else zlib.compress(text.encode())
-        conn.execute("INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*head, blob))
-    conn.execute("UPDATE meta SET value = 'diffgenome-store/1' WHERE key = 'format'")
-    conn.commit()
-    conn.close()
-
-
 def test_a_store_1_file_is_read_as_it_is_and_upgraded_by_the_next_writer(store: Path) -> None:
     record(store, "run-1", tests=3)
     with contextlib.closing(StoreReader.open(str(store))) as reader:
         expected = reader.document("run-1")
-    _as_store_v1(store)
+    as_store_v1(store)
     before = (store / DB_FILE).read_bytes()
     with contextlib.closing(StoreReader.open(str(store))) as reader:
         assert reader.document("run-1") == expected
@@ -299,7 +261,7 @@ def test_a_store_1_file_is_read_as_it_is_and_upgraded_by_the_next_writer(store: 
 
 def test_the_upgrade_keeps_a_damaged_test_row_for_the_reader_to_name(store: Path) -> None:
     record(store, "run-1", tests=2)
-    _as_store_v1(store, damaged="tests/t.py::test_1")
+    as_store_v1(store, damaged="tests/t.py::test_1")
     record(store, "run-2", tests=1)
     with contextlib.closing(StoreReader.open(str(store))) as reader:
         assert len(reader.tests("run-2")) == 1
