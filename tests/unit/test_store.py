@@ -16,7 +16,6 @@ from pathlib import Path
 
 import genomes
 import pytest
-from store_v1 import as_store_v1
 
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
@@ -236,6 +235,8 @@ def test_removing_runs_removes_the_bodies_only_they_used(store: Path) -> None:
 
 
 def test_a_store_1_file_is_read_as_it_is_and_upgraded_by_the_next_writer(store: Path) -> None:
+    from store_v1 import as_store_v1  # here: subprocesses import this module without tests/
+
     record(store, "run-1", tests=3)
     with contextlib.closing(StoreReader.open(str(store))) as reader:
         expected = reader.document("run-1")
@@ -260,6 +261,8 @@ def test_a_store_1_file_is_read_as_it_is_and_upgraded_by_the_next_writer(store: 
 
 
 def test_the_upgrade_keeps_a_damaged_test_row_for_the_reader_to_name(store: Path) -> None:
+    from store_v1 import as_store_v1
+
     record(store, "run-1", tests=2)
     as_store_v1(store, damaged="tests/t.py::test_1")
     record(store, "run-2", tests=1)
