@@ -15,7 +15,7 @@ import os
 import sqlite3
 import stat
 import zlib
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -119,7 +119,7 @@ class StoreReader:
         self.path = path
         self.db_path = db_path
         self._conn = conn
-        self._layout: tuple[str, bool] | None = None
+        self._layout: tuple[str, bool, bool] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -303,8 +303,44 @@ class StoreReader:
             self._run_row(run_id)
             return list(self._tests(run_id, None if ids is None else set(ids)))
 
-    def document(self, run_id: str) -> dict[str, object]:
-        """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot."""
+    def same_genomes(self, run_a: str, run_b: str) -> frozenset[str]:
+        """Ids of the tests whose every phase is the same stored genome in both runs (equal
+        content addresses: byte for byte the same genome) and holds no stand-in.
+
+        Such a test differs between the runs only in its test row (outcome, reasons,
+        warnings), so a comparison that needs neither stand-ins nor the code the tests ran
+        (no code changes analysed) need not read those genomes at all."""
+        with self._snapshot():
+            self._run_row(run_a)
+            self._run_row(run_b)
+            if not self.has_bodies() or not self._store_layout()[2]:
+                return frozenset()
+            cells = [
+                dict(
+                    self._conn.execute(
+                        "SELECT id, phases FROM tests WHERE run_id = ?", (run,)
+                    ).fetchall()
+                )
+                for run in (run_a, run_b)
+            ]
+            stand_ins = {
+                str(row[0])
+                for row in self._conn.execute("SELECT hash FROM genomes WHERE substitutions > 0")
+            }
+        same: set[str] = set()
+        for test_id, cell in cells[0].items():
+            if not isinstance(cell, str) or cells[1].get(test_id) != cell:
+                continue
+            refs = _json(cell, dict, run_a, f"test {test_id!r}")
+            if not stand_ins.intersection(str(a) for a in refs.values()):
+                same.add(str(test_id))
+        return frozenset(same)
+
+    def document(self, run_id: str, unread: Collection[str] = ()) -> dict[str, object]:
+        """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot.
+
+        ``unread``: test ids whose phases are not read (given as ``{}``): a caller that
+        knows them equal to another run's (:meth:`same_genomes`) and needs nothing of them."""
         with self._snapshot():
             row = self._run_row(run_id)
             run = self._run_object(row)
@@ -315,7 +351,7 @@ class StoreReader:
                     c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
                 ],
                 "symbols": self._symbols(run_id),
-                "tests": list(self._tests(run_id, None)),
+                "tests": list(self._tests(run_id, None, unread=frozenset(unread))),
             }
 
     # -- internals -------------------------------------------------------------------------
@@ -335,10 +371,15 @@ class StoreReader:
         """Whether the store has a ``genomes`` table (store/2)."""
         return self._store_layout()[1]
 
-    def _store_layout(self) -> tuple[str, bool]:
+    def _store_layout(self) -> tuple[str, bool, bool]:
+        """(what to add to a test row's length, whether there is a ``genomes`` table,
+        whether it counts each body's stand-ins)."""
         if self._layout is None:
             try:
                 columns = {row[1] for row in self._conn.execute("PRAGMA table_info(tests)")}
+                counted = {row[1] for row in self._conn.execute("PRAGMA table_info(genomes)")} >= {
+                    "substitutions"
+                }
                 tables = {
                     row[0]
                     for row in self._conn.execute(
@@ -350,6 +391,7 @@ class StoreReader:
             self._layout = (
                 " + phases_size" if "phases_size" in columns else "",
                 "genomes" in tables,
+                counted,
             )
         return self._layout
 
@@ -463,7 +505,11 @@ class StoreReader:
             yield from self._tests(run_id, None, share=False)
 
     def _tests(
-        self, run_id: str, ids: set[str] | None, share: bool = True
+        self,
+        run_id: str,
+        ids: set[str] | None,
+        share: bool = True,
+        unread: frozenset[str] = frozenset(),
     ) -> Iterator[dict[str, object]]:
         """Test objects sorted by id. ``share``: decoded phases are kept for the process (a
         diff reads them again from the other run), else dropped after each chunk."""
@@ -480,6 +526,8 @@ class StoreReader:
             )
             if ids is None or found[0] in ids
         ]
+        if unread:
+            rows = [(*row[:5], _UNREAD) if row[0] in unread else row for row in rows]
         if share:
             chunks = [rows]
         else:
@@ -504,8 +552,15 @@ class StoreReader:
     def _records(
         self, run_id: str, rows: list[tuple[object, ...]], bodies: _Bodies
     ) -> Iterator[dict[str, object]]:
-        for test_id, outcome, verified, unverified, extra, phases in rows:
+        for test_id, outcome, verified, unverified, extra, cell in rows:
             what = f"test {test_id!r}"
+            phases: dict[str, object]
+            if cell is _UNREAD:
+                phases = {}
+            elif isinstance(cell, str):
+                phases = bodies.phases(cell, what)
+            else:
+                phases = _phases(cell, run_id, what, bodies.share)
             test: dict[str, object] = dict(_json(extra, dict, run_id, what))
             test.update(
                 {
@@ -513,11 +568,7 @@ class StoreReader:
                     "outcome": str(outcome),
                     "verified": bool(verified),
                     "unverified_reasons": [str(r) for r in _json(unverified, list, run_id, what)],
-                    "phases": (
-                        bodies.phases(phases, what)
-                        if isinstance(phases, str)
-                        else _phases(phases, run_id, what, bodies.share)
-                    ),
+                    "phases": phases,
                 }
             )
             yield test
@@ -673,6 +724,8 @@ _MAX_SHARED = 200_000
 _SHARED_BODIES: dict[str, dict[str, object]] = {}
 _SHARED_REFS: dict[str, dict[str, object]] = {}
 _BODY_QUERY_CHUNK = 500
+# Stands for the phases of a test the caller asked not to read (StoreReader.document).
+_UNREAD = object()
 _TESTS_PER_CHUNK = 32
 _PHASE_NAMES = frozenset(PHASES)
 # ``phases`` objects built only from bodies that matched their addresses, under phase names

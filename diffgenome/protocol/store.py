@@ -49,6 +49,7 @@ from diffgenome.protocol.formats import (
     check_store_format,
     genome_format_of,
 )
+from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
 
 DB_FILE: Final = "genome.sqlite"
 KEY_FILE: Final = "secret.key"
@@ -154,8 +155,9 @@ CREATE TABLE IF NOT EXISTS tests (
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS genomes (
-    hash TEXT PRIMARY KEY,
-    body BLOB NOT NULL
+    hash          TEXT PRIMARY KEY,
+    body          BLOB NOT NULL,
+    substitutions INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 """
 
@@ -288,6 +290,7 @@ def shard_of(config: object) -> tuple[int, int] | None:
 # more bytes; the recorder runs it once per phase, in the user's test process.
 PHASE_ZLIB_LEVEL: Final = 3
 _PHASE_ADDRESS_TAG: Final = b"diffgenome-phase/1\0"
+_SUBSTITUTION_NODE: Final = f'"type":"{TYPE_SUBSTITUTION}"'.encode()
 
 # ``json.dumps`` with options builds a new encoder per call; one bound at import time gives
 # the same text (and is out of reach of tests that patch ``json``).
@@ -306,11 +309,12 @@ def phase_address(text: bytes, genome_format: str, fingerprint: str | None) -> s
 class PhaseRows:
     """A test's phases as the store keeps them: ``refs`` (the ``tests.phases`` cell: canonical
     JSON of phase name -> address), ``size`` (bytes of the compressed bodies) and the
-    ``(address, body)`` rows for the ``genomes`` table, stored once however often they recur."""
+    ``(address, body, substitutions)`` rows for the ``genomes`` table, stored once however
+    often they recur."""
 
     refs: str
     size: int
-    bodies: list[tuple[str, bytes]]
+    bodies: list[tuple[str, bytes, int]]
 
 
 def phase_rows(
@@ -318,14 +322,16 @@ def phase_rows(
 ) -> PhaseRows:
     """Split a test's ``phases`` object into content-addressed rows."""
     refs: dict[str, str] = {}
-    bodies: list[tuple[str, bytes]] = []
+    bodies: list[tuple[str, bytes, int]] = []
     size = 0
     for name, genome in phases.items():
         text = canonical_json(genome).encode()
         address = phase_address(text, genome_format, fingerprint)
         body = zlib.compress(text, PHASE_ZLIB_LEVEL)
         refs[name] = address
-        bodies.append((address, body))
+        # Canonical JSON writes a node's type exactly so; inside a string value the quotes
+        # would be escaped. A reader that needs only stand-ins reads only these bodies.
+        bodies.append((address, body, text.count(_SUBSTITUTION_NODE)))
         size += len(body)
     return PhaseRows(canonical_json(refs), size, bodies)
 
@@ -334,7 +340,7 @@ def insert_bodies(conn: sqlite3.Connection, rows: Iterable[PhaseRows]) -> None:
     """Store the bodies of ``rows`` that the store does not hold yet (the caller holds a
     transaction)."""
     conn.executemany(
-        "INSERT OR IGNORE INTO genomes (hash, body) VALUES (?, ?)",
+        "INSERT OR IGNORE INTO genomes (hash, body, substitutions) VALUES (?, ?, ?)",
         [body for row in rows for body in row.bodies],
     )
 

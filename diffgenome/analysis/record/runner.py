@@ -176,7 +176,10 @@ class Runner:
 
     # -- the whole flow ---------------------------------------------------------------------
 
-    def prepare(self, *, need_head_recording: bool = True) -> Prepared:
+    def prepare(self, *, need_head_recording: bool = True, skip_same: bool = False) -> Prepared:
+        """Resolve and record both sides. ``skip_same``: two stored runs whose code changes
+        cannot be analysed leave out the genomes they hold byte for byte alike (see
+        :meth:`_same_genomes`); only a diff may ask, which compares such tests by address."""
         options = self.options
         if options.repeat < 1:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
@@ -186,10 +189,13 @@ class Runner:
             start = self.options.repo or os.getcwd()
             self.store = find_store(start, self.repo.toplevel if self.repo else None)
         self.store = os.path.abspath(self.store)
+        unread = self._same_genomes() if skip_same else frozenset()
         workspace = Workspace(self.repo)
         try:
-            base = self._side(options.base, "base", workspace, record=True)
-            head = self._side(options.head, "head", workspace, record=need_head_recording)
+            base = self._side(options.base, "base", workspace, record=True, unread=unread)
+            head = self._side(
+                options.head, "head", workspace, record=need_head_recording, unread=unread
+            )
         finally:
             with _sigint_ignored():
                 workspace.close()
@@ -224,7 +230,44 @@ class Runner:
 
     # -- sides ------------------------------------------------------------------------------
 
-    def _side(self, spec: str, name: str, workspace: Workspace, *, record: bool) -> Side:
+    def _same_genomes(self) -> frozenset[str]:
+        """Tests whose genomes need not be read: both sides are runs of this store, the code
+        changes between them will not be analysed (a side's commit is not in this
+        repository, or there is none), and the test's every phase is the same stored genome
+        (equal content address) without stand-ins on both sides. Such a test compares
+        unchanged in its genome by construction; what else the diff reads of a test (its
+        outcome, reasons, warnings, its stand-ins for mock drift) is read as always, and
+        with code changes every genome is read (which tests ran the changed code)."""
+        specs = (self.options.base, self.options.head)
+        if any(spec == WORKTREE or self._is_file(spec) for spec in specs):
+            return frozenset()
+        repo = self.repo
+        if repo is not None and any(repo.commit_of(spec) is not None for spec in specs):
+            return frozenset()
+        assert self.store is not None
+        if not os.path.exists(self.store):
+            return frozenset()
+        with StoreReader.open(self.store) as reader:
+            try:
+                runs = [reader.resolve(spec) for spec in specs]
+            except UnknownRunError:
+                return frozenset()
+            commits = [reader.run(run).get("commit") for run in runs]
+            if repo is not None and all(
+                isinstance(commit, str) and commit and repo.has_commit(commit) for commit in commits
+            ):
+                return frozenset()
+            return reader.same_genomes(runs[0], runs[1])
+
+    def _side(
+        self,
+        spec: str,
+        name: str,
+        workspace: Workspace,
+        *,
+        record: bool,
+        unread: frozenset[str] = frozenset(),
+    ) -> Side:
         repo = self.repo
         if spec == WORKTREE:
             if repo is None:
@@ -239,7 +282,7 @@ class Runner:
             return self._record_revision(spec, sha, name, workspace)
         if self._is_file(spec):
             return self._from_file(spec, name)
-        run_side = self._from_store(spec, name)
+        run_side = self._from_store(spec, name, unread)
         if run_side is not None:
             return run_side
         if repo is not None:
@@ -274,7 +317,9 @@ class Runner:
         document = _validated(data, path)
         return Side(path, "file", document, self._code_of(document, path))
 
-    def _from_store(self, spec: str, name: str) -> Side | None:
+    def _from_store(
+        self, spec: str, name: str, unread: frozenset[str] = frozenset()
+    ) -> Side | None:
         assert self.store is not None
         if not os.path.exists(self.store):
             return None
@@ -283,7 +328,7 @@ class Runner:
                 run_id = reader.resolve(spec)
             except UnknownRunError:
                 return None
-        document = self._document(run_id, f"{name} {spec}")
+        document = self._document(run_id, f"{name} {spec}", unread)
         return Side(spec, "run", document, self._code_of(document, f"run {run_id}"))
 
     def _code_of(self, document: dict[str, Any], what: str) -> str | None:
@@ -567,20 +612,23 @@ class Runner:
         with StoreReader.open(self.store) as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
 
-    def _document(self, run_id: str, subject: str | None) -> dict[str, Any]:
+    def _document(
+        self, run_id: str, subject: str | None, unread: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
         """A run's document from the store, checked; a step of its own for a side (a big
-        run takes seconds to load), silent for a confirmation, whose step covers it."""
+        run takes seconds to load), silent for a confirmation, whose step covers it.
+        ``unread``: tests whose genomes are not read (:meth:`_same_genomes`)."""
         if subject is None:
-            return self._load(run_id)
+            return self._load(run_id, unread)
         with self.progress.step("loading", "loaded", subject) as step:
-            document = self._load(run_id)
+            document = self._load(run_id, unread)
             step.result = f"run {run_id}, {_tests_text(document)}"
         return document
 
-    def _load(self, run_id: str) -> dict[str, Any]:
+    def _load(self, run_id: str, unread: frozenset[str] = frozenset()) -> dict[str, Any]:
         assert self.store is not None
         with StoreReader.open(self.store) as reader:
-            document = reader.document(run_id)
+            document = reader.document(run_id, unread)
         return _validated(document, f"run {run_id}", trusted=stored_phases)
 
     # -- confirmation -----------------------------------------------------------------------
@@ -929,7 +977,7 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
     runner = Runner(options)
-    prepared = runner.prepare()
+    prepared = runner.prepare(skip_same=True)
     base, head = prepared.base, prepared.head
     check_comparable(
         base.document.get("format"),

@@ -1,0 +1,112 @@
+"""End-to-end: ``diffgenome diff RUN RUN`` of two stored runs whose code this repository does
+not have leaves unread the genomes both runs hold byte for byte alike (equal content
+addresses, no stand-ins), and answers exactly as a diff of the same runs exported to files,
+which reads every genome."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from diffgenome.analysis.store import StoreReader
+from e2e.helpers import STORE, cli, export, git_commit, make_project, record_full, write_files
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": """
+        def shout(text):
+            return text.upper()
+
+
+        def greet(name):
+            return "hi " + shout(name)
+
+
+        def twice(n):
+            if n > 0:
+                return 2 * n
+            return 0
+    """,
+    "tests/test_core.py": """
+        from pkg import core
+
+
+        def test_shout():
+            assert core.shout("a").startswith("A")
+
+
+        def test_greet_with_a_fake_shout(monkeypatch):
+            monkeypatch.setattr(core, "shout", lambda text: text)
+            assert core.greet("x") == "hi x"
+
+
+        def test_twice():
+            assert core.twice(2) == 4
+    """,
+}
+
+CHANGED = {
+    "pkg/core.py": """
+        def shout(text):
+            return text.upper() + "!"
+
+
+        def greet(name):
+            return "hi " + shout(name)
+
+
+        def twice(n):
+            if n > 0:
+                return 2 * n
+            return 0
+    """,
+}
+
+
+def _diff(where: Path, *args: str) -> dict[str, Any]:
+    done = cli(where, "diff", *args, "--json", "diff.json", "--fail-on", "never")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result: dict[str, Any] = json.loads((where / "diff.json").read_text())
+    return result
+
+
+def test_stored_runs_compare_alike_genomes_by_address_and_answer_as_files_do(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path, FILES)
+    base = record_full(project).doc
+    write_files(project, CHANGED)
+    git_commit(project)
+    head = record_full(project).doc
+    a, b = base["run"]["id"], head["run"]["id"]
+
+    # Elsewhere, without the repository: the code changes cannot be analysed.
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(project / STORE, elsewhere / STORE)
+    with StoreReader.open(str(elsewhere / STORE)) as reader:
+        same = reader.same_genomes(a, b)
+    # The fake's test holds a stand-in (read for mock drift); shout's test changed.
+    assert same == {"<import>", "tests/test_core.py::test_twice"}, same
+
+    stored = _diff(elsewhere, a, b, "--store", STORE)
+    (elsewhere / "a.json").write_text(json.dumps(export(project, run=a)))
+    (elsewhere / "b.json").write_text(json.dumps(export(project, run=b)))
+    files = _diff(elsewhere, "a.json", "b.json")
+
+    status = {t["id"]: t["status"] for t in stored["tests"]}
+    assert status == {
+        "<import>": "unchanged",
+        "tests/test_core.py::test_shout": "changed",
+        "tests/test_core.py::test_greet_with_a_fake_shout": "unchanged",
+        "tests/test_core.py::test_twice": "unchanged",
+    }
+    (drift,) = stored["drift"]
+    assert drift["claimed_target"] == "py:pkg.core.shout"
+    assert drift["tests"] == ["tests/test_core.py::test_greet_with_a_fake_shout"]
+    assert any(e.startswith("behaviour: tests/test_core.py::test_shout") for e in drift["evidence"])
+    # Everything but the names of the sides is what the files, read in full, give.
+    assert stored["tests"] == files["tests"]
+    assert stored["drift"] == files["drift"]
+    assert stored["summary"] == files["summary"]
