@@ -361,6 +361,7 @@ _PHASES = TypeAdapter(dict[Phase, PhaseGenome])
 # reused): the store hands out one object for equal recorded phases (analysis/store.py), and
 # most tests of a diff are recorded alike on both sides, so each is validated once.
 _VALID_PHASES: dict[int, object] = {}
+_NO_PHASES: dict[str, object] = {}
 _MAX_REMEMBERED = 500_000
 
 
@@ -375,12 +376,9 @@ def genome_problem(
     tests = document.get("tests")
     if not isinstance(tests, list):
         return _first(GenomeDocument, document)
-    shallow = [
-        {key: value for key, value in test.items() if key != "phases"}
-        if isinstance(test, dict)
-        else test
-        for test in tests
-    ]
+    # Phases are checked below, each distinct object once; here an empty one stands in (a
+    # missing key would make pydantic deep-copy the default for every test).
+    shallow = [{**test, "phases": _NO_PHASES} if isinstance(test, dict) else test for test in tests]
     problem = _first(GenomeDocument, {**document, "tests": shallow})
     if problem is not None:
         return problem
@@ -405,7 +403,7 @@ def record_problem(
     where is relative to the record."""
     if not isinstance(test, dict):
         return _first(TestRecord, test)
-    problem = _first(TestRecord, {k: v for k, v in test.items() if k != "phases"})
+    problem = _first(TestRecord, {**test, "phases": _NO_PHASES})
     if problem is not None:
         return problem
     phases = test.get("phases", {})

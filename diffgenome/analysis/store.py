@@ -556,7 +556,7 @@ class StoreReader:
             what = f"test {test_id!r}"
             phases: dict[str, object]
             if cell is _UNREAD:
-                phases = {}
+                phases = _UNREAD_PHASES
             elif isinstance(cell, str):
                 phases = bodies.phases(cell, what)
             else:
@@ -724,8 +724,10 @@ _MAX_SHARED = 200_000
 _SHARED_BODIES: dict[str, dict[str, object]] = {}
 _SHARED_REFS: dict[str, dict[str, object]] = {}
 _BODY_QUERY_CHUNK = 500
-# Stands for the phases of a test the caller asked not to read (StoreReader.document).
+# Stands for the phases of a test the caller asked not to read (StoreReader.document), and
+# the one empty object such a test is given (never mutated: readers hand out shared objects).
 _UNREAD = object()
+_UNREAD_PHASES: dict[str, object] = {}
 _TESTS_PER_CHUNK = 32
 _PHASE_NAMES = frozenset(PHASES)
 # ``phases`` objects built only from bodies that matched their addresses, under phase names
@@ -735,8 +737,9 @@ _VERIFIED: dict[int, object] = {}
 
 def stored_phases(phases: object) -> bool:
     """Whether ``phases`` was read from a store/2 body whose bytes matched its address: the
-    exact bytes a recorder wrote, which a reader need not check against the models again."""
-    return _VERIFIED.get(id(phases)) is phases
+    exact bytes a recorder wrote, which a reader need not check against the models again
+    (or is the empty stand-in of phases a caller asked not to read)."""
+    return phases is _UNREAD_PHASES or _VERIFIED.get(id(phases)) is phases
 
 
 class _Bodies:
