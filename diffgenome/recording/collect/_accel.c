@@ -655,7 +655,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
     PyObject *record_state, *summarize, *disable, *on_error;
     PyObject *node_type, *info_type, *bounded_type, *blake2b, *str_markers;
-    PyObject *tempfile_names, *tempfile_name_bits;
+    PyObject *tempfile_names, *tempfile_name_bits, *plain_summaries, *class_epoch;
     PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
     PyObject *none_summary;
     long node_call, no_decision, small_int;
@@ -665,17 +665,19 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "on_resume", "on_branch", "record_state", "summarize",
                             "disable", "node_type", "info_type", "bounded_type", "blake2b",
                             "str_markers", "tempfile_names", "tempfile_name_bits", "on_error",
+                            "plain_summaries", "class_epoch",
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
                             "none_summary", "tempfile_name_hash", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
             &blake2b, &PyTuple_Type, &str_markers, &PySet_Type, &tempfile_names,
-            &PyByteArray_Type, &tempfile_name_bits, &on_error, &node_call, &state_entry,
+            &PyByteArray_Type, &tempfile_name_bits, &on_error, &PyDict_Type,
+            &plain_summaries, &PyList_Type, &class_epoch, &node_call, &state_entry,
             &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
             &name_base, &name_bits)) {
@@ -776,6 +778,10 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->str_markers, Py_NewRef(str_markers));
     Py_XSETREF(self->tempfile_names, Py_NewRef(tempfile_names));
     Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
+    forget_plain(self);
+    Py_XSETREF(self->plain_summaries, Py_NewRef(plain_summaries));
+    Py_XSETREF(self->class_epoch, Py_NewRef(class_epoch));
+    Py_CLEAR(self->plain_epoch);
     self->node_call = node_call;
     self->branch_shift = branch_shift;
     self->no_decision = no_decision;
@@ -816,6 +822,13 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->str_summaries);
     Py_VISIT(self->bool_summaries[0]);
     Py_VISIT(self->bool_summaries[1]);
+    Py_VISIT(self->plain_summaries);
+    Py_VISIT(self->class_epoch);
+    Py_VISIT(self->plain_epoch);
+    for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
+        Py_VISIT(self->plain_cache[i].type);
+        Py_VISIT(self->plain_cache[i].summary);
+    }
     return 0;
 }
 
@@ -857,6 +870,10 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_summaries);
     Py_CLEAR(self->bool_summaries[0]);
     Py_CLEAR(self->bool_summaries[1]);
+    Py_CLEAR(self->plain_summaries);
+    Py_CLEAR(self->class_epoch);
+    Py_CLEAR(self->plain_epoch);
+    forget_plain(self);
     memset(self->code_cache, 0, sizeof(self->code_cache));
     return 0;
 }
@@ -873,6 +890,13 @@ static PyObject *
 Core_summarize(Core *self, PyObject *value)
 {
     return summarize(self, value);
+}
+
+static PyObject *
+Core_forget_classes(Core *self, PyObject *Py_UNUSED(ignored))
+{
+    forget_plain(self);
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -893,6 +917,8 @@ static PyMethodDef Core_methods[] = {
      "values.summarize as the compiled core computes it (for tests)."},
     {"add_pair", (PyCFunction)(void (*)(void))Core_add_pair, METH_FASTCALL,
      "BoundedValues.add_pair as the compiled core performs it (for tests)."},
+    {"forget_classes", (PyCFunction)Core_forget_classes, METH_NOARGS,
+     "Drop the core's copy of the memo of plain classes (at every phase start)."},
     {"on_start", (PyCFunction)(void (*)(void))Core_on_start, METH_FASTCALL,
      "PY_START: a code object starts a new frame."},
     {"on_resume", (PyCFunction)(void (*)(void))Core_on_resume, METH_FASTCALL,
@@ -953,7 +979,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 5) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 6) < 0) {
         Py_DECREF(module);
         return NULL;
     }

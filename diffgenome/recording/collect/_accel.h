@@ -15,6 +15,7 @@
 
 #define CODE_CACHE_SIZE 1024
 #define SUMMARY_CACHE_LIMIT 8192
+#define PLAIN_CACHE_SIZE 256
 
 /* The encodings below the "handed over" line come from contract.core_encodings(): the
  * Python side owns them, the core is told them when it is built. */
@@ -37,6 +38,11 @@ typedef struct {
     struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
     PyObject *int_summaries, *str_summaries;
     PyObject *bool_summaries[2];
+    /* A copy of entries of values._PLAIN_SUMMARY (the phase's memo of plain classes),
+     * direct-mapped by class pointer; each entry holds its class and summary. Dropped when
+     * values._CLASS_EPOCH[0] is no longer plain_epoch (the memo was reset). */
+    struct { PyObject *type; PyObject *summary; } plain_cache[PLAIN_CACHE_SIZE];
+    PyObject *plain_summaries, *class_epoch, *plain_epoch;
     /* slot offsets */
     Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
         n_results, n_branches;

@@ -109,6 +109,68 @@ scalar_summary(Core *self, PyObject *value, int is_int)
     return summary;
 }
 
+static void
+forget_plain(Core *self)
+{
+    for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
+        Py_CLEAR(self->plain_cache[i].type);
+        Py_CLEAR(self->plain_cache[i].summary);
+    }
+}
+
+/* Borrowed summary of every instance of ``kind`` when values._PLAIN_SUMMARY holds one (the
+ * phase's memo of plain classes; an entry never changes until the memo is reset), else NULL
+ * (with an error only on failure). Answered from the core's copy; ``ask`` also reads the
+ * Python memo itself on a miss (which costs an int for the key). */
+static PyObject *
+plain_summary(Core *self, PyTypeObject *kind, int ask)
+{
+    PyObject *epoch = PyList_GET_SIZE(self->class_epoch) ? PyList_GET_ITEM(self->class_epoch, 0)
+                                                         : NULL;
+    if (epoch != self->plain_epoch) {
+        forget_plain(self);
+        Py_XSETREF(self->plain_epoch, Py_XNewRef(epoch));
+    }
+    size_t index = (((size_t)kind >> 4) ^ ((size_t)kind >> 12)) & (PLAIN_CACHE_SIZE - 1);
+    if (self->plain_cache[index].type == (PyObject *)kind) {
+        return self->plain_cache[index].summary;
+    }
+    if (!ask) {
+        return NULL;
+    }
+    PyObject *key = PyLong_FromVoidPtr(kind);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(self->plain_summaries, key);
+    Py_DECREF(key);
+    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 ||
+        PyTuple_GET_ITEM(entry, 0) != (PyObject *)kind) {
+        return NULL;
+    }
+    PyObject *summary = PyTuple_GET_ITEM(entry, 1);
+    if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(summary, 0)) ||
+        PyTuple_GET_ITEM(summary, 1) != Py_None) {
+        return NULL;
+    }
+    Py_XSETREF(self->plain_cache[index].type, Py_NewRef((PyObject *)kind));
+    Py_XSETREF(self->plain_cache[index].summary, Py_NewRef(summary));
+    return summary;
+}
+
+/* Whether instances of ``kind`` can never be in the memo of plain classes (values._BUILTIN_IDS
+ * and the other builtin classes summarize sees most). */
+static int
+never_plain(PyTypeObject *kind)
+{
+    return kind == &PyLong_Type || kind == &PyUnicode_Type || kind == &PyBool_Type ||
+           kind == &PyFloat_Type || kind == &PyTuple_Type || kind == &PyList_Type ||
+           kind == &PyDict_Type || kind == &PySet_Type || kind == &PyFrozenSet_Type ||
+           kind == &PyBytes_Type || kind == &PyByteArray_Type || kind == &PyComplex_Type ||
+           kind == Py_TYPE(Py_None);
+}
+
 /* values.summarize. Exact small ints, short strs and bools have summaries that never change
  * (the Python function caches them too): the first one of each value is the Python function's,
  * kept here by value in per-type tables (by type, so that 1 and True stay apart). Everything
@@ -144,7 +206,24 @@ summarize(Core *self, PyObject *value)
         return Py_NewRef(self->none_summary);
     }
     if (table == NULL) {
-        return PyObject_CallOneArg(self->summarize, value);
+        if (never_plain(kind)) {
+            return PyObject_CallOneArg(self->summarize, value);
+        }
+        PyObject *plain = plain_summary(self, kind, 1);
+        if (plain != NULL) {
+            return Py_NewRef(plain);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        PyObject *summary = PyObject_CallOneArg(self->summarize, value);
+        /* The call may have made the memo's entry for this class: keep a copy. */
+        if (summary != NULL && PyTuple_CheckExact(summary) && PyTuple_GET_SIZE(summary) == 2 &&
+            PyTuple_GET_ITEM(summary, 1) == Py_None && plain_summary(self, kind, 1) == NULL &&
+            PyErr_Occurred()) {
+            Py_CLEAR(summary);
+        }
+        return summary;
     }
     PyObject *known = PyDict_GetItemWithError(table, value);
     if (known != NULL) {

@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 5
+CORE_VERSION = 6
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -321,6 +321,8 @@ class Tracer:
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
+        if self._core is not None:
+            self._core.forget_classes()  # it holds classes too: none may outlive its phase
         self._exc_symbols.clear()  # holds exception classes: none may outlive its phase
         # Whatever changed between phases (another plugin's hook) is put back unsaid: no
         # phase was being recorded.
@@ -940,6 +942,8 @@ class Tracer:
                 str_markers=stable.markers(),
                 tempfile_names=stable.tempfile_names(),
                 tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
+                plain_summaries=values._PLAIN_SUMMARY,
+                class_epoch=values._CLASS_EPOCH,
                 on_error=None if self.first_errors is None else self.keep_first_error,
                 **contract.core_encodings(),
             )

@@ -184,7 +184,11 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
             return None
         out = _members_form(b"S" if type(value) is set else b"z", value, depth, budget)
     else:
-        out = _object_form(value, type(value), depth, budget)
+        kind = type(value)
+        known = _PLAIN_SUMMARY.get(id(kind))
+        if known is not None and known[0] is kind:
+            return None  # the phase's memo: see summarize
+        out = _object_form(value, kind, depth, budget)
     if out is None or len(out) > budget:
         return None
     return out
@@ -262,6 +266,21 @@ def _namedtuple_form(
     depth: int,
     budget: int,
 ) -> bytes | None:
+    names = _namedtuple_fields(mro, dicts)
+    if names is None:
+        return None
+    items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
+    if len(items) != len(names) or len(items) > MAX_ITEMS:
+        return None
+    if fields_of(value, dicts):  # non-empty: extra state a digest would miss
+        return None
+    return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
+
+
+def _namedtuple_fields(
+    mro: tuple[type, ...], dicts: list[Mapping[object, object]]
+) -> tuple[str, ...] | None:
+    """The field names of a namedtuple class, or None when the class is not one."""
     names: object = MISSING
     for klass, ns in zip(mro, dicts, strict=True):
         if "_fields" in ns:
@@ -272,12 +291,7 @@ def _namedtuple_form(
             break
     if type(names) is not tuple or any(type(name) is not str for name in names):
         return None
-    items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
-    if len(items) != len(names) or len(items) > MAX_ITEMS:
-        return None
-    if fields_of(value, dicts):  # non-empty: extra state a digest would miss
-        return None
-    return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
+    return names
 
 
 def _interleave(names: tuple[str, ...], items: tuple[object, ...]) -> Iterator[object]:
@@ -437,6 +451,9 @@ def _shape(value: object, depth: int) -> str:
         if depth >= len(_SHAPE_ITEMS) or len(value) > _SHAPE_ITEMS[depth] * 4:
             return name + "[...]" if value else name + "[]"
         return _bounded(name, _union({_shape(item, depth + 1) for item in value}))
+    known = _PLAIN_SUMMARY.get(id(t))
+    if known is not None and known[0] is t:
+        return known[1][0]  # the phase's memo: see summarize
     out = type_name(t)
     return out if len(out) <= MAX_SHAPE else out[: MAX_SHAPE - 3] + "..."
 
@@ -525,8 +542,16 @@ SHORT_STR: Final = 64
 # on the class alone, so it is worked out once per class and recorded phase (the tracer resets
 # this at every phase start, which keeps each phase's genome independent of earlier ones). By
 # id with the class kept alongside: a class as a dict key could run a metaclass's ``__eq__``.
+#
+# Within a phase the memo is the definition: ``shape`` and ``canonical`` answer from it for
+# items inside containers too, and an entry, once made, stays until the next reset (when the
+# memo is full, no more are made). So a class changed mid-phase (given ``_fields`` or
+# ``__dataclass_fields__`` after its instances were seen) is summarised the same way by every
+# path, and the compiled core may keep its own copy of entries (the ``_CLASS_EPOCH`` counter,
+# bumped at every reset, tells it when to drop them).
 _PLAIN_SUMMARY: dict[int, tuple[type, tuple[str, bytes | None]]] = {}
 _PLAIN_SUMMARY_LIMIT: Final = 4096
+_CLASS_EPOCH: Final = [0]
 _BUILTIN_IDS: Final = frozenset(
     id(t)
     for t in (
@@ -556,6 +581,7 @@ def reset_class_summaries() -> None:
     garbage collection walk them.
     """
     _PLAIN_SUMMARY.clear()
+    _CLASS_EPOCH[0] += 1
     forget_classes()
 
 
@@ -568,8 +594,10 @@ def _is_plain(cls: type) -> bool:
     if dicts is None:
         return True
     mro = type_mro(cls)
-    if any(klass is _Enum or klass is tuple for klass in mro):
+    if any(klass is _Enum for klass in mro):
         return False
+    if any(klass is tuple for klass in mro):  # a tuple subclass that is no namedtuple
+        return _namedtuple_fields(mro, dicts) is None
     return type(lookup(dicts, "__dataclass_fields__")) is not dict
 
 
@@ -600,9 +628,7 @@ def summarize(value: object) -> tuple[str, bytes | None]:
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
     summary = (shape(value), canonical(value))
-    if summary[1] is None and _is_plain(kind):
-        if len(_PLAIN_SUMMARY) >= _PLAIN_SUMMARY_LIMIT:
-            _PLAIN_SUMMARY.clear()
+    if summary[1] is None and len(_PLAIN_SUMMARY) < _PLAIN_SUMMARY_LIMIT and _is_plain(kind):
         _PLAIN_SUMMARY[id(kind)] = (kind, summary)
     return summary
 
