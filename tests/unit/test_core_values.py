@@ -262,6 +262,47 @@ def test_objects_and_containers_are_summarised_like_python(value: object) -> Non
     _summarised_alike(value)
 
 
+BIG = st.one_of(
+    st.lists(st.text(max_size=300), max_size=80),
+    st.lists(st.binary(max_size=300), max_size=40).map(tuple),
+    st.sets(st.integers(), max_size=80),
+    st.frozensets(st.text(max_size=3), min_size=60, max_size=70),
+    st.dictionaries(st.integers(), st.text(max_size=200), max_size=70),
+    st.integers(min_value=0, max_value=8).map(lambda n: _nested(n)),
+    st.text(min_size=4000, max_size=4200),
+    st.lists(st.floats(allow_nan=True) | st.integers(min_value=-(2**64), max_value=2**64)),
+)
+
+
+def _nested(depth: int) -> object:
+    value: object = [1, "a"]
+    for level in range(depth):
+        value = (value,) if level % 2 else [value, {"k": value}]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(BIG)
+def test_bounds_are_met_where_python_meets_them(value: object) -> None:
+    """Items, depth, bytes and shape lengths at and past values.py's bounds."""
+    _summarised_alike(value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["/tmp/pytest-of-u/x", "ab12cd34", "plain", 1]), max_size=5))
+def test_text_that_stable_py_rewrites_inside_containers_is_pythons(items: list[object]) -> None:
+    from diffgenome.recording.collect import stable
+
+    stable.learn_tempfile_name("ab12cd34")
+    try:
+        _summarised_alike(items)
+        _summarised_alike(tuple(items))
+        _summarised_alike({str(i): item for i, item in enumerate(items)})
+    finally:
+        stable.tempfile_names().clear()
+        stable.TEMPFILE_NAME_BITS[:] = bytes(len(stable.TEMPFILE_NAME_BITS))
+
+
 HOSTILE = [Hostile, Sneaky, HList, HDict, HStr, HInt, HTuple, MetaHostile]
 
 
@@ -300,10 +341,30 @@ def test_hostile_objects_are_summarised_without_running_their_code(
             inner = make((1, 2))
         else:
             inner = make()
-        value = wrap(inner)  # type: ignore[operator]
-        _summarised_alike(inner)
-        _summarised_alike(value)
+        _summarised_alike_boxed(_Box(inner))
+        _summarised_alike_boxed(_Box(wrap(inner)))  # type: ignore[operator]
     assert CALLED == []
+
+
+class _Box:
+    """Hands a hostile value on: pytest shows the arguments of failing frames."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<a hostile value>"
+
+
+def _summarised_alike_boxed(box: _Box) -> None:
+    assert CORE is not None
+    for _ in range(2):
+        assert CORE.summarize(box.value) == (  # type: ignore[attr-defined]
+            values.shape(box.value),
+            values.canonical(box.value),
+        )
 
 
 @pytest.mark.parametrize("phases", [1, 3])

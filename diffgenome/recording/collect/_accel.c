@@ -658,6 +658,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *tempfile_names, *tempfile_name_bits, *plain_summaries, *class_epoch;
     PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
     PyObject *none_summary;
+    int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -669,9 +670,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
-                            "none_summary", "tempfile_name_hash", NULL};
+                            "none_summary", "tempfile_name_hash", "value_bounds", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)(iiii(ii)i)", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
@@ -680,7 +681,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &plain_summaries, &PyList_Type, &class_epoch, &node_call, &state_entry,
             &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
-            &name_base, &name_bits)) {
+            &name_base, &name_bits, &max_depth, &max_items, &max_bytes, &max_shape,
+            &shape_items0, &shape_items1, &max_union)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -692,7 +694,10 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
      * fingerprint as a sum of 8-byte hashes modulo 2**64, a name hash's mask in 32 bits. */
     if (branch_shift < 1 || branch_shift > 61 || small_int < 1 || short_str < 1 ||
         digest_size != 8 || name_length < 1 || name_base < 1 || name_bits < 3 ||
-        name_bits > 30) {
+        name_bits > 30 || max_depth < 1 || max_items < 0 || max_items > 64 || max_bytes < 1 ||
+        max_bytes > MAX_CANON_BYTES || max_shape < 8 || shape_items0 < 0 ||
+        shape_items0 > 16 || shape_items1 < 0 || shape_items1 > 16 || max_union < 1 ||
+        max_union > 7) {
         PyErr_SetString(PyExc_ValueError, "an encoding this core cannot follow");
         return -1;
     }
@@ -790,6 +795,32 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     self->name_length = name_length;
     self->name_base = (uint32_t)name_base;
     self->name_bits = name_bits;
+    self->max_depth = max_depth;
+    self->max_items = max_items;
+    self->max_bytes = max_bytes;
+    self->max_shape = max_shape;
+    self->shape_depth = 2;
+    self->shape_items[0] = shape_items0;
+    self->shape_items[1] = shape_items1;
+    self->max_union = max_union;
+    static const char *shape_names[SHAPE_NAME_COUNT] = {
+        "None", "bool", "int", "float", "str", "bytes", "complex", "bytearray",
+        "tuple", "list", "dict", "set", "frozenset"};
+    for (int i = 0; i < SHAPE_NAME_COUNT; i++) {
+        Py_XSETREF(self->shape_names[i], PyUnicode_InternFromString(shape_names[i]));
+        Py_XSETREF(self->shape_elided[i], PyUnicode_FromFormat("%s[...]", shape_names[i]));
+        Py_XSETREF(self->shape_empty[i], PyUnicode_FromFormat("%s[]", shape_names[i]));
+        if (!self->shape_names[i] || !self->shape_elided[i] || !self->shape_empty[i]) {
+            return -1;
+        }
+    }
+    Py_XSETREF(self->str_hex, PyUnicode_InternFromString("hex"));
+    Py_XSETREF(self->str_ellipsis, PyUnicode_InternFromString("..."));
+    Py_XSETREF(self->str_bar, PyUnicode_InternFromString("|"));
+    Py_XSETREF(self->str_comma_tight, PyUnicode_InternFromString(","));
+    if (!self->str_hex || !self->str_ellipsis || !self->str_bar || !self->str_comma_tight) {
+        return -1;
+    }
     self->recording = 0;
     return 0;
 }
@@ -874,6 +905,15 @@ Core_clear(Core *self)
     Py_CLEAR(self->class_epoch);
     Py_CLEAR(self->plain_epoch);
     forget_plain(self);
+    for (int i = 0; i < SHAPE_NAME_COUNT; i++) {
+        Py_CLEAR(self->shape_names[i]);
+        Py_CLEAR(self->shape_elided[i]);
+        Py_CLEAR(self->shape_empty[i]);
+    }
+    Py_CLEAR(self->str_hex);
+    Py_CLEAR(self->str_ellipsis);
+    Py_CLEAR(self->str_bar);
+    Py_CLEAR(self->str_comma_tight);
     memset(self->code_cache, 0, sizeof(self->code_cache));
     return 0;
 }
@@ -979,7 +1019,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 6) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 7) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -16,6 +16,8 @@
 #define CODE_CACHE_SIZE 1024
 #define SUMMARY_CACHE_LIMIT 8192
 #define PLAIN_CACHE_SIZE 256
+#define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
+#define SHAPE_NAME_COUNT 13
 
 /* The encodings below the "handed over" line come from contract.core_encodings(): the
  * Python side owns them, the core is told them when it is built. */
@@ -65,6 +67,14 @@ typedef struct {
     int name_length;                      /* stable.TEMPFILE_NAME_LENGTH */
     uint32_t name_base;                   /* stable.NAME_HASH_BASE */
     int name_bits;                        /* stable.NAME_HASH_BITS */
+    /* values.MAX_DEPTH, MAX_ITEMS, MAX_BYTES, MAX_SHAPE; len(SHAPE_ITEMS) (2), SHAPE_ITEMS,
+     * MAX_UNION */
+    int max_depth, max_items, max_bytes, max_shape, shape_depth, shape_items[2], max_union;
+    /* Written by the core (compared with values.py by contract.core_disagreement): the
+     * shapes of the scalars and containers, bare, elided (``name[...]``) and empty. */
+    PyObject *shape_names[SHAPE_NAME_COUNT], *shape_elided[SHAPE_NAME_COUNT],
+        *shape_empty[SHAPE_NAME_COUNT];
+    PyObject *str_hex, *str_ellipsis, *str_bar, *str_comma_tight;
 } Core;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))

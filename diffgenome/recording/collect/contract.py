@@ -190,6 +190,27 @@ BRANCH_KEY_SHIFT: Final = 24
 # handed a format, so ``core_disagreement`` compares it with values.py on these when it is built.
 _INT_SAMPLES: Final = (0, 1, -1, 9, 10, 255, -4096, values.SMALL_INT - 1, 1 - values.SMALL_INT)
 _STR_SAMPLES: Final = ("", "a", "é", "\ud800", "\x00:;", "x" * (values.SHORT_STR - 1))
+#: One value down each path of the core's walk of containers and the other scalars (shapes,
+#: unions, elisions, sorted forms, bounds); plain instances are the memo's, not written.
+_VALUE_SAMPLES: Final[tuple[object, ...]] = (
+    (1, "a", None, True, (), []),
+    [1, 2.5, "x", b"", None],
+    ["a", "b", 1],
+    {"k": [1, (2,)], 3: b"x", 4.5: {}},
+    frozenset({1, "a", -1}),
+    {2.5, -0.0, float("nan")},
+    bytearray(b"y\x00"),
+    2j - 1,
+    "\u00e9" * 70,
+    -(10**12),
+    [[[[[1]]]]],
+    ((1, (2, (3,))),),
+    tuple(range(9)),
+    list(range(65)),
+    ["x" * 200] * 30,
+    {"a": {"b": {"c": {}}}},
+    set(range(70)),
+)
 _OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
 
 
@@ -213,6 +234,14 @@ def core_encodings() -> dict[str, Any]:
             stable.NAME_HASH_BASE,
             stable.NAME_HASH_BITS,
         ),
+        "value_bounds": (
+            values.MAX_DEPTH,
+            values.MAX_ITEMS,
+            values.MAX_BYTES,
+            values.MAX_SHAPE,
+            values.SHAPE_ITEMS,
+            values.MAX_UNION,
+        ),
     }
 
 
@@ -226,7 +255,7 @@ def core_disagreement(
     Given the core's test entry points (``Core.summarize``, ``Core.add_pair``); the values
     compared are the kinds the core writes without asking Python.
     """
-    for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None):
+    for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None, *_VALUE_SAMPLES):
         if summarize(value) != values.summarize(value):
             return f"summary of {type(value).__name__} {value!r}"
     python_side = values.BoundedValues(0)

@@ -406,12 +406,12 @@ _SCALARS: Final = (
     (bytearray, "bytearray"),
 )
 # Items whose shapes are joined, by nesting level; deeper containers are not opened.
-_SHAPE_ITEMS: Final = (16, 4)
-_MAX_UNION: Final = 3
+SHAPE_ITEMS: Final = (16, 4)
+MAX_UNION: Final = 3
 
 
 def _union(shapes: set[str]) -> str:
-    if len(shapes) > _MAX_UNION:
+    if len(shapes) > MAX_UNION:
         return "..."
     return "|".join(sorted(shapes))
 
@@ -426,29 +426,29 @@ def _shape(value: object, depth: int) -> str:
     if type(value) is tuple:
         if len(value) > 8:
             return "tuple[...]"
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "tuple[...]" if value else "tuple[]"
         return _bounded("tuple", ",".join(_shape(item, depth + 1) for item in value))
     if type(value) is list:
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "list[...]" if value else "list[]"
-        limit = _SHAPE_ITEMS[depth]
+        limit = SHAPE_ITEMS[depth]
         return _bounded("list", _union({_shape(item, depth + 1) for item in value[:limit]}))
     if type(value) is dict:
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "dict[...]" if value else "dict[]"
         if not value:
             return "dict[]"
         keys: set[str] = set()
         items: set[str] = set()
-        for key, item in _islice(value.items(), _SHAPE_ITEMS[depth]):
+        for key, item in _islice(value.items(), SHAPE_ITEMS[depth]):
             keys.add(_shape(key, depth + 1))
             items.add(_shape(item, depth + 1))
         return _bounded("dict", _union(keys) + "," + _union(items))
     if type(value) is set or type(value) is frozenset:
         name = "set" if type(value) is set else "frozenset"
         # Set order follows the hash seed: only a scan of every item is reproducible.
-        if depth >= len(_SHAPE_ITEMS) or len(value) > _SHAPE_ITEMS[depth] * 4:
+        if depth >= len(SHAPE_ITEMS) or len(value) > SHAPE_ITEMS[depth] * 4:
             return name + "[...]" if value else name + "[]"
         return _bounded(name, _union({_shape(item, depth + 1) for item in value}))
     known = _PLAIN_SUMMARY.get(id(t))
