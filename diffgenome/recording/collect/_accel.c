@@ -175,6 +175,22 @@ local_value(PyObject *locals, PyObject *name)
     return value;
 }
 
+/* ``frame.f_locals.get(name)`` for an argument: read from the interpreter frame where the
+ * capability table allows (capabilities.frame_get_var), else from ``locals``. */
+static PyObject *
+argument_value(Core *self, PyFrameObject *frame, PyObject *locals, PyObject *name)
+{
+    if (locals != NULL) {
+        return local_value(locals, name);
+    }
+    PyObject *value = PyFrame_GetVar(frame, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_NameError)) {
+        PyErr_Clear();  /* unbound: f_locals has no entry */
+        return Py_NewRef(Py_None);
+    }
+    return value;
+}
+
 /* Tracer._record_args */
 static int
 record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
@@ -187,15 +203,18 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
         return -1;
     }
-    PyObject *locals = PyFrame_GetLocals(frame);
-    if (locals == NULL) {
-        return -1;
+    PyObject *locals = NULL;
+    if (!self->frame_get_var) {
+        locals = PyFrame_GetLocals(frame);
+        if (locals == NULL) {
+            return -1;
+        }
     }
     Py_ssize_t n = PyTuple_GET_SIZE(labels);
     PyObject *pair = NULL;
     int rc = -1;
     if (n == 1) {
-        PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, 0));
+        PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, 0));
         if (value == NULL) {
             goto done;
         }
@@ -227,7 +246,7 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
             goto done;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, i));
+            PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, i));
             if (value == NULL) {
                 break;
             }
@@ -277,7 +296,7 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         Py_DECREF(pair);
     }
 done:
-    Py_DECREF(locals);
+    Py_XDECREF(locals);
     return rc;
 }
 
@@ -659,6 +678,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
     PyObject *none_summary;
     int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
+    int frame_get_var = 0;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -670,9 +690,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
-                            "none_summary", "tempfile_name_hash", "value_bounds", NULL};
+                            "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)(iiii(ii)i)", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)(iiii(ii)i)p", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
@@ -682,7 +702,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
             &name_base, &name_bits, &max_depth, &max_items, &max_bytes, &max_shape,
-            &shape_items0, &shape_items1, &max_union)) {
+            &shape_items0, &shape_items1, &max_union, &frame_get_var)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -803,6 +823,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     self->shape_items[0] = shape_items0;
     self->shape_items[1] = shape_items1;
     self->max_union = max_union;
+    self->frame_get_var = (char)frame_get_var;
     static const char *shape_names[SHAPE_NAME_COUNT] = {
         "None", "bool", "int", "float", "str", "bytes", "complex", "bytearray",
         "tuple", "list", "dict", "set", "frozenset"};
@@ -1019,7 +1040,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 7) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 8) < 0) {
         Py_DECREF(module);
         return NULL;
     }

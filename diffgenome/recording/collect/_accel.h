@@ -24,6 +24,7 @@
 typedef struct {
     PyObject_HEAD
     char recording;
+    char frame_get_var;      /* capabilities.frame_get_var: arguments via PyFrame_GetVar */
     PyObject *tracer;        /* for tracer.errors */
     PyObject *codes;         /* id(code) -> CodeInfo | None */
     PyObject *active;        /* id(frame) -> Node */

@@ -25,6 +25,13 @@ class Capabilities:
     #: 3.14 adds ``sys.monitoring.clear_tool_id``; before it, ``free_tool_id`` leaves
     #: callbacks and events registered, so the collector must clear them itself.
     has_clear_tool_id: bool
+    #: Whether the compiled core reads a call's arguments with ``PyFrame_GetVar`` (3.12+),
+    #: which reads the interpreter frame's slot, instead of ``PyFrame_GetLocals``, which
+    #: builds ``f_locals`` first (on 3.12 a dict of every local, on 3.13 a FrameLocalsProxy).
+    #: Both give what ``frame.f_locals.get(name)`` gives for a bound argument (a cell's
+    #: contents included); an unbound one is None either way. On 3.14 it is the same
+    #: documented function but has not been run here.
+    frame_get_var: bool
     #: Whether this row was exercised by the test suite on a real interpreter.
     tested: bool
 
@@ -39,12 +46,14 @@ def _detect() -> Capabilities:
             version=version,
             branch_events=(left, right) if left and right else (events.BRANCH,),
             has_clear_tool_id=hasattr(sys.monitoring, "clear_tool_id"),
+            frame_get_var=True,
             tested=False,
         )
     return Capabilities(
         version=version,
         branch_events=(events.BRANCH,),
         has_clear_tool_id=False,
+        frame_get_var=version >= (3, 12),
         tested=version in ((3, 12), (3, 13)),
     )
 

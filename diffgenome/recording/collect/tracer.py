@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 7
+CORE_VERSION = 8
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -942,6 +942,7 @@ class Tracer:
                 str_markers=stable.markers(),
                 tempfile_names=stable.tempfile_names(),
                 tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
+                frame_get_var=CAPABILITIES.frame_get_var,
                 plain_summaries=values._PLAIN_SUMMARY,
                 class_epoch=values._CLASS_EPOCH,
                 on_error=None if self.first_errors is None else self.keep_first_error,
