@@ -1,9 +1,9 @@
 """The compiled core's own value paths agree with values.py, value by value.
 
-The compiled core computes the summaries of small ints and short strs itself, answers
-instances of plain classes from its copy of values.py's per-phase memo, and folds overflowing
-values into the multiset fingerprint itself (``_accel_values.c``); everything else it asks
-values.py for. These tests compare both on generated values; the end-to-end comparison
+The compiled core computes the summaries of scalars and exact containers itself, answers
+instances of plain classes from its copy of values.py's per-phase memo, reads receivers' fields
+and their buckets for state facts, and folds overflowing values into the multiset fingerprint
+itself (``_accel_values.c``); everything else it asks values.py (or reflect.py) for. These tests compare both on generated values; the end-to-end comparison
 of whole genomes is tests/e2e/test_cores.py.
 """
 
@@ -397,3 +397,45 @@ def test_a_class_changed_mid_phase_is_summarised_by_the_memo_everywhere() -> Non
     fresh = CORE.summarize(cls((1, 2)))  # type: ignore[attr-defined]
     assert fresh == values.summarize(cls((1, 2))) != before
     assert fresh[1] is not None
+
+
+# -- state: buckets and instance dicts ------------------------------------------------------
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES | BIG)
+def test_buckets_are_the_python_ones(value: object) -> None:
+    assert CORE is not None
+    expected = values.bucket(value)
+    assert CORE.bucket(value) == expected  # type: ignore[attr-defined]
+    assert CORE.bucket(value) == expected  # type: ignore[attr-defined]  # the class's copy
+
+
+class WithDictProperty:
+    @property
+    def __dict__(self) -> dict[str, object]:  # type: ignore[override]
+        CALLED.append("__dict__")
+        return {}
+
+
+class NonStrKeys:
+    pass
+
+
+def test_instance_dicts_are_read_as_reflect_reads_them() -> None:
+    from diffgenome.recording.collect import reflect
+
+    values.reset_class_summaries()
+    odd = NonStrKeys()
+    odd.__dict__[1] = 2  # type: ignore[index]
+    samples: list[object] = [Plain(1), Slotted(1), Point(1, 2), SlotPoint(1), WithDictProperty()]
+    samples += [odd, Pair(1, 2), Color.RED, object(), len, Plain, None, 1, TokenType((1,))]
+    samples += [Hostile(), Sneaky(), MetaHostile(), HList([1]), HTuple((1,))]
+    CALLED.clear()
+    for sample in samples:
+        assert CORE.instance_dict(_Box(sample).value) is ...  # type: ignore[attr-defined]
+        expected = reflect.instance_dict(sample)  # makes reflect's memo entry
+        for _ in range(2):
+            got = CORE.instance_dict(sample)  # type: ignore[attr-defined]
+            assert (got is None and expected is None) or got is expected
+    assert CALLED == []

@@ -75,6 +75,17 @@ MODULE = """
 
         def __init__(self, v):
             self.v = v
+
+        def read(self):
+            return self.v
+
+
+    class Holder:
+        def __init__(self, **fields):
+            self.__dict__.update(fields)
+
+        def read(self):
+            return (self.a, self.b, getattr(self, "c", None) if self.a else self.c)
 """
 
 _names = itertools.count()
@@ -210,6 +221,14 @@ def _arguments_workload(module: Any, tracer: Tracer) -> None:
     for value in (1, "a", 2.5, None, box, module.Slots(1), (box, 2), [box, "x"], {"k": box}):
         module.ident(value)
         module.closing(value, value)
+    # State: the receiver's fields, of every kind of value, some absent.
+    kinds: list[object] = [None, 0, -1, 2**70, 2.5, -0.0, float("nan"), "", "x", b"", [], [1]]
+    kinds += [(1, 2), {}, {1}, frozenset(), True, box, module.Slots(1), module.Slots, len]
+    for i, value in enumerate(kinds):
+        module.Holder(a=value, b=kinds[i - 1], c=1).read()
+        module.Holder(a=1, b=value).read()  # c absent
+        module.Holder(a=value, b=value, c=value).read()
+    module.Slots(2).read()
 
 
 @pytest.mark.parametrize("frame_get_var", [True, False])
@@ -228,6 +247,8 @@ def test_both_cores_read_every_kind_of_argument_alike(
     assert tracer.core == "c"
     assert tracer.errors == 0
     assert compiled == python
+    read = _by_symbol(compiled)["py:lib.work.Holder.read"][0]
+    assert len(read["state"]) > 20
     closing = _by_symbol(compiled)["py:lib.work.closing"][0]
     assert {entry["shape"] for entry in closing["args"]} >= {
         "a=int, b=int, key=frozenset[int], rest=tuple[int,tuple[int,m.Box]], "
@@ -237,7 +258,7 @@ def test_both_cores_read_every_kind_of_argument_alike(
 
 
 def _named(module: Any, name: str) -> None:
-    for cls in (module.Box, module.Slots):
+    for cls in (module.Box, module.Slots, module.Holder):
         cls.__module__ = name
     _arguments_workload(module, None)  # type: ignore[arg-type]
 

@@ -300,9 +300,98 @@ done:
     return rc;
 }
 
+/* StateSet.add */
+static int
+add_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t limit, PyObject *fact)
+{
+    int present = PySet_Contains(facts, fact);
+    if (present) {
+        return present < 0 ? -1 : 0;
+    }
+    if (PySet_GET_SIZE(facts) < limit) {
+        return PySet_Add(facts, fact);
+    }
+    return increment(state, self->s_overflow);
+}
+
+/* Tracer._record_state where it reads only the receiver's own fields (no globals): 1 when
+ * done, 0 when the Python method must do it (no state set yet, globals to read or not yet
+ * decided, a class reflect's memo does not know yet), -1 on failure. */
+static int
+record_self_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame,
+                  PyObject *when)
+{
+    PyObject *state = SLOT(node, self->n_state);
+    PyObject *globals = SLOT(info, self->i_state_globals);
+    PyObject *attrs = SLOT(info, self->i_self_attrs);
+    PyObject *labels = SLOT(info, self->i_self_labels);
+    PyObject *receiver = SLOT(info, self->i_receiver);
+    if (!self->frame_get_var || state == NULL ||
+        Py_TYPE(state) != (PyTypeObject *)self->state_type || globals == NULL ||
+        !PyTuple_CheckExact(globals) || PyTuple_GET_SIZE(globals) != 0 || attrs == NULL ||
+        labels == NULL || receiver == NULL || !PyTuple_CheckExact(attrs) ||
+        !PyTuple_CheckExact(labels) || PyTuple_GET_SIZE(attrs) != PyTuple_GET_SIZE(labels)) {
+        return 0;
+    }
+    if (PyTuple_GET_SIZE(attrs) == 0 || receiver == Py_None) {
+        return 1;
+    }
+    PyObject *facts = SLOT(state, self->s_facts);
+    PyObject *limit = SLOT(state, self->s_limit);
+    if (!PyUnicode_CheckExact(receiver) || facts == NULL || limit == NULL ||
+        !PySet_CheckExact(facts) || !PyLong_CheckExact(limit)) {
+        return 0;
+    }
+    Py_ssize_t room = PyLong_AsSsize_t(limit);
+    if (room == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *value = argument_value(self, frame, NULL, receiver);
+    if (value == NULL) {
+        return -1;
+    }
+    PyObject *fields = instance_fields(self, value);
+    Py_DECREF(value);
+    if (fields == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    int rc = 1;
+    if (fields != Py_None) {
+        Py_INCREF(state);
+        Py_INCREF(facts);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs) && rc == 1; i++) {
+            PyObject *item = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(attrs, i));
+            PyObject *bucket;
+            if (item == NULL) {
+                bucket = PyErr_Occurred() ? NULL : Py_NewRef(self->bucket_names[BK_ABSENT]);
+            }
+            else {
+                Py_INCREF(item);
+                bucket = state_bucket(self, item);
+                Py_DECREF(item);
+            }
+            PyObject *fact =
+                bucket == NULL ? NULL : PyTuple_Pack(3, when, PyTuple_GET_ITEM(labels, i), bucket);
+            Py_XDECREF(bucket);
+            if (fact == NULL || add_fact(self, state, facts, room, fact) < 0) {
+                rc = -1;
+            }
+            Py_XDECREF(fact);
+        }
+        Py_DECREF(facts);
+        Py_DECREF(state);
+    }
+    Py_DECREF(fields);
+    return rc;
+}
+
 static int
 record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, PyObject *when)
 {
+    int done = record_self_state(self, node, info, frame, when);
+    if (done) {
+        return done < 0 ? -1 : 0;
+    }
     PyObject *args[4] = {node, info, (PyObject *)frame, when};
     PyObject *result = PyObject_Vectorcall(self->record_state, args, 4, NULL);
     if (result == NULL) {
@@ -679,6 +768,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *none_summary;
     int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
     int frame_get_var = 0;
+    PyObject *display_names, *dict_descriptors, *state_type, *bucket, *enum_type;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -686,23 +776,24 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "on_resume", "on_branch", "record_state", "summarize",
                             "disable", "node_type", "info_type", "bounded_type", "blake2b",
                             "str_markers", "tempfile_names", "tempfile_name_bits", "on_error",
-                            "plain_summaries", "class_epoch",
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
-                            "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", NULL};
+                            "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", "class_tables",
+                            "state_type", "bucket", "enum_type", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!OO!O!$lUUUSilln(SS)iO(iii)(iiii(ii)i)p", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!OO", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
             &blake2b, &PyTuple_Type, &str_markers, &PySet_Type, &tempfile_names,
-            &PyByteArray_Type, &tempfile_name_bits, &on_error, &PyDict_Type,
-            &plain_summaries, &PyList_Type, &class_epoch, &node_call, &state_entry,
+            &PyByteArray_Type, &tempfile_name_bits, &on_error, &node_call, &state_entry,
             &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
             &name_base, &name_bits, &max_depth, &max_items, &max_bytes, &max_shape,
-            &shape_items0, &shape_items1, &max_union, &frame_get_var)) {
+            &shape_items0, &shape_items1, &max_union, &frame_get_var, &PyDict_Type,
+            &plain_summaries, &PyDict_Type, &display_names, &PyDict_Type, &dict_descriptors,
+            &PyList_Type, &class_epoch, &PyType_Type, &state_type, &bucket, &enum_type)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -744,7 +835,15 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(bounded_type, "_seen", &self->b_seen) < 0 ||
         slot_offset(bounded_type, "_limit", &self->b_limit) < 0 ||
         slot_offset(bounded_type, "_count", &self->b_count) < 0 ||
-        slot_offset(bounded_type, "_sum", &self->b_sum) < 0) {
+        slot_offset(bounded_type, "_sum", &self->b_sum) < 0 ||
+        slot_offset(node_type, "state", &self->n_state) < 0 ||
+        slot_offset(info_type, "self_attrs", &self->i_self_attrs) < 0 ||
+        slot_offset(info_type, "self_labels", &self->i_self_labels) < 0 ||
+        slot_offset(info_type, "receiver", &self->i_receiver) < 0 ||
+        slot_offset(info_type, "state_globals", &self->i_state_globals) < 0 ||
+        slot_offset(state_type, "facts", &self->s_facts) < 0 ||
+        slot_offset(state_type, "limit", &self->s_limit) < 0 ||
+        slot_offset(state_type, "overflow", &self->s_overflow) < 0) {
         return -1;
     }
     PyObject *bytes_join = PyObject_GetAttrString(canon_sep, "join");
@@ -806,6 +905,17 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     forget_plain(self);
     Py_XSETREF(self->plain_summaries, Py_NewRef(plain_summaries));
     Py_XSETREF(self->class_epoch, Py_NewRef(class_epoch));
+    Py_XSETREF(self->display_names, Py_NewRef(display_names));
+    Py_XSETREF(self->dict_descriptors, Py_NewRef(dict_descriptors));
+    Py_XSETREF(self->state_type, Py_NewRef(state_type));
+    Py_XSETREF(self->bucket, Py_NewRef(bucket));
+    Py_XSETREF(self->enum_type, Py_NewRef(enum_type));
+    for (int i = 0; i < BK_COUNT; i++) {
+        Py_XSETREF(self->bucket_names[i], PyUnicode_InternFromString(BUCKET_NAMES[i]));
+        if (self->bucket_names[i] == NULL) {
+            return -1;
+        }
+    }
     Py_CLEAR(self->plain_epoch);
     self->node_call = node_call;
     self->branch_shift = branch_shift;
@@ -877,9 +987,16 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->plain_summaries);
     Py_VISIT(self->class_epoch);
     Py_VISIT(self->plain_epoch);
+    Py_VISIT(self->display_names);
+    Py_VISIT(self->dict_descriptors);
+    Py_VISIT(self->state_type);
+    Py_VISIT(self->bucket);
+    Py_VISIT(self->enum_type);
     for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
-        Py_VISIT(self->plain_cache[i].type);
-        Py_VISIT(self->plain_cache[i].summary);
+        Py_VISIT(self->classes[i].type);
+        Py_VISIT(self->classes[i].summary);
+        Py_VISIT(self->classes[i].bucket);
+        Py_VISIT(self->classes[i].dict_descr);
     }
     return 0;
 }
@@ -925,6 +1042,14 @@ Core_clear(Core *self)
     Py_CLEAR(self->plain_summaries);
     Py_CLEAR(self->class_epoch);
     Py_CLEAR(self->plain_epoch);
+    Py_CLEAR(self->display_names);
+    Py_CLEAR(self->dict_descriptors);
+    Py_CLEAR(self->state_type);
+    Py_CLEAR(self->bucket);
+    Py_CLEAR(self->enum_type);
+    for (int i = 0; i < BK_COUNT; i++) {
+        Py_CLEAR(self->bucket_names[i]);
+    }
     forget_plain(self);
     for (int i = 0; i < SHAPE_NAME_COUNT; i++) {
         Py_CLEAR(self->shape_names[i]);
@@ -961,6 +1086,22 @@ Core_forget_classes(Core *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+Core_bucket(Core *self, PyObject *value)
+{
+    return state_bucket(self, value);
+}
+
+static PyObject *
+Core_instance_dict(Core *self, PyObject *value)
+{
+    PyObject *fields = instance_fields(self, value);
+    if (fields == NULL && !PyErr_Occurred()) {
+        return Py_NewRef(Py_Ellipsis);  /* not known here: values.py must read it */
+    }
+    return fields;
+}
+
+static PyObject *
 Core_add_pair(Core *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
@@ -978,6 +1119,10 @@ static PyMethodDef Core_methods[] = {
      "values.summarize as the compiled core computes it (for tests)."},
     {"add_pair", (PyCFunction)(void (*)(void))Core_add_pair, METH_FASTCALL,
      "BoundedValues.add_pair as the compiled core performs it (for tests)."},
+    {"bucket", (PyCFunction)Core_bucket, METH_O,
+     "values.bucket as the compiled core computes it (for tests)."},
+    {"instance_dict", (PyCFunction)Core_instance_dict, METH_O,
+     "reflect.instance_dict as the compiled core reads it, ... when it must ask (for tests)."},
     {"forget_classes", (PyCFunction)Core_forget_classes, METH_NOARGS,
      "Drop the core's copy of the memo of plain classes (at every phase start)."},
     {"on_start", (PyCFunction)(void (*)(void))Core_on_start, METH_FASTCALL,
@@ -1040,7 +1185,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 8) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 9) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -41,17 +41,26 @@ typedef struct {
     struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
     PyObject *int_summaries, *str_summaries;
     PyObject *bool_summaries[2];
-    /* A copy of entries of values._PLAIN_SUMMARY (the phase's memo of plain classes),
-     * direct-mapped by class pointer; each entry holds its class and summary. Dropped when
-     * values._CLASS_EPOCH[0] is no longer plain_epoch (the memo was reset). */
-    struct { PyObject *type; PyObject *summary; } plain_cache[PLAIN_CACHE_SIZE];
-    PyObject *plain_summaries, *class_epoch, *plain_epoch;
+    /* Copies of the per-phase memos of values.py and reflect.py, direct-mapped by class
+     * pointer: each entry holds its class and what is known of it (NULL: not known here),
+     * the summary of its instances (values._PLAIN_SUMMARY), the bucket of its instances
+     * (``"type:" + type_name``, reflect._DISPLAY_NAMES) and its ``__dict__`` descriptor
+     * (reflect._DICT_DESCRIPTORS). Dropped when reflect.CLASS_EPOCH[0] is no longer
+     * plain_epoch (the memos were reset); an entry of those memos never changes before. */
+    struct {
+        PyObject *type, *summary, *bucket, *dict_descr;
+    } classes[PLAIN_CACHE_SIZE];
+    PyObject *plain_summaries, *display_names, *dict_descriptors, *class_epoch, *plain_epoch;
+    PyObject *state_type, *bucket, *enum_type;
+    PyObject *bucket_names[12];
     /* slot offsets */
     Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
         n_results, n_branches;
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
     Py_ssize_t b_seen, b_limit, b_count, b_sum;
+    Py_ssize_t n_state, i_self_attrs, i_self_labels, i_receiver, i_state_globals, s_facts,
+        s_limit, s_overflow;
     PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
     /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
     PyObject *tempfile_names, *tempfile_name_bits;

@@ -115,9 +115,49 @@ static void
 forget_plain(Core *self)
 {
     for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
-        Py_CLEAR(self->plain_cache[i].type);
-        Py_CLEAR(self->plain_cache[i].summary);
+        Py_CLEAR(self->classes[i].type);
+        Py_CLEAR(self->classes[i].summary);
+        Py_CLEAR(self->classes[i].bucket);
+        Py_CLEAR(self->classes[i].dict_descr);
     }
+}
+
+/* The core's entry for ``kind``, made empty when another class held its place. */
+static int
+class_entry(Core *self, PyTypeObject *kind)
+{
+    PyObject *epoch = PyList_GET_SIZE(self->class_epoch) ? PyList_GET_ITEM(self->class_epoch, 0)
+                                                         : NULL;
+    if (epoch != self->plain_epoch) {
+        forget_plain(self);
+        Py_XSETREF(self->plain_epoch, Py_XNewRef(epoch));
+    }
+    int index = (int)((((size_t)kind >> 4) ^ ((size_t)kind >> 12)) & (PLAIN_CACHE_SIZE - 1));
+    if (self->classes[index].type != (PyObject *)kind) {
+        Py_CLEAR(self->classes[index].summary);
+        Py_CLEAR(self->classes[index].bucket);
+        Py_CLEAR(self->classes[index].dict_descr);
+        Py_XSETREF(self->classes[index].type, Py_NewRef((PyObject *)kind));
+    }
+    return index;
+}
+
+/* Borrowed second item of ``memo[id(kind)]`` when its first is ``kind``, else NULL (with an
+ * error only on failure). */
+static PyObject *
+memo_entry(PyObject *memo, PyTypeObject *kind)
+{
+    PyObject *key = PyLong_FromVoidPtr(kind);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(memo, key);
+    Py_DECREF(key);
+    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 ||
+        PyTuple_GET_ITEM(entry, 0) != (PyObject *)kind) {
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(entry, 1);
 }
 
 /* Borrowed summary of every instance of ``kind`` when values._PLAIN_SUMMARY holds one (the
@@ -127,37 +167,17 @@ forget_plain(Core *self)
 static PyObject *
 plain_summary(Core *self, PyTypeObject *kind, int ask)
 {
-    PyObject *epoch = PyList_GET_SIZE(self->class_epoch) ? PyList_GET_ITEM(self->class_epoch, 0)
-                                                         : NULL;
-    if (epoch != self->plain_epoch) {
-        forget_plain(self);
-        Py_XSETREF(self->plain_epoch, Py_XNewRef(epoch));
+    int index = class_entry(self, kind);
+    if (self->classes[index].summary != NULL || !ask) {
+        return self->classes[index].summary;
     }
-    size_t index = (((size_t)kind >> 4) ^ ((size_t)kind >> 12)) & (PLAIN_CACHE_SIZE - 1);
-    if (self->plain_cache[index].type == (PyObject *)kind) {
-        return self->plain_cache[index].summary;
-    }
-    if (!ask) {
-        return NULL;
-    }
-    PyObject *key = PyLong_FromVoidPtr(kind);
-    if (key == NULL) {
-        return NULL;
-    }
-    PyObject *entry = PyDict_GetItemWithError(self->plain_summaries, key);
-    Py_DECREF(key);
-    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 ||
-        PyTuple_GET_ITEM(entry, 0) != (PyObject *)kind) {
-        return NULL;
-    }
-    PyObject *summary = PyTuple_GET_ITEM(entry, 1);
-    if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
+    PyObject *summary = memo_entry(self->plain_summaries, kind);
+    if (summary == NULL || !PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
         !PyUnicode_CheckExact(PyTuple_GET_ITEM(summary, 0)) ||
         PyTuple_GET_ITEM(summary, 1) != Py_None) {
         return NULL;
     }
-    Py_XSETREF(self->plain_cache[index].type, Py_NewRef((PyObject *)kind));
-    Py_XSETREF(self->plain_cache[index].summary, Py_NewRef(summary));
+    self->classes[index].summary = Py_NewRef(summary);
     return summary;
 }
 
@@ -957,4 +977,148 @@ walked_summary(Core *self, PyObject *value)
     }
     Py_DECREF(shape);
     return summary;
+}
+
+/* ---- buckets of state values (values.bucket) --------------------------------------------- */
+
+enum { BK_NONE, BK_TRUE, BK_FALSE, BK_NAN, BK_ZERO, BK_POS, BK_NEG, BK_NONEMPTY, BK_EMPTY,
+       BK_ONE, BK_MANY, BK_ABSENT, BK_COUNT };
+static const char *const BUCKET_NAMES[BK_COUNT] = {
+    "none", "bool:true", "bool:false", "nan", "zero", "pos", "neg", "nonempty", "empty",
+    "one", "many", "absent"};
+
+/* Whether enum.Enum is in ``kind``'s MRO (read from the type object, as type_mro does). */
+static int
+is_enum_class(Core *self, PyTypeObject *kind)
+{
+    PyObject *mro = kind->tp_mro;
+    if (mro == NULL || !PyTuple_Check(mro)) {
+        return 1;  /* unknown: not cached */
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        if (PyTuple_GET_ITEM(mro, i) == self->enum_type) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* values.bucket, as a new reference: the scalars' and containers' here, a class's from the
+ * core's copy of its entry, everything else (an enum member, a class seen first) from
+ * values.bucket, whose answer for a class is kept when reflect's memo of names has it. */
+static PyObject *
+state_bucket(Core *self, PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    int index = -1;
+    if (value == Py_None) {
+        index = BK_NONE;
+    }
+    else if (kind == &PyBool_Type) {
+        index = value == Py_True ? BK_TRUE : BK_FALSE;
+    }
+    else if (kind == &PyFloat_Type) {
+        double number = PyFloat_AS_DOUBLE(value);
+        index = isnan(number) ? BK_NAN : number == 0.0 ? BK_ZERO : number > 0 ? BK_POS : BK_NEG;
+    }
+    else if (kind == &PyLong_Type) {
+        int overflow = 0;
+        long number = PyLong_AsLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        index = overflow ? (overflow > 0 ? BK_POS : BK_NEG)
+                         : number == 0 ? BK_ZERO : number > 0 ? BK_POS : BK_NEG;
+    }
+    else if (kind == &PyUnicode_Type || kind == &PyBytes_Type || kind == &PyByteArray_Type) {
+        Py_ssize_t n = kind == &PyUnicode_Type ? PyUnicode_GET_LENGTH(value) : Py_SIZE(value);
+        index = n ? BK_NONEMPTY : BK_EMPTY;
+    }
+    else if (kind == &PyList_Type || kind == &PyTuple_Type || kind == &PyDict_Type ||
+             kind == &PySet_Type || kind == &PyFrozenSet_Type) {
+        Py_ssize_t n = kind == &PyDict_Type ? PyDict_GET_SIZE(value)
+                       : (kind == &PySet_Type || kind == &PyFrozenSet_Type) ? PySet_GET_SIZE(value)
+                                                                            : Py_SIZE(value);
+        index = n == 0 ? BK_EMPTY : n == 1 ? BK_ONE : BK_MANY;
+    }
+    if (index >= 0) {
+        return Py_NewRef(self->bucket_names[index]);
+    }
+    int entry = class_entry(self, kind);
+    if (self->classes[entry].bucket != NULL) {
+        return Py_NewRef(self->classes[entry].bucket);
+    }
+    PyObject *bucket = PyObject_CallOneArg(self->bucket, value);
+    if (bucket == NULL || !PyUnicode_CheckExact(bucket) || is_enum_class(self, kind)) {
+        return bucket;
+    }
+    /* "type:" + type_name(kind): the class's alone, once reflect's memo names it. */
+    PyObject *name = memo_entry(self->display_names, kind);
+    if (name == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(bucket);
+            return NULL;
+        }
+        return bucket;
+    }
+    entry = class_entry(self, kind);  /* the call may have run a phase reset */
+    Py_XSETREF(self->classes[entry].bucket, Py_NewRef(bucket));
+    return bucket;
+}
+
+/* Borrowed ``__dict__`` descriptor of ``kind`` as reflect._DICT_DESCRIPTORS has it (any
+ * object: MISSING or None when there is none), or NULL (no error) when that memo has no entry
+ * for the class yet. */
+static PyObject *
+dict_descriptor(Core *self, PyTypeObject *kind)
+{
+    int index = class_entry(self, kind);
+    if (self->classes[index].dict_descr != NULL) {
+        return self->classes[index].dict_descr;
+    }
+    PyObject *descr = memo_entry(self->dict_descriptors, kind);
+    if (descr != NULL) {
+        self->classes[index].dict_descr = Py_NewRef(descr);
+    }
+    return descr;
+}
+
+/* reflect.instance_dict: a new reference to ``value``'s own ``__dict__`` read through the
+ * builtin getset or member descriptor of its class, when every key is an exact str; Py_None
+ * when it has none or reading it could run user code; NULL without an error when reflect's
+ * memo does not know the class yet (values.py must read it), with one on failure. */
+static PyObject *
+instance_fields(Core *self, PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    PyObject *descr = dict_descriptor(self, kind);
+    if (descr == NULL) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(descr, &PyGetSetDescr_Type) && !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(descr);
+    PyObject *inst = Py_TYPE(descr)->tp_descr_get(descr, value, (PyObject *)kind);
+    Py_DECREF(descr);
+    if (inst == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();  /* a member never set */
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    if (!PyDict_CheckExact(inst)) {
+        Py_DECREF(inst);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(inst, &pos, &key, &item)) {
+        if (!PyUnicode_CheckExact(key)) {
+            Py_DECREF(inst);
+            Py_RETURN_NONE;
+        }
+    }
+    return inst;
 }

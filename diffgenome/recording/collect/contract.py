@@ -68,6 +68,7 @@ class CodeInfo:
         "receiver",
         "salted_results",
         "self_attrs",
+        "self_labels",
         "state_globals",
         "symbol",
     )
@@ -99,6 +100,7 @@ class CodeInfo:
         self.salted_results = code.co_name == "__hash__"
         self.receiver = receiver
         self.self_attrs, self.globals_read = _state_reads(code, receiver)
+        self.self_labels = tuple("self." + attr for attr in self.self_attrs)
         # Globals that hold data, not code: decided at the first call, from the module's
         # namespace then (a name bound to a function is a function's name, not state).
         self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()

@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 8
+CORE_VERSION = 9
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -943,8 +943,15 @@ class Tracer:
                 tempfile_names=stable.tempfile_names(),
                 tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
                 frame_get_var=CAPABILITIES.frame_get_var,
-                plain_summaries=values._PLAIN_SUMMARY,
-                class_epoch=values._CLASS_EPOCH,
+                class_tables=(
+                    values._PLAIN_SUMMARY,
+                    reflect._DISPLAY_NAMES,
+                    reflect._DICT_DESCRIPTORS,
+                    reflect.CLASS_EPOCH,
+                ),
+                state_type=StateSet,
+                bucket=values.bucket,
+                enum_type=values._Enum,
                 on_error=None if self.first_errors is None else self.keep_first_error,
                 **contract.core_encodings(),
             )
@@ -995,10 +1002,10 @@ class Tracer:
             receiver = frame.f_locals.get(info.receiver)
             fields = _fields_of(receiver)
             if fields is not None:
-                for attr in info.self_attrs:
+                for attr, label in zip(info.self_attrs, info.self_labels, strict=True):
                     value = fields.get(attr, _ABSENT)
                     bucket = "absent" if value is _ABSENT else values.bucket(value)
-                    state.add((when, "self." + attr, bucket))
+                    state.add((when, label, bucket))
         names = info.state_globals
         module_globals = frame.f_globals
         if names is None:

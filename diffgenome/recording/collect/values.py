@@ -547,11 +547,10 @@ SHORT_STR: Final = 64
 # items inside containers too, and an entry, once made, stays until the next reset (when the
 # memo is full, no more are made). So a class changed mid-phase (given ``_fields`` or
 # ``__dataclass_fields__`` after its instances were seen) is summarised the same way by every
-# path, and the compiled core may keep its own copy of entries (the ``_CLASS_EPOCH`` counter,
-# bumped at every reset, tells it when to drop them).
+# path, and the compiled core may keep its own copy of entries (reflect.CLASS_EPOCH, bumped
+# at every reset, tells it when to drop them).
 _PLAIN_SUMMARY: dict[int, tuple[type, tuple[str, bytes | None]]] = {}
 _PLAIN_SUMMARY_LIMIT: Final = 4096
-_CLASS_EPOCH: Final = [0]
 _BUILTIN_IDS: Final = frozenset(
     id(t)
     for t in (
@@ -581,7 +580,6 @@ def reset_class_summaries() -> None:
     garbage collection walk them.
     """
     _PLAIN_SUMMARY.clear()
-    _CLASS_EPOCH[0] += 1
     forget_classes()
 
 
