@@ -3,8 +3,9 @@
 The compiled core computes the summaries of scalars and exact containers itself, answers
 instances of plain classes from its copy of values.py's per-phase memo, reads receivers' fields
 and their buckets for state facts, and folds overflowing values into the multiset fingerprint
-itself (``_accel_values.c``); everything else it asks values.py (or reflect.py) for. These tests compare both on generated values; the end-to-end comparison
-of whole genomes is tests/e2e/test_cores.py.
+itself (``_accel_values.c``); everything else it asks values.py (or reflect.py) for. These
+tests compare both on generated values; the end-to-end comparison of whole genomes is
+tests/e2e/test_cores.py.
 """
 
 from __future__ import annotations

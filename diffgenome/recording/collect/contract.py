@@ -213,6 +213,11 @@ _VALUE_SAMPLES: Final[tuple[object, ...]] = (
     {"a": {"b": {"c": {}}}},
     set(range(70)),
 )
+#: One value for each bucket the core names itself (values.bucket).
+_BUCKET_SAMPLES: Final[tuple[object, ...]] = (
+    None, True, False, float("nan"), 0, -0.0, 3, -(2**70), 2.5, "", "x", b"", bytearray(b"y"),
+    [], (1,), {1: 2, 3: 4}, set(), frozenset({1}),
+)  # fmt: skip
 _OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
 
 
@@ -250,16 +255,20 @@ def core_encodings() -> dict[str, Any]:
 def core_disagreement(
     summarize: Callable[[object], tuple[str, bytes | None]],
     add_pair: Callable[[values.BoundedValues, tuple[str, bytes | None]], None],
+    bucket: Callable[[object], str] | None = None,
 ) -> str | None:
     """Where the compiled core's own summaries or overflow fingerprints differ from
     values.py's, or None: a core that disagrees must not record (its genomes would differ).
 
-    Given the core's test entry points (``Core.summarize``, ``Core.add_pair``); the values
-    compared are the kinds the core writes without asking Python.
+    Given the core's test entry points (``Core.summarize``, ``Core.add_pair``,
+    ``Core.bucket``); the values compared are the kinds the core writes without asking Python.
     """
     for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None, *_VALUE_SAMPLES):
         if summarize(value) != values.summarize(value):
             return f"summary of {type(value).__name__} {value!r}"
+    for value in _BUCKET_SAMPLES if bucket is not None else ():
+        if bucket(value) != values.bucket(value):
+            return f"bucket of {type(value).__name__} {value!r}"
     python_side = values.BoundedValues(0)
     core_side = values.BoundedValues(0)
     for pair in _OVERFLOW_SAMPLES:
