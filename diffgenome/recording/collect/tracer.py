@@ -955,9 +955,7 @@ class Tracer:
                 on_error=None if self.first_errors is None else self.keep_first_error,
                 **contract.core_encodings(),
             )
-            disagreement = contract.core_disagreement(
-                core.summarize, core.add_pair, core.bucket
-            )
+            disagreement = contract.core_disagreement(core.summarize, core.add_pair, core.bucket)
             if disagreement is not None:
                 self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
                 return callbacks
