@@ -266,9 +266,10 @@ def core_disagreement(
     for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None, *_VALUE_SAMPLES):
         if summarize(value) != values.summarize(value):
             return f"summary of {type(value).__name__} {value!r}"
-    for value in _BUCKET_SAMPLES if bucket is not None else ():
-        if bucket(value) != values.bucket(value):
-            return f"bucket of {type(value).__name__} {value!r}"
+    if bucket is not None:
+        for value in _BUCKET_SAMPLES:
+            if bucket(value) != values.bucket(value):
+                return f"bucket of {type(value).__name__} {value!r}"
     python_side = values.BoundedValues(0)
     core_side = values.BoundedValues(0)
     for pair in _OVERFLOW_SAMPLES:
