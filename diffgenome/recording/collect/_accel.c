@@ -191,6 +191,136 @@ argument_value(Core *self, PyFrameObject *frame, PyObject *locals, PyObject *nam
     return value;
 }
 
+static void clear_arg_entry(ArgEntry *entry);
+
+static void
+forget_arguments(Core *self)
+{
+    if (self->arg_cache != NULL) {
+        for (int i = 0; i < ARG_CACHE_SIZE; i++) {
+            clear_arg_entry(&self->arg_cache[i]);
+        }
+    }
+}
+
+/* The pair that Tracer._record_args adds for these labels and summaries: ``labels[0] + shape``
+ * and the canonical form for one argument; else the labelled shapes joined by
+ * ARG_SHAPE_SEPARATOR, and the canonical forms joined by ARG_CANON_SEPARATOR when every
+ * argument has one (else None). */
+static PyObject *
+argument_pair(Core *self, PyObject *labels, PyObject **summaries, Py_ssize_t n)
+{
+    if (n == 1) {
+        PyObject *shape = PyUnicode_Concat(PyTuple_GET_ITEM(labels, 0),
+                                           PyTuple_GET_ITEM(summaries[0], 0));
+        if (shape == NULL) {
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, shape, PyTuple_GET_ITEM(summaries[0], 1));
+        Py_DECREF(shape);
+        return pair;
+    }
+    PyObject *shapes = PyTuple_New(n);
+    if (shapes == NULL) {
+        return NULL;
+    }
+    Py_ssize_t complete = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *shape = PyUnicode_Concat(PyTuple_GET_ITEM(labels, i),
+                                           PyTuple_GET_ITEM(summaries[i], 0));
+        if (shape == NULL) {
+            Py_DECREF(shapes);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shapes, i, shape);
+        complete += PyTuple_GET_ITEM(summaries[i], 1) != Py_None;
+    }
+    PyObject *shape = PyUnicode_Join(self->comma, shapes);
+    Py_DECREF(shapes);
+    if (shape == NULL) {
+        return NULL;
+    }
+    PyObject *canon;
+    if (complete == n) {
+        PyObject *canons = PyTuple_New(n);
+        if (canons == NULL) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTuple_SET_ITEM(canons, i, Py_NewRef(PyTuple_GET_ITEM(summaries[i], 1)));
+        }
+        canon = PyObject_CallOneArg(self->bytes_join, canons);
+        Py_DECREF(canons);
+    }
+    else {
+        canon = Py_NewRef(Py_None);
+    }
+    PyObject *pair = canon == NULL ? NULL : PyTuple_Pack(2, shape, canon);
+    Py_DECREF(shape);
+    Py_XDECREF(canon);
+    return pair;
+}
+
+static size_t
+arg_cache_index(PyObject *info, PyObject **summaries, Py_ssize_t n)
+{
+    size_t h = (size_t)info >> 4;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h = h * 1000003u ^ ((size_t)summaries[i] >> 4);
+    }
+    return (h ^ (h >> 17)) & (ARG_CACHE_SIZE - 1);
+}
+
+/* Borrowed pair made earlier for this code object's labels and these very summaries (each
+ * entry holds them, so their addresses are not reused), or NULL. */
+static PyObject *
+cached_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, size_t index)
+{
+    ArgEntry *entry = &self->arg_cache[index];
+    if (entry->info != info || entry->n != n) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (entry->summaries[i] != summaries[i]) {
+            return NULL;
+        }
+    }
+    return entry->pair;
+}
+
+static void
+clear_arg_entry(ArgEntry *entry)
+{
+    Py_CLEAR(entry->info);
+    for (Py_ssize_t i = 0; i < ARG_CACHE_ARGS; i++) {
+        Py_CLEAR(entry->summaries[i]);
+    }
+    Py_CLEAR(entry->pair);
+    entry->n = 0;
+}
+
+/* Keeps the pair when every summary is also held elsewhere (the core's tables and memo
+ * copies, values.py's caches): a summary made for this call alone will not come again. */
+static void
+keep_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, size_t index,
+               PyObject *pair)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_REFCNT(summaries[i]) < 2) {
+            return;
+        }
+    }
+    ArgEntry *entry = &self->arg_cache[index];
+    clear_arg_entry(entry);
+    entry->info = Py_NewRef(info);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        entry->summaries[i] = Py_NewRef(summaries[i]);
+    }
+    entry->n = n;
+    entry->pair = Py_NewRef(pair);
+}
+
 /* Tracer._record_args */
 static int
 record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
@@ -203,6 +333,10 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
         return -1;
     }
+    Py_ssize_t n = PyTuple_GET_SIZE(labels);
+    if (n == 0) {
+        return 0;
+    }
     PyObject *locals = NULL;
     if (!self->frame_get_var) {
         locals = PyFrame_GetLocals(frame);
@@ -210,11 +344,16 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
             return -1;
         }
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(labels);
-    PyObject *pair = NULL;
+    PyObject *few[ARG_CACHE_ARGS];
+    PyObject **summaries = n <= ARG_CACHE_ARGS ? few : PyMem_Calloc(n, sizeof(PyObject *));
     int rc = -1;
-    if (n == 1) {
-        PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, 0));
+    Py_ssize_t got = 0;
+    if (summaries == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, got));
         if (value == NULL) {
             goto done;
         }
@@ -223,79 +362,45 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         if (summary == NULL) {
             goto done;
         }
-        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(summary, 0))) {
             Py_DECREF(summary);
             PyErr_SetString(PyExc_TypeError, "a summary is a pair");
             goto done;
         }
-        PyObject *shape =
-            PyNumber_Add(PyTuple_GET_ITEM(labels, 0), PyTuple_GET_ITEM(summary, 0));
-        if (shape != NULL) {
-            pair = PyTuple_Pack(2, shape, PyTuple_GET_ITEM(summary, 1));
-            Py_DECREF(shape);
+        summaries[got] = summary;
+    }
+    if (n <= ARG_CACHE_ARGS) {
+        size_t index = arg_cache_index(info, summaries, n);
+        PyObject *pair = cached_arguments(self, info, summaries, n, index);
+        if (pair != NULL) {
+            Py_INCREF(pair);
         }
-        Py_DECREF(summary);
+        else {
+            pair = argument_pair(self, labels, summaries, n);
+            if (pair != NULL) {
+                keep_arguments(self, info, summaries, n, index, pair);
+            }
+        }
+        if (pair != NULL) {
+            rc = add_pair(self, bounded, pair);
+            Py_DECREF(pair);
+        }
     }
     else {
-        PyObject *shapes = PyList_New(0);
-        PyObject *canons = PyList_New(0);
-        int complete = 1;
-        if (shapes == NULL || canons == NULL) {
-            Py_XDECREF(shapes);
-            Py_XDECREF(canons);
-            goto done;
+        PyObject *pair = argument_pair(self, labels, summaries, n);
+        if (pair != NULL) {
+            rc = add_pair(self, bounded, pair);
+            Py_DECREF(pair);
         }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, i));
-            if (value == NULL) {
-                break;
-            }
-            PyObject *summary = summarize(self, value);
-            Py_DECREF(value);
-            if (summary == NULL) {
-                break;
-            }
-            if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
-                Py_DECREF(summary);
-                PyErr_SetString(PyExc_TypeError, "a summary is a pair");
-                break;
-            }
-            PyObject *shape =
-                PyNumber_Add(PyTuple_GET_ITEM(labels, i), PyTuple_GET_ITEM(summary, 0));
-            int ok = shape != NULL && PyList_Append(shapes, shape) == 0;
-            Py_XDECREF(shape);
-            PyObject *canon = PyTuple_GET_ITEM(summary, 1);
-            if (ok) {
-                if (canon == Py_None) {
-                    complete = 0;
-                }
-                else if (complete) {
-                    ok = PyList_Append(canons, canon) == 0;
-                }
-            }
-            Py_DECREF(summary);
-            if (!ok) {
-                break;
-            }
-        }
-        if (!PyErr_Occurred()) {
-            PyObject *shape = PyUnicode_Join(self->comma, shapes);
-            PyObject *canon =
-                complete ? PyObject_CallOneArg(self->bytes_join, canons) : Py_NewRef(Py_None);
-            if (shape != NULL && canon != NULL) {
-                pair = PyTuple_Pack(2, shape, canon);
-            }
-            Py_XDECREF(shape);
-            Py_XDECREF(canon);
-        }
-        Py_DECREF(shapes);
-        Py_DECREF(canons);
-    }
-    if (pair != NULL) {
-        rc = add_pair(self, bounded, pair);
-        Py_DECREF(pair);
     }
 done:
+    for (Py_ssize_t i = 0; i < got; i++) {
+        Py_DECREF(summaries[i]);
+    }
+    if (summaries != few) {
+        PyMem_Free(summaries);
+    }
     Py_XDECREF(locals);
     return rc;
 }
@@ -903,6 +1008,14 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->tempfile_names, Py_NewRef(tempfile_names));
     Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
     forget_plain(self);
+    forget_arguments(self);
+    if (self->arg_cache == NULL) {
+        self->arg_cache = PyMem_Calloc(ARG_CACHE_SIZE, sizeof(ArgEntry));
+        if (self->arg_cache == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
     Py_XSETREF(self->plain_summaries, Py_NewRef(plain_summaries));
     Py_XSETREF(self->class_epoch, Py_NewRef(class_epoch));
     Py_XSETREF(self->display_names, Py_NewRef(display_names));
@@ -987,6 +1100,15 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->plain_summaries);
     Py_VISIT(self->class_epoch);
     Py_VISIT(self->plain_epoch);
+    if (self->arg_cache != NULL) {
+        for (int i = 0; i < ARG_CACHE_SIZE; i++) {
+            Py_VISIT(self->arg_cache[i].info);
+            for (int j = 0; j < ARG_CACHE_ARGS; j++) {
+                Py_VISIT(self->arg_cache[i].summaries[j]);
+            }
+            Py_VISIT(self->arg_cache[i].pair);
+        }
+    }
     Py_VISIT(self->display_names);
     Py_VISIT(self->dict_descriptors);
     Py_VISIT(self->state_type);
@@ -1042,6 +1164,7 @@ Core_clear(Core *self)
     Py_CLEAR(self->plain_summaries);
     Py_CLEAR(self->class_epoch);
     Py_CLEAR(self->plain_epoch);
+    forget_arguments(self);
     Py_CLEAR(self->display_names);
     Py_CLEAR(self->dict_descriptors);
     Py_CLEAR(self->state_type);
@@ -1069,6 +1192,8 @@ Core_dealloc(Core *self)
 {
     PyObject_GC_UnTrack(self);
     Core_clear(self);
+    PyMem_Free(self->arg_cache);
+    self->arg_cache = NULL;
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1082,6 +1207,7 @@ static PyObject *
 Core_forget_classes(Core *self, PyObject *Py_UNUSED(ignored))
 {
     forget_plain(self);
+    forget_arguments(self);
     Py_RETURN_NONE;
 }
 
@@ -1185,7 +1311,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 9) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 10) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -19,6 +19,18 @@
 #define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
 #define SHAPE_NAME_COUNT 13
 
+#define ARG_CACHE_SIZE 1024
+#define ARG_CACHE_ARGS 6
+
+/* A pair of argument summaries made once (record_args): the code object's info, the
+ * summaries of its arguments (by identity; held) and the pair made of them. */
+typedef struct {
+    PyObject *info;
+    Py_ssize_t n;
+    PyObject *summaries[ARG_CACHE_ARGS];
+    PyObject *pair;
+} ArgEntry;
+
 /* The encodings below the "handed over" line come from contract.core_encodings(): the
  * Python side owns them, the core is told them when it is built. */
 typedef struct {
@@ -53,6 +65,7 @@ typedef struct {
     PyObject *plain_summaries, *display_names, *dict_descriptors, *class_epoch, *plain_epoch;
     PyObject *state_type, *bucket, *enum_type;
     PyObject *bucket_names[12];
+    ArgEntry *arg_cache;     /* ARG_CACHE_SIZE entries, direct-mapped */
     /* slot offsets */
     Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
         n_results, n_branches;
