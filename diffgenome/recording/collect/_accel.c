@@ -808,21 +808,38 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
         }
         return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
     }
-    PyObject *pair = PyLong_FromLongLong((src << self->branch_shift) | dest);
-    if (pair == NULL) {
-        return failed(self);
+    long long key = (src << self->branch_shift) | dest;
+    /* info.branch_cache's entries are made once and never replaced, and infos are kept alive
+     * with their code objects (see code_info): a copy of an entry, by info and key, with the
+     * outcome object that dict holds, stays right. */
+    size_t slot = (((size_t)info >> 4) * 31u + (size_t)key * 2654435761u) & (BRANCH_CACHE_SIZE - 1);
+    PyObject *outcome;
+    long value;
+    if (self->branch_cache[slot].info == info && self->branch_cache[slot].key == key) {
+        outcome = self->branch_cache[slot].outcome;
+        value = self->branch_cache[slot].value;
     }
-    PyObject *outcome = PyDict_GetItemWithError(cache, pair);
-    Py_DECREF(pair);
-    if (outcome == NULL) {
-        if (PyErr_Occurred()) {
+    else {
+        PyObject *pair = PyLong_FromLongLong(key);
+        if (pair == NULL) {
             return failed(self);
         }
-        return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
-    }
-    long value = PyLong_AsLong(outcome);
-    if (value == -1 && PyErr_Occurred()) {
-        return failed(self);
+        outcome = PyDict_GetItemWithError(cache, pair);
+        Py_DECREF(pair);
+        if (outcome == NULL) {
+            if (PyErr_Occurred()) {
+                return failed(self);
+            }
+            return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
+        }
+        value = PyLong_AsLong(outcome);
+        if (value == -1 && PyErr_Occurred()) {
+            return failed(self);
+        }
+        self->branch_cache[slot].info = info;
+        self->branch_cache[slot].key = key;
+        self->branch_cache[slot].outcome = outcome;
+        self->branch_cache[slot].value = value;
     }
     if (value < 0) {
         return value == self->no_decision ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
@@ -970,6 +987,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_CLEAR(self->bool_summaries[0]);
     Py_CLEAR(self->bool_summaries[1]);
     memset(self->code_cache, 0, sizeof(self->code_cache));
+    memset(self->branch_cache, 0, sizeof(self->branch_cache));
     if (!self->int_summaries || !self->str_summaries) {
         return -1;
     }
@@ -1184,6 +1202,7 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_bar);
     Py_CLEAR(self->str_comma_tight);
     memset(self->code_cache, 0, sizeof(self->code_cache));
+    memset(self->branch_cache, 0, sizeof(self->branch_cache));
     return 0;
 }
 
@@ -1311,7 +1330,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 10) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 11) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -14,6 +14,7 @@
 #include <structmember.h>
 
 #define CODE_CACHE_SIZE 1024
+#define BRANCH_CACHE_SIZE 4096
 #define SUMMARY_CACHE_LIMIT 8192
 #define PLAIN_CACHE_SIZE 256
 #define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
@@ -51,6 +52,9 @@ typedef struct {
     /* Private caches of values the Python side already decided; see code_info and
      * summarize. */
     struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
+    /* Copies of CodeInfo.branch_cache entries (borrowed, like code_cache): see on_branch. */
+    struct { PyObject *info; long long key; PyObject *outcome; long value; }
+        branch_cache[BRANCH_CACHE_SIZE];
     PyObject *int_summaries, *str_summaries;
     PyObject *bool_summaries[2];
     /* Copies of the per-phase memos of values.py and reflect.py, direct-mapped by class
