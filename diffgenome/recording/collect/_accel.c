@@ -94,11 +94,29 @@ failed(Core *self)
 }
 
 
+/* ``id(obj)`` as a new reference, for an object at ``ptr``: the same int object for the same
+ * address while it stays in a direct-mapped table (an int's value is all it says), so the
+ * tables keyed by ids (active frames, code infos) find their own keys by identity. */
+static PyObject *
+id_key(Core *self, void *ptr)
+{
+    size_t index = ((size_t)ptr >> 4) & (ID_KEY_CACHE_SIZE - 1);
+    if (self->id_keys[index].ptr == ptr && self->id_keys[index].key != NULL) {
+        return Py_NewRef(self->id_keys[index].key);
+    }
+    PyObject *key = PyLong_FromVoidPtr(ptr);
+    if (key != NULL) {
+        self->id_keys[index].ptr = ptr;
+        Py_XSETREF(self->id_keys[index].key, Py_NewRef(key));
+    }
+    return key;
+}
+
 /* Borrowed value of dict[id(ptr)], NULL without error when absent. */
 static PyObject *
-get_by_id(PyObject *dict, void *ptr)
+get_by_id(Core *self, PyObject *dict, void *ptr)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return NULL;
     }
@@ -118,7 +136,7 @@ code_info(Core *self, PyObject *code)
     if (self->code_cache[index].code == code) {
         return self->code_cache[index].info;
     }
-    PyObject *info = get_by_id(self->codes, code);
+    PyObject *info = get_by_id(self, self->codes, code);
     if (info != NULL) {
         self->code_cache[index].code = code;
         self->code_cache[index].info = info;
@@ -127,9 +145,9 @@ code_info(Core *self, PyObject *code)
 }
 
 static int
-set_by_id(PyObject *dict, void *ptr, PyObject *value)
+set_by_id(Core *self, PyObject *dict, void *ptr, PyObject *value)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return -1;
     }
@@ -140,9 +158,9 @@ set_by_id(PyObject *dict, void *ptr, PyObject *value)
 
 /* New reference to dict.pop(id(ptr)); NULL without error when absent. */
 static PyObject *
-pop_by_id(PyObject *dict, void *ptr)
+pop_by_id(Core *self, PyObject *dict, void *ptr)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return NULL;
     }
@@ -519,7 +537,7 @@ fast_parent(Core *self, PyFrameObject *frame)
     if (back == NULL) {
         return NULL;
     }
-    PyObject *parent = get_by_id(self->active, back);
+    PyObject *parent = get_by_id(self, self->active, back);
     if (parent == NULL || Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
         Py_DECREF(back);
         return NULL;
@@ -574,7 +592,8 @@ event_node(Core *self, int pop, PyFrameObject **frame_out)
         return NULL;
     }
     PyObject *node =
-        pop ? pop_by_id(self->active, frame) : Py_XNewRef(get_by_id(self->active, frame));
+        pop ? pop_by_id(self, self->active, frame)
+            : Py_XNewRef(get_by_id(self, self->active, frame));
     if (node != NULL && Py_TYPE(node) != (PyTypeObject *)self->node_type) {
         Py_DECREF(node);
         PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
@@ -621,7 +640,7 @@ Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(node);
     Py_INCREF(info);
     PyObject *result = NULL;
-    if (increment(node, self->n_count) < 0 || set_by_id(self->active, frame, node) < 0) {
+    if (increment(node, self->n_count) < 0 || set_by_id(self, self->active, frame, node) < 0) {
         goto error;
     }
     PyObject *names = SLOT(info, self->i_argnames);
@@ -671,7 +690,7 @@ Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(node);
     int rc = increment(node, self->n_count);
     if (rc == 0) {
-        rc = set_by_id(self->active, frame, node);
+        rc = set_by_id(self, self->active, frame, node);
     }
     Py_DECREF(node);
     if (rc < 0) {
@@ -1203,6 +1222,10 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_comma_tight);
     memset(self->code_cache, 0, sizeof(self->code_cache));
     memset(self->branch_cache, 0, sizeof(self->branch_cache));
+    for (int i = 0; i < ID_KEY_CACHE_SIZE; i++) {
+        Py_CLEAR(self->id_keys[i].key);
+        self->id_keys[i].ptr = NULL;
+    }
     return 0;
 }
 
@@ -1330,7 +1353,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 11) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 12) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -15,6 +15,7 @@
 
 #define CODE_CACHE_SIZE 1024
 #define BRANCH_CACHE_SIZE 4096
+#define ID_KEY_CACHE_SIZE 1024
 #define SUMMARY_CACHE_LIMIT 8192
 #define PLAIN_CACHE_SIZE 256
 #define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
@@ -55,6 +56,7 @@ typedef struct {
     /* Copies of CodeInfo.branch_cache entries (borrowed, like code_cache): see on_branch. */
     struct { PyObject *info; long long key; PyObject *outcome; long value; }
         branch_cache[BRANCH_CACHE_SIZE];
+    struct { void *ptr; PyObject *key; } id_keys[ID_KEY_CACHE_SIZE];  /* see id_key */
     PyObject *int_summaries, *str_summaries;
     PyObject *bool_summaries[2];
     /* Copies of the per-phase memos of values.py and reflect.py, direct-mapped by class
