@@ -85,7 +85,15 @@ MODULE = """
             self.__dict__.update(fields)
 
         def read(self):
-            return (self.a, self.b, getattr(self, "c", None) if self.a else self.c)
+            return (self.a, self.b, getattr(self, "c", None) if self.a else self.c, LIMIT)
+
+
+    LIMIT = 3
+    TABLE = {"a": 1}
+
+
+    def over(x):
+        return x if type(LIMIT) is not int else x > LIMIT and TABLE and ident(x)
 """
 
 _names = itertools.count()
@@ -225,6 +233,12 @@ def _arguments_workload(module: Any, tracer: Tracer) -> None:
     kinds: list[object] = [None, 0, -1, 2**70, 2.5, -0.0, float("nan"), "", "x", b"", [], [1]]
     kinds += [(1, 2), {}, {1}, frozenset(), True, box, module.Slots(1), module.Slots, len]
     for i, value in enumerate(kinds):
+        module.LIMIT = value if i % 3 else i
+        module.over(i)
+        if i == 5:
+            del module.TABLE
+        if i == 9:
+            module.TABLE = value
         module.Holder(a=value, b=kinds[i - 1], c=1).read()
         module.Holder(a=1, b=value).read()  # c absent
         module.Holder(a=value, b=value, c=value).read()
@@ -249,6 +263,8 @@ def test_both_cores_read_every_kind_of_argument_alike(
     assert compiled == python
     read = _by_symbol(compiled)["py:lib.work.Holder.read"][0]
     assert len(read["state"]) > 20
+    over = _by_symbol(compiled)["py:lib.work.over"][0]
+    assert {fact["target"] for fact in over["state"]} == {"global:LIMIT", "global:TABLE"}
     closing = _by_symbol(compiled)["py:lib.work.closing"][0]
     assert {entry["shape"] for entry in closing["args"]} >= {
         "a=int, b=int, key=frozenset[int], rest=tuple[int,tuple[int,m.Box]], "

@@ -437,81 +437,154 @@ add_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t limit, PyObjec
     return increment(state, self->s_overflow);
 }
 
-/* Tracer._record_state where it reads only the receiver's own fields (no globals): 1 when
- * done, 0 when the Python method must do it (no state set yet, globals to read or not yet
- * decided, a class reflect's memo does not know yet), -1 on failure. */
+/* tracer._is_code_like: functions, builtins, modules and classes read as globals are code. */
 static int
-record_self_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame,
+code_like(PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    return kind == &PyFunction_Type || kind == &PyCFunction_Type || kind == &PyModule_Type ||
+           PyType_IsSubtype(kind, &PyType_Type);
+}
+
+/* One fact ``(when, label, bucket(value))`` into the state set; ``value`` NULL: absent. */
+static int
+add_value_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t room, PyObject *when,
+               PyObject *label, PyObject *value)
+{
+    PyObject *bucket;
+    if (value == NULL) {
+        bucket = Py_NewRef(self->bucket_names[BK_ABSENT]);
+    }
+    else {
+        Py_INCREF(value);
+        bucket = state_bucket(self, value);
+        Py_DECREF(value);
+        if (bucket == NULL) {
+            return -1;
+        }
+    }
+    PyObject *fact = PyTuple_Pack(3, when, label, bucket);
+    Py_DECREF(bucket);
+    if (fact == NULL) {
+        return -1;
+    }
+    int rc = add_fact(self, state, facts, room, fact);
+    Py_DECREF(fact);
+    return rc;
+}
+
+/* Tracer._record_state once its code object's globals are decided: 1 when done, 0 when the
+ * Python method must do it (globals not yet decided, a receiver's class reflect's memo does
+ * not know yet, anything unusual), -1 on failure. Everything that could send it to Python is
+ * checked before the first fact is added. */
+static int
+record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame,
                   PyObject *when)
 {
     PyObject *state = SLOT(node, self->n_state);
-    PyObject *globals = SLOT(info, self->i_state_globals);
+    PyObject *names = SLOT(info, self->i_state_globals);
+    PyObject *global_labels = SLOT(info, self->i_global_labels);
     PyObject *attrs = SLOT(info, self->i_self_attrs);
     PyObject *labels = SLOT(info, self->i_self_labels);
     PyObject *receiver = SLOT(info, self->i_receiver);
-    if (!self->frame_get_var || state == NULL ||
-        Py_TYPE(state) != (PyTypeObject *)self->state_type || globals == NULL ||
-        !PyTuple_CheckExact(globals) || PyTuple_GET_SIZE(globals) != 0 || attrs == NULL ||
-        labels == NULL || receiver == NULL || !PyTuple_CheckExact(attrs) ||
-        !PyTuple_CheckExact(labels) || PyTuple_GET_SIZE(attrs) != PyTuple_GET_SIZE(labels)) {
+    if (!self->frame_get_var || state == NULL || names == NULL || global_labels == NULL ||
+        attrs == NULL || labels == NULL || receiver == NULL || !PyTuple_CheckExact(names) ||
+        !PyTuple_CheckExact(global_labels) ||
+        PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(global_labels) ||
+        !PyTuple_CheckExact(attrs) || !PyTuple_CheckExact(labels) ||
+        PyTuple_GET_SIZE(attrs) != PyTuple_GET_SIZE(labels) ||
+        (receiver != Py_None && !PyUnicode_CheckExact(receiver))) {
         return 0;
     }
-    if (PyTuple_GET_SIZE(attrs) == 0 || receiver == Py_None) {
-        return 1;
+    int reads_self = PyTuple_GET_SIZE(attrs) && receiver != Py_None;
+    PyObject *fields = NULL;
+    if (reads_self) {
+        PyObject *value = argument_value(self, frame, NULL, receiver);
+        if (value == NULL) {
+            return -1;
+        }
+        fields = instance_fields(self, value);
+        Py_DECREF(value);
+        if (fields == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
     }
+    PyObject *module_globals = PyTuple_GET_SIZE(names) ? PyFrame_GetGlobals(frame) : NULL;
+    int rc = 1;
+    if (module_globals != NULL && !PyDict_CheckExact(module_globals)) {
+        rc = 0;
+        goto done;
+    }
+    if (state == Py_None) {  /* node.state = StateSet(bounds.state) */
+        PyObject *made = PyObject_CallOneArg(self->state_type, self->state_limit);
+        if (made == NULL) {
+            rc = -1;
+            goto done;
+        }
+        if (Py_TYPE(made) != (PyTypeObject *)self->state_type) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "a state set was expected");
+            rc = -1;
+            goto done;
+        }
+        Py_SETREF(SLOT(node, self->n_state), made);
+        state = made;
+    }
+    if (Py_TYPE(state) != (PyTypeObject *)self->state_type) {
+        rc = 0;
+        goto done;
+    }
+    Py_INCREF(state);
     PyObject *facts = SLOT(state, self->s_facts);
     PyObject *limit = SLOT(state, self->s_limit);
-    if (!PyUnicode_CheckExact(receiver) || facts == NULL || limit == NULL ||
-        !PySet_CheckExact(facts) || !PyLong_CheckExact(limit)) {
-        return 0;
+    Py_ssize_t room = -1;
+    if (facts == NULL || limit == NULL || !PySet_CheckExact(facts) || !PyLong_CheckExact(limit) ||
+        ((room = PyLong_AsSsize_t(limit)) == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        Py_DECREF(state);
+        rc = 0;  /* nothing added yet: the Python method tells */
+        goto done;
     }
-    Py_ssize_t room = PyLong_AsSsize_t(limit);
-    if (room == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    PyObject *value = argument_value(self, frame, NULL, receiver);
-    if (value == NULL) {
-        return -1;
-    }
-    PyObject *fields = instance_fields(self, value);
-    Py_DECREF(value);
-    if (fields == NULL) {
-        return PyErr_Occurred() ? -1 : 0;
-    }
-    int rc = 1;
-    if (fields != Py_None) {
-        Py_INCREF(state);
-        Py_INCREF(facts);
+    Py_INCREF(facts);
+    if (fields != NULL && fields != Py_None) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs) && rc == 1; i++) {
             PyObject *item = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(attrs, i));
-            PyObject *bucket;
-            if (item == NULL) {
-                bucket = PyErr_Occurred() ? NULL : Py_NewRef(self->bucket_names[BK_ABSENT]);
-            }
-            else {
-                Py_INCREF(item);
-                bucket = state_bucket(self, item);
-                Py_DECREF(item);
-            }
-            PyObject *fact =
-                bucket == NULL ? NULL : PyTuple_Pack(3, when, PyTuple_GET_ITEM(labels, i), bucket);
-            Py_XDECREF(bucket);
-            if (fact == NULL || add_fact(self, state, facts, room, fact) < 0) {
+            if ((item == NULL && PyErr_Occurred()) ||
+                add_value_fact(self, state, facts, room, when, PyTuple_GET_ITEM(labels, i),
+                               item) < 0) {
                 rc = -1;
             }
-            Py_XDECREF(fact);
         }
-        Py_DECREF(facts);
-        Py_DECREF(state);
     }
-    Py_DECREF(fields);
+    for (Py_ssize_t i = 0; module_globals != NULL && i < PyTuple_GET_SIZE(names) && rc == 1;
+         i++) {
+        PyObject *value = PyDict_GetItemWithError(module_globals, PyTuple_GET_ITEM(names, i));
+        if (value == NULL) {
+            if (PyErr_Occurred()) {
+                rc = -1;
+            }
+            continue;
+        }
+        if (code_like(value)) {
+            continue;
+        }
+        if (add_value_fact(self, state, facts, room, when, PyTuple_GET_ITEM(global_labels, i),
+                           value) < 0) {
+            rc = -1;
+        }
+    }
+    Py_DECREF(facts);
+    Py_DECREF(state);
+done:
+    Py_XDECREF(module_globals);
+    Py_XDECREF(fields);
     return rc;
 }
 
 static int
 record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, PyObject *when)
 {
-    int done = record_self_state(self, node, info, frame, when);
+    int done = record_state_fast(self, node, info, frame, when);
     if (done) {
         return done < 0 ? -1 : 0;
     }
@@ -909,7 +982,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *none_summary;
     int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
     int frame_get_var = 0;
-    PyObject *display_names, *dict_descriptors, *state_type, *bucket, *enum_type;
+    PyObject *display_names, *dict_descriptors, *state_type, *state_limit, *bucket, *enum_type;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -921,9 +994,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
                             "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", "class_tables",
-                            "state_type", "bucket", "enum_type", NULL};
+                            "state_type", "state_limit", "bucket", "enum_type", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!OO", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!O!OO", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
@@ -934,7 +1007,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &name_base, &name_bits, &max_depth, &max_items, &max_bytes, &max_shape,
             &shape_items0, &shape_items1, &max_union, &frame_get_var, &PyDict_Type,
             &plain_summaries, &PyDict_Type, &display_names, &PyDict_Type, &dict_descriptors,
-            &PyList_Type, &class_epoch, &PyType_Type, &state_type, &bucket, &enum_type)) {
+            &PyList_Type, &class_epoch, &PyType_Type, &state_type,
+            &PyLong_Type, &state_limit, &bucket, &enum_type)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -982,6 +1056,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(info_type, "self_labels", &self->i_self_labels) < 0 ||
         slot_offset(info_type, "receiver", &self->i_receiver) < 0 ||
         slot_offset(info_type, "state_globals", &self->i_state_globals) < 0 ||
+        slot_offset(info_type, "global_labels", &self->i_global_labels) < 0 ||
         slot_offset(state_type, "facts", &self->s_facts) < 0 ||
         slot_offset(state_type, "limit", &self->s_limit) < 0 ||
         slot_offset(state_type, "overflow", &self->s_overflow) < 0) {
@@ -1058,6 +1133,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->display_names, Py_NewRef(display_names));
     Py_XSETREF(self->dict_descriptors, Py_NewRef(dict_descriptors));
     Py_XSETREF(self->state_type, Py_NewRef(state_type));
+    Py_XSETREF(self->state_limit, Py_NewRef(state_limit));
     Py_XSETREF(self->bucket, Py_NewRef(bucket));
     Py_XSETREF(self->enum_type, Py_NewRef(enum_type));
     for (int i = 0; i < BK_COUNT; i++) {
@@ -1149,6 +1225,7 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->display_names);
     Py_VISIT(self->dict_descriptors);
     Py_VISIT(self->state_type);
+    Py_VISIT(self->state_limit);
     Py_VISIT(self->bucket);
     Py_VISIT(self->enum_type);
     for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
@@ -1205,6 +1282,7 @@ Core_clear(Core *self)
     Py_CLEAR(self->display_names);
     Py_CLEAR(self->dict_descriptors);
     Py_CLEAR(self->state_type);
+    Py_CLEAR(self->state_limit);
     Py_CLEAR(self->bucket);
     Py_CLEAR(self->enum_type);
     for (int i = 0; i < BK_COUNT; i++) {
@@ -1353,7 +1431,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 12) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 13) < 0) {
         Py_DECREF(module);
         return NULL;
     }

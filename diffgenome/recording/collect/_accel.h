@@ -69,7 +69,7 @@ typedef struct {
         PyObject *type, *summary, *bucket, *dict_descr;
     } classes[PLAIN_CACHE_SIZE];
     PyObject *plain_summaries, *display_names, *dict_descriptors, *class_epoch, *plain_epoch;
-    PyObject *state_type, *bucket, *enum_type;
+    PyObject *state_type, *state_limit, *bucket, *enum_type;
     PyObject *bucket_names[12];
     ArgEntry *arg_cache;     /* ARG_CACHE_SIZE entries, direct-mapped */
     /* slot offsets */
@@ -78,8 +78,8 @@ typedef struct {
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
     Py_ssize_t b_seen, b_limit, b_count, b_sum;
-    Py_ssize_t n_state, i_self_attrs, i_self_labels, i_receiver, i_state_globals, s_facts,
-        s_limit, s_overflow;
+    Py_ssize_t n_state, i_self_attrs, i_self_labels, i_receiver, i_state_globals,
+        i_global_labels, s_facts, s_limit, s_overflow;
     PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
     /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
     PyObject *tempfile_names, *tempfile_name_bits;

@@ -47,6 +47,7 @@ class Core:
         frame_get_var: bool = False,
         class_tables: tuple[dict[int, Any], dict[int, Any], dict[int, Any], list[int]],
         state_type: type,
+        state_limit: int,
         bucket: Callable[[object], str],
         enum_type: type,
     ) -> None: ...

@@ -58,6 +58,7 @@ class CodeInfo:
         "branch_cache",
         "code",
         "filemap",
+        "global_labels",
         "globals_read",
         "has_state",
         "is_test",
@@ -104,6 +105,8 @@ class CodeInfo:
         # Globals that hold data, not code: decided at the first call, from the module's
         # namespace then (a name bound to a function is a function's name, not state).
         self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()
+        #: ``"global:" + name`` for each of state_globals, decided with them.
+        self.global_labels: tuple[str, ...] | None = None if self.globals_read else ()
         self.has_state = bool(self.self_attrs or self.globals_read)
 
 

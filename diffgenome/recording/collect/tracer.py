@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 12
+CORE_VERSION = 13
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -950,6 +950,7 @@ class Tracer:
                     reflect.CLASS_EPOCH,
                 ),
                 state_type=StateSet,
+                state_limit=self.bounds.state,
                 bucket=values.bucket,
                 enum_type=values._Enum,
                 on_error=None if self.first_errors is None else self.keep_first_error,
@@ -1007,19 +1008,21 @@ class Tracer:
                     bucket = "absent" if value is _ABSENT else values.bucket(value)
                     state.add((when, label, bucket))
         names = info.state_globals
+        labels = info.global_labels
         module_globals = frame.f_globals
-        if names is None:
+        if names is None or labels is None:
             names = info.state_globals = tuple(
                 name
                 for name in info.globals_read
                 if not _is_code_like(module_globals.get(name, _ABSENT)) and name in module_globals
             )
+            labels = info.global_labels = tuple("global:" + name for name in names)
             info.has_state = bool(info.self_attrs or names)
-        for name in names:
+        for name, label in zip(names, labels, strict=True):
             value = module_globals.get(name, _ABSENT)
             if value is _ABSENT or _is_code_like(value):
                 continue
-            state.add((when, "global:" + name, values.bucket(value)))
+            state.add((when, label, values.bucket(value)))
 
     def _exception_symbol(self, exc: BaseException) -> str:
         cls = type(exc)
