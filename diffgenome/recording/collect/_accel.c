@@ -597,9 +597,11 @@ record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, P
     return 0;
 }
 
-/* The node an in-scope frame starting or resuming hangs under, when the fast rule finds it:
- * its caller's frame is active and is what its node says it is. NULL (no error) otherwise:
- * the Python callback then decides (tasks, threads, stand-in frames, unknown callers). */
+/* The node an in-scope frame starting or resuming hangs under (Tracer._parent_of from its
+ * caller): the nearest frame up the chain that is active and is what its node says it is,
+ * within FAST_PARENT_DEPTH frames. NULL (no error) otherwise: the Python callback then decides
+ * (tasks, threads' roots, stand-in frames, anything unusual). Borrowed: the active table holds
+ * it. */
 static PyObject *
 fast_parent(Core *self, PyFrameObject *frame)
 {
@@ -607,36 +609,45 @@ fast_parent(Core *self, PyFrameObject *frame)
         return NULL;
     }
     PyFrameObject *back = PyFrame_GetBack(frame);
-    if (back == NULL) {
-        return NULL;
-    }
-    PyObject *parent = get_by_id(self, self->active, back);
-    if (parent == NULL || Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
-        Py_DECREF(back);
-        return NULL;
-    }
-    PyObject *ntype = SLOT(parent, self->n_ntype);
-    PyObject *key = SLOT(parent, self->n_key);
-    if (ntype == NULL || key == NULL || !PyLong_CheckExact(ntype)) {
-        Py_DECREF(back);
-        return NULL;
-    }
-    long kind = PyLong_AsLong(ntype);
-    if (kind == self->node_call && key != Py_None) {
-        if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
-            Py_DECREF(back);
-            return NULL;
+    for (int depth = 0; back != NULL && depth < FAST_PARENT_DEPTH; depth++) {
+        PyObject *parent = get_by_id(self, self->active, back);
+        if (parent != NULL) {
+            if (Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
+                break;
+            }
+            PyObject *ntype = SLOT(parent, self->n_ntype);
+            PyObject *key = SLOT(parent, self->n_key);
+            if (ntype == NULL || key == NULL || !PyLong_CheckExact(ntype)) {
+                break;
+            }
+            long kind = PyLong_AsLong(ntype);
+            if (kind == -1 && PyErr_Occurred()) {
+                break;
+            }
+            if (kind != self->node_call || key == Py_None) {
+                Py_DECREF(back);
+                return parent;
+            }
+            if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
+                break;
+            }
+            PyCodeObject *code = PyFrame_GetCode(back);
+            int same = (PyObject *)code == SLOT(key, self->i_code);
+            Py_DECREF(code);
+            if (same) {
+                Py_DECREF(back);
+                return parent;
+            }
         }
-        PyCodeObject *code = PyFrame_GetCode(back);
-        int same = (PyObject *)code == SLOT(key, self->i_code);
-        Py_DECREF(code);
-        if (!same) {
-            Py_DECREF(back);
-            return NULL;
+        else if (PyErr_Occurred()) {
+            break;
         }
+        PyFrameObject *up = PyFrame_GetBack(back);
+        Py_DECREF(back);
+        back = up;
     }
-    Py_DECREF(back);
-    return parent;
+    Py_XDECREF(back);
+    return NULL;
 }
 
 static PyObject *
@@ -1431,7 +1442,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 13) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 14) < 0) {
         Py_DECREF(module);
         return NULL;
     }

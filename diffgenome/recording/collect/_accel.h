@@ -16,6 +16,7 @@
 #define CODE_CACHE_SIZE 1024
 #define BRANCH_CACHE_SIZE 4096
 #define ID_KEY_CACHE_SIZE 1024
+#define FAST_PARENT_DEPTH 32
 #define SUMMARY_CACHE_LIMIT 8192
 #define PLAIN_CACHE_SIZE 256
 #define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
