@@ -487,7 +487,7 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
     PyObject *attrs = SLOT(info, self->i_self_attrs);
     PyObject *labels = SLOT(info, self->i_self_labels);
     PyObject *receiver = SLOT(info, self->i_receiver);
-    if (!self->frame_get_var || state == NULL || names == NULL || global_labels == NULL ||
+    if (state == NULL || names == NULL || global_labels == NULL ||
         attrs == NULL || labels == NULL || receiver == NULL || !PyTuple_CheckExact(names) ||
         !PyTuple_CheckExact(global_labels) ||
         PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(global_labels) ||
@@ -499,7 +499,14 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
     int reads_self = PyTuple_GET_SIZE(attrs) && receiver != Py_None;
     PyObject *fields = NULL;
     if (reads_self) {
-        PyObject *value = argument_value(self, frame, NULL, receiver);
+        /* As Tracer._record_state reads it: frame.f_locals.get(receiver) (which on 3.12
+         * refreshes the frame's snapshot of its locals, see capabilities.frame_get_var). */
+        PyObject *locals = self->frame_get_var ? NULL : PyFrame_GetLocals(frame);
+        if (locals == NULL && !self->frame_get_var) {
+            return -1;
+        }
+        PyObject *value = argument_value(self, frame, locals, receiver);
+        Py_XDECREF(locals);
         if (value == NULL) {
             return -1;
         }
@@ -1442,7 +1449,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 14) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 15) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 14
+CORE_VERSION = 15
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
