@@ -1,12 +1,18 @@
 """The compiled core's own value paths agree with values.py, value by value.
 
-The compiled core computes the summaries of small ints and short strs itself and folds
-overflowing values into the multiset fingerprint itself (``_accel.c``); everything else it
-asks values.py for. These tests compare both on generated values; the end-to-end comparison
-of whole genomes is tests/e2e/test_cores.py.
+The compiled core computes the summaries of scalars and exact containers itself, answers
+instances of plain classes from its copy of values.py's per-phase memo, reads receivers' fields
+and their buckets for state facts, and folds overflowing values into the multiset fingerprint
+itself (``_accel_values.c``); everything else it asks values.py (or reflect.py) for. These
+tests compare both on generated values; the end-to-end comparison of whole genomes is
+tests/e2e/test_cores.py.
 """
 
 from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
 
 import pytest
 from hypothesis import given, settings
@@ -112,3 +118,325 @@ def test_text_holding_a_tempfile_name_is_summarised_like_python(text: str) -> No
     finally:
         stable.tempfile_names().clear()
         stable.TEMPFILE_NAME_BITS[:] = bytes(len(stable.TEMPFILE_NAME_BITS))
+
+
+# -- objects: the memo of plain classes, and everything else the core hands to Python --------
+
+CALLED: list[str] = []
+
+
+def _hostile(name: str) -> object:
+    def method(self: object, *args: object, **kwargs: object) -> object:
+        CALLED.append(name)
+        raise RuntimeError(f"hostile {name} called")
+
+    method.__name__ = name
+    return method
+
+
+_DUNDERS = (
+    "__repr__", "__str__", "__format__", "__eq__", "__ne__", "__lt__", "__hash__", "__bool__",
+    "__len__", "__iter__", "__contains__", "__getitem__", "__index__", "__int__", "__float__",
+    "__reduce__", "__reduce_ex__", "__sizeof__", "__dir__", "__getattr__", "__setattr__",
+    "__delattr__", "__getstate__",
+)  # fmt: skip
+
+
+def _hostile_class(name: str, base: type = object, extra: tuple[str, ...] = ()) -> type:
+    return type(name, (base,), {d: _hostile(d) for d in (*_DUNDERS, *extra)})
+
+
+class _Meta(type):
+    pass
+
+
+for _name in (
+    "__getattribute__", "__getattr__", "__repr__", "__instancecheck__", "__subclasscheck__",
+    "__eq__", "__hash__", "__len__", "__iter__", "__bool__",
+):  # fmt: skip
+    setattr(_Meta, _name, _hostile(_name))
+
+Hostile = _hostile_class("Hostile")
+Sneaky = _hostile_class("Sneaky", extra=("__getattribute__",))
+HList = _hostile_class("HList", list)
+HDict = _hostile_class("HDict", dict)
+HStr = _hostile_class("HStr", str)
+HInt = _hostile_class("HInt", int)
+HTuple = _hostile_class("HTuple", tuple)
+MetaHostile = _Meta("MetaHostile", (), {})
+
+
+class Plain:
+    def __init__(self, x: object) -> None:
+        self.x = x
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: object) -> None:
+        self.a = a
+
+
+class TokenType(tuple[object, ...]):
+    """Like sqlparse's _TokenType: a tuple subclass that is no namedtuple."""
+
+    parent = None
+
+
+@dataclasses.dataclass
+class Point:
+    x: object
+    y: object = 0
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class SlotPoint:
+    x: object
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = "b"
+
+
+class Flag(enum.IntFlag):
+    A = 1
+    B = 2
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+LEAVES = st.one_of(
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.integers(),
+    st.text(max_size=70),
+    st.sampled_from(["\ud800", "é", "/tmp/pytest-of-u/x", "<Mock id='3'>"]),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=True),
+    st.binary(max_size=8),
+    st.builds(bytearray, st.binary(max_size=4)),
+    st.complex_numbers(allow_nan=True),
+)
+
+
+def _objects(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.builds(Plain, inner),
+        st.builds(Slotted, inner),
+        st.builds(Point, inner, inner),
+        st.builds(SlotPoint, inner),
+        st.builds(Pair, inner, inner),
+        st.builds(lambda items: TokenType(items), st.lists(inner, max_size=3)),
+        st.sampled_from([Color.RED, Color.BLUE, Flag.A, Flag.A | Flag.B]),
+        st.sampled_from([Plain, len, lambda: 0, iter([]), object()]),
+    )
+
+
+def _containers(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.lists(inner, max_size=20),
+        st.lists(inner, max_size=10).map(tuple),
+        st.dictionaries(st.one_of(st.integers(), st.text(max_size=4)), inner, max_size=6),
+        st.frozensets(st.integers(), max_size=5),
+        st.sets(st.text(max_size=3), max_size=5),
+        _objects(inner),
+    )
+
+
+VALUES = st.recursive(LEAVES | _objects(LEAVES), _containers, max_leaves=40)
+
+
+def _summarised_alike(value: object) -> None:
+    assert CORE is not None
+    first = CORE.summarize(value)  # type: ignore[attr-defined]
+    again = CORE.summarize(value)  # type: ignore[attr-defined]  # from the core's copies
+    expected = (values.shape(value), values.canonical(value))
+    assert first == expected
+    assert again == expected
+
+
+@settings(max_examples=600, deadline=None)
+@given(VALUES)
+def test_objects_and_containers_are_summarised_like_python(value: object) -> None:
+    _summarised_alike(value)
+
+
+BIG = st.one_of(
+    st.lists(st.text(max_size=300), max_size=80),
+    st.lists(st.binary(max_size=300), max_size=40).map(tuple),
+    st.sets(st.integers(), max_size=80),
+    st.frozensets(st.text(max_size=3), min_size=60, max_size=70),
+    st.dictionaries(st.integers(), st.text(max_size=200), max_size=70),
+    st.integers(min_value=0, max_value=8).map(lambda n: _nested(n)),
+    st.text(min_size=4000, max_size=4200),
+    st.lists(st.floats(allow_nan=True) | st.integers(min_value=-(2**64), max_value=2**64)),
+)
+
+
+def _nested(depth: int) -> object:
+    value: object = [1, "a"]
+    for level in range(depth):
+        value = (value,) if level % 2 else [value, {"k": value}]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(BIG)
+def test_bounds_are_met_where_python_meets_them(value: object) -> None:
+    """Items, depth, bytes and shape lengths at and past values.py's bounds."""
+    _summarised_alike(value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["/tmp/pytest-of-u/x", "ab12cd34", "plain", 1]), max_size=5))
+def test_text_that_stable_py_rewrites_inside_containers_is_pythons(items: list[object]) -> None:
+    from diffgenome.recording.collect import stable
+
+    stable.learn_tempfile_name("ab12cd34")
+    try:
+        _summarised_alike(items)
+        _summarised_alike(tuple(items))
+        _summarised_alike({str(i): item for i, item in enumerate(items)})
+    finally:
+        stable.tempfile_names().clear()
+        stable.TEMPFILE_NAME_BITS[:] = bytes(len(stable.TEMPFILE_NAME_BITS))
+
+
+HOSTILE = [Hostile, Sneaky, HList, HDict, HStr, HInt, HTuple, MetaHostile]
+
+
+@pytest.mark.parametrize("which", range(8))
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda v: v,
+        lambda v: [v],
+        lambda v: (v, 1),
+        lambda v: (1, "a", v),
+        lambda v: {"k": v},
+        lambda v: [Plain(1), v, None],
+        lambda v: ((v,), [v]),
+        lambda v: Point(v, v),
+        lambda v: Pair(1, v),
+    ],
+)
+def test_hostile_objects_are_summarised_without_running_their_code(
+    which: int, wrap: object
+) -> None:
+    """Also once their class is in the memo of plain classes (the second round)."""
+    make = HOSTILE[which]  # by index: pytest would look at a parameter's attributes
+    values.reset_class_summaries()
+    CALLED.clear()
+    for _ in range(2):
+        if make is HList:
+            inner: object = make([1, 2])
+        elif make is HDict:
+            inner = make(a=1)
+        elif make is HStr:
+            inner = make("abc")
+        elif make is HInt:
+            inner = make(3)
+        elif make is HTuple:
+            inner = make((1, 2))
+        else:
+            inner = make()
+        _summarised_alike_boxed(_Box(inner))
+        _summarised_alike_boxed(_Box(wrap(inner)))  # type: ignore[operator]
+    assert CALLED == []
+
+
+class _Box:
+    """Hands a hostile value on: pytest shows the arguments of failing frames."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<a hostile value>"
+
+
+def _summarised_alike_boxed(box: _Box) -> None:
+    assert CORE is not None
+    for _ in range(2):
+        assert CORE.summarize(box.value) == (  # type: ignore[attr-defined]
+            values.shape(box.value),
+            values.canonical(box.value),
+        )
+
+
+@pytest.mark.parametrize("phases", [1, 3])
+def test_the_memo_of_plain_classes_is_per_phase(phases: int) -> None:
+    """The core's copy of the memo follows values.py's: renamed between two phases (the
+    memo reset), a class is seen under its new name."""
+    cls = type("Before", (), {})
+    for _ in range(phases):
+        values.reset_class_summaries()
+        assert CORE.summarize(cls())[0].endswith(".Before")  # type: ignore[attr-defined]
+        assert CORE.summarize((cls(), 1)) == values.summarize((cls(), 1))  # type: ignore[attr-defined]
+    cls.__qualname__ = "After"
+    values.reset_class_summaries()
+    assert CORE.summarize(cls())[0].endswith(".After")  # type: ignore[attr-defined]
+    assert CORE.summarize([cls()]) == ("list[" + values.shape(cls()) + "]", None)  # type: ignore[attr-defined]
+
+
+def test_a_class_changed_mid_phase_is_summarised_by_the_memo_everywhere() -> None:
+    """Within a phase the memo is the definition: a class that becomes a namedtuple after
+    its instances were seen keeps its memoised summary, alone and inside containers."""
+    values.reset_class_summaries()
+    cls = type("Late", (tuple,), {})
+    before = CORE.summarize(cls((1, 2)))  # type: ignore[attr-defined]
+    assert before == values.summarize(cls((1, 2)))
+    cls._fields = ("a", "b")  # type: ignore[attr-defined]
+    for value in (cls((1, 2)), (cls((1, 2)),), [cls((3, 4)), 1]):
+        assert CORE.summarize(value) == (values.shape(value), values.canonical(value))  # type: ignore[attr-defined]
+        assert values.summarize(value) == (values.shape(value), values.canonical(value))
+    values.reset_class_summaries()
+    fresh = CORE.summarize(cls((1, 2)))  # type: ignore[attr-defined]
+    assert fresh == values.summarize(cls((1, 2))) != before
+    assert fresh[1] is not None
+
+
+# -- state: buckets and instance dicts ------------------------------------------------------
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES | BIG)
+def test_buckets_are_the_python_ones(value: object) -> None:
+    assert CORE is not None
+    expected = values.bucket(value)
+    assert CORE.bucket(value) == expected  # type: ignore[attr-defined]
+    assert CORE.bucket(value) == expected  # type: ignore[attr-defined]  # the class's copy
+
+
+class WithDictProperty:
+    @property
+    def __dict__(self) -> dict[str, object]:  # type: ignore[override]
+        CALLED.append("__dict__")
+        return {}
+
+
+class NonStrKeys:
+    pass
+
+
+def test_instance_dicts_are_read_as_reflect_reads_them() -> None:
+    from diffgenome.recording.collect import reflect
+
+    values.reset_class_summaries()
+    odd = NonStrKeys()
+    odd.__dict__[1] = 2  # type: ignore[index]
+    samples: list[object] = [Plain(1), Slotted(1), Point(1, 2), SlotPoint(1), WithDictProperty()]
+    samples += [odd, Pair(1, 2), Color.RED, object(), len, Plain, None, 1, TokenType((1,))]
+    samples += [Hostile(), Sneaky(), MetaHostile(), HList([1]), HTuple((1,))]
+    CALLED.clear()
+    for sample in samples:
+        assert CORE.instance_dict(_Box(sample).value) is ...  # type: ignore[attr-defined]
+        expected = reflect.instance_dict(sample)  # makes reflect's memo entry
+        for _ in range(2):
+            got = CORE.instance_dict(sample)  # type: ignore[attr-defined]
+            assert (got is None and expected is None) or got is expected
+    assert CALLED == []

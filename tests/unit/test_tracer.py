@@ -8,6 +8,7 @@ comparison of whole recorded suites is tests/e2e/test_cores.py.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import itertools
 import textwrap
@@ -60,6 +61,39 @@ MODULE = """
 
     def fail():
         Box(1).grow(-1)
+
+
+    def closing(a, /, b, *rest, key=None, **more):
+        def inner():
+            return a, b, key, more  # every one of them a cell
+
+        return inner
+
+
+    class Slots:
+        __slots__ = ("v",)
+
+        def __init__(self, v):
+            self.v = v
+
+        def read(self):
+            return self.v
+
+
+    class Holder:
+        def __init__(self, **fields):
+            self.__dict__.update(fields)
+
+        def read(self):
+            return (self.a, self.b, getattr(self, "c", None) if self.a else self.c, LIMIT)
+
+
+    LIMIT = 3
+    TABLE = {"a": 1}
+
+
+    def over(x):
+        return x if type(LIMIT) is not int else x > LIMIT and TABLE and ident(x)
 """
 
 _names = itertools.count()
@@ -184,6 +218,65 @@ def test_both_cores_record_the_same_phase(
     python, _ = record("python", _workload)
     assert tracer.core == "c"
     assert compiled == python
+
+
+def _arguments_workload(module: Any, tracer: Tracer) -> None:
+    """Arguments of every kind (cells, positional-only, star, keyword-only) holding values
+    the compiled core describes itself: plain and slotted instances, containers of them."""
+    box = module.Box(1)
+    module.closing(1, 2, 3, (4, box), key=frozenset({1, 2}), z={"k": [1.5, b"x"]})
+    module.closing([], b=(), key=module.Slots)
+    for value in (1, "a", 2.5, None, box, module.Slots(1), (box, 2), [box, "x"], {"k": box}):
+        module.ident(value)
+        module.closing(value, value)
+    # State: the receiver's fields, of every kind of value, some absent.
+    kinds: list[object] = [None, 0, -1, 2**70, 2.5, -0.0, float("nan"), "", "x", b"", [], [1]]
+    kinds += [(1, 2), {}, {1}, frozenset(), True, box, module.Slots(1), module.Slots, len]
+    for i, value in enumerate(kinds):
+        module.LIMIT = value if i % 3 else i
+        module.over(i)
+        if i == 5:
+            del module.TABLE
+        if i == 9:
+            module.TABLE = value
+        module.Holder(a=value, b=kinds[i - 1], c=1).read()
+        module.Holder(a=1, b=value).read()  # c absent
+        module.Holder(a=value, b=value, c=value).read()
+    module.Slots(2).read()
+
+
+@pytest.mark.parametrize("frame_get_var", [True, False])
+def test_both_cores_read_every_kind_of_argument_alike(
+    record: Record, frame_get_var: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read from the interpreter frame (capabilities.frame_get_var) or from f_locals."""
+    if tracer_module._ACCEL is None:
+        pytest.skip(_NO_CORE)
+    row = dataclasses.replace(tracer_module.CAPABILITIES, frame_get_var=frame_get_var)
+    monkeypatch.setattr(tracer_module, "CAPABILITIES", row)
+    # Each recording loads its own copy of the module: the same genome but for its name (and
+    # the overflow digests of values that have only a shape).
+    compiled, tracer = record("auto", lambda module, tracer: _named(module, "m"))
+    python, _ = record("python", lambda module, tracer: _named(module, "m"))
+    assert tracer.core == "c"
+    assert tracer.errors == 0
+    assert compiled == python
+    read = _by_symbol(compiled)["py:lib.work.Holder.read"][0]
+    assert len(read["state"]) > 20
+    over = _by_symbol(compiled)["py:lib.work.over"][0]
+    assert {fact["target"] for fact in over["state"]} == {"global:LIMIT", "global:TABLE"}
+    closing = _by_symbol(compiled)["py:lib.work.closing"][0]
+    assert {entry["shape"] for entry in closing["args"]} >= {
+        "a=int, b=int, key=frozenset[int], rest=tuple[int,tuple[int,m.Box]], "
+        "more=dict[str,dict[str,list[...]]]",
+        "a=list[], b=tuple[], key=builtins.type, rest=tuple[], more=dict[]",
+    }
+
+
+def _named(module: Any, name: str) -> None:
+    for cls in (module.Box, module.Slots, module.Holder):
+        cls.__module__ = name
+    _arguments_workload(module, None)  # type: ignore[arg-type]
 
 
 def test_the_python_core_can_be_asked_for(project: Path) -> None:

@@ -94,11 +94,29 @@ failed(Core *self)
 }
 
 
+/* ``id(obj)`` as a new reference, for an object at ``ptr``: the same int object for the same
+ * address while it stays in a direct-mapped table (an int's value is all it says), so the
+ * tables keyed by ids (active frames, code infos) find their own keys by identity. */
+static PyObject *
+id_key(Core *self, void *ptr)
+{
+    size_t index = ((size_t)ptr >> 4) & (ID_KEY_CACHE_SIZE - 1);
+    if (self->id_keys[index].ptr == ptr && self->id_keys[index].key != NULL) {
+        return Py_NewRef(self->id_keys[index].key);
+    }
+    PyObject *key = PyLong_FromVoidPtr(ptr);
+    if (key != NULL) {
+        self->id_keys[index].ptr = ptr;
+        Py_XSETREF(self->id_keys[index].key, Py_NewRef(key));
+    }
+    return key;
+}
+
 /* Borrowed value of dict[id(ptr)], NULL without error when absent. */
 static PyObject *
-get_by_id(PyObject *dict, void *ptr)
+get_by_id(Core *self, PyObject *dict, void *ptr)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return NULL;
     }
@@ -118,7 +136,7 @@ code_info(Core *self, PyObject *code)
     if (self->code_cache[index].code == code) {
         return self->code_cache[index].info;
     }
-    PyObject *info = get_by_id(self->codes, code);
+    PyObject *info = get_by_id(self, self->codes, code);
     if (info != NULL) {
         self->code_cache[index].code = code;
         self->code_cache[index].info = info;
@@ -127,9 +145,9 @@ code_info(Core *self, PyObject *code)
 }
 
 static int
-set_by_id(PyObject *dict, void *ptr, PyObject *value)
+set_by_id(Core *self, PyObject *dict, void *ptr, PyObject *value)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return -1;
     }
@@ -140,9 +158,9 @@ set_by_id(PyObject *dict, void *ptr, PyObject *value)
 
 /* New reference to dict.pop(id(ptr)); NULL without error when absent. */
 static PyObject *
-pop_by_id(PyObject *dict, void *ptr)
+pop_by_id(Core *self, PyObject *dict, void *ptr)
 {
-    PyObject *key = PyLong_FromVoidPtr(ptr);
+    PyObject *key = id_key(self, ptr);
     if (key == NULL) {
         return NULL;
     }
@@ -175,6 +193,152 @@ local_value(PyObject *locals, PyObject *name)
     return value;
 }
 
+/* ``frame.f_locals.get(name)`` for an argument: read from the interpreter frame where the
+ * capability table allows (capabilities.frame_get_var), else from ``locals``. */
+static PyObject *
+argument_value(Core *self, PyFrameObject *frame, PyObject *locals, PyObject *name)
+{
+    if (locals != NULL) {
+        return local_value(locals, name);
+    }
+    PyObject *value = PyFrame_GetVar(frame, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_NameError)) {
+        PyErr_Clear();  /* unbound: f_locals has no entry */
+        return Py_NewRef(Py_None);
+    }
+    return value;
+}
+
+static void clear_arg_entry(ArgEntry *entry);
+
+static void
+forget_arguments(Core *self)
+{
+    if (self->arg_cache != NULL) {
+        for (int i = 0; i < ARG_CACHE_SIZE; i++) {
+            clear_arg_entry(&self->arg_cache[i]);
+        }
+    }
+}
+
+/* The pair that Tracer._record_args adds for these labels and summaries: ``labels[0] + shape``
+ * and the canonical form for one argument; else the labelled shapes joined by
+ * ARG_SHAPE_SEPARATOR, and the canonical forms joined by ARG_CANON_SEPARATOR when every
+ * argument has one (else None). */
+static PyObject *
+argument_pair(Core *self, PyObject *labels, PyObject **summaries, Py_ssize_t n)
+{
+    if (n == 1) {
+        PyObject *shape = PyUnicode_Concat(PyTuple_GET_ITEM(labels, 0),
+                                           PyTuple_GET_ITEM(summaries[0], 0));
+        if (shape == NULL) {
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, shape, PyTuple_GET_ITEM(summaries[0], 1));
+        Py_DECREF(shape);
+        return pair;
+    }
+    PyObject *shapes = PyTuple_New(n);
+    if (shapes == NULL) {
+        return NULL;
+    }
+    Py_ssize_t complete = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *shape = PyUnicode_Concat(PyTuple_GET_ITEM(labels, i),
+                                           PyTuple_GET_ITEM(summaries[i], 0));
+        if (shape == NULL) {
+            Py_DECREF(shapes);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shapes, i, shape);
+        complete += PyTuple_GET_ITEM(summaries[i], 1) != Py_None;
+    }
+    PyObject *shape = PyUnicode_Join(self->comma, shapes);
+    Py_DECREF(shapes);
+    if (shape == NULL) {
+        return NULL;
+    }
+    PyObject *canon;
+    if (complete == n) {
+        PyObject *canons = PyTuple_New(n);
+        if (canons == NULL) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTuple_SET_ITEM(canons, i, Py_NewRef(PyTuple_GET_ITEM(summaries[i], 1)));
+        }
+        canon = PyObject_CallOneArg(self->bytes_join, canons);
+        Py_DECREF(canons);
+    }
+    else {
+        canon = Py_NewRef(Py_None);
+    }
+    PyObject *pair = canon == NULL ? NULL : PyTuple_Pack(2, shape, canon);
+    Py_DECREF(shape);
+    Py_XDECREF(canon);
+    return pair;
+}
+
+static size_t
+arg_cache_index(PyObject *info, PyObject **summaries, Py_ssize_t n)
+{
+    size_t h = (size_t)info >> 4;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h = h * 1000003u ^ ((size_t)summaries[i] >> 4);
+    }
+    return (h ^ (h >> 17)) & (ARG_CACHE_SIZE - 1);
+}
+
+/* Borrowed pair made earlier for this code object's labels and these very summaries (each
+ * entry holds them, so their addresses are not reused), or NULL. */
+static PyObject *
+cached_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, size_t index)
+{
+    ArgEntry *entry = &self->arg_cache[index];
+    if (entry->info != info || entry->n != n) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (entry->summaries[i] != summaries[i]) {
+            return NULL;
+        }
+    }
+    return entry->pair;
+}
+
+static void
+clear_arg_entry(ArgEntry *entry)
+{
+    Py_CLEAR(entry->info);
+    for (Py_ssize_t i = 0; i < ARG_CACHE_ARGS; i++) {
+        Py_CLEAR(entry->summaries[i]);
+    }
+    Py_CLEAR(entry->pair);
+    entry->n = 0;
+}
+
+/* Keeps the pair when every summary is also held elsewhere (the core's tables and memo
+ * copies, values.py's caches): a summary made for this call alone will not come again. */
+static void
+keep_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, size_t index,
+               PyObject *pair)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_REFCNT(summaries[i]) < 2) {
+            return;
+        }
+    }
+    ArgEntry *entry = &self->arg_cache[index];
+    clear_arg_entry(entry);
+    entry->info = Py_NewRef(info);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        entry->summaries[i] = Py_NewRef(summaries[i]);
+    }
+    entry->n = n;
+    entry->pair = Py_NewRef(pair);
+}
+
 /* Tracer._record_args */
 static int
 record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
@@ -187,15 +351,27 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
         return -1;
     }
-    PyObject *locals = PyFrame_GetLocals(frame);
-    if (locals == NULL) {
-        return -1;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(labels);
-    PyObject *pair = NULL;
+    if (n == 0) {
+        return 0;
+    }
+    PyObject *locals = NULL;
+    if (!self->frame_get_var) {
+        locals = PyFrame_GetLocals(frame);
+        if (locals == NULL) {
+            return -1;
+        }
+    }
+    PyObject *few[ARG_CACHE_ARGS];
+    PyObject **summaries = n <= ARG_CACHE_ARGS ? few : PyMem_Calloc(n, sizeof(PyObject *));
     int rc = -1;
-    if (n == 1) {
-        PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, 0));
+    Py_ssize_t got = 0;
+    if (summaries == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, got));
         if (value == NULL) {
             goto done;
         }
@@ -204,86 +380,221 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         if (summary == NULL) {
             goto done;
         }
-        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(summary, 0))) {
             Py_DECREF(summary);
             PyErr_SetString(PyExc_TypeError, "a summary is a pair");
             goto done;
         }
-        PyObject *shape =
-            PyNumber_Add(PyTuple_GET_ITEM(labels, 0), PyTuple_GET_ITEM(summary, 0));
-        if (shape != NULL) {
-            pair = PyTuple_Pack(2, shape, PyTuple_GET_ITEM(summary, 1));
-            Py_DECREF(shape);
+        summaries[got] = summary;
+    }
+    if (n <= ARG_CACHE_ARGS) {
+        size_t index = arg_cache_index(info, summaries, n);
+        PyObject *pair = cached_arguments(self, info, summaries, n, index);
+        if (pair != NULL) {
+            Py_INCREF(pair);
         }
-        Py_DECREF(summary);
+        else {
+            pair = argument_pair(self, labels, summaries, n);
+            if (pair != NULL) {
+                keep_arguments(self, info, summaries, n, index, pair);
+            }
+        }
+        if (pair != NULL) {
+            rc = add_pair(self, bounded, pair);
+            Py_DECREF(pair);
+        }
     }
     else {
-        PyObject *shapes = PyList_New(0);
-        PyObject *canons = PyList_New(0);
-        int complete = 1;
-        if (shapes == NULL || canons == NULL) {
-            Py_XDECREF(shapes);
-            Py_XDECREF(canons);
-            goto done;
+        PyObject *pair = argument_pair(self, labels, summaries, n);
+        if (pair != NULL) {
+            rc = add_pair(self, bounded, pair);
+            Py_DECREF(pair);
         }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *value = local_value(locals, PyTuple_GET_ITEM(names, i));
-            if (value == NULL) {
-                break;
-            }
-            PyObject *summary = summarize(self, value);
-            Py_DECREF(value);
-            if (summary == NULL) {
-                break;
-            }
-            if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
-                Py_DECREF(summary);
-                PyErr_SetString(PyExc_TypeError, "a summary is a pair");
-                break;
-            }
-            PyObject *shape =
-                PyNumber_Add(PyTuple_GET_ITEM(labels, i), PyTuple_GET_ITEM(summary, 0));
-            int ok = shape != NULL && PyList_Append(shapes, shape) == 0;
-            Py_XDECREF(shape);
-            PyObject *canon = PyTuple_GET_ITEM(summary, 1);
-            if (ok) {
-                if (canon == Py_None) {
-                    complete = 0;
-                }
-                else if (complete) {
-                    ok = PyList_Append(canons, canon) == 0;
-                }
-            }
-            Py_DECREF(summary);
-            if (!ok) {
-                break;
-            }
-        }
-        if (!PyErr_Occurred()) {
-            PyObject *shape = PyUnicode_Join(self->comma, shapes);
-            PyObject *canon =
-                complete ? PyObject_CallOneArg(self->bytes_join, canons) : Py_NewRef(Py_None);
-            if (shape != NULL && canon != NULL) {
-                pair = PyTuple_Pack(2, shape, canon);
-            }
-            Py_XDECREF(shape);
-            Py_XDECREF(canon);
-        }
-        Py_DECREF(shapes);
-        Py_DECREF(canons);
-    }
-    if (pair != NULL) {
-        rc = add_pair(self, bounded, pair);
-        Py_DECREF(pair);
     }
 done:
-    Py_DECREF(locals);
+    for (Py_ssize_t i = 0; i < got; i++) {
+        Py_DECREF(summaries[i]);
+    }
+    if (summaries != few) {
+        PyMem_Free(summaries);
+    }
+    Py_XDECREF(locals);
+    return rc;
+}
+
+/* StateSet.add */
+static int
+add_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t limit, PyObject *fact)
+{
+    int present = PySet_Contains(facts, fact);
+    if (present) {
+        return present < 0 ? -1 : 0;
+    }
+    if (PySet_GET_SIZE(facts) < limit) {
+        return PySet_Add(facts, fact);
+    }
+    return increment(state, self->s_overflow);
+}
+
+/* tracer._is_code_like: functions, builtins, modules and classes read as globals are code. */
+static int
+code_like(PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    return kind == &PyFunction_Type || kind == &PyCFunction_Type || kind == &PyModule_Type ||
+           PyType_IsSubtype(kind, &PyType_Type);
+}
+
+/* One fact ``(when, label, bucket(value))`` into the state set; ``value`` NULL: absent. */
+static int
+add_value_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t room, PyObject *when,
+               PyObject *label, PyObject *value)
+{
+    PyObject *bucket;
+    if (value == NULL) {
+        bucket = Py_NewRef(self->bucket_names[BK_ABSENT]);
+    }
+    else {
+        Py_INCREF(value);
+        bucket = state_bucket(self, value);
+        Py_DECREF(value);
+        if (bucket == NULL) {
+            return -1;
+        }
+    }
+    PyObject *fact = PyTuple_Pack(3, when, label, bucket);
+    Py_DECREF(bucket);
+    if (fact == NULL) {
+        return -1;
+    }
+    int rc = add_fact(self, state, facts, room, fact);
+    Py_DECREF(fact);
+    return rc;
+}
+
+/* Tracer._record_state once its code object's globals are decided: 1 when done, 0 when the
+ * Python method must do it (globals not yet decided, a receiver's class reflect's memo does
+ * not know yet, anything unusual), -1 on failure. Everything that could send it to Python is
+ * checked before the first fact is added. */
+static int
+record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame,
+                  PyObject *when)
+{
+    PyObject *state = SLOT(node, self->n_state);
+    PyObject *names = SLOT(info, self->i_state_globals);
+    PyObject *global_labels = SLOT(info, self->i_global_labels);
+    PyObject *attrs = SLOT(info, self->i_self_attrs);
+    PyObject *labels = SLOT(info, self->i_self_labels);
+    PyObject *receiver = SLOT(info, self->i_receiver);
+    if (state == NULL || names == NULL || global_labels == NULL ||
+        attrs == NULL || labels == NULL || receiver == NULL || !PyTuple_CheckExact(names) ||
+        !PyTuple_CheckExact(global_labels) ||
+        PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(global_labels) ||
+        !PyTuple_CheckExact(attrs) || !PyTuple_CheckExact(labels) ||
+        PyTuple_GET_SIZE(attrs) != PyTuple_GET_SIZE(labels) ||
+        (receiver != Py_None && !PyUnicode_CheckExact(receiver))) {
+        return 0;
+    }
+    int reads_self = PyTuple_GET_SIZE(attrs) && receiver != Py_None;
+    PyObject *fields = NULL;
+    if (reads_self) {
+        /* As Tracer._record_state reads it: frame.f_locals.get(receiver) (which on 3.12
+         * refreshes the frame's snapshot of its locals, see capabilities.frame_get_var). */
+        PyObject *locals = self->frame_get_var ? NULL : PyFrame_GetLocals(frame);
+        if (locals == NULL && !self->frame_get_var) {
+            return -1;
+        }
+        PyObject *value = argument_value(self, frame, locals, receiver);
+        Py_XDECREF(locals);
+        if (value == NULL) {
+            return -1;
+        }
+        fields = instance_fields(self, value);
+        Py_DECREF(value);
+        if (fields == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
+    }
+    PyObject *module_globals = PyTuple_GET_SIZE(names) ? PyFrame_GetGlobals(frame) : NULL;
+    int rc = 1;
+    if (module_globals != NULL && !PyDict_CheckExact(module_globals)) {
+        rc = 0;
+        goto done;
+    }
+    if (state == Py_None) {  /* node.state = StateSet(bounds.state) */
+        PyObject *made = PyObject_CallOneArg(self->state_type, self->state_limit);
+        if (made == NULL) {
+            rc = -1;
+            goto done;
+        }
+        if (Py_TYPE(made) != (PyTypeObject *)self->state_type) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "a state set was expected");
+            rc = -1;
+            goto done;
+        }
+        Py_SETREF(SLOT(node, self->n_state), made);
+        state = made;
+    }
+    if (Py_TYPE(state) != (PyTypeObject *)self->state_type) {
+        rc = 0;
+        goto done;
+    }
+    Py_INCREF(state);
+    PyObject *facts = SLOT(state, self->s_facts);
+    PyObject *limit = SLOT(state, self->s_limit);
+    Py_ssize_t room = -1;
+    if (facts == NULL || limit == NULL || !PySet_CheckExact(facts) || !PyLong_CheckExact(limit) ||
+        ((room = PyLong_AsSsize_t(limit)) == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        Py_DECREF(state);
+        rc = 0;  /* nothing added yet: the Python method tells */
+        goto done;
+    }
+    Py_INCREF(facts);
+    if (fields != NULL && fields != Py_None) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs) && rc == 1; i++) {
+            PyObject *item = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(attrs, i));
+            if ((item == NULL && PyErr_Occurred()) ||
+                add_value_fact(self, state, facts, room, when, PyTuple_GET_ITEM(labels, i),
+                               item) < 0) {
+                rc = -1;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; module_globals != NULL && i < PyTuple_GET_SIZE(names) && rc == 1;
+         i++) {
+        PyObject *value = PyDict_GetItemWithError(module_globals, PyTuple_GET_ITEM(names, i));
+        if (value == NULL) {
+            if (PyErr_Occurred()) {
+                rc = -1;
+            }
+            continue;
+        }
+        if (code_like(value)) {
+            continue;
+        }
+        if (add_value_fact(self, state, facts, room, when, PyTuple_GET_ITEM(global_labels, i),
+                           value) < 0) {
+            rc = -1;
+        }
+    }
+    Py_DECREF(facts);
+    Py_DECREF(state);
+done:
+    Py_XDECREF(module_globals);
+    Py_XDECREF(fields);
     return rc;
 }
 
 static int
 record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, PyObject *when)
 {
+    int done = record_state_fast(self, node, info, frame, when);
+    if (done) {
+        return done < 0 ? -1 : 0;
+    }
     PyObject *args[4] = {node, info, (PyObject *)frame, when};
     PyObject *result = PyObject_Vectorcall(self->record_state, args, 4, NULL);
     if (result == NULL) {
@@ -293,9 +604,11 @@ record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, P
     return 0;
 }
 
-/* The node an in-scope frame starting or resuming hangs under, when the fast rule finds it:
- * its caller's frame is active and is what its node says it is. NULL (no error) otherwise:
- * the Python callback then decides (tasks, threads, stand-in frames, unknown callers). */
+/* The node an in-scope frame starting or resuming hangs under (Tracer._parent_of from its
+ * caller): the nearest frame up the chain that is active and is what its node says it is,
+ * within FAST_PARENT_DEPTH frames. NULL (no error) otherwise: the Python callback then decides
+ * (tasks, threads' roots, stand-in frames, anything unusual). Borrowed: the active table holds
+ * it. */
 static PyObject *
 fast_parent(Core *self, PyFrameObject *frame)
 {
@@ -303,36 +616,45 @@ fast_parent(Core *self, PyFrameObject *frame)
         return NULL;
     }
     PyFrameObject *back = PyFrame_GetBack(frame);
-    if (back == NULL) {
-        return NULL;
-    }
-    PyObject *parent = get_by_id(self->active, back);
-    if (parent == NULL || Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
-        Py_DECREF(back);
-        return NULL;
-    }
-    PyObject *ntype = SLOT(parent, self->n_ntype);
-    PyObject *key = SLOT(parent, self->n_key);
-    if (ntype == NULL || key == NULL || !PyLong_CheckExact(ntype)) {
-        Py_DECREF(back);
-        return NULL;
-    }
-    long kind = PyLong_AsLong(ntype);
-    if (kind == self->node_call && key != Py_None) {
-        if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
-            Py_DECREF(back);
-            return NULL;
+    for (int depth = 0; back != NULL && depth < FAST_PARENT_DEPTH; depth++) {
+        PyObject *parent = get_by_id(self, self->active, back);
+        if (parent != NULL) {
+            if (Py_TYPE(parent) != (PyTypeObject *)self->node_type) {
+                break;
+            }
+            PyObject *ntype = SLOT(parent, self->n_ntype);
+            PyObject *key = SLOT(parent, self->n_key);
+            if (ntype == NULL || key == NULL || !PyLong_CheckExact(ntype)) {
+                break;
+            }
+            long kind = PyLong_AsLong(ntype);
+            if (kind == -1 && PyErr_Occurred()) {
+                break;
+            }
+            if (kind != self->node_call || key == Py_None) {
+                Py_DECREF(back);
+                return parent;
+            }
+            if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
+                break;
+            }
+            PyCodeObject *code = PyFrame_GetCode(back);
+            int same = (PyObject *)code == SLOT(key, self->i_code);
+            Py_DECREF(code);
+            if (same) {
+                Py_DECREF(back);
+                return parent;
+            }
         }
-        PyCodeObject *code = PyFrame_GetCode(back);
-        int same = (PyObject *)code == SLOT(key, self->i_code);
-        Py_DECREF(code);
-        if (!same) {
-            Py_DECREF(back);
-            return NULL;
+        else if (PyErr_Occurred()) {
+            break;
         }
+        PyFrameObject *up = PyFrame_GetBack(back);
+        Py_DECREF(back);
+        back = up;
     }
-    Py_DECREF(back);
-    return parent;
+    Py_XDECREF(back);
+    return NULL;
 }
 
 static PyObject *
@@ -361,7 +683,8 @@ event_node(Core *self, int pop, PyFrameObject **frame_out)
         return NULL;
     }
     PyObject *node =
-        pop ? pop_by_id(self->active, frame) : Py_XNewRef(get_by_id(self->active, frame));
+        pop ? pop_by_id(self, self->active, frame)
+            : Py_XNewRef(get_by_id(self, self->active, frame));
     if (node != NULL && Py_TYPE(node) != (PyTypeObject *)self->node_type) {
         Py_DECREF(node);
         PyErr_SetString(PyExc_TypeError, "an active frame's node is not a Node");
@@ -408,7 +731,7 @@ Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(node);
     Py_INCREF(info);
     PyObject *result = NULL;
-    if (increment(node, self->n_count) < 0 || set_by_id(self->active, frame, node) < 0) {
+    if (increment(node, self->n_count) < 0 || set_by_id(self, self->active, frame, node) < 0) {
         goto error;
     }
     PyObject *names = SLOT(info, self->i_argnames);
@@ -458,7 +781,7 @@ Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(node);
     int rc = increment(node, self->n_count);
     if (rc == 0) {
-        rc = set_by_id(self->active, frame, node);
+        rc = set_by_id(self, self->active, frame, node);
     }
     Py_DECREF(node);
     if (rc < 0) {
@@ -595,21 +918,38 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
         }
         return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
     }
-    PyObject *pair = PyLong_FromLongLong((src << self->branch_shift) | dest);
-    if (pair == NULL) {
-        return failed(self);
+    long long key = (src << self->branch_shift) | dest;
+    /* info.branch_cache's entries are made once and never replaced, and infos are kept alive
+     * with their code objects (see code_info): a copy of an entry, by info and key, with the
+     * outcome object that dict holds, stays right. */
+    size_t slot = (((size_t)info >> 4) * 31u + (size_t)key * 2654435761u) & (BRANCH_CACHE_SIZE - 1);
+    PyObject *outcome;
+    long value;
+    if (self->branch_cache[slot].info == info && self->branch_cache[slot].key == key) {
+        outcome = self->branch_cache[slot].outcome;
+        value = self->branch_cache[slot].value;
     }
-    PyObject *outcome = PyDict_GetItemWithError(cache, pair);
-    Py_DECREF(pair);
-    if (outcome == NULL) {
-        if (PyErr_Occurred()) {
+    else {
+        PyObject *pair = PyLong_FromLongLong(key);
+        if (pair == NULL) {
             return failed(self);
         }
-        return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
-    }
-    long value = PyLong_AsLong(outcome);
-    if (value == -1 && PyErr_Occurred()) {
-        return failed(self);
+        outcome = PyDict_GetItemWithError(cache, pair);
+        Py_DECREF(pair);
+        if (outcome == NULL) {
+            if (PyErr_Occurred()) {
+                return failed(self);
+            }
+            return PyObject_Vectorcall(self->py_branch, args, nargs, NULL);
+        }
+        value = PyLong_AsLong(outcome);
+        if (value == -1 && PyErr_Occurred()) {
+            return failed(self);
+        }
+        self->branch_cache[slot].info = info;
+        self->branch_cache[slot].key = key;
+        self->branch_cache[slot].outcome = outcome;
+        self->branch_cache[slot].value = value;
     }
     if (value < 0) {
         return value == self->no_decision ? Py_NewRef(self->disable) : Py_NewRef(Py_None);
@@ -655,9 +995,12 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     PyObject *tracer, *codes, *active, *task_frames, *py_start, *py_resume, *py_branch;
     PyObject *record_state, *summarize, *disable, *on_error;
     PyObject *node_type, *info_type, *bounded_type, *blake2b, *str_markers;
-    PyObject *tempfile_names, *tempfile_name_bits;
+    PyObject *tempfile_names, *tempfile_name_bits, *plain_summaries, *class_epoch;
     PyObject *state_entry, *state_exit, *shape_sep, *canon_sep, *shape_tag, *canon_tag;
     PyObject *none_summary;
+    int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
+    int frame_get_var = 0;
+    PyObject *display_names, *dict_descriptors, *state_type, *state_limit, *bucket, *enum_type;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -668,9 +1011,10 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "node_call", "state_entry", "state_exit", "arg_shape_separator",
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
-                            "none_summary", "tempfile_name_hash", NULL};
+                            "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", "class_tables",
+                            "state_type", "state_limit", "bucket", "enum_type", NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!O!OO", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
@@ -678,7 +1022,11 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &PyByteArray_Type, &tempfile_name_bits, &on_error, &node_call, &state_entry,
             &state_exit, &shape_sep, &canon_sep, &branch_shift, &no_decision, &small_int,
             &short_str, &shape_tag, &canon_tag, &digest_size, &none_summary, &name_length,
-            &name_base, &name_bits)) {
+            &name_base, &name_bits, &max_depth, &max_items, &max_bytes, &max_shape,
+            &shape_items0, &shape_items1, &max_union, &frame_get_var, &PyDict_Type,
+            &plain_summaries, &PyDict_Type, &display_names, &PyDict_Type, &dict_descriptors,
+            &PyList_Type, &class_epoch, &PyType_Type, &state_type,
+            &PyLong_Type, &state_limit, &bucket, &enum_type)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -690,7 +1038,10 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
      * fingerprint as a sum of 8-byte hashes modulo 2**64, a name hash's mask in 32 bits. */
     if (branch_shift < 1 || branch_shift > 61 || small_int < 1 || short_str < 1 ||
         digest_size != 8 || name_length < 1 || name_base < 1 || name_bits < 3 ||
-        name_bits > 30) {
+        name_bits > 30 || max_depth < 1 || max_items < 0 || max_items > 64 || max_bytes < 1 ||
+        max_bytes > MAX_CANON_BYTES || max_shape < 8 || shape_items0 < 0 ||
+        shape_items0 > 16 || shape_items1 < 0 || shape_items1 > 16 || max_union < 1 ||
+        max_union > 7) {
         PyErr_SetString(PyExc_ValueError, "an encoding this core cannot follow");
         return -1;
     }
@@ -717,7 +1068,16 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(bounded_type, "_seen", &self->b_seen) < 0 ||
         slot_offset(bounded_type, "_limit", &self->b_limit) < 0 ||
         slot_offset(bounded_type, "_count", &self->b_count) < 0 ||
-        slot_offset(bounded_type, "_sum", &self->b_sum) < 0) {
+        slot_offset(bounded_type, "_sum", &self->b_sum) < 0 ||
+        slot_offset(node_type, "state", &self->n_state) < 0 ||
+        slot_offset(info_type, "self_attrs", &self->i_self_attrs) < 0 ||
+        slot_offset(info_type, "self_labels", &self->i_self_labels) < 0 ||
+        slot_offset(info_type, "receiver", &self->i_receiver) < 0 ||
+        slot_offset(info_type, "state_globals", &self->i_state_globals) < 0 ||
+        slot_offset(info_type, "global_labels", &self->i_global_labels) < 0 ||
+        slot_offset(state_type, "facts", &self->s_facts) < 0 ||
+        slot_offset(state_type, "limit", &self->s_limit) < 0 ||
+        slot_offset(state_type, "overflow", &self->s_overflow) < 0) {
         return -1;
     }
     PyObject *bytes_join = PyObject_GetAttrString(canon_sep, "join");
@@ -739,6 +1099,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_CLEAR(self->bool_summaries[0]);
     Py_CLEAR(self->bool_summaries[1]);
     memset(self->code_cache, 0, sizeof(self->code_cache));
+    memset(self->branch_cache, 0, sizeof(self->branch_cache));
     if (!self->int_summaries || !self->str_summaries) {
         return -1;
     }
@@ -776,6 +1137,30 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->str_markers, Py_NewRef(str_markers));
     Py_XSETREF(self->tempfile_names, Py_NewRef(tempfile_names));
     Py_XSETREF(self->tempfile_name_bits, Py_NewRef(tempfile_name_bits));
+    forget_plain(self);
+    forget_arguments(self);
+    if (self->arg_cache == NULL) {
+        self->arg_cache = PyMem_Calloc(ARG_CACHE_SIZE, sizeof(ArgEntry));
+        if (self->arg_cache == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_XSETREF(self->plain_summaries, Py_NewRef(plain_summaries));
+    Py_XSETREF(self->class_epoch, Py_NewRef(class_epoch));
+    Py_XSETREF(self->display_names, Py_NewRef(display_names));
+    Py_XSETREF(self->dict_descriptors, Py_NewRef(dict_descriptors));
+    Py_XSETREF(self->state_type, Py_NewRef(state_type));
+    Py_XSETREF(self->state_limit, Py_NewRef(state_limit));
+    Py_XSETREF(self->bucket, Py_NewRef(bucket));
+    Py_XSETREF(self->enum_type, Py_NewRef(enum_type));
+    for (int i = 0; i < BK_COUNT; i++) {
+        Py_XSETREF(self->bucket_names[i], PyUnicode_InternFromString(BUCKET_NAMES[i]));
+        if (self->bucket_names[i] == NULL) {
+            return -1;
+        }
+    }
+    Py_CLEAR(self->plain_epoch);
     self->node_call = node_call;
     self->branch_shift = branch_shift;
     self->no_decision = no_decision;
@@ -784,6 +1169,33 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     self->name_length = name_length;
     self->name_base = (uint32_t)name_base;
     self->name_bits = name_bits;
+    self->max_depth = max_depth;
+    self->max_items = max_items;
+    self->max_bytes = max_bytes;
+    self->max_shape = max_shape;
+    self->shape_depth = 2;
+    self->shape_items[0] = shape_items0;
+    self->shape_items[1] = shape_items1;
+    self->max_union = max_union;
+    self->frame_get_var = (char)frame_get_var;
+    static const char *shape_names[SHAPE_NAME_COUNT] = {
+        "None", "bool", "int", "float", "str", "bytes", "complex", "bytearray",
+        "tuple", "list", "dict", "set", "frozenset"};
+    for (int i = 0; i < SHAPE_NAME_COUNT; i++) {
+        Py_XSETREF(self->shape_names[i], PyUnicode_InternFromString(shape_names[i]));
+        Py_XSETREF(self->shape_elided[i], PyUnicode_FromFormat("%s[...]", shape_names[i]));
+        Py_XSETREF(self->shape_empty[i], PyUnicode_FromFormat("%s[]", shape_names[i]));
+        if (!self->shape_names[i] || !self->shape_elided[i] || !self->shape_empty[i]) {
+            return -1;
+        }
+    }
+    Py_XSETREF(self->str_hex, PyUnicode_InternFromString("hex"));
+    Py_XSETREF(self->str_ellipsis, PyUnicode_InternFromString("..."));
+    Py_XSETREF(self->str_bar, PyUnicode_InternFromString("|"));
+    Py_XSETREF(self->str_comma_tight, PyUnicode_InternFromString(","));
+    if (!self->str_hex || !self->str_ellipsis || !self->str_bar || !self->str_comma_tight) {
+        return -1;
+    }
     self->recording = 0;
     return 0;
 }
@@ -816,6 +1228,30 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     Py_VISIT(self->str_summaries);
     Py_VISIT(self->bool_summaries[0]);
     Py_VISIT(self->bool_summaries[1]);
+    Py_VISIT(self->plain_summaries);
+    Py_VISIT(self->class_epoch);
+    Py_VISIT(self->plain_epoch);
+    if (self->arg_cache != NULL) {
+        for (int i = 0; i < ARG_CACHE_SIZE; i++) {
+            Py_VISIT(self->arg_cache[i].info);
+            for (int j = 0; j < ARG_CACHE_ARGS; j++) {
+                Py_VISIT(self->arg_cache[i].summaries[j]);
+            }
+            Py_VISIT(self->arg_cache[i].pair);
+        }
+    }
+    Py_VISIT(self->display_names);
+    Py_VISIT(self->dict_descriptors);
+    Py_VISIT(self->state_type);
+    Py_VISIT(self->state_limit);
+    Py_VISIT(self->bucket);
+    Py_VISIT(self->enum_type);
+    for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
+        Py_VISIT(self->classes[i].type);
+        Py_VISIT(self->classes[i].summary);
+        Py_VISIT(self->classes[i].bucket);
+        Py_VISIT(self->classes[i].dict_descr);
+    }
     return 0;
 }
 
@@ -857,7 +1293,35 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_summaries);
     Py_CLEAR(self->bool_summaries[0]);
     Py_CLEAR(self->bool_summaries[1]);
+    Py_CLEAR(self->plain_summaries);
+    Py_CLEAR(self->class_epoch);
+    Py_CLEAR(self->plain_epoch);
+    forget_arguments(self);
+    Py_CLEAR(self->display_names);
+    Py_CLEAR(self->dict_descriptors);
+    Py_CLEAR(self->state_type);
+    Py_CLEAR(self->state_limit);
+    Py_CLEAR(self->bucket);
+    Py_CLEAR(self->enum_type);
+    for (int i = 0; i < BK_COUNT; i++) {
+        Py_CLEAR(self->bucket_names[i]);
+    }
+    forget_plain(self);
+    for (int i = 0; i < SHAPE_NAME_COUNT; i++) {
+        Py_CLEAR(self->shape_names[i]);
+        Py_CLEAR(self->shape_elided[i]);
+        Py_CLEAR(self->shape_empty[i]);
+    }
+    Py_CLEAR(self->str_hex);
+    Py_CLEAR(self->str_ellipsis);
+    Py_CLEAR(self->str_bar);
+    Py_CLEAR(self->str_comma_tight);
     memset(self->code_cache, 0, sizeof(self->code_cache));
+    memset(self->branch_cache, 0, sizeof(self->branch_cache));
+    for (int i = 0; i < ID_KEY_CACHE_SIZE; i++) {
+        Py_CLEAR(self->id_keys[i].key);
+        self->id_keys[i].ptr = NULL;
+    }
     return 0;
 }
 
@@ -866,6 +1330,8 @@ Core_dealloc(Core *self)
 {
     PyObject_GC_UnTrack(self);
     Core_clear(self);
+    PyMem_Free(self->arg_cache);
+    self->arg_cache = NULL;
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -873,6 +1339,30 @@ static PyObject *
 Core_summarize(Core *self, PyObject *value)
 {
     return summarize(self, value);
+}
+
+static PyObject *
+Core_forget_classes(Core *self, PyObject *Py_UNUSED(ignored))
+{
+    forget_plain(self);
+    forget_arguments(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Core_bucket(Core *self, PyObject *value)
+{
+    return state_bucket(self, value);
+}
+
+static PyObject *
+Core_instance_dict(Core *self, PyObject *value)
+{
+    PyObject *fields = instance_fields(self, value);
+    if (fields == NULL && !PyErr_Occurred()) {
+        return Py_NewRef(Py_Ellipsis);  /* not known here: values.py must read it */
+    }
+    return fields;
 }
 
 static PyObject *
@@ -893,6 +1383,12 @@ static PyMethodDef Core_methods[] = {
      "values.summarize as the compiled core computes it (for tests)."},
     {"add_pair", (PyCFunction)(void (*)(void))Core_add_pair, METH_FASTCALL,
      "BoundedValues.add_pair as the compiled core performs it (for tests)."},
+    {"bucket", (PyCFunction)Core_bucket, METH_O,
+     "values.bucket as the compiled core computes it (for tests)."},
+    {"instance_dict", (PyCFunction)Core_instance_dict, METH_O,
+     "reflect.instance_dict as the compiled core reads it, ... when it must ask (for tests)."},
+    {"forget_classes", (PyCFunction)Core_forget_classes, METH_NOARGS,
+     "Drop the core's copy of the memo of plain classes (at every phase start)."},
     {"on_start", (PyCFunction)(void (*)(void))Core_on_start, METH_FASTCALL,
      "PY_START: a code object starts a new frame."},
     {"on_resume", (PyCFunction)(void (*)(void))Core_on_resume, METH_FASTCALL,
@@ -953,7 +1449,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 5) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 15) < 0) {
         Py_DECREF(module);
         return NULL;
     }

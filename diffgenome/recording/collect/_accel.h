@@ -14,13 +14,32 @@
 #include <structmember.h>
 
 #define CODE_CACHE_SIZE 1024
+#define BRANCH_CACHE_SIZE 4096
+#define ID_KEY_CACHE_SIZE 1024
+#define FAST_PARENT_DEPTH 32
 #define SUMMARY_CACHE_LIMIT 8192
+#define PLAIN_CACHE_SIZE 256
+#define MAX_CANON_BYTES 8192  /* the largest values.MAX_BYTES this core follows */
+#define SHAPE_NAME_COUNT 13
+
+#define ARG_CACHE_SIZE 1024
+#define ARG_CACHE_ARGS 6
+
+/* A pair of argument summaries made once (record_args): the code object's info, the
+ * summaries of its arguments (by identity; held) and the pair made of them. */
+typedef struct {
+    PyObject *info;
+    Py_ssize_t n;
+    PyObject *summaries[ARG_CACHE_ARGS];
+    PyObject *pair;
+} ArgEntry;
 
 /* The encodings below the "handed over" line come from contract.core_encodings(): the
  * Python side owns them, the core is told them when it is built. */
 typedef struct {
     PyObject_HEAD
     char recording;
+    char frame_get_var;      /* capabilities.frame_get_var: arguments via PyFrame_GetVar */
     PyObject *tracer;        /* for tracer.errors */
     PyObject *codes;         /* id(code) -> CodeInfo | None */
     PyObject *active;        /* id(frame) -> Node */
@@ -35,14 +54,33 @@ typedef struct {
     /* Private caches of values the Python side already decided; see code_info and
      * summarize. */
     struct { PyObject *code; PyObject *info; } code_cache[CODE_CACHE_SIZE];
+    /* Copies of CodeInfo.branch_cache entries (borrowed, like code_cache): see on_branch. */
+    struct { PyObject *info; long long key; PyObject *outcome; long value; }
+        branch_cache[BRANCH_CACHE_SIZE];
+    struct { void *ptr; PyObject *key; } id_keys[ID_KEY_CACHE_SIZE];  /* see id_key */
     PyObject *int_summaries, *str_summaries;
     PyObject *bool_summaries[2];
+    /* Copies of the per-phase memos of values.py and reflect.py, direct-mapped by class
+     * pointer: each entry holds its class and what is known of it (NULL: not known here),
+     * the summary of its instances (values._PLAIN_SUMMARY), the bucket of its instances
+     * (``"type:" + type_name``, reflect._DISPLAY_NAMES) and its ``__dict__`` descriptor
+     * (reflect._DICT_DESCRIPTORS). Dropped when reflect.CLASS_EPOCH[0] is no longer
+     * plain_epoch (the memos were reset); an entry of those memos never changes before. */
+    struct {
+        PyObject *type, *summary, *bucket, *dict_descr;
+    } classes[PLAIN_CACHE_SIZE];
+    PyObject *plain_summaries, *display_names, *dict_descriptors, *class_epoch, *plain_epoch;
+    PyObject *state_type, *state_limit, *bucket, *enum_type;
+    PyObject *bucket_names[12];
+    ArgEntry *arg_cache;     /* ARG_CACHE_SIZE entries, direct-mapped */
     /* slot offsets */
     Py_ssize_t n_ntype, n_key, n_children, n_count, n_returned, n_yielded, n_args,
         n_results, n_branches;
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
     Py_ssize_t b_seen, b_limit, b_count, b_sum;
+    Py_ssize_t n_state, i_self_attrs, i_self_labels, i_receiver, i_state_globals,
+        i_global_labels, s_facts, s_limit, s_overflow;
     PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;
     /* stable.py's set of tempfile names seen, and its bitmap of their window hashes. */
     PyObject *tempfile_names, *tempfile_name_bits;
@@ -59,6 +97,14 @@ typedef struct {
     int name_length;                      /* stable.TEMPFILE_NAME_LENGTH */
     uint32_t name_base;                   /* stable.NAME_HASH_BASE */
     int name_bits;                        /* stable.NAME_HASH_BITS */
+    /* values.MAX_DEPTH, MAX_ITEMS, MAX_BYTES, MAX_SHAPE; len(SHAPE_ITEMS) (2), SHAPE_ITEMS,
+     * MAX_UNION */
+    int max_depth, max_items, max_bytes, max_shape, shape_depth, shape_items[2], max_union;
+    /* Written by the core (compared with values.py by contract.core_disagreement): the
+     * shapes of the scalars and containers, bare, elided (``name[...]``) and empty. */
+    PyObject *shape_names[SHAPE_NAME_COUNT], *shape_elided[SHAPE_NAME_COUNT],
+        *shape_empty[SHAPE_NAME_COUNT];
+    PyObject *str_hex, *str_ellipsis, *str_bar, *str_comma_tight;
 } Core;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))

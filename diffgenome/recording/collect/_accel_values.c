@@ -109,6 +109,90 @@ scalar_summary(Core *self, PyObject *value, int is_int)
     return summary;
 }
 
+static PyObject *walked_summary(Core *self, PyObject *value);
+
+static void
+forget_plain(Core *self)
+{
+    for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
+        Py_CLEAR(self->classes[i].type);
+        Py_CLEAR(self->classes[i].summary);
+        Py_CLEAR(self->classes[i].bucket);
+        Py_CLEAR(self->classes[i].dict_descr);
+    }
+}
+
+/* The core's entry for ``kind``, made empty when another class held its place. */
+static int
+class_entry(Core *self, PyTypeObject *kind)
+{
+    PyObject *epoch = PyList_GET_SIZE(self->class_epoch) ? PyList_GET_ITEM(self->class_epoch, 0)
+                                                         : NULL;
+    if (epoch != self->plain_epoch) {
+        forget_plain(self);
+        Py_XSETREF(self->plain_epoch, Py_XNewRef(epoch));
+    }
+    int index = (int)((((size_t)kind >> 4) ^ ((size_t)kind >> 12)) & (PLAIN_CACHE_SIZE - 1));
+    if (self->classes[index].type != (PyObject *)kind) {
+        Py_CLEAR(self->classes[index].summary);
+        Py_CLEAR(self->classes[index].bucket);
+        Py_CLEAR(self->classes[index].dict_descr);
+        Py_XSETREF(self->classes[index].type, Py_NewRef((PyObject *)kind));
+    }
+    return index;
+}
+
+/* Borrowed second item of ``memo[id(kind)]`` when its first is ``kind``, else NULL (with an
+ * error only on failure). */
+static PyObject *
+memo_entry(PyObject *memo, PyTypeObject *kind)
+{
+    PyObject *key = PyLong_FromVoidPtr(kind);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(memo, key);
+    Py_DECREF(key);
+    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 ||
+        PyTuple_GET_ITEM(entry, 0) != (PyObject *)kind) {
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(entry, 1);
+}
+
+/* Borrowed summary of every instance of ``kind`` when values._PLAIN_SUMMARY holds one (the
+ * phase's memo of plain classes; an entry never changes until the memo is reset), else NULL
+ * (with an error only on failure). Answered from the core's copy; ``ask`` also reads the
+ * Python memo itself on a miss (which costs an int for the key). */
+static PyObject *
+plain_summary(Core *self, PyTypeObject *kind, int ask)
+{
+    int index = class_entry(self, kind);
+    if (self->classes[index].summary != NULL || !ask) {
+        return self->classes[index].summary;
+    }
+    PyObject *summary = memo_entry(self->plain_summaries, kind);
+    if (summary == NULL || !PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2 ||
+        !PyUnicode_CheckExact(PyTuple_GET_ITEM(summary, 0)) ||
+        PyTuple_GET_ITEM(summary, 1) != Py_None) {
+        return NULL;
+    }
+    self->classes[index].summary = Py_NewRef(summary);
+    return summary;
+}
+
+/* Whether instances of ``kind`` can never be in the memo of plain classes (values._BUILTIN_IDS
+ * and the other builtin classes summarize sees most). */
+static int
+never_plain(PyTypeObject *kind)
+{
+    return kind == &PyLong_Type || kind == &PyUnicode_Type || kind == &PyBool_Type ||
+           kind == &PyFloat_Type || kind == &PyTuple_Type || kind == &PyList_Type ||
+           kind == &PyDict_Type || kind == &PySet_Type || kind == &PyFrozenSet_Type ||
+           kind == &PyBytes_Type || kind == &PyByteArray_Type || kind == &PyComplex_Type ||
+           kind == Py_TYPE(Py_None);
+}
+
 /* values.summarize. Exact small ints, short strs and bools have summaries that never change
  * (the Python function caches them too): the first one of each value is the Python function's,
  * kept here by value in per-type tables (by type, so that 1 and True stay apart). Everything
@@ -144,7 +228,28 @@ summarize(Core *self, PyObject *value)
         return Py_NewRef(self->none_summary);
     }
     if (table == NULL) {
-        return PyObject_CallOneArg(self->summarize, value);
+        if (never_plain(kind)) {
+            PyObject *walked = walked_summary(self, value);
+            if (walked != NULL || PyErr_Occurred()) {
+                return walked;
+            }
+            return PyObject_CallOneArg(self->summarize, value);
+        }
+        PyObject *plain = plain_summary(self, kind, 1);
+        if (plain != NULL) {
+            return Py_NewRef(plain);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        PyObject *summary = PyObject_CallOneArg(self->summarize, value);
+        /* The call may have made the memo's entry for this class: keep a copy. */
+        if (summary != NULL && PyTuple_CheckExact(summary) && PyTuple_GET_SIZE(summary) == 2 &&
+            PyTuple_GET_ITEM(summary, 1) == Py_None && plain_summary(self, kind, 1) == NULL &&
+            PyErr_Occurred()) {
+            Py_CLEAR(summary);
+        }
+        return summary;
     }
     PyObject *known = PyDict_GetItemWithError(table, value);
     if (known != NULL) {
@@ -289,4 +394,731 @@ add_pair(Core *self, PyObject *bounded, PyObject *pair)
     }
     Py_DECREF(result);
     return 0;
+}
+
+/* ---- shapes and canonical forms of containers, objects and the other scalars ------------
+ *
+ * values.shape and values.canonical, written here for what the core can describe without
+ * Python: None, bool, exact int, float, str, bytes, bytearray, exact tuple, list, dict, set
+ * and frozenset, and instances of the classes in the memo of plain classes. Anything else
+ * (an enum member, a dataclass, a str that stable.py would rewrite, ...) anywhere in a value
+ * makes the walk UNKNOWN, and the whole value goes to values.summarize. The bounds are
+ * values.py's (contract.core_encodings); contract.core_disagreement compares the two on
+ * samples when the core is built, tests/unit/test_core_values.py on generated values. */
+
+enum { WALK_NONE = 0, WALK_OK = 1, WALK_UNKNOWN = 2, WALK_ERROR = -1 };
+
+typedef struct {
+    char *data;          /* MAX_CANON_BYTES */
+    Py_ssize_t size;     /* bytes written */
+    Py_ssize_t budget;   /* values.MAX_BYTES */
+} Canon;
+
+static int
+canon_put(Canon *out, const char *bytes, Py_ssize_t n)
+{
+    if (out->size + n > out->budget) {
+        return WALK_NONE;
+    }
+    memcpy(out->data + out->size, bytes, n);
+    out->size += n;
+    return WALK_OK;
+}
+
+/* ``<tag><n>:`` */
+static int
+canon_head(Canon *out, char tag, Py_ssize_t n)
+{
+    char head[32];
+    int length = snprintf(head, sizeof head, "%c%zd:", tag, n);
+    return canon_put(out, head, length);
+}
+
+/* Whether a str is one stable.stable_text may rewrite (values.py must write it). */
+static int
+unstable_text(Core *self, PyObject *text)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->str_markers); i++) {
+        int marked = PyUnicode_Contains(text, PyTuple_GET_ITEM(self->str_markers, i));
+        if (marked) {
+            return marked;  /* 1, or -1 on failure */
+        }
+    }
+    return may_hold_tempfile_name(self, text);
+}
+
+/* values._str_form after the tag: ``<utf-8 length>:<utf-8, surrogatepass>``. */
+static int
+canon_text(Core *self, Canon *out, PyObject *text)
+{
+    if (PyUnicode_GET_LENGTH(text) > out->budget - out->size) {
+        return WALK_NONE;  /* values._enc: len(value) > budget */
+    }
+    int unstable = unstable_text(self, text);
+    if (unstable) {
+        return unstable < 0 ? WALK_ERROR : WALK_UNKNOWN;
+    }
+    if (PyUnicode_IS_ASCII(text)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+        char head[32];
+        int length = snprintf(head, sizeof head, "%zd:", n);
+        if (canon_put(out, head, length) != WALK_OK) {
+            return WALK_NONE;
+        }
+        return canon_put(out, (const char *)PyUnicode_DATA(text), n);
+    }
+    PyObject *raw = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+    if (raw == NULL) {
+        return WALK_ERROR;
+    }
+    char head[32];
+    int length = snprintf(head, sizeof head, "%zd:", PyBytes_GET_SIZE(raw));
+    int rc = canon_put(out, head, length);
+    if (rc == WALK_OK) {
+        rc = canon_put(out, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+    }
+    Py_DECREF(raw);
+    return rc;
+}
+
+/* values._float_form: ``float.hex`` and ``;``, one form for every NaN. */
+static int
+canon_float(Core *self, Canon *out, double number)
+{
+    if (isnan(number)) {
+        return canon_put(out, "nan;", 4);
+    }
+    PyObject *boxed = PyFloat_FromDouble(number);
+    if (boxed == NULL) {
+        return WALK_ERROR;
+    }
+    PyObject *hex = PyObject_CallMethodNoArgs(boxed, self->str_hex);  /* float.hex itself */
+    Py_DECREF(boxed);
+    if (hex == NULL) {
+        return WALK_ERROR;
+    }
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(hex, &n);
+    int rc = text == NULL ? WALK_ERROR : canon_put(out, text, n);
+    if (rc == WALK_OK) {
+        rc = canon_put(out, ";", 1);
+    }
+    Py_DECREF(hex);
+    return rc;
+}
+
+typedef struct {
+    Py_ssize_t start, size;
+} Span;
+
+/* values._sorted_form over the forms written from ``first`` on, each a span: sorted as
+ * Python sorts bytes, then ``<tag><n>:`` and the forms in that order replace them. */
+static int
+canon_sorted(Canon *out, Py_ssize_t first, Span *spans, Py_ssize_t n, char tag)
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Span key = spans[i];
+        Py_ssize_t j = i - 1;
+        while (j >= 0) {
+            Py_ssize_t common = spans[j].size < key.size ? spans[j].size : key.size;
+            int order = memcmp(out->data + spans[j].start, out->data + key.start, common);
+            if (order < 0 || (order == 0 && spans[j].size <= key.size)) {
+                break;
+            }
+            spans[j + 1] = spans[j];
+            j--;
+        }
+        spans[j + 1] = key;
+    }
+    Py_ssize_t body = out->size - first;
+    char *copy = PyMem_Malloc(body > 0 ? body : 1);
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return WALK_ERROR;
+    }
+    memcpy(copy, out->data + first, body);
+    out->size = first;
+    int rc = canon_head(out, tag, n);
+    for (Py_ssize_t i = 0; i < n && rc == WALK_OK; i++) {
+        rc = canon_put(out, copy + (spans[i].start - first), spans[i].size);
+    }
+    PyMem_Free(copy);
+    return rc;
+}
+
+static int canon_walk(Core *self, Canon *out, PyObject *value, int depth);
+
+/* A sequence's items in order (values._sequence_form). UNKNOWN items do not stop the walk: a
+ * later item may still make the whole form None, whatever the unknown ones would have given. */
+static int
+canon_items(Core *self, Canon *out, PyObject *const *items, Py_ssize_t n, int depth)
+{
+    int unknown = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int rc = canon_walk(self, out, items[i], depth + 1);
+        if (rc == WALK_NONE || rc == WALK_ERROR) {
+            return rc;
+        }
+        unknown |= rc == WALK_UNKNOWN;
+    }
+    return unknown ? WALK_UNKNOWN : WALK_OK;
+}
+
+/* values._enc, into ``out``. */
+static int
+canon_walk(Core *self, Canon *out, PyObject *value, int depth)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    if (value == Py_None) {
+        return canon_put(out, "N", 1);
+    }
+    if (kind == &PyBool_Type) {
+        return canon_put(out, value == Py_True ? "T" : "F", 1);
+    }
+    if (kind == &PyLong_Type) {
+        int overflow = 0;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return WALK_ERROR;
+        }
+        if (overflow || number == LLONG_MIN) {
+            return WALK_UNKNOWN;
+        }
+        char text[40];
+        int n = number < 0 ? snprintf(text, sizeof text, "i-%llx;", -number)
+                           : snprintf(text, sizeof text, "i%llx;", number);
+        return canon_put(out, text, n);
+    }
+    if (kind == &PyFloat_Type) {
+        if (canon_put(out, "f", 1) != WALK_OK) {
+            return WALK_NONE;
+        }
+        return canon_float(self, out, PyFloat_AS_DOUBLE(value));
+    }
+    if (kind == &PyUnicode_Type) {
+        if (PyUnicode_GET_LENGTH(value) > out->budget - out->size) {
+            return WALK_NONE;
+        }
+        if (canon_put(out, "s", 1) != WALK_OK) {
+            return WALK_NONE;
+        }
+        return canon_text(self, out, value);
+    }
+    if (kind == &PyBytes_Type || kind == &PyByteArray_Type) {
+        int is_bytes = kind == &PyBytes_Type;
+        Py_ssize_t n = is_bytes ? PyBytes_GET_SIZE(value) : PyByteArray_GET_SIZE(value);
+        if (n > out->budget - out->size) {
+            return WALK_NONE;
+        }
+        if (canon_head(out, is_bytes ? 'b' : 'y', n) != WALK_OK) {
+            return WALK_NONE;
+        }
+        return canon_put(out, is_bytes ? PyBytes_AS_STRING(value) : PyByteArray_AS_STRING(value),
+                         n);
+    }
+    if (kind == &PyComplex_Type) {
+        Py_complex number = PyComplex_AsCComplex(value);
+        int rc = canon_put(out, "c", 1);
+        if (rc == WALK_OK) {
+            rc = canon_float(self, out, number.real);
+        }
+        if (rc == WALK_OK) {
+            rc = canon_float(self, out, number.imag);
+        }
+        return rc;
+    }
+    if (kind == &PyTuple_Type || kind == &PyList_Type) {
+        int is_tuple = kind == &PyTuple_Type;
+        Py_ssize_t n = Py_SIZE(value);
+        if (n > self->max_items || depth >= self->max_depth) {
+            return WALK_NONE;
+        }
+        if (canon_head(out, is_tuple ? 't' : 'l', n) != WALK_OK) {
+            return WALK_NONE;
+        }
+        if (is_tuple) {
+            return canon_items(self, out, &PyTuple_GET_ITEM(value, 0), n, depth);
+        }
+        /* A list's items are read through a snapshot: nothing here runs Python code, but a
+         * list is only ever read the way values.py reads it. */
+        PyObject *items = PyList_AsTuple(value);
+        if (items == NULL) {
+            return WALK_ERROR;
+        }
+        int rc = canon_items(self, out, &PyTuple_GET_ITEM(items, 0), PyTuple_GET_SIZE(items),
+                             depth);
+        Py_DECREF(items);
+        return rc;
+    }
+    if (kind == &PyDict_Type || kind == &PySet_Type || kind == &PyFrozenSet_Type) {
+        int is_dict = kind == &PyDict_Type;
+        Py_ssize_t n = is_dict ? PyDict_GET_SIZE(value) : PySet_GET_SIZE(value);
+        if (n > self->max_items || depth >= self->max_depth) {
+            return WALK_NONE;
+        }
+        Span spans[64];
+        if (n > (Py_ssize_t)(sizeof spans / sizeof spans[0])) {
+            return WALK_UNKNOWN;
+        }
+        Py_ssize_t first = out->size;
+        Py_ssize_t count = 0;
+        int unknown = 0;
+        int rc = WALK_OK;
+        if (is_dict) {
+            Py_ssize_t pos = 0;
+            PyObject *key, *item;
+            while (count < n && PyDict_Next(value, &pos, &key, &item)) {
+                Py_ssize_t start = out->size;
+                rc = canon_walk(self, out, key, depth + 1);
+                if (rc == WALK_OK || rc == WALK_UNKNOWN) {
+                    unknown |= rc == WALK_UNKNOWN;
+                    rc = canon_walk(self, out, item, depth + 1);
+                }
+                if (rc == WALK_NONE || rc == WALK_ERROR) {
+                    return rc;
+                }
+                unknown |= rc == WALK_UNKNOWN;
+                spans[count].start = start;
+                spans[count].size = out->size - start;
+                count++;
+            }
+        }
+        else {
+            PyObject *iterator = PyObject_GetIter(value);
+            if (iterator == NULL) {
+                return WALK_ERROR;
+            }
+            PyObject *item;
+            while (count < n && (item = PyIter_Next(iterator)) != NULL) {
+                Py_ssize_t start = out->size;
+                rc = canon_walk(self, out, item, depth + 1);
+                Py_DECREF(item);
+                if (rc == WALK_NONE || rc == WALK_ERROR) {
+                    Py_DECREF(iterator);
+                    return rc;
+                }
+                unknown |= rc == WALK_UNKNOWN;
+                spans[count].start = start;
+                spans[count].size = out->size - start;
+                count++;
+            }
+            Py_DECREF(iterator);
+            if (PyErr_Occurred()) {
+                return WALK_ERROR;
+            }
+        }
+        if (count != n) {
+            return WALK_UNKNOWN;  /* changed under the walk: values.py decides */
+        }
+        if (unknown) {
+            return WALK_UNKNOWN;
+        }
+        return canon_sorted(out, first, spans, n, is_dict ? 'd' : kind == &PySet_Type ? 'S' : 'z');
+    }
+    PyObject *plain = plain_summary(self, kind, 1);
+    if (plain != NULL) {
+        return WALK_NONE;  /* the memo's: no canonical form for any instance */
+    }
+    return PyErr_Occurred() ? WALK_ERROR : WALK_UNKNOWN;
+}
+
+/* values._bounded: ``name[inner]``, or ``name[...]`` past MAX_SHAPE characters. */
+static PyObject *
+shape_bounded(Core *self, PyObject *name, PyObject *inner, PyObject *elided)
+{
+    if (PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(inner) + 2 > self->max_shape) {
+        return Py_NewRef(elided);
+    }
+    return PyUnicode_FromFormat("%U[%U]", name, inner);
+}
+
+/* values._union of up to ``n`` shapes: at most max_union distinct ones, sorted and joined by
+ * ``|``, else ``...``. Steals the shapes. */
+static PyObject *
+shape_union(Core *self, PyObject **shapes, Py_ssize_t n)
+{
+    PyObject *distinct[8];
+    Py_ssize_t count = 0;
+    PyObject *result = NULL;
+    int many = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (Py_ssize_t j = 0; j < count && !seen; j++) {
+            seen = PyUnicode_Compare(distinct[j], shapes[i]) == 0;
+        }
+        if (seen) {
+            continue;
+        }
+        if (count >= self->max_union) {
+            many = 1;
+            break;
+        }
+        Py_ssize_t j = count++;
+        while (j > 0 && PyUnicode_Compare(distinct[j - 1], shapes[i]) > 0) {
+            distinct[j] = distinct[j - 1];
+            j--;
+        }
+        distinct[j] = shapes[i];
+    }
+    if (many) {
+        result = Py_NewRef(self->str_ellipsis);
+    }
+    else {
+        PyObject *parts = PyTuple_New(count);
+        if (parts != NULL) {
+            for (Py_ssize_t j = 0; j < count; j++) {
+                PyTuple_SET_ITEM(parts, j, Py_NewRef(distinct[j]));
+            }
+            result = PyUnicode_Join(self->str_bar, parts);
+            Py_DECREF(parts);
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(shapes[i]);
+    }
+    return result;
+}
+
+static PyObject *shape_walk(Core *self, PyObject *value, int depth);
+
+/* The shapes of ``items``, new references, into ``shapes``; -1 with an error, 0 when one is
+ * unknown (none kept), 1 when all are known. */
+static int
+shape_items(Core *self, PyObject *const *items, Py_ssize_t n, int depth, PyObject **shapes)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        shapes[i] = shape_walk(self, items[i], depth + 1);
+        if (shapes[i] == NULL) {
+            for (Py_ssize_t j = 0; j < i; j++) {
+                Py_DECREF(shapes[j]);
+            }
+            return PyErr_Occurred() ? -1 : 0;
+        }
+    }
+    return 1;
+}
+
+#define SHAPE_NAME(i) (self->shape_names[i])
+enum { SN_NONE, SN_BOOL, SN_INT, SN_FLOAT, SN_STR, SN_BYTES, SN_COMPLEX, SN_BYTEARRAY,
+       SN_TUPLE, SN_LIST, SN_DICT, SN_SET, SN_FROZENSET, SN_COUNT };
+
+/* values._shape: a new reference, or NULL without an error when the value holds something
+ * only values.py can describe. */
+static PyObject *
+shape_walk(Core *self, PyObject *value, int depth)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    int index = -1;
+    if (value == Py_None) index = SN_NONE;
+    else if (kind == &PyBool_Type) index = SN_BOOL;
+    else if (kind == &PyLong_Type) index = SN_INT;
+    else if (kind == &PyFloat_Type) index = SN_FLOAT;
+    else if (kind == &PyUnicode_Type) index = SN_STR;
+    else if (kind == &PyBytes_Type) index = SN_BYTES;
+    else if (kind == &PyComplex_Type) index = SN_COMPLEX;
+    else if (kind == &PyByteArray_Type) index = SN_BYTEARRAY;
+    if (index >= 0) {
+        return Py_NewRef(SHAPE_NAME(index));
+    }
+    PyObject *inner = NULL;
+    PyObject *shapes[64];
+    if (kind == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(value);
+        if (n > 8) {
+            return Py_NewRef(self->shape_elided[SN_TUPLE]);
+        }
+        if (depth >= self->shape_depth) {
+            return Py_NewRef(n ? self->shape_elided[SN_TUPLE] : self->shape_empty[SN_TUPLE]);
+        }
+        int rc = shape_items(self, &PyTuple_GET_ITEM(value, 0), n, depth, shapes);
+        if (rc <= 0) {
+            return NULL;
+        }
+        PyObject *parts = PyTuple_New(n);
+        if (parts == NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_DECREF(shapes[i]);
+            }
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyTuple_SET_ITEM(parts, i, shapes[i]);
+        }
+        inner = PyUnicode_Join(self->str_comma_tight, parts);
+        Py_DECREF(parts);
+        index = SN_TUPLE;
+    }
+    else if (kind == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        if (depth >= self->shape_depth) {
+            return Py_NewRef(n ? self->shape_elided[SN_LIST] : self->shape_empty[SN_LIST]);
+        }
+        Py_ssize_t limit = self->shape_items[depth];
+        PyObject *items = PyList_GetSlice(value, 0, limit < n ? limit : n);
+        if (items == NULL) {
+            return NULL;
+        }
+        Py_ssize_t m = PyList_GET_SIZE(items);
+        int rc = m > 64 ? 0 : shape_items(self, &PyList_GET_ITEM(items, 0), m, depth, shapes);
+        Py_DECREF(items);
+        if (rc <= 0) {
+            return NULL;
+        }
+        inner = shape_union(self, shapes, m);
+        index = SN_LIST;
+    }
+    else if (kind == &PyDict_Type) {
+        Py_ssize_t n = PyDict_GET_SIZE(value);
+        if (depth >= self->shape_depth || n == 0) {
+            return Py_NewRef(n ? self->shape_elided[SN_DICT] : self->shape_empty[SN_DICT]);
+        }
+        Py_ssize_t limit = self->shape_items[depth];
+        if (limit > 32) {
+            return NULL;
+        }
+        PyObject *keys[32];
+        Py_ssize_t pos = 0, m = 0;
+        PyObject *key, *item;
+        int known = 1;
+        while (m < limit && PyDict_Next(value, &pos, &key, &item)) {
+            keys[m] = shape_walk(self, key, depth + 1);
+            shapes[m] = keys[m] == NULL ? NULL : shape_walk(self, item, depth + 1);
+            if (shapes[m] == NULL) {
+                Py_XDECREF(keys[m]);
+                known = 0;
+                break;
+            }
+            m++;
+        }
+        if (!known) {
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_DECREF(keys[i]);
+                Py_DECREF(shapes[i]);
+            }
+            return NULL;
+        }
+        PyObject *key_union = shape_union(self, keys, m);
+        PyObject *item_union = shape_union(self, shapes, m);
+        if (key_union != NULL && item_union != NULL) {
+            inner = PyUnicode_FromFormat("%U,%U", key_union, item_union);
+        }
+        Py_XDECREF(key_union);
+        Py_XDECREF(item_union);
+        index = SN_DICT;
+    }
+    else if (kind == &PySet_Type || kind == &PyFrozenSet_Type) {
+        index = kind == &PySet_Type ? SN_SET : SN_FROZENSET;
+        Py_ssize_t n = PySet_GET_SIZE(value);
+        if (depth >= self->shape_depth || n > self->shape_items[depth] * 4) {
+            return Py_NewRef(n ? self->shape_elided[index] : self->shape_empty[index]);
+        }
+        if (n > 64) {
+            return NULL;
+        }
+        PyObject *iterator = PyObject_GetIter(value);
+        if (iterator == NULL) {
+            return NULL;
+        }
+        Py_ssize_t m = 0;
+        PyObject *item;
+        int known = 1;
+        while (m < n && (item = PyIter_Next(iterator)) != NULL) {
+            shapes[m] = shape_walk(self, item, depth + 1);
+            Py_DECREF(item);
+            if (shapes[m] == NULL) {
+                known = 0;
+                break;
+            }
+            m++;
+        }
+        Py_DECREF(iterator);
+        if (!known || PyErr_Occurred() || m != n) {
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_DECREF(shapes[i]);
+            }
+            return NULL;
+        }
+        inner = shape_union(self, shapes, m);
+    }
+    else {
+        PyObject *plain = plain_summary(self, kind, 1);
+        return plain == NULL ? NULL : Py_NewRef(PyTuple_GET_ITEM(plain, 0));
+    }
+    if (inner == NULL) {
+        return NULL;
+    }
+    PyObject *out = shape_bounded(self, SHAPE_NAME(index), inner, self->shape_elided[index]);
+    Py_DECREF(inner);
+    return out;
+}
+
+/* (shape, canonical) of a value that is no small scalar, or NULL without an error when only
+ * values.summarize can tell. */
+static PyObject *
+walked_summary(Core *self, PyObject *value)
+{
+    PyObject *shape = shape_walk(self, value, 0);
+    if (shape == NULL) {
+        return NULL;
+    }
+    char data[MAX_CANON_BYTES];
+    Canon out = {data, 0, self->max_bytes};
+    int rc = canon_walk(self, &out, value, 0);
+    PyObject *summary = NULL;
+    if (rc == WALK_NONE) {
+        summary = PyTuple_Pack(2, shape, Py_None);
+    }
+    else if (rc == WALK_OK) {
+        PyObject *form = PyBytes_FromStringAndSize(data, out.size);
+        if (form != NULL) {
+            summary = PyTuple_Pack(2, shape, form);
+            Py_DECREF(form);
+        }
+    }
+    Py_DECREF(shape);
+    return summary;
+}
+
+/* ---- buckets of state values (values.bucket) --------------------------------------------- */
+
+enum { BK_NONE, BK_TRUE, BK_FALSE, BK_NAN, BK_ZERO, BK_POS, BK_NEG, BK_NONEMPTY, BK_EMPTY,
+       BK_ONE, BK_MANY, BK_ABSENT, BK_COUNT };
+static const char *const BUCKET_NAMES[BK_COUNT] = {
+    "none", "bool:true", "bool:false", "nan", "zero", "pos", "neg", "nonempty", "empty",
+    "one", "many", "absent"};
+
+/* Whether enum.Enum is in ``kind``'s MRO (read from the type object, as type_mro does). */
+static int
+is_enum_class(Core *self, PyTypeObject *kind)
+{
+    PyObject *mro = kind->tp_mro;
+    if (mro == NULL || !PyTuple_Check(mro)) {
+        return 1;  /* unknown: not cached */
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        if (PyTuple_GET_ITEM(mro, i) == self->enum_type) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* values.bucket, as a new reference: the scalars' and containers' here, a class's from the
+ * core's copy of its entry, everything else (an enum member, a class seen first) from
+ * values.bucket, whose answer for a class is kept when reflect's memo of names has it. */
+static PyObject *
+state_bucket(Core *self, PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    int index = -1;
+    if (value == Py_None) {
+        index = BK_NONE;
+    }
+    else if (kind == &PyBool_Type) {
+        index = value == Py_True ? BK_TRUE : BK_FALSE;
+    }
+    else if (kind == &PyFloat_Type) {
+        double number = PyFloat_AS_DOUBLE(value);
+        index = isnan(number) ? BK_NAN : number == 0.0 ? BK_ZERO : number > 0 ? BK_POS : BK_NEG;
+    }
+    else if (kind == &PyLong_Type) {
+        int overflow = 0;
+        long number = PyLong_AsLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        index = overflow ? (overflow > 0 ? BK_POS : BK_NEG)
+                         : number == 0 ? BK_ZERO : number > 0 ? BK_POS : BK_NEG;
+    }
+    else if (kind == &PyUnicode_Type || kind == &PyBytes_Type || kind == &PyByteArray_Type) {
+        Py_ssize_t n = kind == &PyUnicode_Type ? PyUnicode_GET_LENGTH(value) : Py_SIZE(value);
+        index = n ? BK_NONEMPTY : BK_EMPTY;
+    }
+    else if (kind == &PyList_Type || kind == &PyTuple_Type || kind == &PyDict_Type ||
+             kind == &PySet_Type || kind == &PyFrozenSet_Type) {
+        Py_ssize_t n = kind == &PyDict_Type ? PyDict_GET_SIZE(value)
+                       : (kind == &PySet_Type || kind == &PyFrozenSet_Type) ? PySet_GET_SIZE(value)
+                                                                            : Py_SIZE(value);
+        index = n == 0 ? BK_EMPTY : n == 1 ? BK_ONE : BK_MANY;
+    }
+    if (index >= 0) {
+        return Py_NewRef(self->bucket_names[index]);
+    }
+    int entry = class_entry(self, kind);
+    if (self->classes[entry].bucket != NULL) {
+        return Py_NewRef(self->classes[entry].bucket);
+    }
+    PyObject *bucket = PyObject_CallOneArg(self->bucket, value);
+    if (bucket == NULL || !PyUnicode_CheckExact(bucket) || is_enum_class(self, kind)) {
+        return bucket;
+    }
+    /* "type:" + type_name(kind): the class's alone, once reflect's memo names it. */
+    PyObject *name = memo_entry(self->display_names, kind);
+    if (name == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(bucket);
+            return NULL;
+        }
+        return bucket;
+    }
+    entry = class_entry(self, kind);  /* the call may have run a phase reset */
+    Py_XSETREF(self->classes[entry].bucket, Py_NewRef(bucket));
+    return bucket;
+}
+
+/* Borrowed ``__dict__`` descriptor of ``kind`` as reflect._DICT_DESCRIPTORS has it (any
+ * object: MISSING or None when there is none), or NULL (no error) when that memo has no entry
+ * for the class yet. */
+static PyObject *
+dict_descriptor(Core *self, PyTypeObject *kind)
+{
+    int index = class_entry(self, kind);
+    if (self->classes[index].dict_descr != NULL) {
+        return self->classes[index].dict_descr;
+    }
+    PyObject *descr = memo_entry(self->dict_descriptors, kind);
+    if (descr != NULL) {
+        self->classes[index].dict_descr = Py_NewRef(descr);
+    }
+    return descr;
+}
+
+/* reflect.instance_dict: a new reference to ``value``'s own ``__dict__`` read through the
+ * builtin getset or member descriptor of its class, when every key is an exact str; Py_None
+ * when it has none or reading it could run user code; NULL without an error when reflect's
+ * memo does not know the class yet (values.py must read it), with one on failure. */
+static PyObject *
+instance_fields(Core *self, PyObject *value)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    PyObject *descr = dict_descriptor(self, kind);
+    if (descr == NULL) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(descr, &PyGetSetDescr_Type) && !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(descr);
+    PyObject *inst = Py_TYPE(descr)->tp_descr_get(descr, value, (PyObject *)kind);
+    Py_DECREF(descr);
+    if (inst == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();  /* a member never set */
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    if (!PyDict_CheckExact(inst)) {
+        Py_DECREF(inst);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(inst, &pos, &key, &item)) {
+        if (!PyUnicode_CheckExact(key)) {
+            Py_DECREF(inst);
+            Py_RETURN_NONE;
+        }
+    }
+    return inst;
 }

@@ -58,6 +58,7 @@ class CodeInfo:
         "branch_cache",
         "code",
         "filemap",
+        "global_labels",
         "globals_read",
         "has_state",
         "is_test",
@@ -68,6 +69,7 @@ class CodeInfo:
         "receiver",
         "salted_results",
         "self_attrs",
+        "self_labels",
         "state_globals",
         "symbol",
     )
@@ -99,9 +101,12 @@ class CodeInfo:
         self.salted_results = code.co_name == "__hash__"
         self.receiver = receiver
         self.self_attrs, self.globals_read = _state_reads(code, receiver)
+        self.self_labels = tuple("self." + attr for attr in self.self_attrs)
         # Globals that hold data, not code: decided at the first call, from the module's
         # namespace then (a name bound to a function is a function's name, not state).
         self.state_globals: tuple[str, ...] | None = None if self.globals_read else ()
+        #: ``"global:" + name`` for each of state_globals, decided with them.
+        self.global_labels: tuple[str, ...] | None = None if self.globals_read else ()
         self.has_state = bool(self.self_attrs or self.globals_read)
 
 
@@ -190,6 +195,32 @@ BRANCH_KEY_SHIFT: Final = 24
 # handed a format, so ``core_disagreement`` compares it with values.py on these when it is built.
 _INT_SAMPLES: Final = (0, 1, -1, 9, 10, 255, -4096, values.SMALL_INT - 1, 1 - values.SMALL_INT)
 _STR_SAMPLES: Final = ("", "a", "é", "\ud800", "\x00:;", "x" * (values.SHORT_STR - 1))
+#: One value down each path of the core's walk of containers and the other scalars (shapes,
+#: unions, elisions, sorted forms, bounds); plain instances are the memo's, not written.
+_VALUE_SAMPLES: Final[tuple[object, ...]] = (
+    (1, "a", None, True, (), []),
+    [1, 2.5, "x", b"", None],
+    ["a", "b", 1],
+    {"k": [1, (2,)], 3: b"x", 4.5: {}},
+    frozenset({1, "a", -1}),
+    {2.5, -0.0, float("nan")},
+    bytearray(b"y\x00"),
+    2j - 1,
+    "\u00e9" * 70,
+    -(10**12),
+    [[[[[1]]]]],
+    ((1, (2, (3,))),),
+    tuple(range(9)),
+    list(range(65)),
+    ["x" * 200] * 30,
+    {"a": {"b": {"c": {}}}},
+    set(range(70)),
+)
+#: One value for each bucket the core names itself (values.bucket).
+_BUCKET_SAMPLES: Final[tuple[object, ...]] = (
+    None, True, False, float("nan"), 0, -0.0, 3, -(2**70), 2.5, "", "x", b"", bytearray(b"y"),
+    [], (1,), {1: 2, 3: 4}, set(), frozenset({1}),
+)  # fmt: skip
 _OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
 
 
@@ -213,22 +244,35 @@ def core_encodings() -> dict[str, Any]:
             stable.NAME_HASH_BASE,
             stable.NAME_HASH_BITS,
         ),
+        "value_bounds": (
+            values.MAX_DEPTH,
+            values.MAX_ITEMS,
+            values.MAX_BYTES,
+            values.MAX_SHAPE,
+            values.SHAPE_ITEMS,
+            values.MAX_UNION,
+        ),
     }
 
 
 def core_disagreement(
     summarize: Callable[[object], tuple[str, bytes | None]],
     add_pair: Callable[[values.BoundedValues, tuple[str, bytes | None]], None],
+    bucket: Callable[[object], str] | None = None,
 ) -> str | None:
     """Where the compiled core's own summaries or overflow fingerprints differ from
     values.py's, or None: a core that disagrees must not record (its genomes would differ).
 
-    Given the core's test entry points (``Core.summarize``, ``Core.add_pair``); the values
-    compared are the kinds the core writes without asking Python.
+    Given the core's test entry points (``Core.summarize``, ``Core.add_pair``,
+    ``Core.bucket``); the values compared are the kinds the core writes without asking Python.
     """
-    for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None):
+    for value in (*_INT_SAMPLES, *_STR_SAMPLES, True, False, None, *_VALUE_SAMPLES):
         if summarize(value) != values.summarize(value):
             return f"summary of {type(value).__name__} {value!r}"
+    if bucket is not None:
+        for value in _BUCKET_SAMPLES:
+            if bucket(value) != values.bucket(value):
+                return f"bucket of {type(value).__name__} {value!r}"
     python_side = values.BoundedValues(0)
     core_side = values.BoundedValues(0)
     for pair in _OVERFLOW_SAMPLES:

@@ -16,7 +16,9 @@ change the behaviour it records, and could raise, recurse into itself or deadloc
   run a ``__dict__`` property), and only when every key is an exact str.
 
 What is remembered per class holds the class itself (an id alone could be reused), so
-``forget_classes`` drops it all at every phase start.
+``forget_classes`` drops it all at every phase start. Within a phase an entry, once made, is
+never replaced (a full table makes no more entries): the compiled core keeps copies of them,
+and ``CLASS_EPOCH`` (bumped by ``forget_classes``) tells it when to drop its copies.
 """
 
 from __future__ import annotations
@@ -90,9 +92,8 @@ def type_name(cls: type) -> str:
     if known is not None and known[0] is cls:
         return known[1]
     name = qualified_name(cls, "?") or "?"
-    if len(_DISPLAY_NAMES) >= _DISPLAY_NAMES_MAX:
-        _DISPLAY_NAMES.clear()
-    _DISPLAY_NAMES[id(cls)] = (cls, name)
+    if len(_DISPLAY_NAMES) < _DISPLAY_NAMES_MAX:
+        _DISPLAY_NAMES[id(cls)] = (cls, name)
     return name
 
 
@@ -159,14 +160,19 @@ def instance_dict(value: object) -> dict[str, object] | None:
     if known is None or known[0] is not cls:
         dicts = class_dicts(cls)
         descr = lookup(dicts, "__dict__") if dicts is not None else None
-        if len(_DICT_DESCRIPTORS) >= _DICT_DESCRIPTORS_MAX:
-            _DICT_DESCRIPTORS.clear()
-        known = _DICT_DESCRIPTORS[id(cls)] = (cls, descr)
+        known = (cls, descr)
+        if len(_DICT_DESCRIPTORS) < _DICT_DESCRIPTORS_MAX:
+            _DICT_DESCRIPTORS[id(cls)] = known
     return _own_dict(value, known[1])
+
+
+#: Bumped whenever the tables above are emptied (see the module's docstring).
+CLASS_EPOCH: Final = [0]
 
 
 def forget_classes() -> None:
     """Drop everything remembered per class (called at every phase start)."""
+    CLASS_EPOCH[0] += 1
     _STR_KEYED.clear()
     _DISPLAY_NAMES.clear()
     _DICT_DESCRIPTORS.clear()

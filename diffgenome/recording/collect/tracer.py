@@ -88,7 +88,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 5
+CORE_VERSION = 15
 
 
 def _load_accelerator() -> tuple[Any, str | None]:
@@ -321,6 +321,8 @@ class Tracer:
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
+        if self._core is not None:
+            self._core.forget_classes()  # it holds classes too: none may outlive its phase
         self._exc_symbols.clear()  # holds exception classes: none may outlive its phase
         # Whatever changed between phases (another plugin's hook) is put back unsaid: no
         # phase was being recorded.
@@ -940,10 +942,21 @@ class Tracer:
                 str_markers=stable.markers(),
                 tempfile_names=stable.tempfile_names(),
                 tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
+                frame_get_var=CAPABILITIES.frame_get_var,
+                class_tables=(
+                    values._PLAIN_SUMMARY,
+                    reflect._DISPLAY_NAMES,
+                    reflect._DICT_DESCRIPTORS,
+                    reflect.CLASS_EPOCH,
+                ),
+                state_type=StateSet,
+                state_limit=self.bounds.state,
+                bucket=values.bucket,
+                enum_type=values._Enum,
                 on_error=None if self.first_errors is None else self.keep_first_error,
                 **contract.core_encodings(),
             )
-            disagreement = contract.core_disagreement(core.summarize, core.add_pair)
+            disagreement = contract.core_disagreement(core.summarize, core.add_pair, core.bucket)
             if disagreement is not None:
                 self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
                 return callbacks
@@ -990,24 +1003,26 @@ class Tracer:
             receiver = frame.f_locals.get(info.receiver)
             fields = _fields_of(receiver)
             if fields is not None:
-                for attr in info.self_attrs:
+                for attr, label in zip(info.self_attrs, info.self_labels, strict=True):
                     value = fields.get(attr, _ABSENT)
                     bucket = "absent" if value is _ABSENT else values.bucket(value)
-                    state.add((when, "self." + attr, bucket))
+                    state.add((when, label, bucket))
         names = info.state_globals
+        labels = info.global_labels
         module_globals = frame.f_globals
-        if names is None:
+        if names is None or labels is None:
             names = info.state_globals = tuple(
                 name
                 for name in info.globals_read
                 if not _is_code_like(module_globals.get(name, _ABSENT)) and name in module_globals
             )
+            labels = info.global_labels = tuple("global:" + name for name in names)
             info.has_state = bool(info.self_attrs or names)
-        for name in names:
+        for name, label in zip(names, labels, strict=True):
             value = module_globals.get(name, _ABSENT)
             if value is _ABSENT or _is_code_like(value):
                 continue
-            state.add((when, "global:" + name, values.bucket(value)))
+            state.add((when, label, values.bucket(value)))
 
     def _exception_symbol(self, exc: BaseException) -> str:
         cls = type(exc)

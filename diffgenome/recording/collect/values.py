@@ -184,7 +184,11 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
             return None
         out = _members_form(b"S" if type(value) is set else b"z", value, depth, budget)
     else:
-        out = _object_form(value, type(value), depth, budget)
+        kind = type(value)
+        known = _PLAIN_SUMMARY.get(id(kind))
+        if known is not None and known[0] is kind:
+            return None  # the phase's memo: see summarize
+        out = _object_form(value, kind, depth, budget)
     if out is None or len(out) > budget:
         return None
     return out
@@ -262,6 +266,21 @@ def _namedtuple_form(
     depth: int,
     budget: int,
 ) -> bytes | None:
+    names = _namedtuple_fields(mro, dicts)
+    if names is None:
+        return None
+    items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
+    if len(items) != len(names) or len(items) > MAX_ITEMS:
+        return None
+    if fields_of(value, dicts):  # non-empty: extra state a digest would miss
+        return None
+    return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
+
+
+def _namedtuple_fields(
+    mro: tuple[type, ...], dicts: list[Mapping[object, object]]
+) -> tuple[str, ...] | None:
+    """The field names of a namedtuple class, or None when the class is not one."""
     names: object = MISSING
     for klass, ns in zip(mro, dicts, strict=True):
         if "_fields" in ns:
@@ -272,12 +291,7 @@ def _namedtuple_form(
             break
     if type(names) is not tuple or any(type(name) is not str for name in names):
         return None
-    items = tuple.__getitem__(value, slice(0, None))  # type: ignore[call-overload]
-    if len(items) != len(names) or len(items) > MAX_ITEMS:
-        return None
-    if fields_of(value, dicts):  # non-empty: extra state a digest would miss
-        return None
-    return _sequence_form(b"n" + head, _interleave(names, items), 2 * len(items), depth, budget)
+    return names
 
 
 def _interleave(names: tuple[str, ...], items: tuple[object, ...]) -> Iterator[object]:
@@ -392,12 +406,12 @@ _SCALARS: Final = (
     (bytearray, "bytearray"),
 )
 # Items whose shapes are joined, by nesting level; deeper containers are not opened.
-_SHAPE_ITEMS: Final = (16, 4)
-_MAX_UNION: Final = 3
+SHAPE_ITEMS: Final = (16, 4)
+MAX_UNION: Final = 3
 
 
 def _union(shapes: set[str]) -> str:
-    if len(shapes) > _MAX_UNION:
+    if len(shapes) > MAX_UNION:
         return "..."
     return "|".join(sorted(shapes))
 
@@ -412,31 +426,34 @@ def _shape(value: object, depth: int) -> str:
     if type(value) is tuple:
         if len(value) > 8:
             return "tuple[...]"
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "tuple[...]" if value else "tuple[]"
         return _bounded("tuple", ",".join(_shape(item, depth + 1) for item in value))
     if type(value) is list:
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "list[...]" if value else "list[]"
-        limit = _SHAPE_ITEMS[depth]
+        limit = SHAPE_ITEMS[depth]
         return _bounded("list", _union({_shape(item, depth + 1) for item in value[:limit]}))
     if type(value) is dict:
-        if depth >= len(_SHAPE_ITEMS):
+        if depth >= len(SHAPE_ITEMS):
             return "dict[...]" if value else "dict[]"
         if not value:
             return "dict[]"
         keys: set[str] = set()
         items: set[str] = set()
-        for key, item in _islice(value.items(), _SHAPE_ITEMS[depth]):
+        for key, item in _islice(value.items(), SHAPE_ITEMS[depth]):
             keys.add(_shape(key, depth + 1))
             items.add(_shape(item, depth + 1))
         return _bounded("dict", _union(keys) + "," + _union(items))
     if type(value) is set or type(value) is frozenset:
         name = "set" if type(value) is set else "frozenset"
         # Set order follows the hash seed: only a scan of every item is reproducible.
-        if depth >= len(_SHAPE_ITEMS) or len(value) > _SHAPE_ITEMS[depth] * 4:
+        if depth >= len(SHAPE_ITEMS) or len(value) > SHAPE_ITEMS[depth] * 4:
             return name + "[...]" if value else name + "[]"
         return _bounded(name, _union({_shape(item, depth + 1) for item in value}))
+    known = _PLAIN_SUMMARY.get(id(t))
+    if known is not None and known[0] is t:
+        return known[1][0]  # the phase's memo: see summarize
     out = type_name(t)
     return out if len(out) <= MAX_SHAPE else out[: MAX_SHAPE - 3] + "..."
 
@@ -525,6 +542,13 @@ SHORT_STR: Final = 64
 # on the class alone, so it is worked out once per class and recorded phase (the tracer resets
 # this at every phase start, which keeps each phase's genome independent of earlier ones). By
 # id with the class kept alongside: a class as a dict key could run a metaclass's ``__eq__``.
+#
+# Within a phase the memo is the definition: ``shape`` and ``canonical`` answer from it for
+# items inside containers too, and an entry, once made, stays until the next reset (when the
+# memo is full, no more are made). So a class changed mid-phase (given ``_fields`` or
+# ``__dataclass_fields__`` after its instances were seen) is summarised the same way by every
+# path, and the compiled core may keep its own copy of entries (reflect.CLASS_EPOCH, bumped
+# at every reset, tells it when to drop them).
 _PLAIN_SUMMARY: dict[int, tuple[type, tuple[str, bytes | None]]] = {}
 _PLAIN_SUMMARY_LIMIT: Final = 4096
 _BUILTIN_IDS: Final = frozenset(
@@ -568,8 +592,10 @@ def _is_plain(cls: type) -> bool:
     if dicts is None:
         return True
     mro = type_mro(cls)
-    if any(klass is _Enum or klass is tuple for klass in mro):
+    if any(klass is _Enum for klass in mro):
         return False
+    if any(klass is tuple for klass in mro):  # a tuple subclass that is no namedtuple
+        return _namedtuple_fields(mro, dicts) is None
     return type(lookup(dicts, "__dataclass_fields__")) is not dict
 
 
@@ -600,9 +626,7 @@ def summarize(value: object) -> tuple[str, bytes | None]:
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
     summary = (shape(value), canonical(value))
-    if summary[1] is None and _is_plain(kind):
-        if len(_PLAIN_SUMMARY) >= _PLAIN_SUMMARY_LIMIT:
-            _PLAIN_SUMMARY.clear()
+    if summary[1] is None and len(_PLAIN_SUMMARY) < _PLAIN_SUMMARY_LIMIT and _is_plain(kind):
         _PLAIN_SUMMARY[id(kind)] = (kind, summary)
     return summary
 
