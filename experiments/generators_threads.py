@@ -47,7 +47,7 @@ REPO = HERE.parent
 def _work() -> Path:
     """experiments/work of this checkout, or of the main worktree when this one is another
     git worktree (the benchmark's trees and venvs are made once, in the main one)."""
-    if (HERE / "work").is_dir():
+    if (HERE / "work/trees").is_dir():
         return HERE / "work"
     try:
         common = subprocess.run(
