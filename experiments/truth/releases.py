@@ -114,6 +114,14 @@ RELEASES: tuple[Release, ...] = (
         head="0.15.2",
         notes="style-preserving TOML",
     ),
+    Release(
+        name="idna",
+        base="3.9",
+        head="3.10",
+        paths=("tests",),
+        notes="internationalised domain names (IDNA 2008, UTS 46); chosen in session 6, never "
+        "seen before",
+    ),
 )
 
 
