@@ -342,15 +342,8 @@ class StoreReader:
         ``unread``: test ids whose phases are not read (given as ``{}``): a caller that
         knows them equal to another run's (:meth:`same_genomes`) and needs nothing of them."""
         with self._snapshot():
-            row = self._run_row(run_id)
-            run = self._run_object(row)
             return {
-                "format": genome_format_of(run.get("config")),
-                "run": run,
-                "collectors": [
-                    c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
-                ],
-                "symbols": self._symbols(run_id),
+                **self._header(run_id),
                 "tests": list(self._tests(run_id, None, unread=frozenset(unread))),
             }
 
@@ -492,17 +485,21 @@ class StoreReader:
         tests at a time and not kept, so that exporting a large run needs the memory of a
         few tests, not of the run."""
         with self._snapshot():
-            row = self._run_row(run_id)
-            run = self._run_object(row)
-            yield {
-                "format": genome_format_of(run.get("config")),
-                "run": run,
-                "collectors": [
-                    c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
-                ],
-                "symbols": self._symbols(run_id),
-            }
+            yield self._header(run_id)
             yield from self._tests(run_id, None, share=False)
+
+    def _header(self, run_id: str) -> dict[str, object]:
+        """The run's document without ``tests`` (the caller holds a snapshot)."""
+        row = self._run_row(run_id)
+        run = self._run_object(row)
+        return {
+            "format": genome_format_of(run.get("config")),
+            "run": run,
+            "collectors": [
+                c for c in _json(row[11], list, run_id, "collectors") if isinstance(c, dict)
+            ],
+            "symbols": self._symbols(run_id),
+        }
 
     def _tests(
         self,

@@ -23,6 +23,8 @@ from bench.envs import Env, current_python, ensure_env  # noqa: E402
 from bench.projects import PROJECTS  # noqa: E402
 from bench.runner import clean_env, pytest_args  # noqa: E402
 
+from e2e.helpers import diffgenome_notices  # noqa: E402
+
 WORK = ROOT / "experiments" / "work"
 SUITES = {"cookiecutter": "cookiecutter", "more-itertools": "more_itertools"}
 
@@ -184,15 +186,6 @@ def _strict_run(
     return done, _outcomes(results)
 
 
-def _notices(output: str) -> list[str]:
-    return [
-        line
-        for line in output.splitlines()
-        if line.startswith("diffgenome: ")
-        and not line.startswith(("diffgenome: recording with", "diffgenome: run "))
-    ]
-
-
 def test_a_real_filterwarnings_error_project_records_with_the_store_as_two_arguments(
     tmp_path: Path,
 ) -> None:
@@ -211,7 +204,7 @@ def test_a_real_filterwarnings_error_project_records_with_the_store_as_two_argum
     assert "INTERNALERROR" not in output and "Traceback" not in output
     assert "Warning" not in output
     assert recorded == plain
-    notices = _notices(output)
+    notices = diffgenome_notices(output)
     assert len(notices) == 1 and "--genome-store=PATH" in notices[0], notices
     document = _export(store)
     assert document["run"]["complete"] is True, document["run"]
@@ -250,7 +243,7 @@ def test_a_store_failing_mid_run_in_a_real_strict_project_leaves_the_suite_alone
     assert recorded == plain and len(plain) > 500
     assert "INTERNALERROR" not in output and "Traceback" not in output
     assert "not in the store" not in output and "Warning" not in output
-    notices = _notices(output)
+    notices = diffgenome_notices(output)
     assert len(notices) == 1 and "the store at" in notices[0], notices
     document = _export(store)
     assert document["run"]["complete"] is False, document["run"]
