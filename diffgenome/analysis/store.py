@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import stat
 import zlib
-from collections.abc import Collection, Generator, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Final, Self
 from urllib.parse import quote
 
 from diffgenome.protocol.formats import (
@@ -36,12 +37,13 @@ from diffgenome.protocol.store import (
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
     StoreError,
+    canonical_json,
     header_problem,
     one_line,
     phase_address,
     process_token,
 )
-from diffgenome.protocol.vocab import PHASES
+from diffgenome.protocol.vocab import PHASES, SYMBOL_PREFIX
 
 __all__ = [
     "RunSummary",
@@ -308,8 +310,9 @@ class StoreReader:
         content addresses: byte for byte the same genome) and holds no stand-in.
 
         Such a test differs between the runs only in its test row (outcome, reasons,
-        warnings), so a comparison that needs neither stand-ins nor the code the tests ran
-        (no code changes analysed) need not read those genomes at all."""
+        warnings), so a comparison that needs neither its stand-ins nor the code it ran need
+        not read those genomes at all. Left out: the cases of a parametrized test whose case
+        ids differ between the runs (a diff may pair them across ids)."""
         with self._snapshot():
             self._run_row(run_a)
             self._run_row(run_b)
@@ -327,14 +330,83 @@ class StoreReader:
                 str(row[0])
                 for row in self._conn.execute("SELECT hash FROM genomes WHERE substitutions > 0")
             }
+        # A diff pairs the cases of a parametrized test by their values when their ids moved
+        # (document.pair_renumbered): a case may then be compared with another id's genome.
+        cases: list[dict[str, set[str]]] = [{}, {}]
+        for side, tests in zip(cases, cells, strict=True):
+            for test_id in tests:
+                function, bracket, _ = str(test_id).partition("[")
+                if bracket:
+                    side.setdefault(function, set()).add(str(test_id))
+        moved = {f for f in cases[0].keys() | cases[1].keys() if cases[0].get(f) != cases[1].get(f)}
         same: set[str] = set()
         for test_id, cell in cells[0].items():
             if not isinstance(cell, str) or cells[1].get(test_id) != cell:
+                continue
+            if str(test_id).partition("[")[0] in moved:
                 continue
             refs = _json(cell, dict, run_a, f"test {test_id!r}")
             if not stand_ins.intersection(str(a) for a in refs.values()):
                 same.add(str(test_id))
         return frozenset(same)
+
+    def mentioning(
+        self, run_id: str, test_ids: Collection[str], strings: Collection[str]
+    ) -> frozenset[str]:
+        """Of ``test_ids``, the tests whose stored phases hold one of ``strings`` as a JSON
+        string (a changed symbol), found in each body's bytes without decoding its JSON.
+
+        Canonical JSON writes a string one way only, so a body without that encoding has no
+        node, decision or fact that names it; a body holding it elsewhere (an argument name,
+        a value's shape) is merely read for nothing. Every body looked at is still checked
+        against its address. A test stored without phase bodies (store/1) is always named."""
+        wanted = set(test_ids)
+        if not wanted or not strings:
+            return frozenset()
+        match = _mentions(strings)
+        found: set[str] = set()
+        users: dict[str, set[str]] = {}
+        with self._snapshot():
+            row = self._run_row(run_id)
+            fingerprint = None if row[12] is None else str(row[12])
+            config = _json(row[9], dict, run_id, "config") if row[9] is not None else {}
+            genome_format = genome_format_of(config)
+            for test_id, cell in self._conn.execute(
+                "SELECT id, phases FROM tests WHERE run_id = ?", (run_id,)
+            ):
+                if test_id not in wanted:
+                    continue
+                if not isinstance(cell, str):
+                    found.add(str(test_id))
+                    continue
+                refs = _json(cell, dict, run_id, f"test {test_id!r}")
+                for address in refs.values():
+                    users.setdefault(str(address), set()).add(str(test_id))
+            addresses = sorted(users)
+            for start in range(0, len(addresses), _BODY_QUERY_CHUNK):
+                chunk = addresses[start : start + _BODY_QUERY_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                seen: set[str] = set()
+                for address, body in self._conn.execute(
+                    f"SELECT hash, body FROM genomes WHERE hash IN ({marks})", chunk
+                ):
+                    seen.add(str(address))
+                    text = _body_text(run_id, str(address), body, genome_format, fingerprint)
+                    if match(text):
+                        found.update(users[str(address)])
+                for address in chunk:
+                    if address not in seen:
+                        tests = ", ".join(repr(t) for t in sorted(users[address])[:3])
+                        raise _corrupt(
+                            run_id, f"test {tests}", f"a phase ({address}) is not in the store"
+                        )
+        return frozenset(found)
+
+    def header(self, run_id: str) -> dict[str, object]:
+        """The run's document without ``tests``: what a caller needs before it knows which
+        tests' genomes to read (the run, its collectors and symbols)."""
+        with self._snapshot():
+            return self._header(run_id)
 
     def document(self, run_id: str, unread: Collection[str] = ()) -> dict[str, object]:
         """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot.
@@ -811,21 +883,47 @@ class _Bodies:
         return refs
 
     def _decode(self, address: str, body: object) -> None:
-        what = f"phase body {address}"
-        if not isinstance(body, bytes):
-            raise _corrupt(self._run, what, "it is not a compressed blob")
-        try:
-            text = zlib.decompress(body)
-        except zlib.error as exc:
-            raise _corrupt(self._run, what, one_line(exc)) from None
-        # The address is a digest of the bytes: a body that does not match it is damaged.
-        if phase_address(text, self._format, self._fingerprint) != address:
-            raise _corrupt(self._run, what, "its bytes do not match its address")
-        decoded = _json(text, dict, self._run, what)
+        text = _body_text(self._run, address, body, self._format, self._fingerprint)
+        decoded = _json(text, dict, self._run, f"phase body {address}")
         if self.share and len(_SHARED_BODIES) < _MAX_SHARED:
             _SHARED_BODIES[address] = decoded
         else:
             self._local[address] = decoded
+
+
+def _body_text(
+    run_id: str, address: str, body: object, genome_format: str, fingerprint: str | None
+) -> bytes:
+    """A phase body's canonical JSON bytes, checked against its address."""
+    what = f"phase body {address}"
+    if not isinstance(body, bytes):
+        raise _corrupt(run_id, what, "it is not a compressed blob")
+    try:
+        text = zlib.decompress(body)
+    except zlib.error as exc:
+        raise _corrupt(run_id, what, one_line(exc)) from None
+    # The address is a digest of the bytes: a body that does not match it is damaged.
+    if phase_address(text, genome_format, fingerprint) != address:
+        raise _corrupt(run_id, what, "its bytes do not match its address")
+    return text
+
+
+# A few strings are looked for one by one; more at once by collecting every symbol-like JSON
+# string of a body in one pass (looking for one string costs about a fifth of that pass).
+_FEW_STRINGS: Final = 4
+_SYMBOL_STRINGS: Final = re.compile(rb'"' + re.escape(SYMBOL_PREFIX.encode()) + rb'[^"\\]*"')
+
+
+def _mentions(strings: Collection[str]) -> Callable[[bytes], bool]:
+    """A test of whether canonical JSON bytes hold one of ``strings`` as a string value."""
+    needles = sorted({canonical_json(s).encode() for s in strings})
+    prefix = b'"' + SYMBOL_PREFIX.encode()
+    if len(needles) <= _FEW_STRINGS or not all(
+        n.startswith(prefix) and b"\\" not in n for n in needles
+    ):
+        return lambda text: any(needle in text for needle in needles)
+    wanted = frozenset(needles)
+    return lambda text: not wanted.isdisjoint(_SYMBOL_STRINGS.findall(text))
 
 
 def _phases(blob: object, run_id: str, what: str, share: bool = True) -> dict[str, object]:

@@ -110,3 +110,77 @@ def test_stored_runs_compare_alike_genomes_by_address_and_answer_as_files_do(
     assert stored["tests"] == files["tests"]
     assert stored["drift"] == files["drift"]
     assert stored["summary"] == files["summary"]
+
+
+MORE = {
+    "pkg/extra.py": """
+        def add(a, b):
+            return a + b
+    """,
+    "tests/test_extra.py": """
+        from pkg.extra import add
+
+
+        def test_add():
+            assert add(1, 2) == 3
+    """,
+}
+
+# shout's result changes; twice changes only where test_twice does not go.
+CHANGED_UNREACHED = {
+    "pkg/core.py": """
+        def shout(text):
+            return text.upper() + "!"
+
+
+        def greet(name):
+            return "hi " + shout(name)
+
+
+        def twice(n):
+            if n > 0:
+                return 2 * n
+            return None
+    """,
+}
+
+
+def test_with_code_changes_alike_genomes_are_read_when_they_name_changed_code(
+    tmp_path: Path,
+) -> None:
+    """In the repository both commits are in, the code changes are analysed: a test whose
+    genome is the same in both runs is still read when it ran changed code (the code change
+    lists it), and left unread otherwise; the answer is what the exported files give."""
+    project = make_project(tmp_path, {**FILES, **MORE})
+    a = record_full(project).doc["run"]["id"]
+    write_files(project, CHANGED_UNREACHED)
+    git_commit(project)
+    b = record_full(project).doc["run"]["id"]
+    twice, add = "tests/test_core.py::test_twice", "tests/test_extra.py::test_add"
+
+    with StoreReader.open(str(project / STORE)) as reader:
+        same = reader.same_genomes(a, b)
+        named = reader.mentioning(a, same, {"py:pkg.core.shout", "py:pkg.core.twice"})
+        also = reader.mentioning(
+            a, same, {f"py:pkg.core.f{n}" for n in range(9)} | {"py:pkg.core.twice"}
+        )
+    assert {twice, add} <= same, same
+    assert twice in named and add not in named, named
+    assert also == named  # many strings are looked for in one pass: the same answer
+
+    done = cli(project, "diff", a, b, "--json", "diff.json", "--fail-on", "never")
+    assert done.returncode == 0, done.stdout + done.stderr
+    unread = len(same - named)
+    assert f"({unread} the same genome in both runs: not read)" in done.stderr, done.stderr
+    stored = json.loads((project / "diff.json").read_text())
+    (project / "a.json").write_text(json.dumps(export(project, run=a)))
+    (project / "b.json").write_text(json.dumps(export(project, run=b)))
+    files = _diff(project, "a.json", "b.json")
+
+    (entry,) = [e for e in stored["code_changes"] if e["symbol"] == "py:pkg.core.twice"]
+    assert entry["tests_base"] == entry["tests_head"] == [twice]
+    assert {t["id"]: t["status"] for t in stored["tests"]}[add] == "unchanged"
+    assert stored["tests"] == files["tests"]
+    assert stored["code_changes"] == files["code_changes"]
+    assert stored["drift"] == files["drift"]
+    assert stored["summary"] == files["summary"]
