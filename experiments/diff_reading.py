@@ -134,7 +134,9 @@ def main() -> None:
     for target in args.change:
         scratch = Path(tempfile.mkdtemp(prefix="diff-reading-"))
         repo = scratch / "repo"
-        shutil.copytree(env.tree, repo, ignore=shutil.ignore_patterns("__pycache__", ".diffgenome", ".git"))
+        shutil.copytree(
+            env.tree, repo, ignore=shutil.ignore_patterns("__pycache__", ".diffgenome", ".git")
+        )
         _git(repo, "init", "-q")
         _git(repo, "add", "-A")
         _git(repo, "commit", "-qm", "base")
