@@ -122,6 +122,15 @@ RELEASES: tuple[Release, ...] = (
         notes="internationalised domain names (IDNA 2008, UTS 46); chosen in session 6, never "
         "seen before",
     ),
+    Release(
+        name="itsdangerous",
+        base="2.1.2",
+        head="2.2.0",
+        test_deps=("pytest", "freezegun"),
+        paths=("tests",),
+        notes="signed tokens (HMAC signers, timed and URL-safe serializers); chosen in session "
+        "7, never seen before",
+    ),
 )
 
 
