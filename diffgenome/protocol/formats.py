@@ -57,11 +57,13 @@ def check_genome_format(value: object) -> None:
     check_format(value, GENOME_FORMAT)
 
 
-# How symbols are named within genome/2. 3: lambdas and generator expressions by content and
-# by where they are bound (``f.<locals>.<lambda>[<digest>]``); 2: by content alone; 1 (runs
-# that do not say) numbered them in source order. A reader of one run needs nothing of this;
-# a comparison of two runs does.
-NAMING = 3
+# How symbols are named within genome/2. 4: ``@typing.overload`` stubs apart from the function
+# they describe (``f[overload]``, ``f[overload]#1``), which no longer counts them in its
+# ordinal; 3: lambdas and generator expressions by content and by where they are bound
+# (``f.<locals>.<lambda>[<digest>]``); 2: by content alone; 1 (runs that do not say) numbered
+# them in source order. A reader of one run needs nothing of this; a comparison of two runs
+# does.
+NAMING = 4
 
 
 def naming_of(run_config: object) -> int:
@@ -85,7 +87,7 @@ def check_comparable(
         )
     if base_naming != head_naming:
         raise FormatError(
-            f"base names anonymous code by naming revision {base_naming} and head by "
+            f"base names its code by naming revision {base_naming} and head by "
             f"{head_naming}, which are not comparable; record both again with this "
             "diffgenome (diffgenome diff --rerecord)"
         )

@@ -98,6 +98,8 @@ class Scope:
     nonlocals: set[str] = field(default_factory=set)
     # lambdas and generator expressions only, until they are named: what they are
     node: ast.AST | None = None
+    # a ``@typing.overload`` stub: named apart from the function it describes
+    overload: bool = False
 
     def renamable(self) -> frozenset[str]:
         """The names a decision's identity writes as placeholders: a function's locals and
@@ -376,6 +378,13 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
     return ids
 
 
+def _is_overload(decorator: ast.expr) -> bool:
+    """``@overload``, ``@typing.overload``, ``@t.overload``, ``@typing_extensions.overload``."""
+    return (isinstance(decorator, ast.Name) and decorator.id == "overload") or (
+        isinstance(decorator, ast.Attribute) and decorator.attr == "overload"
+    )
+
+
 class _Builder:
     """One iterative pass over the AST (deep expressions must not hit the recursion limit)."""
 
@@ -476,6 +485,7 @@ class _Builder:
                 push(node.returns)
                 inner = self.new_scope("function", "function", node.name, inner_parent, node, first)
                 inner.params.update(_param_names(args))
+                inner.overload = any(_is_overload(d) for d in node.decorator_list)
             push_all(node.body, in_scope=inner, site=-1)
             return
         if isinstance(node, ast.Lambda):
@@ -640,6 +650,10 @@ class SourceNames:
                 text = _anonymous_text(scope, parent, grandparent)
                 name = f"{scope.qualname}[{_digest(text)}]"
                 scope.node = None
+            elif scope.overload:
+                # Stubs never run; counted with the function they describe, adding one would
+                # rename that function (itsdangerous 2.2.0: ``Serializer.__init__#5``).
+                name = f"{scope.qualname}[overload]"
             else:
                 name = scope.qualname
             n = counts.get(name, 0)

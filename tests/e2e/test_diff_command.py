@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from diffgenome.protocol.formats import NAMING
 from e2e.helpers import (
     BASE_ARGS,
     clean_env,
@@ -892,7 +893,7 @@ def test_a_genome_1_file_is_read_but_not_compared_with_genome_2(calc: Path, tmp_
     assert "Traceback" not in mixed.stderr
     # A /2 recording from before lambdas were named by content (no ``naming`` in its config)
     # names them by order: compared with a current one, it would pair different lambdas.
-    assert head["run"]["config"]["naming"] == 3
+    assert head["run"]["config"]["naming"] == NAMING
     config = {k: v for k, v in head["run"]["config"].items() if k != "naming"}
     ordinal = dict(head, run=dict(head["run"], config=config))
     (tmp_path / "ordinal.json").write_text(json.dumps(ordinal))

@@ -785,6 +785,41 @@ def test_real_property_getter_and_setter_get_distinct_ids() -> None:
     ]
 
 
+def test_overload_stubs_do_not_rename_the_function_they_describe() -> None:
+    """itsdangerous 2.2.0 added five ``@t.overload`` stubs above ``Serializer.__init__``:
+    counted with it, the one function that runs became ``__init__#5`` and every test read as
+    calling another function."""
+    plain = "class S:\n    def __init__(self, a=None):\n        self.a = a\n"
+    stubs = textwrap.dedent(
+        """
+        import typing as t
+        from typing import overload
+        class S:
+            @t.overload
+            def __init__(self) -> None: ...
+            @overload
+            def __init__(self, a: int) -> None: ...
+            def __init__(self, a=None):
+                self.a = a
+        """
+    )
+    for source in (plain, stubs):
+        fmap = build_file_map(source, "m")
+        ns: dict[str, Any] = {}
+        exec(compile(source, "m.py", "exec", dont_inherit=True), ns)
+        assert fmap.code_name(ns["S"].__init__.__code__).symbol == "py:m.S.__init__"
+    code = compile(stubs, "m.py", "exec", dont_inherit=True)
+    fmap = build_file_map(stubs, "m")
+    named = sorted(
+        fmap.code_name(c).symbol for c in iter_code_objects(code) if c.co_name == "__init__"
+    )
+    assert named == [
+        "py:m.S.__init__",
+        "py:m.S.__init__[overload]",
+        "py:m.S.__init__[overload]#1",
+    ]
+
+
 def test_same_line_twins_without_distinguishing_positions() -> None:
     source = "pair = (lambda: 0, lambda: 'x')\nsame = (lambda: 0, lambda: 0)\n"
     fmap = build_file_map(source, "m")
