@@ -587,6 +587,45 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("real", NEW_NAME, kind="call_count_changed", test="test_introspect_builtin_modules"),
         Rule("real", NEW_NAME, symbol="TlzLoader.exec_module", test="test_tlz"),
     ),
+    "itsdangerous": (
+        # 2.2.0 defaults digest_method to a new module function `_lazy_sha1` (FIPS builds may
+        # lack SHA-1) instead of `hashlib.sha1`, adds the `_PDataSerializer` protocol class and
+        # moves the typing imports (`typing as _t` -> `typing as t`). Read by a person
+        # (session 7): every reported test. Before naming 4, its five `@t.overload` stubs
+        # renamed `Serializer.__init__` to `__init__#5` (15 tests reported for that alone).
+        Rule(
+            "real",
+            "the default digest method is the new _lazy_sha1, called on every signature",
+            kind="call_added",
+            symbol="py:itsdangerous.signer._lazy_sha1",
+        ),
+        Rule(
+            "real",
+            "digest_method is now a Python function (_lazy_sha1), not the builtin hashlib.sha1",
+            kind="state_changed",
+            symbol="py:itsdangerous.signer.",
+        ),
+        Rule(
+            "real",
+            "digest_method is now a Python function (_lazy_sha1), not the builtin hashlib.sha1",
+            kind="args_changed",
+            symbol="py:itsdangerous.signer.HMACAlgorithm.__init__",
+        ),
+        Rule(
+            "real",
+            "the new _PDataSerializer protocol class body runs at import",
+            test="<import>",
+            symbol="py:itsdangerous.serializer._PDataSerializer",
+        ),
+        Rule(
+            "real",
+            "typing imported as t, not _t: the module-level TYPE_CHECKING tests read otherwise",
+            kind="branch_changed",
+            test="<import>",
+            symbol="py:itsdangerous.",
+            level="touched",
+        ),
+    ),
 }
 
 
