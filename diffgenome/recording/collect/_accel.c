@@ -1128,6 +1128,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->blake2b, Py_NewRef(blake2b));
     Py_XSETREF(self->overflow_shape_tag, Py_NewRef(shape_tag));
     Py_XSETREF(self->overflow_canon_tag, Py_NewRef(canon_tag));
+    if (!overflow_hash_agrees(self)) {
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(str_markers); i++) {
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(str_markers, i))) {
             PyErr_SetString(PyExc_TypeError, "str_markers must be a tuple of str");
