@@ -3,7 +3,7 @@ changed decisions did, and what no test exercised (the gaps a reviewer should lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from diffgenome.analysis.diff.align import TestIndex
@@ -30,17 +30,28 @@ class Observed:
     stand_ins: dict[str, set[str]] = field(default_factory=dict)
 
 
-def observe(tests: Mapping[str, TestIndex]) -> Observed:
+def observe(
+    tests: Mapping[str, TestIndex], symbols: Collection[str], sites: Collection[str]
+) -> Observed:
+    """Which tests called each of ``symbols`` and the summed outcomes of each of ``sites``
+    (the changed code: a diff asks nothing else of the other calls and decisions, which
+    are most of a large suite's nodes)."""
     seen = Observed(stand_ins=stand_in_users(tests))
+    wanted_symbols, wanted_sites = frozenset(symbols), frozenset(sites)
+    tests_of, outcomes = seen.tests_of, seen.outcomes
     for test_id, test in tests.items():
         for node in test.raw_nodes():
-            if node.get("type") == TYPE_CALL:
-                seen.tests_of.setdefault(str(node.get("symbol")), set()).add(test_id)
+            symbol = node.get("symbol")
+            if symbol in wanted_symbols and node.get("type") == TYPE_CALL:
+                tests_of.setdefault(str(symbol), set()).add(test_id)
         for branch in test.raw_branches():
-            outcomes = branch.get("outcomes") or {}
-            total = seen.outcomes.setdefault(str(branch.get("site")), {"true": 0, "false": 0})
-            total["true"] += int(outcomes.get("true") or 0)
-            total["false"] += int(outcomes.get("false") or 0)
+            site = branch.get("site")
+            if site not in wanted_sites:
+                continue
+            counts = branch.get("outcomes") or {}
+            total = outcomes.setdefault(str(site), {"true": 0, "false": 0})
+            total["true"] += int(counts.get("true") or 0)
+            total["false"] += int(counts.get("false") or 0)
     return seen
 
 
@@ -66,7 +77,10 @@ def code_change_entries(
     """One entry per changed symbol. A gap names only code whose evidence the recorder would
     have collected: decisions in test code (asserts, ifs in tests and fixtures) are not
     recorded, so an outcome never observed there is no gap."""
-    b_seen, h_seen = observe(base), observe(head)
+    symbols = [change.symbol for change in code.symbols]
+    changed_sites = [site.site for change in code.symbols for site in change.sites]
+    b_seen = observe(base, symbols, changed_sites)
+    h_seen = observe(head, symbols, changed_sites)
     imports = head.get(IMPORT_TEST_ID)
     unseen_modules = set(imports.record.get("before_recording") or ()) if imports else set()
     entries: list[CodeChange] = []
