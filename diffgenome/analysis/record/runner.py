@@ -332,12 +332,10 @@ class Runner:
             except UnknownRunError:
                 return None
         subject = f"{name} {spec}"
-        if self._defer:
-            document = self._header(run_id)
-            code = self._code_of(document, f"run {run_id}")
-            return Side(spec, "run", document, code, deferred=(run_id, subject))
-        document = self._document(run_id, subject)
-        return Side(spec, "run", document, self._code_of(document, f"run {run_id}"))
+        document = self._first_document(run_id, subject)
+        code = self._code_of(document, f"run {run_id}")
+        deferred = (run_id, subject) if self._defer else None
+        return Side(spec, "run", document, code, deferred=deferred)
 
     def _code_of(self, document: dict[str, Any], what: str) -> str | None:
         run = document.get("run") or {}
