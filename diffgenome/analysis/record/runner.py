@@ -214,11 +214,11 @@ class Runner:
         A test whose every phase is the same stored genome on both sides (equal content
         address) and holds no stand-in compares unchanged by construction, so its genomes
         are read only when the diff needs them for something else: when one of them names a
-        changed symbol (which tests ran the changed code, how its decisions went: found in
-        the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed file could not
-        be parsed (its symbols are unknown). Its outcome, reasons and warnings are read as
-        always. Decoding is most of a diff's time on a large suite (sqlparse: 0.7 of 1.3 s);
-        most tests of a commit behave as in the last."""
+        changed symbol or decision site (which tests ran the changed code, how its decisions
+        went: found in the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed
+        file could not be parsed (its symbols are unknown). Its outcome, reasons and
+        warnings are read as always. Decoding is most of a diff's time on a large suite
+        (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
         unread: frozenset[str] = frozenset()
         if base.deferred is not None and head.deferred is not None:
             assert self.store is not None
@@ -229,8 +229,11 @@ class Runner:
                     if code_changes.unparsed:
                         unread = frozenset()
                     else:
-                        symbols = {change.symbol for change in code_changes.symbols}
-                        unread -= reader.mentioning(runs[0], unread, symbols)
+                        named = {change.symbol for change in code_changes.symbols}
+                        named.update(
+                            site.site for change in code_changes.symbols for site in change.sites
+                        )
+                        unread -= reader.mentioning(runs[0], unread, named)
         for side in (base, head):
             if side.deferred is not None:
                 run_id, subject = side.deferred
