@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import concurrent.futures
 import contextlib
+import gc
 import json
 import os
 import re
@@ -308,7 +309,7 @@ class Runner:
 
     def _read_file(self, path: str) -> Side:
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle, _decoded_for_good():
                 data = json.load(handle)
         except (OSError, UnicodeDecodeError) as exc:
             raise DiffError(f"cannot read {path}: {exc}; pass a readable genome file") from None
@@ -676,7 +677,7 @@ class Runner:
 
     def _load(self, run_id: str, unread: frozenset[str] = frozenset()) -> dict[str, Any]:
         assert self.store is not None
-        with StoreReader.open(self.store) as reader:
+        with StoreReader.open(self.store) as reader, _decoded_for_good():
             document = reader.document(run_id, unread)
         return _validated(document, f"run {run_id}", trusted=stored_phases)
 
@@ -871,6 +872,26 @@ def side_subject(name: str, spec: str, sha: str | None) -> str:
     if sha.startswith(spec.lower()):
         return f"{name} ({sha[:12]})"
     return f"{name} {spec} ({sha[:12]})"
+
+
+@contextlib.contextmanager
+def _decoded_for_good() -> Iterator[None]:
+    """While a side's genomes are decoded, no cyclic garbage collection; afterwards, all that
+    was decoded is frozen out of later ones (``gc.freeze``).
+
+    A run decodes into millions of dicts and lists without a single cycle, kept until the
+    command ends: every full collection of the rest of the diff would traverse all of them
+    again (sqlparse, 465 tests with the changed code run by most: 4.2 s -> 2.9 s on a busy
+    machine). Reference counting still frees them. Only the analysis side, in its own short
+    process, does this; the recorder never touches the user's collector."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _tests_text(document: dict[str, Any]) -> str:
