@@ -318,17 +318,26 @@ class PhaseRows:
 
 
 def phase_rows(
-    phases: Mapping[str, object], genome_format: str, fingerprint: str | None
+    phases: Mapping[str, object],
+    genome_format: str,
+    fingerprint: str | None,
+    stored: Mapping[str, int] | None = None,
 ) -> PhaseRows:
-    """Split a test's ``phases`` object into content-addressed rows."""
+    """Split a test's ``phases`` object into content-addressed rows. ``stored``: addresses
+    the caller knows the store holds, with their compressed sizes; their bodies are neither
+    compressed again nor among the rows (most tests share their setup and teardown)."""
     refs: dict[str, str] = {}
     bodies: list[tuple[str, bytes, int]] = []
     size = 0
     for name, genome in phases.items():
         text = canonical_json(genome).encode()
         address = phase_address(text, genome_format, fingerprint)
-        body = zlib.compress(text, PHASE_ZLIB_LEVEL)
         refs[name] = address
+        known = stored.get(address) if stored is not None else None
+        if known is not None:
+            size += known
+            continue
+        body = zlib.compress(text, PHASE_ZLIB_LEVEL)
         # Canonical JSON writes a node's type exactly so; inside a string value the quotes
         # would be escaped. A reader that needs only stand-ins reads only these bodies.
         bodies.append((address, body, text.count(_SUBSTITUTION_NODE)))

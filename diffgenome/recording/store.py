@@ -46,6 +46,10 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 __all__ = ["StoreError", "StoreWriter", "process_token"]
 
+# Addresses a writer remembers having stored (about 100 bytes each): past this, it starts
+# over, and a body it forgot is only compressed and offered to the store once more.
+_STORED_LIMIT = 50_000
+
 
 def _canonical(value: object) -> str:
     return canonical_json(value)
@@ -83,6 +87,11 @@ class StoreWriter:
         self.key_fingerprint = key_fingerprint(key)
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
+        # Phase bodies this writer has committed to its run, by address (their compressed
+        # sizes): a later test with the same setup or teardown only names them. Bodies a
+        # run's tests name are never removed while it runs (runs_over_cap).
+        self._stored: dict[str, int] = {}
+        self._stored_run: str | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -160,9 +169,12 @@ class StoreWriter:
 
     def add_tests(self, run_id: str, worker: str, tests: list[dict[str, object]]) -> None:
         """Store one batch of test records; a test id seen before in the run is replaced."""
+        if self._stored_run != run_id or len(self._stored) > _STORED_LIMIT:
+            self._stored, self._stored_run = {}, run_id
+        known = self._stored
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
-            stored = [_phase_rows(test, genome_format, fingerprint) for test in tests]
+            stored = [_phase_rows(test, genome_format, fingerprint, known) for test in tests]
             rows = [
                 _test_row(run_id, worker, test, phases)
                 for test, phases in zip(tests, stored, strict=True)
@@ -174,6 +186,10 @@ class StoreWriter:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+        # Only once committed: a body known but not stored would leave a test naming nothing.
+        for phases in stored:
+            for address, body, _ in phases.bodies:
+                known[address] = len(body)
 
     def leave_run(self, run_id: str, worker: str, ok: bool, reasons: list[str]) -> None:
         pid = _getpid()
@@ -335,9 +351,13 @@ class _Transaction:
             self._lock.release()
 
 
-def _phase_rows(test: dict[str, object], genome_format: str, fingerprint: str | None) -> PhaseRows:
+def _phase_rows(
+    test: dict[str, object], genome_format: str, fingerprint: str | None, stored: dict[str, int]
+) -> PhaseRows:
     phases = test.get("phases")
-    return phase_rows(phases if isinstance(phases, dict) else {}, genome_format, fingerprint)
+    return phase_rows(
+        phases if isinstance(phases, dict) else {}, genome_format, fingerprint, stored
+    )
 
 
 def _test_row(

@@ -190,6 +190,31 @@ def test_runs_that_recorded_the_same_phases_share_their_bodies(store: Path) -> N
         assert document["tests"] == documents[0]["tests"]
 
 
+def test_a_batch_that_failed_to_store_does_not_count_its_bodies_as_stored(store: Path) -> None:
+    """A writer names the bodies it already stored without offering them again: only a
+    committed batch may teach it that, or a later test would name a body the store lacks."""
+    with StoreWriter.open(str(store)) as writer:
+        writer.begin_run(make_run("run-1"))
+        writer.join_run("run-1", "main")
+        broken = {**make_test("tests/t.py::test_broken"), "params": {"x": {1, 2}}}  # not JSON
+        with pytest.raises(StoreError):
+            writer.add_tests("run-1", "main", [broken])
+        writer.add_tests("run-1", "main", [make_test("tests/t.py::test_a")])
+        writer.add_tests("run-1", "main", [make_test("tests/t.py::test_b")])
+        writer.leave_run("run-1", "main", True, [])
+        writer.finish_run("run-1", True, [], "2026-01-01T00:05:00Z")
+    conn = sqlite3.connect(store / DB_FILE)
+    (bodies,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
+    sizes = {row[0] for row in conn.execute("SELECT phases_size FROM tests")}
+    conn.close()
+    assert bodies == 2
+    assert len(sizes) == 1  # the test that only named the bodies counts their size too
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        tests = reader.document("run-1")["tests"]
+    assert isinstance(tests, list)
+    assert [t["phases"] for t in tests] == [make_test("x")["phases"]] * 2
+
+
 def test_a_body_whose_bytes_do_not_match_its_address_is_a_corrupt_record(store: Path) -> None:
     record(store, "run-1", tests=1)
     conn = sqlite3.connect(store / DB_FILE)
