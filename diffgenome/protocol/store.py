@@ -466,6 +466,7 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
         if key is None:
             key = _store_key(folder)
         _write_gitignore(folder)
+        _write_reserve(folder)
     except BaseException:
         conn.close()
         raise
@@ -591,7 +592,11 @@ def sql_error(exc: sqlite3.Error, what: str, db_path: str) -> StoreError:
     elif "readonly" in text or "read-only" in text or "unable to open" in text:
         hint = "make the store folder and its files writable"
     elif "full" in text:
-        hint = "free disk space"
+        folder = db_path.rpartition(_sep)[0] or _sep
+        return StoreError(
+            f"cannot {what}: the disk holding {folder} is full ({text}); free space there "
+            "and record again"
+        )
     else:
         hint = "move the damaged store away and record again"
     return StoreError(f"cannot {what} in {db_path}: {text}; {hint}")
@@ -714,6 +719,40 @@ def _write_gitignore(folder: str) -> None:
         _write(fd, _GITIGNORE.encode())
     finally:
         _close(fd)
+
+
+#: A file of zeros kept beside the database: when the disk fills up during a recording, the
+#: writer deletes it (:func:`release_reserve`) and the space it gives back takes the few pages
+#: that finish the run with the reason ("the disk holding ... is full") instead of leaving it
+#: to read as interrupted. Made again by the next writer that finds room for it.
+RESERVE_FILE: Final = "reserve"
+RESERVE_BYTES: Final = 256 * 1024
+
+
+def _write_reserve(folder: str) -> None:
+    path = store_file(folder, RESERVE_FILE)
+    try:
+        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    except OSError:
+        return  # there already, or no room: nothing to make
+    try:
+        block = bytes(1 << 16)
+        for _ in range(RESERVE_BYTES // len(block)):
+            _write(fd, block)
+    except OSError:
+        with suppress(OSError):
+            _unlink(path)  # half a reserve would promise room it does not hold
+    finally:
+        _close(fd)
+
+
+def release_reserve(folder: str) -> bool:
+    """Give the reserve's space back to the disk; True when there was one to give."""
+    try:
+        _unlink(store_file(folder, RESERVE_FILE))
+    except OSError:
+        return False
+    return True
 
 
 # --- removing runs ------------------------------------------------------------------------

@@ -94,3 +94,12 @@ VIA_EARLIER_THREAD: Final = "earlier-thread"
 VIA_FOREIGN_THREAD: Final = "foreign-thread"
 
 SYMBOL_PREFIX: Final = "py:"
+
+# Why a run is incomplete: each of its ``incomplete_reasons`` starts with one of these words
+# (a reason may go on after ": " with details).
+RUN_INTERRUPTED: Final = "interrupted"
+RUN_INTERNAL_ERROR: Final = "internal-error"
+RUN_ENDED_EARLY: Final = "session-ended-early"
+# The store failed while the run was recorded (disk full, deleted, read-only): recording
+# stopped, and the reason says the store's own words.
+RUN_STORE_FAILED: Final = "store-failed"

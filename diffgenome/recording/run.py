@@ -8,7 +8,6 @@ clean exit, so every step is taken once and an abandoned start undoes what it di
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import subprocess
@@ -98,15 +97,24 @@ class Run:
         if self.begun:
             self.store.finish_run(self.id, complete, reasons, now())
 
-    def abandon(self, reason: str) -> None:
-        """Recording could not start: the run (if it exists) reads as incomplete, and
-        nothing that fails on the way is the user's problem."""
-        with contextlib.suppress(Exception):
+    def abandon(self, reason: str) -> bool:
+        """Recording could not start or go on: the run (if it exists) reads as incomplete,
+        with ``reason`` where it can still be written, and nothing that fails on the way is
+        the user's problem. True when everything this process owed the run was written."""
+        written = True
+        try:
             if self.joined:
                 self.store.leave_run(self.id, self.worker, False, [reason])
-        with contextlib.suppress(Exception):
+                self.joined = False
+        except Exception:
+            written = False
+        try:
             if self.begun:
                 self.store.finish_run(self.id, False, [reason], now())
+                self.begun = False
+        except Exception:
+            written = False
+        return written
 
 
 def origin() -> str:

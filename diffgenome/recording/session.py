@@ -31,7 +31,15 @@ from diffgenome.protocol.store import (
     new_run_id,
     one_line,
 )
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, ORIGIN_REPO, SYMBOL_PREFIX
+from diffgenome.protocol.vocab import (
+    IMPORT_TEST_ID,
+    ORIGIN_REPO,
+    RUN_ENDED_EARLY,
+    RUN_INTERNAL_ERROR,
+    RUN_INTERRUPTED,
+    RUN_STORE_FAILED,
+    SYMBOL_PREFIX,
+)
 from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
@@ -147,6 +155,8 @@ class Recorder:
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
         self._store_broken = False
+        self._store_failure: str | None = None
+        self._store_failure_recorded = False
         self._disturbances_said: set[str] = set()
         self._collection_failed = False
         # Project modules whose bodies ran before recording started (a conftest.py imported
@@ -373,15 +383,17 @@ class Recorder:
             self._release_held()
             self._flush()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
-            reasons = ["interrupted"] if exitstatus == 2 else []
+            reasons = [RUN_INTERRUPTED] if exitstatus == 2 else []
             if exitstatus == 3:
-                reasons.append("internal-error")
+                reasons.append(RUN_INTERNAL_ERROR)
             if exitstatus is None:
-                reasons.append("session-ended-early")
+                reasons.append(RUN_ENDED_EARLY)
             if self._store_broken:
+                self._record_store_failure()
                 return
             complete = not interrupted and exitstatus is not None
             self.run.end(complete, reasons)
+            self._say_store_notices()
             if self.run.begun:
                 try:
                     self._summarise(complete)
@@ -684,15 +696,28 @@ class Recorder:
         self._flush()
 
     def _store_failed(self, exc: BaseException) -> None:
-        """The store broke mid-session (deleted, read-only, disk full): tests go on, the run
-        stays unfinished in the store (so it reads as incomplete), and pytest says so once."""
+        """The store broke mid-session (deleted, read-only, disk full): tests go on, pytest
+        says so once, and the run is finished as incomplete with the cause where that can
+        still be written (a full disk often still takes it: see ``StoreWriter.make_room``),
+        else it stays unfinished in the store, which reads as interrupted."""
         if not self._store_broken:
             self._store_broken = True
+            self._store_failure = f"{RUN_STORE_FAILED}: {one_line(exc)}"
             say(
                 self.config,
                 f"the store at {self.store_path} failed ({exc}); recording stopped, the run "
                 "is incomplete",
             )
+            self._record_store_failure()
+
+    def _record_store_failure(self) -> None:
+        """Best effort: the run says why it is incomplete (tried when the store fails and
+        again when the session ends, by which time a test may have given space back)."""
+        if self._store_failure is None or self._store_failure_recorded:
+            return
+        with contextlib.suppress(Exception):
+            self.store.make_room()
+        self._store_failure_recorded = self.run.abandon(self._store_failure)
 
     def _flush(self) -> None:
         if self._store_broken:
@@ -703,6 +728,14 @@ class Recorder:
         except (StoreError, sqlite3.Error, OSError) as exc:
             self._pending = []
             self._store_failed(exc)
+        finally:
+            self._say_store_notices()
+
+    def _say_store_notices(self) -> None:
+        """What the writer saw happen to its descriptors (said once per kind of thing)."""
+        notices = self.store.notices
+        while notices:
+            say(self.config, notices.pop(0))
 
     def _write_pending(self) -> None:
         prefix = self._id_prefix

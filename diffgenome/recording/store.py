@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Self
 
 from diffgenome.protocol.store import (
+    DB_FILE,
     RUN_COLUMNS,
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
@@ -38,11 +39,14 @@ from diffgenome.protocol.store import (
     open_store,
     phase_rows,
     process_token,
+    release_reserve,
     run_genome_format,
     runs_over_cap,
     sql_error,
+    store_file,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.recording.descriptors import Held, numbers_naming, release, store_descriptors
 
 __all__ = ["StoreError", "StoreWriter", "process_token"]
 
@@ -68,7 +72,10 @@ class StoreWriter:
 
     Every public method is one short ``BEGIN IMMEDIATE`` transaction: writers queue on the
     SQLite lock (up to ``BUSY_TIMEOUT_S``) instead of failing, and a crash mid-batch leaves
-    either the whole batch or none of it.
+    either the whole batch or none of it. Before each one the writer checks that the
+    descriptors its connection holds are still the store's files (``descriptors.py``): a test
+    that closed or replaced them gets its own files left alone, and the writer a new
+    connection.
     """
 
     key: bytes
@@ -77,11 +84,25 @@ class StoreWriter:
     db_path: str
 
     def __init__(
-        self, path: str, db_path: str, conn: sqlite3.Connection, key: bytes, upgraded: int = 0
+        self,
+        path: str,
+        db_path: str,
+        conn: sqlite3.Connection,
+        key: bytes,
+        upgraded: int = 0,
+        key_file: str | None = None,
+        held: Held | None = None,
     ) -> None:
         self.path = path
         self.db_path = db_path
         self.key = key
+        self._key_file = key_file
+        self._held = held if held is not None else store_descriptors(db_path)
+        #: What a test did to the writer's descriptors, to be said once by the caller
+        #: (the writer has no terminal of its own); the caller empties it.
+        self.notices: list[str] = []
+        #: How many times the connection was given up because its descriptors were taken.
+        self.reopened = 0
         #: Test rows rewritten from the store/1 layout when this writer opened the store.
         self.upgraded = upgraded
         self.key_fingerprint = key_fingerprint(key)
@@ -98,8 +119,12 @@ class StoreWriter:
     @classmethod
     def open(cls, path: str, key_file: str | None = None) -> StoreWriter:
         """Open (creating if needed) the store folder ``path`` and its database and key."""
+        before = numbers_naming(store_file(path.rstrip("/") or "/", DB_FILE))
         opened = open_store(path, key_file)
-        return cls(opened.folder, opened.db_path, opened.conn, opened.key, opened.upgraded)
+        held = store_descriptors(opened.db_path, before)
+        return cls(
+            opened.folder, opened.db_path, opened.conn, opened.key, opened.upgraded, key_file, held
+        )
 
     # -- the run lifecycle -----------------------------------------------------------------
 
@@ -227,7 +252,10 @@ class StoreWriter:
                 if left_at is None:
                     why.append(f"worker {worker} did not finish")
                 elif not ok:
-                    detail = "; ".join(_json_list(worker_reasons))
+                    said = _json_list(worker_reasons)
+                    if said and all(reason in why for reason in said):
+                        continue  # this process's own words, already the run's
+                    detail = "; ".join(said)
                     why.append(f"worker {worker} failed" + (f": {detail}" if detail else ""))
             whole = complete and len(why) == len(reasons)
             conn.execute(
@@ -277,13 +305,27 @@ class StoreWriter:
                         compact(self._conn, at_least=0.25)
         return cap, removed
 
+    def make_room(self) -> bool:
+        """Before the last words of a failed store: give back the space the store kept in
+        reserve, so that the few pages that say why the run stopped still fit on a full disk,
+        and wait at most a second for a lock (these words are worth trying, not waiting
+        for); True when there was a reserve."""
+        with self._lock:
+            conn = self._conn
+            if conn is not None and self._held.intact():
+                _rollback(conn)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA busy_timeout = 1000")
+        return release_reserve(self.path)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
-                try:
-                    self._conn.close()
-                finally:
-                    self._conn = None
+                conn, self._conn = self._conn, None
+                if self._held.intact():
+                    conn.close()
+                else:
+                    release(conn, self._held)
 
     def __enter__(self) -> Self:
         return self
@@ -310,36 +352,80 @@ class StoreWriter:
     def _tx(self, what: str) -> _Transaction:
         if self._conn is None:
             raise StoreError(f"cannot {what}: the store writer is closed; open a new one")
-        return _Transaction(self._conn, self._lock, what, self.db_path)
+        return _Transaction(self, what)
+
+    def _own_connection(self, what: str) -> sqlite3.Connection:
+        """The connection, once its descriptors are known to be the store's (under the lock).
+
+        A connection whose numbers were closed, reused or replaced by a test is given up
+        without a byte written through it, and the store is opened again.
+        """
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"cannot {what}: the store writer is closed; open a new one")
+        if self._held.intact():
+            return conn
+        taken = ", ".join(str(fd) for fd in self._held.taken())
+        self._conn = None
+        released = release(conn, self._held)
+        before = numbers_naming(self.db_path)
+        try:
+            opened = open_store(self.path, self._key_file)
+        except StoreError as exc:
+            raise StoreError(
+                f"cannot {what}: a test closed or replaced the store's file descriptors "
+                f"({taken}) and the store could not be opened again: {exc}"
+            ) from None
+        if opened.key != self.key:
+            opened.conn.close()
+            raise StoreError(
+                f"cannot {what}: the store's digest key changed while the run was recorded; "
+                "record again"
+            )
+        self._conn = opened.conn
+        self._held = store_descriptors(opened.db_path, before)
+        self.reopened += 1
+        self.notices.append(
+            f"a test closed or replaced the file descriptors of the store ({taken}); nothing "
+            "was written through them, the store was opened again"
+            + ("" if released else " (the old connection is kept open, unused)")
+        )
+        return opened.conn
 
 
 class _Transaction:
-    def __init__(
-        self, conn: sqlite3.Connection, lock: threading.Lock, what: str, db_path: str
-    ) -> None:
-        self._conn, self._lock, self._what, self._db = conn, lock, what, db_path
+    def __init__(self, writer: StoreWriter, what: str) -> None:
+        self._writer, self._what, self._db = writer, what, writer.db_path
+        self._lock = writer._lock
+        self._conn: sqlite3.Connection | None = None
 
     def __enter__(self) -> sqlite3.Connection:
         self._lock.acquire()
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            conn = self._conn = self._writer._own_connection(self._what)
+            conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             self._lock.release()
             raise sql_error(exc, self._what, self._db) from None
-        return self._conn
+        except BaseException:
+            self._lock.release()
+            raise
+        return conn
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        conn = self._conn
+        assert conn is not None
         try:
             if kind is None:
                 try:
-                    self._conn.execute("COMMIT")
+                    conn.execute("COMMIT")
                 except sqlite3.Error as err:
-                    self._conn.execute("ROLLBACK")
+                    _rollback(conn)
                     raise sql_error(err, self._what, self._db) from None
             else:
-                self._conn.execute("ROLLBACK")
+                _rollback(conn)
                 if isinstance(exc, sqlite3.Error):
                     raise sql_error(exc, self._what, self._db) from None
                 if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, StoreError):
@@ -349,6 +435,15 @@ class _Transaction:
                     ) from None
         finally:
             self._lock.release()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is still open. SQLite rolls a transaction back by itself on some
+    errors (a full disk, an I/O error), and a ``ROLLBACK`` after that fails with "no
+    transaction is active", which would replace the cause the user needs to hear."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _phase_rows(

@@ -161,6 +161,11 @@ def pytest_runtest_call(item):
         if "genome.sqlite" in target:
             os.dup2(os.open(target, os.O_RDONLY), int(fd))
             _broken.append(item.nodeid)
+            # A new digest key: the writer cannot open the store again after its descriptors
+            # were taken, so the store fails for good.
+            key = os.path.join(os.path.dirname(target), "secret.key")
+            with open(key, "wb") as out:
+                out.write(os.urandom(32))
 """
 
 
@@ -218,8 +223,9 @@ def test_a_store_failing_mid_run_in_a_real_strict_project_leaves_the_suite_alone
     tmp_path: Path,
 ) -> None:
     """#15's second failure: recording stopped with "run ... is not in the store" and the
-    session went wrong. A store whose writes fail mid-run (here: its descriptor reopened
-    read-only during the first test) is one line; every test keeps its plain outcome and the
+    session went wrong. A store whose writes fail mid-run (here: its descriptors reopened
+    read-only during the first test, and its digest key replaced so that it cannot be opened
+    again) is one line; every test keeps its plain outcome and the
     session its plain exit status."""
     env = _env("packaging")
     breaker = tmp_path / "plugins"

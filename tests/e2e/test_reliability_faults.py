@@ -9,6 +9,8 @@ test deleting the store are proven in test_recording_runs.py and test_faults.py.
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -20,6 +22,7 @@ from e2e.helpers import (
     PY,
     clean_env,
     cli,
+    diffgenome_notices,
     export,
     interrupt_when,
     make_project,
@@ -275,3 +278,184 @@ def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: 
     else:
         assert run["incomplete_reasons"]
         assert output.count("diffgenome: the store") == 1
+
+
+# -- a test that closes, reuses or replaces the recorder's file descriptors (#30.1) ----------
+
+DESCRIPTOR_TESTS = """
+import os
+
+from pkg.mod import f
+
+FOLDER = os.environ["USER_FILES"]
+KEPT = []
+
+
+def _own_file(name, content):
+    fd = os.open(os.path.join(FOLDER, name), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, content)
+    KEPT.append((fd, name, content))
+
+
+def test_first():
+    assert f(1) == 2
+
+
+def test_closes_every_descriptor_then_opens_its_own_files():
+    os.closerange(3, 4096)
+    # The freed numbers come back to the test, the store's among them.
+    for i in range(16):
+        _own_file(f"closed-{i}.dat", b"user data %d\\n" % i * 64)
+    assert f(2) == 3
+
+
+def test_puts_its_own_files_over_the_store_descriptors():
+    taken = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if "/.diffgenome/" in target:
+            fd = int(name)
+            content = b"replaced %d\\n" % fd * 64
+            mine = os.open(os.path.join(FOLDER, f"dup-{fd}.dat"), os.O_RDWR | os.O_CREAT, 0o644)
+            os.write(mine, content)
+            os.dup2(mine, fd)
+            os.close(mine)
+            KEPT.append((fd, f"dup-{fd}.dat", content))
+            taken += 1
+    # The database, its -wal and its -shm when recording; none in the plain session.
+    assert taken == int(os.environ["STORE_DESCRIPTORS"]), taken
+    assert f(3) == 4
+
+
+def test_its_files_hold_what_it_wrote():
+    for fd, name, content in KEPT:
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert os.read(fd, len(content) + 4096) == content, name
+    assert f(4) == 5
+"""
+
+
+def test_a_test_taking_the_store_descriptors_keeps_its_files_and_the_run(tmp_path: Path) -> None:
+    """``os.closerange`` then the test's own files on the freed numbers, and ``dup2`` of its
+    files over the store's: SQLite wrote pages and WAL frames into them (and lost the run)
+    before the writer checked its descriptors. Now every user file holds exactly what its test
+    wrote, the outcomes are the plain session's, and the run is complete with every test."""
+    project = _project(tmp_path, DESCRIPTOR_TESTS)
+    outcomes = {}
+    for mode in ("plain", "genome"):
+        files = tmp_path / f"user-files-{mode}"
+        files.mkdir()
+        # -s: a test that closes every descriptor closes pytest's own capture files too.
+        args = ["-s", "-v", "--genome"] if mode == "genome" else ["-s", "-v"]
+        held = "3" if mode == "genome" else "0"
+        env = {"USER_FILES": str(files), "STORE_DESCRIPTORS": held}
+        result = run_pytest(project, *args, env=env)
+        ran = re.findall(r"::(\w+) (PASSED|FAILED|ERROR)", result.stdout)
+        outcomes[mode] = (result.returncode, sorted(ran))
+        for path in files.iterdir():
+            data = path.read_bytes()
+            stem = path.stem
+            if stem.startswith("closed-"):
+                expected = b"user data %d\n" % int(stem.split("-")[1]) * 64
+            else:
+                expected = b"replaced %d\n" % int(stem.split("-")[1]) * 64
+            assert data == expected, f"{mode}: {path.name} holds {len(data)} bytes not its own"
+        written = sorted(p.name for p in files.iterdir())
+        assert len(written) == 16 + int(held), (written, result.stdout[-3000:])
+        if mode == "genome":
+            notices = diffgenome_notices(result.stdout + result.stderr)
+            assert len([n for n in notices if "file descriptors of the store" in n]) == 2, notices
+            assert all("nothing was written through them" in n for n in notices), notices
+    assert outcomes["plain"] == outcomes["genome"]
+    assert outcomes["genome"][0] == 0 and len(outcomes["genome"][1]) == 4
+    doc = export(project)
+    assert doc["run"]["complete"] is True, doc["run"]
+    assert _ids(doc) >= {
+        "test_first",
+        "test_closes_every_descriptor_then_opens_its_own_files",
+        "test_puts_its_own_files_over_the_store_descriptors",
+        "test_its_files_hold_what_it_wrote",
+    }
+    for test in doc["tests"]:
+        assert test["outcome"] == "passed", test["id"]
+    last = test_genome(doc, "::test_its_files_hold_what_it_wrote")
+    assert one_node(last["phases"]["call"], "py:pkg.mod.f")["count"] == 1
+
+
+# -- the disk holding the store fills up (#30.5) ---------------------------------------------
+
+FILLING_TESTS = """
+import os
+
+from pkg.mod import f
+
+
+def test_first():
+    assert f(1) == 2
+
+
+def test_fills_the_disk():
+    with open(os.environ["FILLER"], "wb") as out:
+        try:
+            for _ in range(256):  # 16 MB at most: the disk is a 2 MB tmpfs
+                out.write(b"x" * 65536)
+                out.flush()
+        except OSError:
+            pass  # the disk is full, and stays full to the end of the session
+
+
+def test_after_the_disk_is_full():
+    assert f(2) == 3
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A 2 MB tmpfs, mounted for the test (root only; CI runs as root)."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        size = os.statvfs(mount)
+        assert size.f_blocks * size.f_frsize <= 4 << 20, "not the small disk"
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_is_named_as_the_cause(tmp_path: Path, small_disk: Path) -> None:
+    """The notice named SQLite's ``cannot rollback - no transaction is active`` (a ROLLBACK
+    after SQLite had rolled back by itself) and the run read as ``interrupted``; now both say
+    the disk holding the store is full, and the tests before it are kept."""
+    project = _project(tmp_path, FILLING_TESTS)
+    store = small_disk / "store"
+    # Both sessions fill the small disk only (never the disk the tests run on).
+    filler = small_disk / "filler"
+    plain = run_pytest(project, "-q", env={"FILLER": str(filler)})
+    assert filler.stat().st_size > 1 << 20
+    filler.unlink()
+    result = run_pytest(
+        project, "-q", "--genome", f"--genome-store={store}", env={"FILLER": str(filler)}
+    )
+    assert (plain.returncode, result.returncode) == (0, 0), result.stdout + result.stderr
+    notices = diffgenome_notices(result.stdout + result.stderr)
+    assert len(notices) == 1, notices
+    assert f"the disk holding {store} is full" in notices[0], notices
+    assert "rollback" not in notices[0], notices
+    doc = export(project, store=store)
+    run = doc["run"]
+    assert run["complete"] is False
+    first = run["incomplete_reasons"][0]
+    assert first.startswith("store-failed: ") and f"the disk holding {store} is full" in first
+    assert not any("interrupted" in reason for reason in run["incomplete_reasons"]), run
+    assert "test_first" in _ids(doc)

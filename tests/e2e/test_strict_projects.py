@@ -150,8 +150,8 @@ def test_xdist_workers_are_heard_once_through_the_controller(tmp_path: Path) -> 
 
 
 def test_a_store_that_fails_mid_run_is_one_line_in_a_strict_project(tmp_path: Path) -> None:
-    """A test reopens the store's database descriptor read-only: the
-    next write fails, the user reads one line, the run reads as incomplete, and the session's
+    """A test reopens the store's database descriptors read-only and changes its digest key
+    (so that the writer cannot open the store again): the next write fails, the user reads one line, the run reads as incomplete, and the session's
     outcome is the plain one (no INTERNALERROR from a warning the project's filter raised)."""
     project = _project(
         tmp_path,
@@ -169,6 +169,10 @@ def test_a_store_that_fails_mid_run_is_one_line_in_a_strict_project(tmp_path: Pa
                             continue
                         if ".diffgenome/genome.sqlite" in target:
                             os.dup2(os.open(target, os.O_RDONLY), int(fd))
+                    # The writer opens the store again when its descriptors were taken; a
+                    # new digest key makes that impossible, so the store fails for good.
+                    with open(".diffgenome/secret.key", "wb") as key:
+                        key.write(os.urandom(32))
 
 
                 def test_after():
