@@ -139,6 +139,11 @@ def _read_document(path: str) -> dict[str, Any]:
             f"{path} is neither a store nor JSON ({' '.join(str(exc).split())}); "
             "pass a store folder or a file written by `diffgenome export`"
         ) from None
+    except RecursionError:
+        raise CombineError(
+            f"{path} is nested too deeply to be a genome document; "
+            "pass a store folder or a file written by `diffgenome export`"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("run"), dict):
         raise CombineError(f"{path} is not a genome document; pass a `diffgenome export` file")
     try:

@@ -58,7 +58,7 @@ def _side_tests(side: DiffSide, wanted: set[str], store: str) -> dict[str, TestR
         try:
             with open(side.rev, encoding="utf-8") as handle:
                 document = json.load(handle)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
         tests = document.get("tests") if isinstance(document, dict) else None
         raw = [t for t in tests or () if isinstance(t, dict) and t.get("id") in wanted]

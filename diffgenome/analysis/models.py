@@ -28,7 +28,9 @@ DecisionKind = Literal["if", "while", "ifexp", "comprehension", "match", "assert
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=False)
+    # Strict: a document says `true`, not "yes"; JSON has no other way to spell a bool,
+    # a number or a string, and a reader that coerced would accept what no writer wrote.
+    model_config = ConfigDict(extra="allow", frozen=False, strict=True)
 
 
 class Run(_Model):

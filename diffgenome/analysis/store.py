@@ -955,6 +955,8 @@ def _json[T](text: object, kind: type[T], run_id: str, what: str) -> T:
         value = json.loads(text) if isinstance(text, (str, bytes)) else text
     except ValueError as exc:
         raise _corrupt(run_id, what, one_line(exc)) from None
+    except RecursionError:
+        raise _corrupt(run_id, what, "nested too deeply") from None
     if not isinstance(value, kind):
         raise _corrupt(run_id, what, f"expected a JSON {kind.__name__}")
     return value

@@ -23,9 +23,9 @@ check and :meth:`Held.intact` is always true.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
-import os
 from os import close as _close
 from os import dup2 as _dup2
 from os import fstat as _fstat

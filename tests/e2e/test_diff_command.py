@@ -703,7 +703,20 @@ def test_outside_a_git_repository_is_one_line(tmp_path: Path, tmpdir_for_cli: Pa
         ("{not json", ("is not JSON",)),
         ('{"format": "diffgenome-genome/9"}', ("unsupported",)),
         ('{"format": "diffgenome-genome/1", "run": 3}', ("not a valid", "run")),
+        # 200,000 levels: json.load raised RecursionError, a traceback and exit 1.
+        (
+            '{"format": "diffgenome-genome/2", "x": ' + "[" * 200_000 + "]" * 200_000 + "}",
+            ("nested too deeply",),
+        ),
+        # A reader that coerced read "yes" as true: strict types at the boundary.
+        (
+            '{"format": "diffgenome-genome/2", "run": {"id": "r1", "commit": null, "dirty": null,'
+            ' "python": "CPython 3.12.1", "platform": "x", "started_at": "2026-01-01T00:00:00Z",'
+            ' "config": {}, "complete": "yes"}, "symbols": [], "tests": []}',
+            ("not a valid", "run.complete", "boolean"),
+        ),
     ],
+    ids=["not-json", "future-version", "run-not-an-object", "nested-200000-deep", "complete-yes"],
 )
 def test_corrupt_or_unsupported_input_is_one_line(
     calc: Path, tmp_path: Path, tmpdir_for_cli: Path, content: str, words: tuple[str, ...]

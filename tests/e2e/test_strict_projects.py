@@ -151,8 +151,9 @@ def test_xdist_workers_are_heard_once_through_the_controller(tmp_path: Path) -> 
 
 def test_a_store_that_fails_mid_run_is_one_line_in_a_strict_project(tmp_path: Path) -> None:
     """A test reopens the store's database descriptors read-only and changes its digest key
-    (so that the writer cannot open the store again): the next write fails, the user reads one line, the run reads as incomplete, and the session's
-    outcome is the plain one (no INTERNALERROR from a warning the project's filter raised)."""
+    (so that the writer cannot open the store again): the next write fails, the user reads
+    one line, the run reads as incomplete, and the session's outcome is the plain one (no
+    INTERNALERROR from a warning the project's filter raised)."""
     project = _project(
         tmp_path,
         STRICT_INI,

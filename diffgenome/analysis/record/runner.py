@@ -317,6 +317,11 @@ class Runner:
             raise DiffError(
                 f"{path} is not JSON ({' '.join(str(exc).split())}); pass a {GENOME_FORMAT} file"
             ) from None
+        except RecursionError:
+            raise DiffError(
+                f"{path} is nested too deeply to be a {GENOME_FORMAT} document; "
+                "pass a file written by `diffgenome export`"
+            ) from None
         if not isinstance(data, dict):
             raise DiffError(f"{path} is not a {GENOME_FORMAT} document; pass a genome file")
         try:
