@@ -169,7 +169,7 @@ def release(conn: sqlite3.Connection, held: Held) -> bool:
         return False
     finally:
         if not closed:
-            _keep_open(conn)
+            keep_open(conn)
         for fd, occupant, inheritable in saved:
             if occupant is None:
                 continue
@@ -202,7 +202,7 @@ def _put_back(desc: Descriptor, numbers: set[int], floor: int) -> bool:
     return True
 
 
-def _keep_open(conn: sqlite3.Connection) -> None:
+def keep_open(conn: sqlite3.Connection) -> None:
     """Never close ``conn``: not when the collector drops it, nor at interpreter shutdown,
     which clears module globals (a reference the interpreter does not know it holds)."""
     _KEPT_OPEN.append(conn)

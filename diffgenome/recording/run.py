@@ -90,12 +90,16 @@ class Run:
         self.store.join_run(self.id, self.worker)
         self.joined = True
 
-    def end(self, complete: bool, reasons: list[str]) -> None:
-        """Leave the run if this process joined it, and finish it if this process began it."""
+    def end(self, complete: bool, reasons: list[str]) -> list[str]:
+        """Leave the run if this process joined it, and finish it if this process began it;
+        why the run is incomplete as far as this process knows, empty when it is complete
+        (the store's verdict when this process finished it: a crashed xdist worker makes it
+        incomplete)."""
         if self.joined:
             self.store.leave_run(self.id, self.worker, complete, reasons)
         if self.begun:
-            self.store.finish_run(self.id, complete, reasons, now())
+            return self.store.finish_run(self.id, complete, reasons, now())
+        return [] if complete else reasons or ["incomplete"]
 
     def abandon(self, reason: str) -> bool:
         """Recording could not start or go on: the run (if it exists) reads as incomplete,

@@ -51,7 +51,7 @@ from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
-from diffgenome.recording.store import StoreError, StoreWriter
+from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
 
@@ -391,12 +391,11 @@ class Recorder:
             if self._store_broken:
                 self._record_store_failure()
                 return
-            complete = not interrupted and exitstatus is not None
-            self.run.end(complete, reasons)
+            why = self.run.end(not interrupted and exitstatus is not None, reasons)
             self._say_store_notices()
             if self.run.begun:
                 try:
-                    self._summarise(complete)
+                    self._summarise(why)
                 except Exception as exc:  # the run is finished: only the summary is lost
                     say(
                         self.config,
@@ -409,7 +408,7 @@ class Recorder:
             with contextlib.suppress(Exception):
                 self.store.close()
 
-    def _summarise(self, complete: bool) -> None:
+    def _summarise(self, incomplete: list[str]) -> None:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
@@ -422,8 +421,9 @@ class Recorder:
             line += f"{unverified} unverified (most: {top}, {top_count})"
         else:
             line += "none unverified"
-        if not complete:
-            line += "; the run is incomplete"
+        if incomplete:
+            more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
+            line += f"; the run is incomplete ({incomplete[0]}{more})"
         self.summary_line = PREFIX + line
         cap, removed = self.store.apply_cap()
         if removed:
@@ -700,6 +700,12 @@ class Recorder:
         says so once, and the run is finished as incomplete with the cause where that can
         still be written (a full disk often still takes it: see ``StoreWriter.make_room``),
         else it stays unfinished in the store, which reads as interrupted."""
+        if isinstance(exc, ForkedCopy):
+            if not self._store_broken:
+                self._store_broken = True
+                self._store_failure_recorded = True  # not this process's run to finish
+                say(self.config, str(exc))
+            return
         if not self._store_broken:
             self._store_broken = True
             self._store_failure = f"{RUN_STORE_FAILED}: {one_line(exc)}"

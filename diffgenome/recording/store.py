@@ -46,9 +46,22 @@ from diffgenome.protocol.store import (
     store_file,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
-from diffgenome.recording.descriptors import Held, numbers_naming, release, store_descriptors
+from diffgenome.recording.descriptors import (
+    Held,
+    keep_open,
+    numbers_naming,
+    release,
+    store_descriptors,
+)
 
-__all__ = ["StoreError", "StoreWriter", "process_token"]
+__all__ = ["ForkedCopy", "StoreError", "StoreWriter", "process_token"]
+
+
+class ForkedCopy(StoreError):
+    """This process is a copy of the recording process (``os.fork()`` in a test) that went
+    on with the session. SQLite connections must not cross a fork, and the run is the
+    recording process's: the copy writes nothing at all."""
+
 
 # Addresses a writer remembers having stored (about 100 bytes each): past this, it starts
 # over, and a body it forgot is only compressed and offered to the store once more.
@@ -97,6 +110,7 @@ class StoreWriter:
         self.db_path = db_path
         self.key = key
         self._key_file = key_file
+        self._owner = _getpid()
         self._held = held if held is not None else store_descriptors(db_path)
         #: What a test did to the writer's descriptors, to be said once by the caller
         #: (the writer has no terminal of its own); the caller empties it.
@@ -238,8 +252,12 @@ class StoreWriter:
                 ),
             )
 
-    def finish_run(self, run_id: str, complete: bool, reasons: list[str], finished_at: str) -> None:
-        """Close the run: "complete" only when the caller says so and every worker left ok."""
+    def finish_run(
+        self, run_id: str, complete: bool, reasons: list[str], finished_at: str
+    ) -> list[str]:
+        """Close the run: "complete" only when the caller says so and every worker left ok.
+        Why it was closed incomplete, empty when complete (a worker that crashed makes it
+        incomplete even when the session itself ended well)."""
         with self._tx(f"finish run {run_id}") as conn:
             self._open_run(conn, run_id)
             why = [str(r) for r in reasons]
@@ -267,6 +285,7 @@ class StoreWriter:
                     run_id,
                 ),
             )
+        return [] if whole else why
 
     def tally(self, run_id: str) -> tuple[int, int, str | None, int]:
         """The run's tests (``<import>`` aside), how many are unverified, and the reason most
@@ -310,6 +329,8 @@ class StoreWriter:
         reserve, so that the few pages that say why the run stopped still fit on a full disk,
         and wait at most a second for a lock (these words are worth trying, not waiting
         for); True when there was a reserve."""
+        if _getpid() != self._owner:
+            return False
         with self._lock:
             conn = self._conn
             if conn is not None and self._held.intact():
@@ -322,7 +343,9 @@ class StoreWriter:
         with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
-                if self._held.intact():
+                if _getpid() != self._owner:
+                    keep_open(conn)  # closing a connection a fork copied is a write
+                elif self._held.intact():
                     conn.close()
                 else:
                     release(conn, self._held)
@@ -363,6 +386,13 @@ class StoreWriter:
         conn = self._conn
         if conn is None:
             raise StoreError(f"cannot {what}: the store writer is closed; open a new one")
+        pid = _getpid()
+        if pid != self._owner:
+            raise ForkedCopy(
+                f"this process (pid {pid}) is a copy of the recording process {self._owner} "
+                "made by os.fork() in a test, and it went on with the session: it records "
+                "nothing; the recording process keeps the run"
+            )
         if self._held.intact():
             return conn
         taken = ", ".join(str(fd) for fd in self._held.taken())

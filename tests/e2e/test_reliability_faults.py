@@ -459,3 +459,93 @@ def test_a_full_disk_is_named_as_the_cause(tmp_path: Path, small_disk: Path) -> 
     assert first.startswith("store-failed: ") and f"the disk holding {store} is full" in first
     assert not any("interrupted" in reason for reason in run["incomplete_reasons"]), run
     assert "test_first" in _ids(doc)
+
+
+# -- one truth: the closing line, the store and every process agree (#30.5) -----------------
+
+
+def _closing_line(output: str) -> str:
+    [line] = [line for line in output.splitlines() if line.startswith("diffgenome: run ")]
+    return line
+
+
+def test_a_crashed_xdist_worker_makes_the_closing_line_say_incomplete(tmp_path: Path) -> None:
+    """The closing line said ``none unverified`` and nothing more while the store read the
+    run as incomplete (a worker that crashed never left it)."""
+    project = _project(
+        tmp_path,
+        """
+        import os
+
+        from pkg.mod import f
+
+
+        def test_first():
+            assert f(1) == 2
+
+
+        def test_crashes_its_worker():
+            os._exit(3)
+
+
+        def test_last():
+            assert f(2) == 3
+        """,
+    )
+    result = run_pytest(project, "-q", "-n", "2", "--genome")
+    assert result.returncode == 1, result.stdout + result.stderr  # the crashed test fails
+    line = _closing_line(result.stdout + result.stderr)
+    run = export(project)["run"]
+    assert run["complete"] is False
+    [crashed] = [r for r in run["incomplete_reasons"] if "did not finish" in r]
+    assert line.endswith(f"; the run is incomplete ({crashed})"), (line, run)
+
+
+def test_a_forked_copy_of_the_session_writes_nothing_into_the_store(tmp_path: Path) -> None:
+    """A test forks and the copy returns into pytest, running the rest of the session: the
+    copy wrote into the store through the connection it inherited and finished the run
+    itself, while the recording process could not. Now the copy says one line and writes
+    nothing; the recording process alone finishes the run, and its closing line is the
+    store's truth."""
+    project = _project(
+        tmp_path,
+        """
+        import os
+
+        from pkg.mod import f
+
+
+        def test_first():
+            assert f(1) == 2
+
+
+        def test_forks_and_both_go_on():
+            if os.fork() == 0:
+                assert f(10) == 11
+                return  # the copy goes on with the session
+            assert f(2) == 3
+
+
+        def test_last():
+            assert f(3) == 4
+        """,
+    )
+    result = run_pytest(project, "-q", "-p", "no:faulthandler", "--genome")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    copies = [n for n in diffgenome_notices(output) if "made by os.fork() in a test" in n]
+    assert len(copies) == 1 and "records nothing" in copies[0], output
+    line = _closing_line(output)
+    assert "incomplete" not in line, line
+    doc = export(project)
+    assert doc["run"]["complete"] is True, doc["run"]
+    assert sorted(_ids(doc)) == [
+        "<import>",
+        "test_first",
+        "test_forks_and_both_go_on",
+        "test_last",
+    ]
+    forked = test_genome(doc, "::test_forks_and_both_go_on")
+    assert forked["verified"] is False
+    assert any(":fork" in reason for reason in forked["unverified_reasons"]), forked
+    assert test_genome(doc, "::test_last")["verified"] is True
