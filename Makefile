@@ -27,7 +27,7 @@ format: venv
 
 schema: venv
 	$(PY) -m diffgenome.analysis.cli schema genome > docs/schema/diffgenome-genome-2.schema.json
-	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-2.schema.json
+	$(PY) -m diffgenome.analysis.cli schema diff > docs/schema/diffgenome-diff-3.schema.json
 
 demo: venv
 	$(PY) experiments/demo.py

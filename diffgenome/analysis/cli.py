@@ -564,7 +564,7 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 # -- diff and affected --------------------------------------------------------------------
 
-FAIL_ON = ("changed", "unverified", "drift", "gaps", "never")
+FAIL_ON = ("changed", "unverified", "restructured", "drift", "gaps", "never")
 EXIT_FOUND = 1
 
 
@@ -627,8 +627,9 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         default="changed",
         help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
         "unverified where missing evidence could hide a change; the default), unverified "
-        "(also every other unverified test), drift (a mock drifted), gaps (changed code "
-        "without test evidence), never",
+        "(also every other unverified test), restructured (also every test whose calls a "
+        "refactor moved while its behaviour stayed the same), drift (a mock drifted), gaps "
+        "(changed code without test evidence), never",
     )
     parser.add_argument(
         "--no-confirm",
@@ -710,6 +711,8 @@ def found_for(diff: DiffDocument, fail_on: str) -> bool:
         return True
     if fail_on == "unverified":
         return bool(s.unverified)
+    if fail_on == "restructured" and s.restructured:
+        return True
     return any(t.status == "unverified" and t.may_hide_change for t in diff.tests)
 
 

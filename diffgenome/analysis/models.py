@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from diffgenome.protocol.formats import DIFF_FORMAT, GENOME_FORMAT
 
-assert GENOME_FORMAT == "diffgenome-genome/2" and DIFF_FORMAT == "diffgenome-diff/2"
+assert GENOME_FORMAT == "diffgenome-genome/2" and DIFF_FORMAT == "diffgenome-diff/3"
 
 # The words of diffgenome.protocol.vocab, spelled out because a type checker reads only
 # literals here; tests/unit/test_protocol.py fails when one of them no longer equals its tuple.
@@ -286,6 +286,7 @@ class DiffSummary(_Model):
     unverified: int = 0
     unstable: int = 0
     touched: int = 0
+    restructured: int = 0
     confirmed: int = Field(
         0, description="tests recorded again on both sides to tell change from noise"
     )
@@ -315,10 +316,26 @@ class TestDiff(_Model):
         "numbered it by position and a case inserted before it shifted the number; paired "
         "by its function and its parameter values",
     )
-    status: Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
+    status: Literal[
+        "unchanged",
+        "changed",
+        "added",
+        "removed",
+        "unverified",
+        "unstable",
+        "touched",
+        "restructured",
+    ]
     outcome: OutcomePair
     reasons: list[str] = []
     changes: list[Change] = []
+    structure: list[str] = Field(
+        default_factory=list,
+        description="what a refactor moved in this test, one line each ('`pkg.m.g` extracted "
+        "from `pkg.m.f`', '`pkg.m._a` renamed to `pkg.m._b` (the same code)'); its calls to "
+        "code that exists on one side only are then contracted out of `changes`, which hold "
+        "what still differs (docs/diffing.md, 'Structure')",
+    )
     may_hide_change: bool = Field(
         False,
         description=(
@@ -347,7 +364,7 @@ class Drift(_Model):
 class DiffDocument(_Model):
     """``diffgenome-diff/1``: how behaviour changed between two recordings."""
 
-    format: Literal["diffgenome-diff/2"] = "diffgenome-diff/2"
+    format: Literal["diffgenome-diff/3"] = "diffgenome-diff/3"
     base: DiffSide
     head: DiffSide
     summary: DiffSummary

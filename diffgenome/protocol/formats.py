@@ -8,8 +8,9 @@ from diffgenome.protocol.errors import UserError
 GENOME_FORMAT = "diffgenome-genome/2"
 # Genome versions this reader still reads (a /1 document keeps its positional site ids).
 GENOME_FORMATS_READ = ("diffgenome-genome/1", GENOME_FORMAT)
-# diff/2: the ``touched`` status, the seam of stand-ins; site ids as in genome/2.
-DIFF_FORMAT = "diffgenome-diff/2"
+# diff/3: the ``restructured`` status and each test's ``structure`` (what a refactor moved);
+# diff/2 added ``touched`` and the seam of stand-ins; site ids as in genome/2.
+DIFF_FORMAT = "diffgenome-diff/3"
 # store/2: each phase's genome stored once by its content address (docs/protocol.md); a /1
 # store is upgraded in place by the first writer that opens it, and read as it is by readers.
 STORE_FORMAT = "diffgenome-store/2"

@@ -30,7 +30,7 @@ SCHEMA: dict[str, Any] = json.loads(
     (REPO / "docs" / "schema" / "diffgenome-genome-2.schema.json").read_text()
 )
 DIFF_SCHEMA: dict[str, Any] = json.loads(
-    (REPO / "docs" / "schema" / "diffgenome-diff-2.schema.json").read_text()
+    (REPO / "docs" / "schema" / "diffgenome-diff-3.schema.json").read_text()
 )
 PY = sys.executable
 STORE = ".diffgenome"

@@ -510,7 +510,12 @@ def test_worktree_sees_uncommitted_and_untracked_changes(
     assert code == 1
     sign = test_of(document, "::test_sign")
     assert sign["status"] == "changed"
-    assert {"call_added", "result_changed"} <= change_kinds(sign)
+    assert "result_changed" in change_kinds(sign)
+    # The new function's call is named as structure, and what changed is its caller's result.
+    assert sign["structure"] == [
+        "new `calc.extra`, called by `calc.core.sign`",  # the new module's body, imported there
+        "new `calc.extra.label`, called by `calc.core.sign`",
+    ]
     changes = code_changes(document)
     assert changes["py:calc.core.sign"] == "modified"
     assert changes["py:calc.extra.label"] == "added"
@@ -879,7 +884,7 @@ def test_the_demo_prints_a_real_diff() -> None:
         "reaches the changed code (",
         "tests/test_pricing.py::test_line_total_rejects_zero  changed  passed",
         "py:shop.pricing.discount results: float (value A) → float (value B)",
-        "call added",
+        "structure: `shop.pricing.round_money` extracted from `shop.pricing.total`",
         "raised:py:shop.pricing.InvalidQuantity",
         "mock drift",
         "py:shop.payment.Gateway.charge",

@@ -156,7 +156,7 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("kind", "fmt"), [("genome", "diffgenome-genome/2"), ("diff", "diffgenome-diff/2")]
+    ("kind", "fmt"), [("genome", "diffgenome-genome/2"), ("diff", "diffgenome-diff/3")]
 )
 def test_schema_is_printed_byte_stable(kind: str, fmt: str) -> None:
     first, second = cli("schema", kind), cli("schema", kind)

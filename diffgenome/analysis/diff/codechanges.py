@@ -17,6 +17,8 @@ since reaching it needs the ``false`` outcome).
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -64,6 +66,9 @@ class SymbolChange:
     # Names the body binds on one side only (a new module-level regex, a removed constant):
     # a state fact about such a name is new code being there, not behaviour.
     one_sided_names: tuple[str, ...] = ()
+    # For an added or removed function or class: a digest of its code without its own name,
+    # so that a rename (the same code under another name) can be told from new code.
+    body: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,7 @@ class CodeChangeInput:
 @dataclass(slots=True)
 class _ScopeFacts:
     fingerprint: str | None
+    body: str | None = None
     sites: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # id -> predicate, fp
     # module and class bodies: canonical form -> statement, for their own statements
     statements: dict[str, list[ast.stmt]] | None = None
@@ -144,9 +150,10 @@ def _compare_files(
     for symbol in sorted(set(base) | set(head)):
         b, h = base.get(symbol), head.get(symbol)
         if b is None:
-            yield SymbolChange(symbol, "added", _site_changes({}, h.sites if h else {}), path)
+            sites = _site_changes({}, h.sites if h else {})
+            yield SymbolChange(symbol, "added", sites, path, body=h.body if h else None)
         elif h is None:
-            yield SymbolChange(symbol, "removed", (), path)
+            yield SymbolChange(symbol, "removed", (), path, body=b.body)
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
             sites = _site_changes(b.sites, h.sites)
             if b.statements is None or h.statements is None:
@@ -344,6 +351,7 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             continue
         facts[scope.symbol] = _ScopeFacts(
             _fingerprint(scope_node),
+            _body_digest(scope_node),
             statements=_own_statements(scope_node),
             loads=_loads(scope_node),
         )
@@ -401,6 +409,19 @@ def _fingerprint(top: ast.AST) -> str | None:
     except RecursionError:  # absurdly deep expressions: cannot tell, so call it changed
         return None
     return "".join(out)
+
+
+def _body_digest(top: ast.AST) -> str | None:
+    """A function's or class's code without its own name (and without what
+    :func:`_fingerprint` leaves out): equal for the same code under two names."""
+    if not isinstance(top, _DEFS):
+        return None
+    nameless = copy.copy(top)
+    nameless.name = ""
+    text = _fingerprint(nameless)
+    if text is None:
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
@@ -30,6 +30,7 @@ from diffgenome.analysis.diff.compare import (
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
+from diffgenome.analysis.diff.structure import Region, contract, runs_one_sided_code, summaries
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -40,7 +41,9 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 _PRODUCTS = frozenset({RESULT_CHANGED, EXIT_CHANGED, STATE_CHANGED, BRANCH_CHANGED})
 
 DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
-Status = Literal["unchanged", "changed", "added", "removed", "unverified", "unstable", "touched"]
+Status = Literal[
+    "unchanged", "changed", "added", "removed", "unverified", "unstable", "touched", "restructured"
+]
 MAX_UNSTABLE_REASONS = 20
 
 
@@ -321,7 +324,12 @@ def diff_documents(
         else {}
     )
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
-    one_sided_state = code_changes.one_sided_state() if code_changes is not None else frozenset()
+    region = Region.of(code_changes) if code_changes is not None else None
+    one_sided_state = (
+        code_changes.one_sided_state() | region.one_sided_names()
+        if code_changes is not None and region is not None
+        else frozenset()
+    )
     diffs: list[TestDiff] = []
     stable_changes: dict[str, list[Found]] = {}
     for test_id in sorted(set(b_tests) | set(h_tests)):
@@ -349,23 +357,8 @@ def diff_documents(
             continue
         found = compare_tests(b, h, digests=digests)
         runs_changed_code = test_id in reaching
-        timed = [
-            item
-            for item in found
-            if item.timing and not (runs_changed_code and item.timing in TIMING_UNLESS_CHANGED)
-        ]
-        if timed:
-            taken = {id(item) for item in timed}
-            found = [item for item in found if id(item) not in taken]
-            for item in timed:
-                unstable.setdefault(test_id, Instability()).add(str(item.timing), item)
+        found = _settled(found, test_id, unstable, runs_changed_code)
         instability = unstable.get(test_id)
-        if instability is not None:
-            found = [
-                item
-                for item in found
-                if not instability.covers(item, products=not runs_changed_code)
-            ]
         again = reproduced.get(test_id)
         if found and again is not None and test_id not in reaching:
             gone = [item for item in found if item.key() not in again]
@@ -379,9 +372,20 @@ def diff_documents(
             reasons.append(DIGESTS_NOT_COMPARABLE)
         reasons.extend(run_reasons)
         may_hide = False
+        structure: list[str] = []
+        restructured = (
+            _restructured(
+                b, h, region, digests, test_id, unstable, one_sided_sites, one_sided_state
+            )
+            if found and not reasons and region is not None and runs_changed_code
+            else None
+        )
         if reasons:
             status = "unverified"
             may_hide = bool(found) or _may_hide(b, h, reasons, run_reasons)
+        elif restructured is not None:
+            found, structure, behaviour = restructured
+            status = "changed" if behaviour else "restructured"
         elif found and _only_one_sided(found, one_sided_sites, one_sided_state):
             status = "touched"
         elif found:
@@ -399,7 +403,8 @@ def diff_documents(
                 status=status,
                 outcome=outcome,
                 reasons=reasons,
-                changes=[item.change() for item in found],
+                changes=[item.change() for item in _listed(found, region)],
+                structure=structure,
                 may_hide_change=may_hide,
             )
         )
@@ -415,6 +420,78 @@ def diff_documents(
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
     )
+
+
+def _listed(found: Sequence[Found], region: Region | None) -> list[Found]:
+    """What a test's entry lists: not the state facts that only say its code looked up a
+    method that exists on one side only (the code change says so already)."""
+    if region is None:
+        return list(found)
+    return [
+        item
+        for item in found
+        if not (
+            item.kind == STATE_CHANGED
+            and region.looks_up_new_code([*(item.base or ()), *(item.head or ())])
+        )
+    ]
+
+
+def _settled(
+    found: list[Found], test_id: str, unstable: dict[str, Instability], runs_changed_code: bool
+) -> list[Found]:
+    """``found`` without what is timing by its nature (set apart as unstable) and without
+    what differed between recordings of one commit."""
+    timed = [
+        item
+        for item in found
+        if item.timing and not (runs_changed_code and item.timing in TIMING_UNLESS_CHANGED)
+    ]
+    if timed:
+        taken = {id(item) for item in timed}
+        found = [item for item in found if id(item) not in taken]
+        for item in timed:
+            unstable.setdefault(test_id, Instability()).add(str(item.timing), item)
+    instability = unstable.get(test_id)
+    if instability is not None:
+        found = [
+            item for item in found if not instability.covers(item, products=not runs_changed_code)
+        ]
+    return found
+
+
+def _restructured(
+    b: TestIndex,
+    h: TestIndex,
+    region: Region,
+    digests: bool,
+    test_id: str,
+    unstable: dict[str, Instability],
+    one_sided_sites: frozenset[str],
+    one_sided_state: frozenset[str],
+) -> tuple[list[Found], list[str], bool] | None:
+    """For a test that ran code the change added or removed: its differences once the calls
+    to that code are contracted out (docs/diffing.md, "Structure"), what moved, and whether
+    any behaviour changed; None when it ran no such code or a side cannot be contracted
+    exactly (then it is judged on its differences as recorded)."""
+    if not (runs_one_sided_code(b, region) or runs_one_sided_code(h, region)):
+        return None
+    cb, ch = contract(b, region), contract(h, region)
+    if cb is None or ch is None:
+        return None
+    sites = {**cb.sites, **ch.sites}
+    found = [
+        replace(item, site=sites.get(item.site, item.site)) if item.site in sites else item
+        for item in compare_tests(cb.test, ch.test, digests=digests)
+    ]
+    found = _settled(found, test_id, unstable, True)
+    # Decisions in one side's code only: those the change added or removed, and every
+    # decision of a function that exists on one side only.
+    allowed = one_sided_sites | {
+        site for site in sites.values() if site.rsplit("/", 1)[0] in region.one_sided
+    }
+    behaviour = bool(found) and not _only_one_sided(found, allowed, one_sided_state)
+    return found, summaries(cb, ch, region, behaviour=behaviour), behaviour
 
 
 def _only_one_sided(

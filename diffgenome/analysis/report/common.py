@@ -16,6 +16,7 @@ STATUS_ORDER = (
     "changed",
     "unverified",
     "unstable",
+    "restructured",
     "touched",
     "added",
     "removed",

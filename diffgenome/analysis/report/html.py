@@ -46,7 +46,16 @@ CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
     "base-uri 'none'; form-action 'none'"
 )
-DIFF_STATUSES = ("changed", "unverified", "unstable", "touched", "added", "removed", "unchanged")
+DIFF_STATUSES = (
+    "changed",
+    "unverified",
+    "unstable",
+    "restructured",
+    "touched",
+    "added",
+    "removed",
+    "unchanged",
+)
 OUTCOMES = ("failed", "error", "xpassed", "passed", "xfailed", "skipped")
 # Shown when the index opens, unless its URL says otherwise (#status=...): what needs a look.
 _HIDDEN_AT_FIRST = ("unchanged",)
@@ -197,7 +206,9 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
         name = pages.get(test.id)
         label = f'<a href="{name}">{esc(test.id)}</a>' if name else esc(test.id)
         first = (
-            describe(test.changes[0], labels)
+            "structure: " + test.structure[0]
+            if test.structure and test.status == "restructured"
+            else describe(test.changes[0], labels)
             if test.changes
             else labels.rewrite((test.reasons or [""])[0])
         )
@@ -408,6 +419,10 @@ def _diff_test_page(
     if test.reasons:
         parts.append('<section id="reasons"><h2>Reasons</h2>\n<ul class="reasons">\n')
         parts.extend(f"<li>{esc(labels.rewrite(reason))}</li>\n" for reason in test.reasons)
+        parts.append("</ul></section>\n")
+    if test.structure:
+        parts.append('<section id="structure"><h2>Structure</h2>\n<ul class="structure">\n')
+        parts.extend(f"<li>{esc(moved)}</li>\n" for moved in test.structure)
         parts.append("</ul></section>\n")
     if test.changes:
         parts.append(_changes_table(test.changes, labels))

@@ -173,6 +173,7 @@ def _test_entry(section: int, block: Block, labels: ValueLabels, max_lines: int 
     if test.status == "unverified" and test.may_hide_change:
         parts.append("may hide a change")
     items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
+    items += [f"structure: {code(_short(moved))}" for moved in test.structure]
     items += [code(_short(describe(change, labels))) for change in block.changes]
     items += [f"_{code(_short(labels.rewrite(reason)))}_" for reason in block.reasons]
     outcome = outcome_text(test)

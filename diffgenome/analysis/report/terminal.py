@@ -30,6 +30,7 @@ _STATUS_STYLE = {
     "unverified": "red",
     "unstable": "magenta",
     "touched": "cyan",
+    "restructured": "blue",
     "added": "green",
     "removed": "red",
     "unchanged": "green",
@@ -54,6 +55,7 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
     if block.reaches_changed_code:
         title.append(f"  \u00b7 {REACHES}", style="cyan")
     lines = [Text("    " + renamed_line(test.base_id))] if test.base_id else []
+    lines += [Text("    structure: " + moved, style="blue") for moved in test.structure]
     lines += [Text("    " + describe(change, labels)) for change in block.changes]
     lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
     shown = lines if max_lines is None else lines[:max_lines]

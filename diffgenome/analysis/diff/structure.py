@@ -1,0 +1,348 @@
+"""Behaviour told apart from structure: what a refactor moved, and whether anything else did.
+
+Extracting a helper, inlining one, renaming or moving a method, or turning a loop into a
+generator adds and removes calls, but only calls *to code that exists on one side only*: the
+helper is new, the old name is gone. Everything that crosses out of that code still crosses
+out the same way if the refactor is pure: the results and exits of the nearest calls present
+on both sides, the arguments passed to code outside it, the state it leaves, the stand-ins it
+talks to, the network, the warnings, the outcome.
+
+So both recordings of a test are *contracted*: every call node of a symbol the code change
+added or removed is taken out, its children hung under its nearest kept ancestor (nodes that
+then share a path are merged: counts and exits added, value sets joined), and the decisions
+of changed code are keyed by what they test rather than by the function they now live in.
+The contracted trees are compared with the ordinary differ. What still differs is behaviour;
+if nothing does (beyond decisions that exist in one side's code only), the test is
+``restructured``. A merge the recordings cannot support exactly (a value set that overflowed
+its bound, stand-ins that disagree) makes the contraction unavailable, and the test is judged
+as before: never quieter than the evidence allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from diffgenome.analysis.diff.align import NodeDict, TestIndex, element
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
+from diffgenome.protocol.vocab import SYMBOL_PREFIX, TYPE_CALL, TYPE_SUBSTITUTION
+
+# A decision of changed code, keyed without the function it lives in (``~/if[3f2a9c01d4]``):
+# a condition moved into an extracted helper is the same condition.
+_MOVED_SITE = "~"
+_VALUE_FIELDS = ("args", "results")
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """The changed code of a diff, as the contraction needs it."""
+
+    one_sided: frozenset[str]  # symbols the change added or removed
+    changed: frozenset[str]  # every symbol the change touched (modified ones too)
+    changes: Mapping[str, SymbolChange]
+
+    def looks_up_new_code(self, facts: object) -> bool:
+        """Whether state facts only say that code looked up a method existing on one side
+        only (``self._helper``, not in the instance): implied by the code change itself."""
+        if not isinstance(facts, list) or not facts:
+            return False
+        names = self.one_sided_names()
+        return all(
+            isinstance(fact, Mapping)
+            and str(fact.get("target", "")).startswith("self.")
+            and fact.get("target") in names
+            and fact.get("bucket") == "absent"
+            for fact in facts
+        )
+
+    def one_sided_names(self) -> frozenset[str]:
+        """State targets that name code existing on one side only: looking up a new
+        method (``self._helper``, bucket ``absent``: not in the instance) or a new
+        module-level function (``global:_helper``) is the new code being there."""
+        names = {symbol.rpartition(".")[2] for symbol in self.one_sided if "<" not in symbol}
+        return frozenset(target for name in names for target in (f"self.{name}", f"global:{name}"))
+
+    @classmethod
+    def of(cls, code_changes: CodeChangeInput) -> Region:
+        return cls(
+            one_sided=frozenset(
+                c.symbol for c in code_changes.symbols if c.change in ("added", "removed")
+            ),
+            changed=frozenset(c.symbol for c in code_changes.symbols),
+            changes=code_changes.by_symbol(),
+        )
+
+
+@dataclass(slots=True)
+class Contracted:
+    """A test's recording with the calls to one-sided code taken out."""
+
+    test: TestIndex
+    #: One-sided symbol -> the symbols of its nearest kept callers (``None``: the phase root).
+    moved: dict[str, set[str | None]] = field(default_factory=dict)
+    #: Normalised decision site -> the site as recorded (to report it by its real name).
+    sites: dict[str, str] = field(default_factory=dict)
+
+
+class _CannotMerge(Exception):
+    """Two nodes fall on one path and the recordings cannot say what their union is."""
+
+
+def runs_one_sided_code(test: TestIndex, region: Region) -> bool:
+    raw = test.record.get("phases")
+    return isinstance(raw, Mapping) and _mentions(raw, region.one_sided)
+
+
+def contract(test: TestIndex, region: Region) -> Contracted | None:
+    """``test`` contracted over ``region``, the decisions of changed code keyed by what they
+    test (done to both sides of a test as soon as one side runs one-sided code, so that
+    they key alike); None when a merge the recording cannot support exactly would be
+    needed."""
+    raw = test.record.get("phases")
+    out = Contracted(TestIndex({}))
+    if not isinstance(raw, Mapping):
+        out.test = test
+        return out
+    phases: dict[str, Any] = {}
+    try:
+        for phase, genome in raw.items():
+            phases[phase] = (
+                _contract_phase(genome, region, out) if isinstance(genome, Mapping) else genome
+            )
+    except _CannotMerge:
+        return None
+    out.test = TestIndex({**test.record, "phases": phases})
+    return out
+
+
+def _mentions(phases: Mapping[str, Any], symbols: frozenset[str]) -> bool:
+    for genome in phases.values():
+        if not isinstance(genome, Mapping):
+            continue
+        for node in genome.get("nodes") or ():
+            if node.get("type") == TYPE_CALL and node.get("symbol") in symbols:
+                return True
+    return False
+
+
+def _in_parent_order(nodes: Sequence[NodeDict]) -> list[NodeDict]:
+    """Nodes with every parent before its children (without recursion; a damaged link makes
+    the node a root, as the aligner does)."""
+    by_id = {node.get("id"): node for node in nodes}
+    depth: dict[Any, int] = {}
+    for node in nodes:
+        chain = []
+        current: NodeDict | None = node
+        seen: set[Any] = set()
+        while current is not None and current.get("id") not in depth:
+            if current.get("id") in seen:
+                break
+            seen.add(current.get("id"))
+            chain.append(current)
+            parent = current.get("parent")
+            current = by_id.get(parent) if parent is not None else None
+        base = (
+            depth[current.get("id")] + 1
+            if current is not None and current.get("id") in depth
+            else 0
+        )
+        for offset, item in enumerate(reversed(chain)):
+            depth[item.get("id")] = base + offset
+    return sorted(nodes, key=lambda node: depth.get(node.get("id"), 0))
+
+
+def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    by_key: dict[tuple[int | None, str], int] = {}
+    # Old id -> the new id it now is (a kept node) or hangs under (a contracted one).
+    mapping: dict[Any, int | None] = {}
+    known = {node.get("id") for node in genome.get("nodes") or ()}
+    for node in _in_parent_order(list(genome.get("nodes") or ())):
+        parent = node.get("parent")
+        new_parent = mapping.get(parent) if parent is not None and parent in known else None
+        if node.get("type") == TYPE_CALL and node.get("symbol") in region.one_sided:
+            mapping[node.get("id")] = new_parent
+            if new_parent is not None:
+                _lift_state(nodes[new_parent], node)
+            caller = None if new_parent is None else nodes[new_parent].get("symbol")
+            out.moved.setdefault(str(node.get("symbol")), set()).add(
+                None if caller is None else str(caller)
+            )
+            continue
+        key = (new_parent, element(node))
+        index = by_key.get(key)
+        if index is None:
+            index = len(nodes)
+            by_key[key] = index
+            nodes.append({**node, "id": index, "parent": new_parent})
+        else:
+            _merge(nodes[index], node)
+        mapping[node.get("id")] = index
+    branches: dict[tuple[int, str], dict[str, Any]] = {}
+    for branch in genome.get("branches") or ():
+        old = branch.get("node")
+        at = mapping.get(old) if old in known else None
+        site = str(branch.get("site"))
+        symbol = str(branch.get("symbol") or "")
+        if symbol in region.changed and site.startswith(symbol):
+            key_site = _MOVED_SITE + site[len(symbol) :]
+            out.sites.setdefault(key_site, site)
+        else:
+            key_site = site
+        where = -1 if at is None else at
+        existing = branches.get((where, key_site))
+        if existing is None:
+            branches[(where, key_site)] = {
+                **branch,
+                "node": where,
+                "site": key_site,
+                "outcomes": dict(branch.get("outcomes") or {}),
+            }
+        else:
+            for outcome, n in (branch.get("outcomes") or {}).items():
+                existing["outcomes"][outcome] = existing["outcomes"].get(outcome, 0) + int(n or 0)
+    return {**genome, "nodes": nodes, "branches": list(branches.values())}
+
+
+def _merge(into: dict[str, Any], node: NodeDict) -> None:
+    """Fold ``node`` into ``into`` (same path): exactly, or not at all."""
+    if node.get("type") == TYPE_SUBSTITUTION:
+        for name in ("substitute", "relation", "signature_mismatch", "seam", "mechanism"):
+            if into.get(name) != node.get(name):
+                raise _CannotMerge
+    elif node.get("type") != TYPE_CALL and (
+        into.get("outcome") != node.get("outcome") or into.get("kind") != node.get("kind")
+    ):
+        raise _CannotMerge
+    into["count"] = int(into.get("count") or 0) + int(node.get("count") or 0)
+    exits = dict(into.get("exits") or {})
+    for key, n in (node.get("exits") or {}).items():
+        exits[key] = exits.get(key, 0) + int(n or 0)
+    if exits:
+        into["exits"] = exits
+    for name in (*_VALUE_FIELDS, "state"):
+        if into.get(f"{name}_overflow") or node.get(f"{name}_overflow"):
+            raise _CannotMerge  # a bounded set that overflowed: its union is unknown
+        joined = _union(into.get(name) or (), node.get(name) or ())
+        if joined:
+            into[name] = joined
+
+
+def _lift_state(into: dict[str, Any], node: NodeDict) -> None:
+    """A contracted call's state facts become its kept caller's: what an inlined helper read
+    of ``self`` its caller now reads itself, and what an extracted one writes its caller
+    used to. Module globals always; ``self.<field>`` facts only between methods of one
+    class (a method moved onto another class reads another object's fields, which its old
+    home read through an argument, recorded by neither)."""
+    if not node.get("state") and not node.get("state_overflow"):
+        return
+    if into.get("state_overflow") or node.get("state_overflow"):
+        raise _CannotMerge
+    same_owner = _owner(node.get("symbol")) == _owner(into.get("symbol"))
+    facts = [
+        fact
+        for fact in node.get("state") or ()
+        if same_owner or not str(fact.get("target", "")).startswith("self.")
+    ]
+    if facts:
+        into["state"] = _union(into.get("state") or (), facts)
+
+
+def _owner(symbol: object) -> str:
+    return str(symbol).rpartition(".")[0]
+
+
+def _union(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> list[Any]:
+    seen: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+    for item in (*a, *b):
+        seen.setdefault(tuple(sorted(item.items())), item)
+    return list(seen.values())
+
+
+# -- what moved, in words ----------------------------------------------------------------
+
+
+def _short(symbol: str | None) -> str:
+    if symbol is None:
+        return "the test"
+    return symbol[len(SYMBOL_PREFIX) :] if symbol.startswith(SYMBOL_PREFIX) else symbol
+
+
+def _last(symbol: str) -> str:
+    return symbol.rpartition(".")[2]
+
+
+def summaries(
+    base: Contracted | None, head: Contracted | None, region: Region, *, behaviour: bool = False
+) -> list[str]:
+    """One line per thing that moved in this test: ``a`` extracted from ``f``, ``g`` inlined
+    into ``f``, ``_old`` renamed to ``_new``, ``A.m`` moved to ``B.m``. ``behaviour``: the
+    test's behaviour changed too, so new and gone code is named as such, not as a refactor
+    (a new function that does something new was not "extracted")."""
+    removed = dict(base.moved) if base is not None else {}
+    added = dict(head.moved) if head is not None else {}
+    lines: list[str] = []
+    for old in sorted(removed):
+        partner = _partner(old, added, region)
+        if partner is None:
+            continue
+        called_by = _callers(removed.pop(old) | added.pop(partner))
+        body = _body(old, region)
+        same_body = body is not None and body == _body(partner, region)
+        verb = "renamed to" if _last(old) != _last(partner) else "moved to"
+        how = " (the same code)" if same_body else ""
+        lines.append(f"`{_short(old)}` {verb} `{_short(partner)}`{how}{called_by}")
+    for new, callers in sorted(added.items()):
+        lines.append(_one_sided_line(new, callers, region, extracted=True, neutral=behaviour))
+    for old, callers in sorted(removed.items()):
+        lines.append(_one_sided_line(old, callers, region, extracted=False, neutral=behaviour))
+    return lines
+
+
+def _partner(old: str, added: Mapping[str, set[str | None]], region: Region) -> str | None:
+    """The added symbol ``old`` became: the same code under another name first, then the
+    same name under another owner (a method moved onto another class)."""
+    body = _body(old, region)
+    if body is not None:
+        for new in sorted(added):
+            if _body(new, region) == body:
+                return new
+    for new in sorted(added):
+        if _last(new) == _last(old) and not _anonymous(new):
+            return new
+    return None
+
+
+def _body(symbol: str, region: Region) -> str | None:
+    change = region.changes.get(symbol)
+    return change.body if change is not None else None
+
+
+def _anonymous(symbol: str) -> bool:
+    return "<" in symbol
+
+
+def _callers(callers: Iterable[str | None]) -> str:
+    named = sorted(_short(c) for c in callers if c is not None)
+    return f", called by `{'`, `'.join(named)}`" if named else ""
+
+
+def _one_sided_line(
+    symbol: str, callers: set[str | None], region: Region, *, extracted: bool, neutral: bool
+) -> str:
+    kept = sorted((c for c in callers if c is not None), key=str)
+    modified = [c for c in kept if (region.changes.get(c) or _NONE).change == "modified"]
+    where = ", ".join(f"`{_short(c)}`" for c in (modified or kept)) or "the test"
+    if _anonymous(symbol):
+        kind = "generator expression" if "<genexpr>" in symbol else "anonymous function"
+        return f"a {kind} {'added in' if extracted else 'removed from'} {where}"
+    if modified and not neutral:
+        verb = "extracted from" if extracted else "inlined into"
+        return f"`{_short(symbol)}` {verb} {where}"
+    if extracted:
+        return f"new `{_short(symbol)}`, called by {where}"
+    return f"`{_short(symbol)}` gone, was called by {where}"
+
+
+_NONE = SymbolChange("", "added")

@@ -1,0 +1,209 @@
+"""End-to-end: behaviour told apart from structure (#23, docs/diffing.md "Structure").
+
+One real git repository holds ``tests/projects/orders`` and a branch per pull request: the
+five textbook refactors (extract a helper, inline one, rename a private method, move a method
+onto the model class, rewrite a loop over a generator: every value a test can reach is
+identical), two changes the tests miss (an int default that became a float; a receipt's lines
+reversed) and, as on tabulate, a helper extracted together with a one-line fix elsewhere.
+Each is diffed against the base with ``diffgenome diff`` as a reviewer runs it. Before this,
+every refactor was ``changed`` (3 to 6 tests each) and failed the default gate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.helpers import cli, cli_json, git_in, make_project, run_pytest
+
+# (file, old text, new text): each edit must match exactly once.
+Edit = tuple[str, str, str]
+
+EXTRACT = [
+    (
+        "orders/pricing.py",
+        "            if line.qty > 0:\n                total += line.price * line.qty\n",
+        "            if line.qty > 0:\n                total += self._line_amount(line)\n",
+    ),
+    (
+        "orders/pricing.py",
+        "    def total(self, order: Order) -> int:",
+        "    def _line_amount(self, line) -> int:\n        return line.price * line.qty\n\n"
+        "    def total(self, order: Order) -> int:",
+    ),
+]
+REFACTORS: dict[str, list[Edit]] = {
+    "extract-helper": EXTRACT,
+    "inline-helper": [
+        (
+            "orders/pricing.py",
+            "        return subtotal + self._tax(subtotal)\n\n    def _tax(self, amount):\n"
+            "        return amount * self.tax_percent // 100\n",
+            "        return subtotal + subtotal * self.tax_percent // 100\n",
+        )
+    ],
+    "rename-private": [
+        ("orders/pricing.py", "self._tax(subtotal)", "self._tax_on(subtotal)"),
+        ("orders/pricing.py", "    def _tax(self, amount):", "    def _tax_on(self, amount):"),
+    ],
+    "move-to-model": [
+        (
+            "orders/pricing.py",
+            "    def subtotal(self, order: Order) -> int:\n        total = 0\n"
+            "        for line in order.lines:\n            if line.qty > 0:\n"
+            "                total += line.price * line.qty\n        return total\n",
+            "    def subtotal(self, order: Order) -> int:\n        return order.subtotal()\n",
+        ),
+        (
+            "orders/model.py",
+            "    def add(self, sku: str, price: int, qty: int = 1) -> Order:",
+            "    def subtotal(self) -> int:\n        total = 0\n        for line in self.lines:\n"
+            "            if line.qty > 0:\n                total += line.price * line.qty\n"
+            "        return total\n\n"
+            "    def add(self, sku: str, price: int, qty: int = 1) -> Order:",
+        ),
+    ],
+    "loop-to-generator": [
+        (
+            "orders/pricing.py",
+            "        total = 0\n        for line in order.lines:\n            if line.qty > 0:\n"
+            "                total += line.price * line.qty\n        return total\n",
+            "        return sum(line.price * line.qty for line in order.lines if line.qty > 0)\n",
+        )
+    ],
+}
+MISSED_BY_TESTS: dict[str, list[Edit]] = {
+    # total() becomes a float: 1260.0 == 1260, so every assertion still holds.
+    "float-default": [("orders/pricing.py", "tax_percent=20)", "tax_percent=20.0)")],
+    # the receipt's rows in reverse: the test only looks for the total line.
+    "reversed-lines": [
+        ("orders/pricing.py", "for line in order.lines]", "for line in reversed(order.lines)]")
+    ],
+}
+# tabulate's pull request: a helper extracted, and a one-line fix elsewhere (free lines are
+# no longer listed on the receipt).
+EXTRACT_AND_FIX = [
+    *EXTRACT,
+    ("orders/pricing.py", "for line in order.lines]", "for line in order.lines if line.qty]"),
+]
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository: ``main`` is the project as it is, one branch per variant."""
+    repo = make_project(tmp_path_factory.mktemp("structure"), {}, base="orders")
+    git_in(repo, "branch", "-M", "main")
+    variants = {**REFACTORS, **MISSED_BY_TESTS, "extract-and-fix": EXTRACT_AND_FIX}
+    for name, edits in variants.items():
+        git_in(repo, "checkout", "-q", "-b", name, "main")
+        for file, old, new in edits:
+            path = repo / file
+            text = path.read_text()
+            assert text.count(old) == 1, (name, file, old)
+            path.write_text(text.replace(old, new))
+        git_in(repo, "commit", "-qam", name)
+    git_in(repo, "checkout", "-q", "main")
+    # Eight diffs and their confirmations make more runs than the store's default cap keeps;
+    # keep them all, so that no diff loses the run it reuses to another's cap (#25.2).
+    assert run_pytest(repo, "-q", "--genome").returncode == 0
+    assert cli(repo, "prune", "--cap", "0").returncode == 0
+    return repo
+
+
+def _diff(repo: Path, tmp_path: Path, head: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    return cli_json(repo, tmp_path, "diff", "main", head, *extra)
+
+
+def _statuses(document: dict[str, Any]) -> dict[str, str]:
+    return {test["id"].rpartition("::")[2]: test["status"] for test in document["tests"]}
+
+
+@pytest.mark.parametrize("variant", sorted(REFACTORS))
+def test_a_pure_refactor_is_restructured_and_passes_the_gate(
+    orders: Path, tmp_path: Path, variant: str
+) -> None:
+    code, document = _diff(orders, tmp_path, variant)
+    statuses = _statuses(document)
+    assert "changed" not in statuses.values(), document["tests"]
+    assert "unverified" not in statuses.values(), document["tests"]
+    restructured = [t for t in document["tests"] if t["status"] == "restructured"]
+    assert restructured, statuses
+    for test in restructured:
+        assert test["structure"], test  # a line says what moved
+    assert document["summary"]["restructured"] == len(restructured)
+    assert code == 0, document["summary"]
+    again, _ = _diff(orders, tmp_path, variant, "--fail-on", "restructured")
+    assert again == 1
+
+
+def test_each_refactor_says_what_moved(orders: Path, tmp_path: Path) -> None:
+    said = {}
+    for variant in ("extract-helper", "inline-helper", "rename-private", "move-to-model"):
+        _, document = _diff(orders, tmp_path, variant)
+        said[variant] = {line for t in document["tests"] for line in t["structure"]}
+    assert said["extract-helper"] == {
+        "`orders.pricing.Pricing._line_amount` extracted from `orders.pricing.Pricing.subtotal`"
+    }
+    assert said["inline-helper"] == {
+        "`orders.pricing.Pricing._tax` inlined into `orders.pricing.Pricing.total`"
+    }
+    assert said["rename-private"] == {
+        "`orders.pricing.Pricing._tax` renamed to `orders.pricing.Pricing._tax_on` (the same "
+        "code), called by `orders.pricing.Pricing.total`"
+    }
+    assert said["move-to-model"] == {
+        "`orders.model.Order.subtotal` extracted from `orders.pricing.Pricing.subtotal`"
+    }
+
+
+@pytest.mark.parametrize(
+    ("variant", "changed"),
+    [
+        # every test that prices an order sees the float
+        (
+            "float-default",
+            {
+                "test_checkout_mails_a_receipt",
+                "test_nothing_to_pay_sends_nothing",
+                "test_receipt_names_the_total",
+                "test_subtotal_skips_empty_lines",
+                "test_total_adds_tax",
+                "test_total_of_an_empty_order",
+            },
+        ),
+        # only the receipt of several lines is reordered (the mocked mailer gets one line)
+        ("reversed-lines", {"test_receipt_names_the_total"}),
+    ],
+)
+def test_a_change_the_tests_miss_stays_changed(
+    orders: Path, tmp_path: Path, variant: str, changed: set[str]
+) -> None:
+    code, document = _diff(orders, tmp_path, variant)
+    statuses = _statuses(document)
+    assert {name for name, status in statuses.items() if status == "changed"} == changed
+    assert all(test["outcome"]["head"] == "passed" for test in document["tests"])
+    assert code == 1
+
+
+def test_a_fix_beside_an_extraction_is_the_change_and_the_extraction_is_structure(
+    orders: Path, tmp_path: Path
+) -> None:
+    code, document = _diff(orders, tmp_path, "extract-and-fix")
+    statuses = _statuses(document)
+    assert statuses["test_receipt_names_the_total"] == "changed"
+    assert {name for name, status in statuses.items() if status == "changed"} == {
+        "test_receipt_names_the_total"
+    }
+    assert code == 1
+    [fixed] = [t for t in document["tests"] if t["status"] == "changed"]
+    # The fix is the change; the extraction is a line of structure, not a call added.
+    kinds = {(c["kind"], c["symbol"]) for c in fixed["changes"]}
+    assert ("result_changed", "py:orders.pricing.Pricing.receipt") in kinds, kinds
+    assert not any(kind == "call_added" for kind, _ in kinds), kinds
+    assert fixed["structure"] == [
+        "`orders.pricing.Pricing._line_amount` extracted from `orders.pricing.Pricing.subtotal`"
+    ]
+    others = {name for name, status in statuses.items() if status == "restructured"}
+    assert "test_total_adds_tax" in others
