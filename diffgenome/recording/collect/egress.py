@@ -96,6 +96,7 @@ from diffgenome.protocol.vocab import (
 from diffgenome.recording.collect import programs
 
 __all__ = [
+    "REFUSED_ERRNO",
     "OUTCOME_ALLOWED",
     "OUTCOME_PROGRAM",
     "OUTCOME_REFUSED",
@@ -104,6 +105,8 @@ __all__ = [
     "EgressRefused",
     "Recorder",
     "Spawner",
+    "install_connect_ex",
+    "uninstall_connect_ex",
 ]
 
 #: (kind, target, outcome); called on the thread that made the attempt.
@@ -171,6 +174,12 @@ _family_descriptor = _socket.socket.__dict__["family"]
 _OWN_GLOBALS: Final = globals()
 
 
+#: The errno of a refusal: what ``connect_ex`` returns, and ``EgressRefused.errno``. EACCES
+#: is what the kernel says when a security policy (an LSM, a firewall rule) refuses a
+#: connect; ECONNREFUSED would tell code that waits for a server to come up to wait forever.
+REFUSED_ERRNO: Final = _errno.EACCES
+
+
 class EgressRefused(PermissionError):
     """Raised into the code that attempted egress, from inside the audit hook.
 
@@ -179,6 +188,7 @@ class EgressRefused(PermissionError):
     treats a refusal like a failed connection instead of crashing on an unknown exception. It
     carries errno EACCES and the explanation as ``strerror`` because some callers rebuild the
     error from those two alone (``socket.create_server`` does, on a failed bind).
+    ``connect_ex`` returns that errno instead (see :func:`install_connect_ex`).
     """
 
     def __init__(self, kind: str, target: str, policy: str, reason: str = "") -> None:
@@ -194,7 +204,7 @@ class EgressRefused(PermissionError):
             hint = "--genome-egress=allow (record only, refuse nothing)"
         because = f": {reason}" if reason else ""
         super().__init__(
-            _errno.EACCES,
+            REFUSED_ERRNO,
             f"diffgenome egress guard refused {kind} {target} under policy '{policy}'{because}."
             f" To allow it, run pytest with {hint}.",
         )
@@ -220,6 +230,83 @@ class _State:
 
 
 _STATE: Final = _State()
+
+
+# --- connect_ex keeps its contract --------------------------------------------------------
+#
+# ``connect`` and ``connect_ex`` raise the same audit event, and a hook can only refuse by
+# raising, which ``connect_ex`` would pass on where its callers expect an errno (a port probe
+# would crash instead of reading "closed"). So while a session guards, ``socket.socket`` gets
+# a ``connect_ex`` of its own that turns this guard's refusal into the errno the call
+# promises. It is installed before the rootdir conftest is imported (plugin.py), so that a
+# reference taken there (``socket.socket.connect_ex``) is this one too. Not reached: a
+# reference to ``_socket.socket.connect_ex`` itself, or a method bound before installation
+# (``probe = sock.connect_ex``); those still raise ``EgressRefused``.
+
+_SOCKET_CLASS: Final[type] = next(
+    cls
+    for cls in __import__("socket").socket.__mro__
+    if cls.__module__ == "socket" and cls.__name__ == "socket"
+)
+_c_connect_ex = _socket.socket.connect_ex
+
+
+class _ConnectEx:
+    __slots__ = ("inner", "installed", "previous")
+
+    def __init__(self) -> None:
+        self.installed = False
+        #: What the class defined itself before (another tool's patch), restored after.
+        self.previous: object = None
+        self.inner: Callable[[object, object], int] = _c_connect_ex
+
+
+_CONNECT_EX: Final = _ConnectEx()
+
+
+def _connect_ex(self: object, address: object, _state: _ConnectEx = _CONNECT_EX) -> int:
+    try:
+        return _state.inner(self, address)
+    except EgressRefused as refused:
+        # Raised by the audit hook on this thread, inside this very call.
+        return int(refused.errno or REFUSED_ERRNO)
+
+
+_connect_ex.__name__ = "connect_ex"
+_connect_ex.__qualname__ = "socket.connect_ex"
+_connect_ex.__doc__ = _c_connect_ex.__doc__
+
+
+def install_connect_ex() -> bool:
+    """Give ``socket.socket`` the ``connect_ex`` that returns a refusal as an errno; False
+    when it has it already."""
+    state = _CONNECT_EX
+    if state.installed:
+        return False
+    previous = _SOCKET_CLASS.__dict__.get("connect_ex")
+    if previous is _connect_ex:
+        return False
+    state.previous = previous
+    state.inner = previous if callable(previous) else _c_connect_ex  # type: ignore[assignment]
+    _connect_ex.__wrapped__ = state.inner  # type: ignore[attr-defined]
+    setattr(_SOCKET_CLASS, "connect_ex", _connect_ex)
+    state.installed = True
+    return True
+
+
+def uninstall_connect_ex() -> None:
+    """Put back what ``socket.socket`` had (unless someone replaced ours since)."""
+    state = _CONNECT_EX
+    if not state.installed:
+        return
+    state.installed = False
+    if _SOCKET_CLASS.__dict__.get("connect_ex") is _connect_ex:
+        if state.previous is None:
+            delattr(_SOCKET_CLASS, "connect_ex")
+        else:
+            setattr(_SOCKET_CLASS, "connect_ex", state.previous)
+    state.previous = None
+    state.inner = _c_connect_ex
 
 
 def _dispatch(
@@ -256,6 +343,10 @@ class EgressGuard:
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
             )
         self.policy = policy
+        self._allow_all = policy == "allow"
+        # Under isolate the kernel holds what this guard cannot see; the guard still judges
+        # (and records) as under loopback, so that genomes show the same egress.
+        self._allow_loopback = policy in ("loopback", "isolate")
         self.errors = 0
         # The recorded tree: a program file inside it is known by its path and content.
         self.root = _realpath(root) if root else None
@@ -348,7 +439,7 @@ class EgressGuard:
         target, where = seen
         # Recorded without a port the kernel chose; the refusal names the real one.
         recorded = _loopback_port(target) if where == _LOOPBACK else target
-        if self.policy == "allow" or (self.policy == "loopback" and where == _LOOPBACK):
+        if self._allow_all or (self._allow_loopback and where == _LOOPBACK):
             self._emit(kind, recorded, OUTCOME_ALLOWED)
             return
         self._emit(kind, recorded, OUTCOME_REFUSED)
