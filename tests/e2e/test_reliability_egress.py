@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
+    CountingServer,
     Recording,
     export,
     make_project,
@@ -334,60 +334,6 @@ RAW_CONNECTS = (
     "test_connect_captured_before_the_session",
     "test_c_level_connect",
 )
-
-
-class CountingServer:
-    """A loopback TCP listener in the harness that counts the connections that arrive and
-    answers anything that looks like HTTP with ``ok``."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.1)
-        self.port: int = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self._handle(conn)
-
-    def _handle(self, conn: socket.socket) -> None:
-        self.accepted += 1
-        with conn:
-            conn.settimeout(30)
-            data = b""
-            try:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            except OSError:
-                return
-
-    def stop(self) -> int:
-        """Stop serving; every connection that completed its handshake is counted."""
-        self._stop.set()
-        self._thread.join()
-        self.sock.setblocking(False)
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except BlockingIOError:
-                break
-            conn.close()
-            self.accepted += 1
-        self.sock.close()
-        return self.accepted
 
 
 def _udp_listener() -> socket.socket:
