@@ -92,9 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
-    parser.addini(
-        "genome_egress", "egress policy: loopback, block, allow or isolate", default=""
-    )
+    parser.addini("genome_egress", "egress policy: loopback, block, allow or isolate", default="")
     parser.addini("genome_source_roots", "source roots", type="paths", default=[])
     parser.addini("genome_test_roots", "test roots", type="paths", default=[])
     parser.addini(

@@ -468,6 +468,8 @@ def test_block_lets_no_connection_nor_datagram_out(block: Session) -> None:
     assert set(TCP_ATTEMPTS) <= set(outcomes)
     assert block.tcp == 0
     assert block.udp == 0
+
+
 def shown(port: int) -> str:
     """A loopback port as the genome writes it: one the kernel chose is the run's, not the
     code's (``<ephemeral>``, from 32768 up); a fixed lower port stays."""
@@ -615,7 +617,9 @@ def test_isolate_records_egress_as_loopback_does(
 
     def events(session: Session) -> list[tuple[str, str, str]]:
         test = test_genome(session.doc, f"::{name}")
-        return sorted((e["kind"], e["target"], e["outcome"]) for e in os_events(test["phases"]["call"]))
+        return sorted(
+            (e["kind"], e["target"], e["outcome"]) for e in os_events(test["phases"]["call"])
+        )
 
     assert [(k, o) for k, _, o in events(isolate)] == [(k, o) for k, _, o in events(loopback)]
 

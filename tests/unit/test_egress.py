@@ -585,7 +585,8 @@ def connect_ex_contract() -> Iterator[None]:
 
 @pytest.mark.usefixtures("connect_ex_contract")
 @pytest.mark.parametrize(
-    ("policy", "host"), [("block", "127.0.0.1"), ("loopback", "192.0.2.1"), ("isolate", "192.0.2.1")]
+    ("policy", "host"),
+    [("block", "127.0.0.1"), ("loopback", "192.0.2.1"), ("isolate", "192.0.2.1")],
 )
 def test_connect_ex_answers_a_refusal_with_an_errno(
     policy: str, host: str, listener: TcpListener
@@ -596,9 +597,8 @@ def test_connect_ex_answers_a_refusal_with_an_errno(
     with guarding(policy) as (_, records):
         with socket.socket() as sock:
             assert sock.connect_ex((host, port)) == errno.EACCES
-        with socket.socket() as sock:
-            with pytest.raises(EgressRefused) as refused:
-                sock.connect((host, port))
+        with socket.socket() as sock, pytest.raises(EgressRefused) as refused:
+            sock.connect((host, port))
     assert isinstance(refused.value, OSError)
     assert refused.value.errno == errno.EACCES
     assert [outcome for _, _, outcome in records] == [OUTCOME_REFUSED, OUTCOME_REFUSED]
@@ -622,9 +622,9 @@ def test_ssl_connect_ex_goes_through_the_contract(listener: TcpListener) -> None
     import ssl
 
     context = ssl.create_default_context()
-    with guarding("block"):
-        with context.wrap_socket(socket.socket(), server_hostname="example.invalid") as sock:
-            assert sock.connect_ex(("127.0.0.1", listener.port)) == errno.EACCES
+    wrapped = context.wrap_socket(socket.socket(), server_hostname="example.invalid")
+    with guarding("block"), wrapped as sock:
+        assert sock.connect_ex(("127.0.0.1", listener.port)) == errno.EACCES
     assert len(listener.peers_until_sentinel()) == 1
 
 

@@ -81,7 +81,7 @@ import threading
 from collections.abc import Callable
 from os.path import realpath as _realpath
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
 from diffgenome.protocol.vocab import (
     EGRESS_POLICIES,
@@ -96,11 +96,11 @@ from diffgenome.protocol.vocab import (
 from diffgenome.recording.collect import programs
 
 __all__ = [
-    "REFUSED_ERRNO",
     "OUTCOME_ALLOWED",
     "OUTCOME_PROGRAM",
     "OUTCOME_REFUSED",
     "OUTCOME_UNTRACED",
+    "REFUSED_ERRNO",
     "EgressGuard",
     "EgressRefused",
     "Recorder",
@@ -243,7 +243,7 @@ _STATE: Final = _State()
 # reference to ``_socket.socket.connect_ex`` itself, or a method bound before installation
 # (``probe = sock.connect_ex``); those still raise ``EgressRefused``.
 
-_SOCKET_CLASS: Final[type] = next(
+_SOCKET_CLASS: Final[Any] = next(
     cls
     for cls in __import__("socket").socket.__mro__
     if cls.__module__ == "socket" and cls.__name__ == "socket"
@@ -258,7 +258,7 @@ class _ConnectEx:
         self.installed = False
         #: What the class defined itself before (another tool's patch), restored after.
         self.previous: object = None
-        self.inner: Callable[[object, object], int] = _c_connect_ex
+        self.inner: Callable[..., int] = _c_connect_ex
 
 
 _CONNECT_EX: Final = _ConnectEx()
@@ -287,9 +287,9 @@ def install_connect_ex() -> bool:
     if previous is _connect_ex:
         return False
     state.previous = previous
-    state.inner = previous if callable(previous) else _c_connect_ex  # type: ignore[assignment]
+    state.inner = previous if callable(previous) else _c_connect_ex
     _connect_ex.__wrapped__ = state.inner  # type: ignore[attr-defined]
-    setattr(_SOCKET_CLASS, "connect_ex", _connect_ex)
+    _SOCKET_CLASS.connect_ex = _connect_ex
     state.installed = True
     return True
 
@@ -304,7 +304,7 @@ def uninstall_connect_ex() -> None:
         if state.previous is None:
             delattr(_SOCKET_CLASS, "connect_ex")
         else:
-            setattr(_SOCKET_CLASS, "connect_ex", state.previous)
+            _SOCKET_CLASS.connect_ex = state.previous
     state.previous = None
     state.inner = _c_connect_ex
 
