@@ -1,5 +1,7 @@
 """Egress guard: see every network attempt of the test process, and refuse or record it.
 
+What each policy guarantees, and what it does not, is docs/recording.md's "Egress policies".
+
 Why audit hooks
     Patching ``socket.socket.connect`` (the pytest-socket approach) misses every reference taken
     before the patch (``from socket import create_connection``, a bound method stored by a
@@ -30,6 +32,17 @@ What it does
     loopback    allowed, recorded          refused before the system call, recorded
     block       refused, recorded          refused, recorded
     allow       allowed, recorded          allowed, recorded
+    isolate     allowed, recorded          refused, recorded: as loopback, while the session
+                                           runs in a network namespace with only loopback
+                                           (recording/netns.py), which holds what this guard
+                                           cannot see
+
+    A refusal is raised as ``EgressRefused`` (a PermissionError, errno EACCES), except from
+    ``connect_ex``, which returns EACCES as its contract says: while a session guards,
+    ``socket.socket`` has a ``connect_ex`` of its own that turns the hook's refusal into the
+    errno (``install_connect_ex``; done before the conftests are imported, so references
+    taken there are that one). A reference to ``_socket.socket.connect_ex`` itself still
+    raises.
 
     Loopback means 127.0.0.0/8, ::1 (also IPv4-mapped), "localhost" and names ending in
     ".localhost". Numeric hosts need no resolver, so a lookup of one is judged like a connect to
@@ -47,16 +60,18 @@ What it does
     Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
     never refused. With a ``spawn`` handler (collect/children.py, which records Python
     children into the test) every child goes to it; without one, another program is recorded
-    with outcome "program" and a Python child with outcome "untraced-child". No child is
-    guarded.
+    with outcome "program" and a Python child with outcome "untraced-child". A Python child
+    that loads the session's hook runs a guard of its own under the same policy
+    (recording/child.py), switched on before its recorder.
 
 What it does NOT reach
-    * Child processes: they start without the hook and may do anything (recorded, not guarded;
-      a recorded Python child records its egress as allowed). Forked children (``os.fork``,
-      multiprocessing "fork") do inherit the hook and the active guard, so their attempts are
-      refused; a recorded fork child sends what it recorded to its parent.
+    * Other programs (``curl``, ``git``, a shell's ``/dev/tcp``) and Python children that do
+      not load the hook (``python -S``, ``env={}``, another interpreter): recorded as spawns,
+      never guarded; under block the session names them at its end. Forked children
+      (``os.fork``, multiprocessing "fork") inherit the hook and the active guard.
     * C extensions that call libc themselves (libpq, libcurl, gRPC core, ...), raw system calls
       through ctypes or cffi: no socket audit event is raised.
+    * Only ``isolate`` holds those two, at the kernel.
     * A host *name* passed straight to ``connect``/``sendto``/``bind`` (not through
       ``create_connection`` or ``getaddrinfo``) is resolved by ``_socket`` before it raises the
       audit event: the connection is refused, but that lookup has already reached the resolver.
@@ -76,6 +91,7 @@ import _socket
 import errno as _errno
 import ipaddress
 import os
+import socket as _socket_module
 import sys
 import threading
 from collections.abc import Callable
@@ -243,9 +259,10 @@ _STATE: Final = _State()
 # reference to ``_socket.socket.connect_ex`` itself, or a method bound before installation
 # (``probe = sock.connect_ex``); those still raise ``EgressRefused``.
 
+# The class socket.py defines, even if ``socket.socket`` was replaced by a subclass already.
 _SOCKET_CLASS: Final[Any] = next(
     cls
-    for cls in __import__("socket").socket.__mro__
+    for cls in _socket_module.socket.__mro__
     if cls.__module__ == "socket" and cls.__name__ == "socket"
 )
 _c_connect_ex = _socket.socket.connect_ex
