@@ -688,3 +688,12 @@ def test_every_policy_says_what_it_holds_in_the_header(block: Session, loopback:
     assert loopback.header[0].startswith(
         "diffgenome: egress loopback: this process and its Python children get loopback only"
     )
+
+
+def test_an_unknown_policy_in_the_ini_file_is_a_usage_error(project: Path) -> None:
+    done = run_pytest(project, "--genome", "-o", "genome_egress=nope", "-k", "socketpair")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert (
+        "ERROR: genome_egress must be one of loopback, block, allow, isolate, not 'nope'"
+        in done.stderr
+    ), done.stderr
