@@ -61,7 +61,7 @@ def _start() -> None:
     guard = egress.EgressGuard(policy, relay.egress, config["tree_root"], spawn=relay.spawn)
     if policy != "allow":
         egress.install_connect_ex()
-    guard.activate()
+    guard.hold()  # also under a recording session this child may start itself
     # The compiled core takes the location markers when it is built: before the tracer.
     from diffgenome.recording.collect import stable, values
     from diffgenome.recording.collect.contract import Bounds

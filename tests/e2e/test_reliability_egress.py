@@ -248,6 +248,29 @@ PROJECT = {
                 assert "EgressRefused" in done.stderr, done.stderr
 
 
+        def test_nested_recording_session_in_a_child(tmp_path):
+            # A child that records a session of its own, under a looser policy, is still
+            # held by its parent's: the child's guard judges every connect of the process.
+            (tmp_path / "test_inner.py").write_text(
+                "import os, socket\\n"
+                "def test_dial():\\n"
+                "    port = int(os.environ['EGRESS_PORT_NESTED'])\\n"
+                "    socket.create_connection(('127.0.0.1', port), timeout=30).close()\\n"
+            )
+            done = subprocess.run(
+                [
+                    sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "-p", "no:randomly", "-p", "no:rerunfailures",  # it binds loopback
+                    "--genome", "--genome-egress=allow",
+                    f"--genome-store={tmp_path / 'store'}", str(tmp_path / "test_inner.py"),
+                ],
+                cwd=tmp_path, capture_output=True, text=True,
+            )
+            gets_out(done, refused_by_guard=True)
+            if REFUSED:
+                assert "EgressRefused" in done.stdout, done.stdout + done.stderr
+
+
         def test_python_child_without_the_hook():
             # -S: no site, so no .pth, no recorder and no guard in the child.
             done = subprocess.run([sys.executable, "-S", "-c", DIAL, str(port("nohook"))])
@@ -356,7 +379,7 @@ def _datagrams(sock: socket.socket) -> int:
 #: Attacks that each get a listener of their own, in the order of docs/reliability.md.
 #: Refused by the guard under block (Python children run under the session's policy;
 #: connect_ex answers with an errno):
-GUARDED = ("child", "connect_ex", "connect_ex_captured", "c_connect_ex")
+GUARDED = ("child", "nested", "connect_ex", "connect_ex_captured", "c_connect_ex")
 #: Out of the audit hooks' sight, so they get out under block (the documented limit) and only
 #: the namespace of ``isolate`` holds them:
 UNSEEN = ("nohook", "system", "bash", "ctypes")

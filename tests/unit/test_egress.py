@@ -692,3 +692,29 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_a_held_guard_judges_under_any_guard_activated_later(listener: TcpListener) -> None:
+    """A recorded child holds its parent's policy: a recording session it starts itself
+    (another guard, looser) cannot let a connection out, and records it as refused."""
+    from diffgenome.recording.collect import egress
+
+    floor_records: list[Record] = []
+    floor = EgressGuard("block", lambda *r: floor_records.append(r))
+    try:
+        floor.hold()
+        with guarding("allow") as (_, records):
+            with socket.socket() as sock, pytest.raises(EgressRefused) as refused:
+                sock.connect(("127.0.0.1", listener.port))
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+    finally:
+        egress._STATE.floor = None
+        floor.deactivate()
+    target = f"127.0.0.1:{shown(listener.port)}"
+    assert refused.value.policy == "block"
+    assert floor_records == [("connect", target, OUTCOME_REFUSED)]  # no spawn: not its own
+    assert records == [
+        ("connect", target, OUTCOME_REFUSED),
+        ("subprocess", "python", OUTCOME_UNTRACED),
+    ]
+    assert len(listener.peers_until_sentinel()) == 1

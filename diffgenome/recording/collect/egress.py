@@ -233,10 +233,14 @@ class EgressRefused(PermissionError):
 class _State:
     """The process-wide singleton behind the one audit hook."""
 
-    __slots__ = ("guard", "hook_seen", "installed", "local", "lock")
+    __slots__ = ("floor", "guard", "hook_seen", "installed", "local", "lock")
 
     def __init__(self) -> None:
         self.guard: EgressGuard | None = None
+        #: A guard that judges every network event for the rest of the process, whichever
+        #: guard is active (``EgressGuard.hold``): a recorded child's, so that a recording
+        #: session the child starts itself cannot loosen its parent's policy.
+        self.floor: EgressGuard | None = None
         self.installed = False
         self.hook_seen = False
         self.lock = threading.Lock()
@@ -326,20 +330,36 @@ def uninstall_connect_ex() -> None:
     state.inner = _c_connect_ex
 
 
+# Which events a guard judges in ``_on_event``.
+_ALL: Final = 0
+_NETWORK: Final = 1
+_SPAWNS: Final = 2
+
+
 def _dispatch(
     event: str,
     args: tuple[object, ...],
     _watched: frozenset[str] = _WATCHED,
     _state: _State = _STATE,
+    _network: int = _NETWORK,
+    _spawns: int = _SPAWNS,
+    _all: int = _ALL,
 ) -> None:
     # Defaults instead of globals: faster, and still valid while the interpreter tears down
     # module namespaces at exit.
     if event in _watched:
         guard = _state.guard
+        floor = _state.floor
+        refusal = None
+        if floor is not None:
+            refusal = floor._on_event(event, args, _network)
         if guard is not None:
-            guard._on_event(event, args)
+            own = guard._on_event(event, args, _spawns if guard is floor else _all, refusal)
+            refusal = own or refusal
         elif event == _PROBE:
             _state.hook_seen = True
+        if refusal is not None:
+            raise refusal
 
 
 class EgressGuard:
@@ -400,6 +420,13 @@ class EgressGuard:
             self._active = True
             _STATE.guard = self
 
+    def hold(self) -> None:
+        """Keep judging this process's network events under this guard's policy for good,
+        whatever guard is activated later (a recorded child: recording/child.py)."""
+        self.activate()
+        with _STATE.lock:
+            _STATE.floor = self
+
     def deactivate(self) -> None:
         """Stop judging; the guard this one displaced, if still active, takes over again."""
         with _STATE.lock:
@@ -414,23 +441,43 @@ class EgressGuard:
 
     # --- event time: called from the audit hook on the attempting thread -------------------
 
-    def _on_event(self, event: str, args: tuple[object, ...]) -> None:
+    def _on_event(
+        self,
+        event: str,
+        args: tuple[object, ...],
+        which: int = _ALL,
+        refused: EgressRefused | None = None,
+    ) -> EgressRefused | None:
+        """The refusal to raise, if any; ``refused``: the floor's, which this guard records
+        as refused even where its own policy allows."""
         local = _STATE.local
         if getattr(local, "busy", False):
-            return
+            return None
+        kind = _EVENT_KINDS.get(event)
+        if kind is None:
+            return None
+        network = kind != OS_SUBPROCESS
+        if (which == _SPAWNS and network) or (which == _NETWORK and not network):
+            return None
         local.busy = True
         try:
-            self._judge(_EVENT_KINDS[event], event, args)
+            return self._judge(kind, event, args, refused)
         finally:
             local.busy = False
 
-    def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
+    def _judge(
+        self,
+        kind: str,
+        event: str,
+        args: tuple[object, ...],
+        refused: EgressRefused | None,
+    ) -> EgressRefused | None:
         if kind == OS_SUBPROCESS:
             spawned: tuple[str, list[str]] | None = None
             try:
                 spawned = _spawned_program(event, args)
                 if spawned is None:
-                    return
+                    return None
                 identity, python = programs.identify(spawned[0], spawned[1], self.root)
             except Exception:
                 self.errors += 1
@@ -443,24 +490,27 @@ class EgressGuard:
                     spawn(identity, python, _spawn_env(event, args), arguments, replaces)
                 except Exception:
                     self.errors += 1
-                return
+                return None
             self._emit(kind, identity, OUTCOME_UNTRACED if python else OUTCOME_PROGRAM)
-            return
+            return None
         try:
             seen = _dns_target(event, args) if kind == OS_DNS else _socket_target(args)
         except Exception:
             self.errors += 1
             seen = ("?", _UNKNOWN)
         if seen is None:
-            return
+            return None
         target, where = seen
         # Recorded without a port the kernel chose; the refusal names the real one.
         recorded = _loopback_port(target) if where == _LOOPBACK else target
-        if self._allow_all or (self._allow_loopback and where == _LOOPBACK):
+        allowed = self._allow_all or (self._allow_loopback and where == _LOOPBACK)
+        if allowed and refused is None:
             self._emit(kind, recorded, OUTCOME_ALLOWED)
-            return
+            return None
         self._emit(kind, recorded, OUTCOME_REFUSED)
-        raise EgressRefused(kind, target, self.policy, _REASONS[where])
+        if allowed:
+            return refused
+        return EgressRefused(kind, target, self.policy, _REASONS[where])
 
     def _emit(self, kind: str, target: str, outcome: str) -> None:
         try:
