@@ -336,30 +336,41 @@ _NETWORK: Final = 1
 _SPAWNS: Final = 2
 
 
+def _route(
+    event: str,
+    args: tuple[object, ...],
+    state: _State,
+    _network: int = _NETWORK,
+    _spawns: int = _SPAWNS,
+    _all: int = _ALL,
+) -> None:
+    """A watched event to the held guard (network events) and the active one."""
+    guard = state.guard
+    floor = state.floor
+    refusal = None
+    if floor is not None:
+        refusal = floor._on_event(event, args, _network)
+    if guard is not None:
+        own = guard._on_event(event, args, _spawns if guard is floor else _all, refusal)
+        refusal = own or refusal
+    elif event == _PROBE:
+        state.hook_seen = True
+    if refusal is not None:
+        raise refusal
+
+
 def _dispatch(
     event: str,
     args: tuple[object, ...],
     _watched: frozenset[str] = _WATCHED,
     _state: _State = _STATE,
-    _network: int = _NETWORK,
-    _spawns: int = _SPAWNS,
-    _all: int = _ALL,
+    _route: Callable[[str, tuple[object, ...], _State], None] = _route,
 ) -> None:
     # Defaults instead of globals: faster, and still valid while the interpreter tears down
-    # module namespaces at exit.
+    # module namespaces at exit. Every audit event of the process comes through here: all
+    # but the watched ones leave after one set lookup.
     if event in _watched:
-        guard = _state.guard
-        floor = _state.floor
-        refusal = None
-        if floor is not None:
-            refusal = floor._on_event(event, args, _network)
-        if guard is not None:
-            own = guard._on_event(event, args, _spawns if guard is floor else _all, refusal)
-            refusal = own or refusal
-        elif event == _PROBE:
-            _state.hook_seen = True
-        if refusal is not None:
-            raise refusal
+        _route(event, args, _state)
 
 
 class EgressGuard:
