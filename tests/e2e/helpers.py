@@ -343,13 +343,13 @@ test_summary.__test__ = False  # type: ignore[attr-defined]
 
 def diffgenome_notices(output: str) -> list[str]:
     """What the recorder said to the user: its one-line notices, never Python warnings (the
-    header line that names the recording core and the summary line that names the run are
-    not notices)."""
+    header lines that name the recording core and the egress policy, and the summary line
+    that names the run, are not notices)."""
+    headers = ("diffgenome: recording with", "diffgenome: egress ", "diffgenome: run ")
     return [
         line
         for line in output.splitlines()
-        if line.startswith("diffgenome: ")
-        and not line.startswith(("diffgenome: recording with", "diffgenome: run "))
+        if line.startswith("diffgenome: ") and not line.startswith(headers)
     ]
 
 
