@@ -70,7 +70,9 @@ OS_EVENT_KINDS: Final = (OS_CONNECT, OS_DNS, OS_BIND, OS_LISTEN, OS_SENDTO, OS_S
 
 DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "assert")
 
-EGRESS_POLICIES: Final = ("loopback", "block", "allow")
+# ``isolate``: a network namespace with only loopback (the kernel holds every process of the
+# session), and the audit-hook guard judging as under ``loopback`` on top.
+EGRESS_POLICIES: Final = ("loopback", "block", "allow", "isolate")
 
 # Exit keys of a call node: "returned", or "raised:<exception symbol>".
 EXIT_RETURNED: Final = "returned"

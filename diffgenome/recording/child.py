@@ -4,11 +4,17 @@ Runs from the session's ``.pth`` line while ``site`` starts the interpreter, bef
 child's own code: so everything the child runs in scope is seen, ``__main__`` included. It
 records with the same collector (either core), the parent's scope and location markers,
 one phase for the whole process, and sends the tree back when the process exits. Stand-ins
-are not hooked in a child (a mock made there is not named as one), and the child's egress is
-recorded, never refused (``allow``): recording a child must not change what it can do.
+are not hooked in a child (a mock made there is not named as one).
+
+A child runs under its session's egress policy, whatever becomes of its recording: the
+guard (and the ``connect_ex`` that keeps its contract) is switched on first, before the
+collector, so that a child whose recording cannot start is still refused what its parent
+would be; what it attempts is recorded under it, refusals as refused. Under ``isolate`` the
+child is in its parent's network namespace anyway, and its guard judges as under loopback.
 
 It never raises into the child: ``start`` reports one line on stderr and the child runs on
-unrecorded, which its parent discloses (no capture arrives).
+unrecorded (still guarded, when the guard could start), which its parent discloses (no
+capture arrives).
 """
 
 from __future__ import annotations
@@ -47,10 +53,18 @@ def _start() -> None:
         # The session that named this folder has ended (a variable left in an environment
         # that outlived it): there is nobody to record for, and nothing to say.
         return
+    from diffgenome.recording.collect import egress
+
+    # First the guard, with nobody to tell yet: refusing does not wait for recording.
+    policy = str(config.get("egress") or "loopback")
+    relay = _Relay()
+    guard = egress.EgressGuard(policy, relay.egress, config["tree_root"], spawn=relay.spawn)
+    if policy != "allow":
+        egress.install_connect_ex()
+    guard.hold()  # also under a recording session this child may start itself
     # The compiled core takes the location markers when it is built: before the tracer.
     from diffgenome.recording.collect import stable, values
     from diffgenome.recording.collect.contract import Bounds
-    from diffgenome.recording.collect.egress import EgressGuard
     from diffgenome.recording.collect.scope import Scope
     from diffgenome.recording.collect.tracer import Tracer
 
@@ -68,14 +82,33 @@ def _start() -> None:
     try:
         stable.TempfileNames().install()
         recorder = _children.Children(tracer, folder, bounds)
-        guard = EgressGuard(
-            "allow", recorder.on_egress, config["tree_root"], spawn=recorder.on_spawn
-        )
-        guard.activate()
+        relay.to = recorder
         recorder.activate()
         recorder.begin_phase()
         tracer.begin_phase()
         recorder.enter_child(token)
     except BaseException:
-        tracer.stop()  # an unrecorded child runs at full speed
+        relay.to = None
+        tracer.stop()  # an unrecorded child runs at full speed, still guarded
         raise
+
+
+class _Relay:
+    """What the child's guard sees goes to the child's recorder, once there is one."""
+
+    __slots__ = ("to",)
+
+    def __init__(self) -> None:
+        self.to: _children.Children | None = None
+
+    def egress(self, kind: str, target: str, outcome: str) -> None:
+        to = self.to
+        if to is not None:
+            to.on_egress(kind, target, outcome)
+
+    def spawn(
+        self, identity: str, python: bool, env: object, argv: list[str], replaces: bool
+    ) -> None:
+        to = self.to
+        if to is not None:
+            to.on_spawn(identity, python, env, argv, replaces)

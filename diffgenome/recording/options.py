@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from diffgenome.protocol.selection import find_store
+from diffgenome.protocol.vocab import EGRESS_POLICIES
 from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.run import git_toplevel
 
@@ -33,6 +34,8 @@ class Options:
     controller_run_id: str | None
     store_path: str
     key_file: str | None
+    #: The policy in force: what was asked, except ``block`` where ``isolate`` was asked and
+    #: the namespace could not be made (the session header says why).
     egress_policy: str
     source_roots: list[str]
     test_roots: list[str]
@@ -45,6 +48,8 @@ class Options:
     shard: tuple[int, int] | None = None
     #: The only test ids to run (``--genome-only FILE``); None: every selected test.
     only: frozenset[str] | None = None
+    #: The policy the user asked for (``--genome-egress`` or ini ``genome_egress``).
+    egress_asked: str = _DEFAULT_EGRESS
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -59,7 +64,7 @@ def read_options(config: pytest.Config) -> Options:
             store_path = str(config.invocation_params.dir / store_path)
     else:
         store_path = default_store(str(config.invocation_params.dir), rootdir)
-    policy = config.getoption("genome_egress") or config.getini("genome_egress")
+    asked = _egress(config)
     basetemp = config.getoption("basetemp", None)
     return Options(
         rootdir=rootdir,
@@ -73,7 +78,7 @@ def read_options(config: pytest.Config) -> Options:
         ),
         store_path=store_path,
         key_file=config.getoption("genome_key_file"),
-        egress_policy=str(policy or _DEFAULT_EGRESS),
+        egress_policy=_effective_egress(config, asked),
         source_roots=list(config.getoption("genome_source_root"))
         + [str(p) for p in config.getini("genome_source_roots")],
         test_roots=list(config.getoption("genome_test_root"))
@@ -84,7 +89,29 @@ def read_options(config: pytest.Config) -> Options:
         random_seed=config.getoption("genome_random_seed", None),
         shard=_shard(config),
         only=_only(config),
+        egress_asked=asked,
     )
+
+
+def _egress(config: pytest.Config) -> str:
+    policy = str(config.getoption("genome_egress") or config.getini("genome_egress") or "")
+    policy = policy.strip() or _DEFAULT_EGRESS
+    if policy not in EGRESS_POLICIES:
+        raise pytest.UsageError(
+            f"genome_egress must be one of {', '.join(EGRESS_POLICIES)}, not {policy!r}"
+        )
+    return policy
+
+
+def _effective_egress(config: pytest.Config, asked: str) -> str:
+    """``isolate`` holds only when the namespace was made before startup (plugin.py); where
+    it could not be, the session falls back to ``block``, the strictest guard it has."""
+    if asked != "isolate":
+        return asked
+    from diffgenome.recording.plugin import ISOLATION
+
+    isolation = config.stash.get(ISOLATION, None)
+    return "isolate" if isolation is not None and isolation.ok else "block"
 
 
 def _only(config: pytest.Config) -> frozenset[str] | None:

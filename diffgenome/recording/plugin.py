@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from diffgenome.recording.netns import Isolation
     from diffgenome.recording.session import Recorder
 
 _RECORDER_NAME = "diffgenome-recorder"
+#: The policies of ``--genome-egress`` (diffgenome.protocol.vocab.EGRESS_POLICIES; not
+#: imported here: this module must cost nothing in sessions that do not record).
+_POLICIES = ("loopback", "block", "allow", "isolate")
+#: What ``--genome-egress=isolate`` achieved in this process, before any conftest ran.
+ISOLATION: pytest.StashKey[Isolation] = pytest.StashKey()
+#: This session gave ``socket.socket`` the ``connect_ex`` that keeps its contract.
+_CONNECT_EX: pytest.StashKey[bool] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,9 +47,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--genome-egress",
-        choices=("loopback", "block", "allow"),
+        choices=_POLICIES,
         default=None,
-        help="network egress policy while recording (default: loopback)",
+        help="network egress policy while recording (default: loopback); isolate runs the "
+        "session in a network namespace with only loopback (Linux), which also holds other "
+        "programs and C code",
     )
     group.addoption(
         "--genome-source-root",
@@ -82,7 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_store", "store folder", default="")
-    parser.addini("genome_egress", "egress policy: loopback, block or allow", default="")
+    parser.addini("genome_egress", "egress policy: loopback, block, allow or isolate", default="")
     parser.addini("genome_source_roots", "source roots", type="paths", default=[])
     parser.addini("genome_test_roots", "test roots", type="paths", default=[])
     parser.addini(
@@ -97,6 +107,35 @@ def _enabled(config: pytest.Config) -> bool:
     if option is not None:
         return bool(option)
     return bool(config.getini("genome"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any conftest is imported, while the process is still single-threaded: make
+    the network namespace of ``--genome-egress=isolate`` (every process started later,
+    xdist's workers included, inherits it), and give ``socket.socket`` the ``connect_ex``
+    that returns a refusal as an errno, so that references a conftest takes are that one."""
+    namespace = early_config.known_args_namespace
+    option = getattr(namespace, "genome", None)
+    if not (bool(option) if option is not None else bool(early_config.getini("genome"))):
+        return
+    policy = getattr(namespace, "genome_egress", None) or early_config.getini("genome_egress")
+    policy = str(policy or "loopback")
+    if policy not in _POLICIES or policy == "allow":
+        return  # options.py says what is wrong with a policy; allow refuses nothing
+    from diffgenome.protocol import identity
+
+    finding = identity.check()
+    if finding is not None and finding.fatal:
+        return  # pytest_configure says so; nothing of ours may run
+    if policy == "isolate":
+        from diffgenome.recording import netns
+
+        early_config.stash[ISOLATION] = netns.isolate()
+    from diffgenome.recording.collect import egress
+
+    egress.install_connect_ex()
+    early_config.stash[_CONNECT_EX] = True
 
 
 @pytest.hookimpl(trylast=True)
@@ -150,6 +189,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if recorder is not None:
         recorder.close()
         config.pluginmanager.unregister(recorder, _RECORDER_NAME)
+    if config.stash.get(_CONNECT_EX, False):
+        from diffgenome.recording.collect import egress
+
+        egress.uninstall_connect_ex()
+        del config.stash[_CONNECT_EX]
 
 
 def recorder_of(config: pytest.Config) -> Recorder | None:
@@ -158,9 +202,9 @@ def recorder_of(config: pytest.Config) -> Recorder | None:
     return plugin
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """Say which callbacks record: a silently missing compiled core would only be slow, but
-    the user comparing timings should know."""
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """Say which callbacks record (a silently missing compiled core would only be slow, but
+    the user comparing timings should know) and what the egress policy holds in fact."""
     recorder = recorder_of(config)
     if recorder is None:
         return None
@@ -171,4 +215,29 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         line = f"diffgenome: recording with the pure-Python core ({tracer.core_reason})"
     if tracer.first_errors is not None:
         line += "; DIFFGENOME_DEBUG=callbacks: the first error of each kind is said at the end"
-    return line
+    return [line, egress_header(recorder.options.egress_asked, config.stash.get(ISOLATION, None))]
+
+
+def egress_header(asked: str, isolation: Isolation | None) -> str:
+    """One line: the policy in force and what it holds (docs/recording.md says it at length)."""
+    guard = "this process and its Python children"
+    rest = "other programs, ctypes/cffi and C extensions that call libc are not held"
+    if asked == "isolate":
+        if isolation is not None and isolation.ok:
+            return (
+                f"diffgenome: egress isolate: {isolation.how}, which has only loopback: no "
+                "process of the session reaches another host (the guard records as under "
+                "loopback)"
+            )
+        why = isolation.reason if isolation is not None else "it was not made before startup"
+        return (
+            f"diffgenome: egress isolate is not possible here ({why}); falling back to block: "
+            f"{guard} are refused every connection, {rest}"
+        )
+    if asked == "allow":
+        return f"diffgenome: egress allow: nothing is refused; what {guard} attempt is recorded"
+    reach = "no connection at all" if asked == "block" else "loopback only"
+    return (
+        f"diffgenome: egress {asked}: {guard} get {reach} (audit hooks); {rest}: "
+        "--genome-egress=isolate holds them"
+    )

@@ -28,9 +28,10 @@ COLLECTORS: list[dict[str, Any]] = [
         "plane": "os",
         "fidelity": "partial",
         "notes": [
-            "sees socket and subprocess audit events of this process only",
-            "C extensions that call libc directly are not seen",
-            "Python child processes are recorded when they load the hook; no child is guarded",
+            "sees socket and subprocess audit events of this process and of the Python "
+            "children that load the hook, which are recorded and run under the same policy",
+            "other programs, ctypes/cffi and C extensions that call libc directly are not "
+            "seen; only policy 'isolate' (a network namespace with only loopback) holds them",
         ],
     },
 ]

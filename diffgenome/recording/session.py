@@ -41,7 +41,7 @@ from diffgenome.protocol.vocab import (
     SYMBOL_PREFIX,
 )
 from diffgenome.recording.collect import children as child_processes
-from diffgenome.recording.collect import stable, values
+from diffgenome.recording.collect import egress, stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.scope import Scope, discover_roots
@@ -149,6 +149,9 @@ class Recorder:
         #: The line :meth:`pytest_terminal_summary` ends the session with, once the run is finished.
         self.summary_line: str | None = None
         self.guard: EgressGuard | None = None
+        self._connect_ex_installed = False
+        #: Under block: programs whose children ran without the guard (said at the end).
+        self._unguarded: dict[str, int] = {}
         #: Records Python child processes into the tests that start them (None: it could
         #: not be set up, and Python children stay ``untraced-subprocess`` gaps).
         self.children: child_processes.Children | None = None
@@ -178,6 +181,7 @@ class Recorder:
         config: dict[str, Any] = {
             "source_roots": sorted(r[rel:] or "." for r in self.scope.source_roots),
             "test_roots": sorted(r[rel:] or "." for r in self.scope.test_roots),
+            # The policy in force, so that a diff can tell an isolated side from a guarded one.
             "egress": self.egress_policy,
             "bounds": self.bounds.as_config(),
             "recorder": f"diffgenome {__version__}",
@@ -190,6 +194,8 @@ class Recorder:
             # recording ("random": a seed of its own per process).
             "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
+        if self.options.egress_asked != self.egress_policy:
+            config["egress_asked"] = self.options.egress_asked  # isolate, fallen back to block
         if self.options.shard is not None:
             # Part of the recording key: a shard is never reused as the whole suite.
             index, count = self.options.shard
@@ -227,6 +233,9 @@ class Recorder:
         with contextlib.suppress(Exception):
             if self.guard is not None:
                 self.guard.deactivate()
+        with contextlib.suppress(Exception):
+            if self._connect_ex_installed:
+                egress.uninstall_connect_ex()
         with contextlib.suppress(Exception):
             if self.children is not None:
                 self.children.close()
@@ -273,6 +282,10 @@ class Recorder:
             self.subtests.install()
         if self._tracing:
             self.children = self._open_children()
+        if self.egress_policy != "allow":
+            # Normally done before the conftests were imported (plugin.py); here for a
+            # plugin loaded too late for that.
+            self._connect_ex_installed = egress.install_connect_ex()
         self.guard = EgressGuard(
             self.egress_policy,
             self._on_egress,
@@ -301,6 +314,8 @@ class Recorder:
                 "state": bounds.state,
             },
             "core": "auto",
+            # A Python child runs under the session's policy (recording/child.py).
+            "egress": self.egress_policy,
         }
         try:
             return child_processes.open_session(self.tracer, bounds, config)
@@ -369,6 +384,9 @@ class Recorder:
         guard = self.guard
         if guard is not None:
             guard.deactivate()
+        if self._connect_ex_installed:
+            egress.uninstall_connect_ex()
+            self._connect_ex_installed = False
         if self.standins is not None:
             self.standins.uninstall()
             self.tracer.standins = None
@@ -378,6 +396,8 @@ class Recorder:
         self.tracer.stop()
         self._close_children()
         self._say_first_errors()
+        with contextlib.suppress(Exception):
+            self._say_unguarded()
         try:
             self._release_import()
             self._release_held()
@@ -498,6 +518,8 @@ class Recorder:
             self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
             return
         self._phases[phase] = exported
+        if self.egress_policy == "block":
+            self._tally_unguarded(exported, capture.reasons)
         self._phase_reasons.extend(f"{phase}:{p}" for p in consistency_problems(exported))
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
         disturbed = [r for r in capture.reasons if r.startswith("monitoring-disturbed:")]
@@ -513,6 +535,36 @@ class Recorder:
             # Not a gap: what the thread does in a later phase is recorded there (as work of
             # an earlier thread); between phases it is no test's work.
             self._disclosed.append(f"{phase}:thread-outlived-phase")
+
+    def _tally_unguarded(self, exported: dict[str, Any], reasons: list[str]) -> None:
+        """Children that ran without the egress guard: other programs, and Python children
+        that never started the recorder (which is what guards them). A forked child keeps
+        this process's guard; one that started recording and died had it too."""
+        for node in exported.get("nodes") or ():
+            if node.get("type") != "os_event" or node.get("kind") != "subprocess":
+                continue
+            outcome, target = node.get("outcome"), str(node.get("target"))
+            if outcome == "program" or (
+                outcome == "untraced-child"
+                and target != child_processes.FORK_IDENTITY
+                and f"child-unfinished:{target}" not in reasons
+            ):
+                self._unguarded[target] = self._unguarded.get(target, 0) + int(
+                    node.get("count") or 1
+                )
+
+    def _say_unguarded(self) -> None:
+        if not self._unguarded:
+            return
+        count = sum(self._unguarded.values())
+        names = sorted(self._unguarded)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        say(
+            self.config,
+            f"under --genome-egress=block, {count} child process(es) ran without the egress "
+            f"guard ({shown}): other programs, and Python that did not load the recorder, "
+            "can connect anywhere; --genome-egress=isolate holds them at the kernel",
+        )
 
     def _say_disturbed(self, reason: str) -> None:
         """Once per kind: code under test changed the recorder's sys.monitoring tool."""

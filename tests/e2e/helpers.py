@@ -12,9 +12,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -341,13 +343,13 @@ test_summary.__test__ = False  # type: ignore[attr-defined]
 
 def diffgenome_notices(output: str) -> list[str]:
     """What the recorder said to the user: its one-line notices, never Python warnings (the
-    header line that names the recording core and the summary line that names the run are
-    not notices)."""
+    header lines that name the recording core and the egress policy, and the summary line
+    that names the run, are not notices)."""
+    headers = ("diffgenome: recording with", "diffgenome: egress ", "diffgenome: run ")
     return [
         line
         for line in output.splitlines()
-        if line.startswith("diffgenome: ")
-        and not line.startswith(("diffgenome: recording with", "diffgenome: run "))
+        if line.startswith("diffgenome: ") and not line.startswith(headers)
     ]
 
 
@@ -411,3 +413,57 @@ def split_progress(stderr: str) -> tuple[list[str], list[str]]:
     for line in stderr.splitlines():
         (progress if PROGRESS_LINE.fullmatch(line) else other).append(line)
     return progress, other
+
+
+class CountingServer:
+    """A loopback TCP listener in the harness that counts the connections that arrive and
+    answers anything that looks like HTTP with ``ok``."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.1)
+        self.port: int = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self._handle(conn)
+
+    def _handle(self, conn: socket.socket) -> None:
+        self.accepted += 1
+        with conn:
+            conn.settimeout(30)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            except OSError:
+                return
+
+    def stop(self) -> int:
+        """Stop serving; every connection that completed its handshake is counted."""
+        self._stop.set()
+        self._thread.join()
+        self.sock.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except BlockingIOError:
+                break
+            conn.close()
+            self.accepted += 1
+        self.sock.close()
+        return self.accepted

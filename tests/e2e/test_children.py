@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import sysconfig
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
+    CountingServer,
     cli_json,
     git_commit,
     make_project,
@@ -568,3 +570,69 @@ def test_children_are_recorded_under_xdist(tmp_path: Path) -> None:
         assert "py:pkg.work.double" in _symbols(_under(test["phases"]["call"], spawn))
     after = json.loads((project / "env-after.json").read_text())
     assert after["DIFFGENOME_CHILD"] is None
+
+
+# -- every kind of child runs under the session's egress policy (#30) -------------------------
+
+DIALS = (
+    "test_script",
+    "test_module",
+    "test_console_script",
+    "test_python_under_another_program",
+    "test_one_environment_two_children",
+    "test_copied_environment",
+    "test_multiprocessing_fork",
+    "test_multiprocessing_spawn",
+    "test_multiprocessing_forkserver",
+    "test_plain_fork",
+    "test_fork_then_exec_python",
+    "test_spawnv",
+    "test_os_exit",
+    "test_grandchild",
+)
+
+
+def test_every_kind_of_child_runs_under_the_sessions_policy(tmp_path: Path) -> None:
+    """Under block, the code every child runs (``double``) dials a listener on the harness's
+    loopback: no connection arrives, whatever kind of Python child it is, and each refusal is
+    recorded as refused in the child's part of the test's genome. (A child killed before it
+    sends, and one still running when its phase ends, are refused too: they are counted.)"""
+    dial = textwrap.indent(
+        textwrap.dedent(
+            """
+            def dial():
+                import os, socket
+
+                port = os.environ.get("CHILD_DIAL")  # not in a bare environment
+                try:
+                    if port:
+                        socket.create_connection(("127.0.0.1", int(port)), timeout=30).close()
+                except PermissionError:
+                    pass
+
+
+            def double(x):
+                dial()
+            """
+        ).lstrip("\n"),
+        " " * 8,
+    )
+    work = FILES["pkg/work.py"].replace("        def double(x):\n", dial, 1)
+    assert work != FILES["pkg/work.py"]
+    project = make_project(tmp_path, {**FILES, "pkg/work.py": work})
+    server = CountingServer()
+    try:
+        recording = record_full(
+            project, "--genome-egress=block", env={"CHILD_DIAL": str(server.port)}
+        )
+    finally:
+        accepted = server.stop()
+    assert accepted == 0
+    for name in DIALS:
+        test, phase = _call(Session(recording.doc, project, recording.output), name)
+        refused = [e for e in os_events(phase) if e["outcome"] == "refused:egress-guard"]
+        assert {e["kind"] for e in refused} == {"dns"}, (name, os_events(phase))
+        by_id = {n["id"]: n for n in phase["nodes"]}
+        for event in refused:  # recorded in the child: under its call of pkg.work.dial
+            assert by_id[event["parent"]]["symbol"] == "py:pkg.work.dial", name
+        assert test["verified"] is True, (name, test["unverified_reasons"])

@@ -35,6 +35,8 @@ from diffgenome.recording.collect.egress import (
     OUTCOME_UNTRACED,
     EgressGuard,
     EgressRefused,
+    install_connect_ex,
+    uninstall_connect_ex,
 )
 
 # Taken at import, before any guard exists: the guard must see calls made through them too.
@@ -566,3 +568,153 @@ def test_refusal_survives_pickling() -> None:
         "loopback",
         str(refusal),
     )
+
+
+# --- connect_ex keeps its contract (#30) ---------------------------------------------------
+
+
+@pytest.fixture
+def connect_ex_contract() -> Iterator[None]:
+    assert install_connect_ex()
+    try:
+        yield
+    finally:
+        uninstall_connect_ex()
+    assert "connect_ex" not in socket.socket.__dict__
+
+
+@pytest.mark.usefixtures("connect_ex_contract")
+@pytest.mark.parametrize(
+    ("policy", "host"),
+    [("block", "127.0.0.1"), ("loopback", "192.0.2.1"), ("isolate", "192.0.2.1")],
+)
+def test_connect_ex_answers_a_refusal_with_an_errno(
+    policy: str, host: str, listener: TcpListener
+) -> None:
+    """As the call's own contract says: an errno (EACCES), no exception; ``connect`` on the
+    same kind of socket still raises ``EgressRefused``, an OSError."""
+    port = listener.port if host == "127.0.0.1" else 80
+    with guarding(policy) as (_, records):
+        with socket.socket() as sock:
+            assert sock.connect_ex((host, port)) == errno.EACCES
+        with socket.socket() as sock, pytest.raises(EgressRefused) as refused:
+            sock.connect((host, port))
+    assert isinstance(refused.value, OSError)
+    assert refused.value.errno == errno.EACCES
+    assert [outcome for _, _, outcome in records] == [OUTCOME_REFUSED, OUTCOME_REFUSED]
+    assert len(listener.peers_until_sentinel()) == 1
+
+
+@pytest.mark.usefixtures("connect_ex_contract")
+def test_connect_ex_that_is_allowed_is_the_c_call(listener: TcpListener) -> None:
+    closed = _free_port()
+    with guarding("loopback") as (_, records):
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", listener.port)) == 0
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", closed)) == errno.ECONNREFUSED
+    assert [outcome for _, _, outcome in records] == [OUTCOME_ALLOWED, OUTCOME_ALLOWED]
+    assert listener.wait_for(1)
+
+
+@pytest.mark.usefixtures("connect_ex_contract")
+def test_ssl_connect_ex_goes_through_the_contract(listener: TcpListener) -> None:
+    import ssl
+
+    context = ssl.create_default_context()
+    wrapped = context.wrap_socket(socket.socket(), server_hostname="example.invalid")
+    with guarding("block"), wrapped as sock:
+        assert sock.connect_ex(("127.0.0.1", listener.port)) == errno.EACCES
+    assert len(listener.peers_until_sentinel()) == 1
+
+
+@pytest.mark.usefixtures("connect_ex_contract")
+def test_asyncio_and_create_connection_still_raise_an_oserror(listener: TcpListener) -> None:
+    """``loop.sock_connect`` (a non-blocking ``connect``), ``asyncio.open_connection`` and
+    ``socket.create_connection`` keep raising: the contract of ``connect``."""
+
+    async def sock_connect() -> None:
+        loop = asyncio.get_running_loop()
+        with socket.socket() as sock:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", listener.port))
+
+    async def open_connection() -> None:
+        await asyncio.open_connection("127.0.0.1", listener.port)
+
+    with guarding("block"):
+        with pytest.raises(EgressRefused):
+            asyncio.run(sock_connect())
+        with pytest.raises(OSError):
+            asyncio.run(open_connection())
+        with pytest.raises(EgressRefused):
+            socket.create_connection(("127.0.0.1", listener.port), timeout=WAIT)
+    assert len(listener.peers_until_sentinel()) == 1
+
+
+def test_connect_ex_contract_keeps_an_earlier_patch_and_restores_it() -> None:
+    calls: list[object] = []
+
+    def patched(self: socket.socket, address: object) -> int:
+        calls.append(address)
+        return int(_socket.socket.connect_ex(self, address))
+
+    socket.socket.connect_ex = patched  # type: ignore[method-assign]
+    try:
+        assert install_connect_ex()
+        assert not install_connect_ex()  # once
+        with guarding("block"), socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", 9)) == errno.EACCES
+        assert calls == [("127.0.0.1", 9)]
+        uninstall_connect_ex()
+        assert socket.socket.__dict__["connect_ex"] is patched
+    finally:
+        del socket.socket.connect_ex
+
+
+def test_isolate_judges_as_loopback(listener: TcpListener) -> None:
+    """Under isolate the namespace holds at the kernel; the guard on top judges and records
+    as under loopback, so that genomes show the same egress."""
+    with guarding("isolate") as (_, records):
+        _sock_connect(listener.port)
+        with socket.socket() as sock, pytest.raises(EgressRefused) as refused:
+            sock.connect(("192.0.2.1", 80))
+    assert records == [
+        ("connect", f"127.0.0.1:{shown(listener.port)}", OUTCOME_ALLOWED),
+        ("connect", "192.0.2.1:80", OUTCOME_REFUSED),
+    ]
+    assert (refused.value.policy, refused.value.reason) == ("isolate", "not a loopback address")
+    assert "--genome-egress=allow" in str(refused.value)
+    assert listener.wait_for(1)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_held_guard_judges_under_any_guard_activated_later(listener: TcpListener) -> None:
+    """A recorded child holds its parent's policy: a recording session it starts itself
+    (another guard, looser) cannot let a connection out, and records it as refused."""
+    from diffgenome.recording.collect import egress
+
+    floor_records: list[Record] = []
+    floor = EgressGuard("block", lambda *r: floor_records.append(r))
+    try:
+        floor.hold()
+        with guarding("allow") as (_, records):
+            with socket.socket() as sock, pytest.raises(EgressRefused) as refused:
+                sock.connect(("127.0.0.1", listener.port))
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+    finally:
+        egress._STATE.floor = None
+        floor.deactivate()
+    target = f"127.0.0.1:{shown(listener.port)}"
+    assert refused.value.policy == "block"
+    assert floor_records == [("connect", target, OUTCOME_REFUSED)]  # no spawn: not its own
+    assert records == [
+        ("connect", target, OUTCOME_REFUSED),
+        ("subprocess", "python", OUTCOME_UNTRACED),
+    ]
+    assert len(listener.peers_until_sentinel()) == 1

@@ -1,5 +1,7 @@
 """Egress guard: see every network attempt of the test process, and refuse or record it.
 
+What each policy guarantees, and what it does not, is docs/recording.md's "Egress policies".
+
 Why audit hooks
     Patching ``socket.socket.connect`` (the pytest-socket approach) misses every reference taken
     before the patch (``from socket import create_connection``, a bound method stored by a
@@ -30,6 +32,17 @@ What it does
     loopback    allowed, recorded          refused before the system call, recorded
     block       refused, recorded          refused, recorded
     allow       allowed, recorded          allowed, recorded
+    isolate     allowed, recorded          refused, recorded: as loopback, while the session
+                                           runs in a network namespace with only loopback
+                                           (recording/netns.py), which holds what this guard
+                                           cannot see
+
+    A refusal is raised as ``EgressRefused`` (a PermissionError, errno EACCES), except from
+    ``connect_ex``, which returns EACCES as its contract says: while a session guards,
+    ``socket.socket`` has a ``connect_ex`` of its own that turns the hook's refusal into the
+    errno (``install_connect_ex``; done before the conftests are imported, so references
+    taken there are that one). A reference to ``_socket.socket.connect_ex`` itself still
+    raises.
 
     Loopback means 127.0.0.0/8, ::1 (also IPv4-mapped), "localhost" and names ending in
     ".localhost". Numeric hosts need no resolver, so a lookup of one is judged like a connect to
@@ -47,16 +60,18 @@ What it does
     Starlette's TestClient need them): they are neither refused nor recorded. Subprocesses are
     never refused. With a ``spawn`` handler (collect/children.py, which records Python
     children into the test) every child goes to it; without one, another program is recorded
-    with outcome "program" and a Python child with outcome "untraced-child". No child is
-    guarded.
+    with outcome "program" and a Python child with outcome "untraced-child". A Python child
+    that loads the session's hook runs a guard of its own under the same policy
+    (recording/child.py), switched on before its recorder.
 
 What it does NOT reach
-    * Child processes: they start without the hook and may do anything (recorded, not guarded;
-      a recorded Python child records its egress as allowed). Forked children (``os.fork``,
-      multiprocessing "fork") do inherit the hook and the active guard, so their attempts are
-      refused; a recorded fork child sends what it recorded to its parent.
+    * Other programs (``curl``, ``git``, a shell's ``/dev/tcp``) and Python children that do
+      not load the hook (``python -S``, ``env={}``, another interpreter): recorded as spawns,
+      never guarded; under block the session names them at its end. Forked children
+      (``os.fork``, multiprocessing "fork") inherit the hook and the active guard.
     * C extensions that call libc themselves (libpq, libcurl, gRPC core, ...), raw system calls
       through ctypes or cffi: no socket audit event is raised.
+    * Only ``isolate`` holds those two, at the kernel.
     * A host *name* passed straight to ``connect``/``sendto``/``bind`` (not through
       ``create_connection`` or ``getaddrinfo``) is resolved by ``_socket`` before it raises the
       audit event: the connection is refused, but that lookup has already reached the resolver.
@@ -76,12 +91,13 @@ import _socket
 import errno as _errno
 import ipaddress
 import os
+import socket as _socket_module
 import sys
 import threading
 from collections.abc import Callable
 from os.path import realpath as _realpath
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
 from diffgenome.protocol.vocab import (
     EGRESS_POLICIES,
@@ -100,10 +116,13 @@ __all__ = [
     "OUTCOME_PROGRAM",
     "OUTCOME_REFUSED",
     "OUTCOME_UNTRACED",
+    "REFUSED_ERRNO",
     "EgressGuard",
     "EgressRefused",
     "Recorder",
     "Spawner",
+    "install_connect_ex",
+    "uninstall_connect_ex",
 ]
 
 #: (kind, target, outcome); called on the thread that made the attempt.
@@ -171,6 +190,12 @@ _family_descriptor = _socket.socket.__dict__["family"]
 _OWN_GLOBALS: Final = globals()
 
 
+#: The errno of a refusal: what ``connect_ex`` returns, and ``EgressRefused.errno``. EACCES
+#: is what the kernel says when a security policy (an LSM, a firewall rule) refuses a
+#: connect; ECONNREFUSED would tell code that waits for a server to come up to wait forever.
+REFUSED_ERRNO: Final = _errno.EACCES
+
+
 class EgressRefused(PermissionError):
     """Raised into the code that attempted egress, from inside the audit hook.
 
@@ -179,6 +204,7 @@ class EgressRefused(PermissionError):
     treats a refusal like a failed connection instead of crashing on an unknown exception. It
     carries errno EACCES and the explanation as ``strerror`` because some callers rebuild the
     error from those two alone (``socket.create_server`` does, on a failed bind).
+    ``connect_ex`` returns that errno instead (see :func:`install_connect_ex`).
     """
 
     def __init__(self, kind: str, target: str, policy: str, reason: str = "") -> None:
@@ -194,7 +220,7 @@ class EgressRefused(PermissionError):
             hint = "--genome-egress=allow (record only, refuse nothing)"
         because = f": {reason}" if reason else ""
         super().__init__(
-            _errno.EACCES,
+            REFUSED_ERRNO,
             f"diffgenome egress guard refused {kind} {target} under policy '{policy}'{because}."
             f" To allow it, run pytest with {hint}.",
         )
@@ -207,10 +233,14 @@ class EgressRefused(PermissionError):
 class _State:
     """The process-wide singleton behind the one audit hook."""
 
-    __slots__ = ("guard", "hook_seen", "installed", "local", "lock")
+    __slots__ = ("floor", "guard", "hook_seen", "installed", "local", "lock")
 
     def __init__(self) -> None:
         self.guard: EgressGuard | None = None
+        #: A guard that judges every network event for the rest of the process, whichever
+        #: guard is active (``EgressGuard.hold``): a recorded child's, so that a recording
+        #: session the child starts itself cannot loosen its parent's policy.
+        self.floor: EgressGuard | None = None
         self.installed = False
         self.hook_seen = False
         self.lock = threading.Lock()
@@ -222,20 +252,125 @@ class _State:
 _STATE: Final = _State()
 
 
+# --- connect_ex keeps its contract --------------------------------------------------------
+#
+# ``connect`` and ``connect_ex`` raise the same audit event, and a hook can only refuse by
+# raising, which ``connect_ex`` would pass on where its callers expect an errno (a port probe
+# would crash instead of reading "closed"). So while a session guards, ``socket.socket`` gets
+# a ``connect_ex`` of its own that turns this guard's refusal into the errno the call
+# promises. It is installed before the rootdir conftest is imported (plugin.py), so that a
+# reference taken there (``socket.socket.connect_ex``) is this one too. Not reached: a
+# reference to ``_socket.socket.connect_ex`` itself, or a method bound before installation
+# (``probe = sock.connect_ex``); those still raise ``EgressRefused``.
+
+# The class socket.py defines, even if ``socket.socket`` was replaced by a subclass already.
+_SOCKET_CLASS: Final[Any] = next(
+    cls
+    for cls in _socket_module.socket.__mro__
+    if cls.__module__ == "socket" and cls.__name__ == "socket"
+)
+_c_connect_ex = _socket.socket.connect_ex
+
+
+class _ConnectEx:
+    __slots__ = ("inner", "installed", "previous")
+
+    def __init__(self) -> None:
+        self.installed = False
+        #: What the class defined itself before (another tool's patch), restored after.
+        self.previous: object = None
+        self.inner: Callable[..., int] = _c_connect_ex
+
+
+_CONNECT_EX: Final = _ConnectEx()
+
+
+def _connect_ex(self: object, address: object, _state: _ConnectEx = _CONNECT_EX) -> int:
+    try:
+        return _state.inner(self, address)
+    except EgressRefused as refused:
+        # Raised by the audit hook on this thread, inside this very call.
+        return int(refused.errno or REFUSED_ERRNO)
+
+
+_connect_ex.__name__ = "connect_ex"
+_connect_ex.__qualname__ = "socket.connect_ex"
+_connect_ex.__doc__ = _c_connect_ex.__doc__
+
+
+def install_connect_ex() -> bool:
+    """Give ``socket.socket`` the ``connect_ex`` that returns a refusal as an errno; False
+    when it has it already."""
+    state = _CONNECT_EX
+    if state.installed:
+        return False
+    previous = _SOCKET_CLASS.__dict__.get("connect_ex")
+    if previous is _connect_ex:
+        return False
+    state.previous = previous
+    state.inner = previous if callable(previous) else _c_connect_ex
+    _connect_ex.__wrapped__ = state.inner  # type: ignore[attr-defined]
+    _SOCKET_CLASS.connect_ex = _connect_ex
+    state.installed = True
+    return True
+
+
+def uninstall_connect_ex() -> None:
+    """Put back what ``socket.socket`` had (unless someone replaced ours since)."""
+    state = _CONNECT_EX
+    if not state.installed:
+        return
+    state.installed = False
+    if _SOCKET_CLASS.__dict__.get("connect_ex") is _connect_ex:
+        if state.previous is None:
+            delattr(_SOCKET_CLASS, "connect_ex")
+        else:
+            _SOCKET_CLASS.connect_ex = state.previous
+    state.previous = None
+    state.inner = _c_connect_ex
+
+
+# Which events a guard judges in ``_on_event``.
+_ALL: Final = 0
+_NETWORK: Final = 1
+_SPAWNS: Final = 2
+
+
+def _route(
+    event: str,
+    args: tuple[object, ...],
+    state: _State,
+    _network: int = _NETWORK,
+    _spawns: int = _SPAWNS,
+    _all: int = _ALL,
+) -> None:
+    """A watched event to the held guard (network events) and the active one."""
+    guard = state.guard
+    floor = state.floor
+    refusal = None
+    if floor is not None:
+        refusal = floor._on_event(event, args, _network)
+    if guard is not None:
+        own = guard._on_event(event, args, _spawns if guard is floor else _all, refusal)
+        refusal = own or refusal
+    elif event == _PROBE:
+        state.hook_seen = True
+    if refusal is not None:
+        raise refusal
+
+
 def _dispatch(
     event: str,
     args: tuple[object, ...],
     _watched: frozenset[str] = _WATCHED,
     _state: _State = _STATE,
+    _route: Callable[[str, tuple[object, ...], _State], None] = _route,
 ) -> None:
     # Defaults instead of globals: faster, and still valid while the interpreter tears down
-    # module namespaces at exit.
+    # module namespaces at exit. Every audit event of the process comes through here: all
+    # but the watched ones leave after one set lookup.
     if event in _watched:
-        guard = _state.guard
-        if guard is not None:
-            guard._on_event(event, args)
-        elif event == _PROBE:
-            _state.hook_seen = True
+        _route(event, args, _state)
 
 
 class EgressGuard:
@@ -256,6 +391,10 @@ class EgressGuard:
                 f"unknown egress policy {policy!r}; expected one of {', '.join(EGRESS_POLICIES)}"
             )
         self.policy = policy
+        self._allow_all = policy == "allow"
+        # Under isolate the kernel holds what this guard cannot see; the guard still judges
+        # (and records) as under loopback, so that genomes show the same egress.
+        self._allow_loopback = policy in ("loopback", "isolate")
         self.errors = 0
         # The recorded tree: a program file inside it is known by its path and content.
         self.root = _realpath(root) if root else None
@@ -292,6 +431,13 @@ class EgressGuard:
             self._active = True
             _STATE.guard = self
 
+    def hold(self) -> None:
+        """Keep judging this process's network events under this guard's policy for good,
+        whatever guard is activated later (a recorded child: recording/child.py)."""
+        self.activate()
+        with _STATE.lock:
+            _STATE.floor = self
+
     def deactivate(self) -> None:
         """Stop judging; the guard this one displaced, if still active, takes over again."""
         with _STATE.lock:
@@ -306,23 +452,43 @@ class EgressGuard:
 
     # --- event time: called from the audit hook on the attempting thread -------------------
 
-    def _on_event(self, event: str, args: tuple[object, ...]) -> None:
+    def _on_event(
+        self,
+        event: str,
+        args: tuple[object, ...],
+        which: int = _ALL,
+        refused: EgressRefused | None = None,
+    ) -> EgressRefused | None:
+        """The refusal to raise, if any; ``refused``: the floor's, which this guard records
+        as refused even where its own policy allows."""
         local = _STATE.local
         if getattr(local, "busy", False):
-            return
+            return None
+        kind = _EVENT_KINDS.get(event)
+        if kind is None:
+            return None
+        network = kind != OS_SUBPROCESS
+        if (which == _SPAWNS and network) or (which == _NETWORK and not network):
+            return None
         local.busy = True
         try:
-            self._judge(_EVENT_KINDS[event], event, args)
+            return self._judge(kind, event, args, refused)
         finally:
             local.busy = False
 
-    def _judge(self, kind: str, event: str, args: tuple[object, ...]) -> None:
+    def _judge(
+        self,
+        kind: str,
+        event: str,
+        args: tuple[object, ...],
+        refused: EgressRefused | None,
+    ) -> EgressRefused | None:
         if kind == OS_SUBPROCESS:
             spawned: tuple[str, list[str]] | None = None
             try:
                 spawned = _spawned_program(event, args)
                 if spawned is None:
-                    return
+                    return None
                 identity, python = programs.identify(spawned[0], spawned[1], self.root)
             except Exception:
                 self.errors += 1
@@ -335,24 +501,27 @@ class EgressGuard:
                     spawn(identity, python, _spawn_env(event, args), arguments, replaces)
                 except Exception:
                     self.errors += 1
-                return
+                return None
             self._emit(kind, identity, OUTCOME_UNTRACED if python else OUTCOME_PROGRAM)
-            return
+            return None
         try:
             seen = _dns_target(event, args) if kind == OS_DNS else _socket_target(args)
         except Exception:
             self.errors += 1
             seen = ("?", _UNKNOWN)
         if seen is None:
-            return
+            return None
         target, where = seen
         # Recorded without a port the kernel chose; the refusal names the real one.
         recorded = _loopback_port(target) if where == _LOOPBACK else target
-        if self.policy == "allow" or (self.policy == "loopback" and where == _LOOPBACK):
+        allowed = self._allow_all or (self._allow_loopback and where == _LOOPBACK)
+        if allowed and refused is None:
             self._emit(kind, recorded, OUTCOME_ALLOWED)
-            return
+            return None
         self._emit(kind, recorded, OUTCOME_REFUSED)
-        raise EgressRefused(kind, target, self.policy, _REASONS[where])
+        if allowed:
+            return refused
+        return EgressRefused(kind, target, self.policy, _REASONS[where])
 
     def _emit(self, kind: str, target: str, outcome: str) -> None:
         try:
