@@ -42,7 +42,7 @@ from diffgenome.analysis.models import (
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
-from diffgenome.analysis.report.common import Selection, matches
+from diffgenome.analysis.report.common import Selection, matches, now_failing
 from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import (
     DEFAULT_MARKDOWN_LIMIT,
@@ -566,6 +566,7 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 FAIL_ON = ("changed", "unverified", "restructured", "drift", "gaps", "never")
 EXIT_FOUND = 1
+EXIT_NOW_FAILING = 3
 
 
 def _configure_sides(parser: argparse.ArgumentParser) -> None:
@@ -796,7 +797,15 @@ def _run_diff(args: argparse.Namespace) -> int:
         print_whole(out, render_terminal(diff, selection=selection))
         for note in notes:
             out.print(f"note: {note}", style="dim", markup=False)
-    return EXIT_FOUND if found_for(diff, args.fail_on) else EXIT_OK
+    return exit_status(diff, args.fail_on)
+
+
+def exit_status(diff: DiffDocument, fail_on: str) -> int:
+    """0 nothing ``--fail-on`` names; 1 it was found; 3 a test that did not fail in base
+    fails in head (worse than any other change; not with ``--fail-on never``)."""
+    if fail_on != "never" and now_failing(diff):
+        return EXIT_NOW_FAILING
+    return EXIT_FOUND if found_for(diff, fail_on) else EXIT_OK
 
 
 def _and(words: list[str]) -> str:

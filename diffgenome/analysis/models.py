@@ -346,6 +346,21 @@ class TestDiff(_Model):
     )
 
 
+class Cause(_Model):
+    """Changes of many tests that are one change: the same node, kind and before → after,
+    with what differs by test (value digests, counts) left out."""
+
+    summary: str = Field(description="the change as one line, values that differ by test left out")
+    kind: str = Field(description="a change kind, or 'structure' for what a refactor moved")
+    symbol: str | None = None
+    site: str | None = None
+    tests: int = Field(description="how many tests show it")
+    statuses: dict[str, int] = Field(default_factory=dict, description="those tests by status")
+    examples: list[str] = Field(
+        default_factory=list, description="a few of those tests, in the report's order"
+    )
+
+
 class CodeChange(_Model):
     symbol: str
     change: Literal["added", "removed", "modified"]
@@ -362,12 +377,18 @@ class Drift(_Model):
 
 
 class DiffDocument(_Model):
-    """``diffgenome-diff/1``: how behaviour changed between two recordings."""
+    """``diffgenome-diff/3``: how behaviour changed between two recordings."""
 
     format: Literal["diffgenome-diff/3"] = "diffgenome-diff/3"
     base: DiffSide
     head: DiffSide
     summary: DiffSummary
+    causes: list[Cause] = Field(
+        default_factory=list,
+        description="the changes of the changed and unverified tests, and what refactors "
+        "moved, grouped: one entry per change signature with its test count, most telling "
+        "first (outcomes, the changed code's own behaviour, its callers', structure)",
+    )
     tests: list[TestDiff] = []
     code_changes: list[CodeChange] = []
     drift: list[Drift] = []

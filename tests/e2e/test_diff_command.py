@@ -881,7 +881,7 @@ def test_the_demo_prints_a_real_diff() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for text in (
-        "reaches the changed code (",
+        "to review (",
         "tests/test_pricing.py::test_line_total_rejects_zero  changed  passed",
         "py:shop.pricing.discount results: float (value A) → float (value B)",
         "structure: `shop.pricing.round_money` extracted from `shop.pricing.total`",

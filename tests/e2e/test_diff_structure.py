@@ -202,8 +202,17 @@ def test_a_fix_beside_an_extraction_is_the_change_and_the_extraction_is_structur
     kinds = {(c["kind"], c["symbol"]) for c in fixed["changes"]}
     assert ("result_changed", "py:orders.pricing.Pricing.receipt") in kinds, kinds
     assert not any(kind == "call_added" for kind, _ in kinds), kinds
+    # In a test whose behaviour changed, new code is named as new (it may do something new).
     assert fixed["structure"] == [
-        "`orders.pricing.Pricing._line_amount` extracted from `orders.pricing.Pricing.subtotal`"
+        "new `orders.pricing.Pricing._line_amount`, called by `orders.pricing.Pricing.subtotal`"
     ]
+    # The causes: the fix first, then the extraction once, with every test that ran it.
+    causes = document["causes"]
+    assert causes[0]["symbol"] == "py:orders.pricing.Pricing.receipt", causes
+    [moved] = [c for c in causes if c["kind"] == "structure"]
+    assert moved["summary"] == (
+        "`orders.pricing.Pricing._line_amount` extracted from `orders.pricing.Pricing.subtotal`"
+    )
+    assert moved["tests"] == 4 and moved["statuses"] == {"changed": 1, "restructured": 3}
     others = {name for name, status in statuses.items() if status == "restructured"}
     assert "test_total_adds_tax" in others

@@ -75,9 +75,11 @@ BASE = {
     """,
 }
 HEAD = {
+    # A helper extracted, which now also makes the total a float (equal, so the tests pass):
+    # the tests that price something changed, and the helper is structure.
     "shop/pricing.py": """
         def _total(items):
-            return sum(items)
+            return float(sum(items))
 
 
         def discount(total, code):
@@ -185,12 +187,14 @@ def test_diff_site_has_an_index_and_a_page_per_test_that_is_not_unchanged(site: 
     assert pages == sorted(href.split("/")[1] for href, _text in links)
     # Every test is in the index (unchanged ones too), as a row that carries its status.
     assert Counter(re.findall(r'<tr data-status="([a-z]+)">', index)) == Counter(statuses.values())
-    # The changed test's page: its change, side by side, and both call trees with the call
-    # that is new on head marked.
+    # The changed test's page: its change, side by side, what moved as structure, and both
+    # call trees with the call of the new helper drawn as structure.
     page = _page_of(site, SCRIPT_ID)
-    assert "call added" in page and "py:shop.pricing._total" in page
+    assert '<section id="structure">' in page
+    assert "new `shop.pricing._total`, called by `shop.pricing.price`" in page
+    assert "py:shop.pricing.price" in page and "results" in page
     assert '<div class="side" data-side="base">' in page
-    assert '<span class="node add"><code>py:shop.pricing._total</code>' in page
+    assert '<span class="node moved"><code>py:shop.pricing._total</code>' in page
     # The code changes with their gaps: refund() is new and no test runs it.
     code = index[index.index('<section id="code">') :]
     assert "<code>py:shop.pricing.discount</code>" in code
@@ -402,7 +406,7 @@ def test_sides_given_as_genome_files_show_their_call_trees(
     assert {t["id"]: t["status"] for t in document["tests"]} == site.status_of()
     page = (out / page_name(SCRIPT_ID)).read_text(encoding="utf-8")
     assert "recording not available" not in page
-    assert '<span class="node add"><code>py:shop.pricing._total</code>' in page
+    assert '<span class="node moved"><code>py:shop.pricing._total</code>' in page
 
 
 def test_show_writes_a_run_site_with_outcome_filters(repo: Path, tmp_path: Path) -> None:

@@ -167,17 +167,21 @@ def ranked_diff() -> DiffDocument:
 def test_one_block_per_test_in_a_fixed_order_reaching_tests_first() -> None:
     text = text_of(ranked_diff())
     lines = text.splitlines()
-    assert lines[0].startswith("diffgenome main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb): 4 tests: ")
+    # The test that now fails is named in the first line.
+    assert lines[0].startswith(
+        "diffgenome main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb): 1 test now fails "
+        "(tests/test_b.py::test_far); 4 tests: "
+    )
     order = [line.split()[0] for line in lines if line.startswith("  tests/")]
-    # Reaching the changed code first; then by status (changed before unverified).
+    # A test that now fails first, then behaviour changed, then what cannot be told.
     assert order == [
-        "tests/test_a.py::test_near",
         "tests/test_b.py::test_far",
+        "tests/test_a.py::test_near",
         "tests/test_a.py::test_net",
     ]
-    assert "reaches the changed code (1 test)" in text and "other tests (2 tests)" in text
+    assert "to review (3 tests, 1 reaches the changed code)" in text
     assert "test_near  changed  passed  · reaches the changed code" in text
-    far = lines.index(next(line for line in lines if "test_far" in line))
+    far = lines.index(next(line for line in lines if line.startswith("  tests/test_b.py")))
     # The four kinds of the scattered test sit together, outcome first, warnings last.
     assert lines[far].endswith("changed  passed → failed")
     assert lines[far + 1].strip() == "outcome passed → failed"
@@ -189,24 +193,25 @@ def test_one_block_per_test_in_a_fixed_order_reaching_tests_first() -> None:
 
 def test_the_same_digest_gets_the_same_label_and_shapes_stay_whole() -> None:
     text = text_of(ranked_diff())
-    # test_near comes first: its base value is A, its head value B; test_far's head value is
-    # test_near's base value (digest e...), so it is A there too.
+    # test_far, which now fails, comes first: its base value is A, its head value B;
+    # test_near's base value is test_far's head value (digest e...), so it is B there too.
+    assert "py:pkg.name results: str (value A) → str (value B)" in text
     assert (
-        "py:pkg.price args: dict[str, list[int]] (value A) → dict[str, list[int]] (value B)"
+        "py:pkg.price args: dict[str, list[int]] (value B) → dict[str, list[int]] (value C)"
     ) in text
-    assert "py:pkg.name results: str (value C) → str (value A)" in text
     assert "#" not in text  # no digest prefixes in a report
 
 
 def test_a_pattern_shows_only_its_tests_whole_and_all_shows_everything() -> None:
     long = ranked_diff()
     text = text_of(long, max_changes=1, selection=Selection(pattern="test_far"))
-    assert "test_far" in text and "test_near" not in text and "test_net" not in text
+    assert "  tests/test_b.py::test_far" in text
+    assert "test_near" not in text and "test_net" not in text
     assert "warnings:" in text and "more lines" not in text
     collapsed = text_of(long, max_changes=1)
     assert "… and 3 more lines (--test 'tests/test_b.py::test_far')" in collapsed
     glob = text_of(long, selection=Selection(pattern="tests/test_a.py::*"))
-    assert "test_near" in glob and "test_net" in glob and "test_far" not in glob
+    assert "test_near" in glob and "test_net" in glob and "  tests/test_b.py" not in glob
     everything = text_of(long, max_tests=1, max_changes=1, selection=Selection(everything=True))
     assert "test_same  unchanged" in everything and "more" not in everything
 
@@ -216,9 +221,10 @@ def test_markdown_ranks_and_labels_like_the_terminal() -> None:
     ranks the changed tests and names values as the terminal does."""
     markdown = render_markdown(ranked_diff())
     assert "#### Changed (2)" in markdown and "#### Unverified (1)" in markdown
-    assert markdown.index("test_near") < markdown.index("test_far")
-    assert markdown.index("test_far") < markdown.index("test_net")
-    assert "`py:pkg.name results: str (value C) → str (value A)`" in markdown
+    assert "**1 test now fails (tests/test_b.py::test_far); 4 tests:" in markdown
+    entries = markdown.split("#### Changed", 1)[1]
+    assert entries.index("test_far") < entries.index("test_near") < entries.index("test_net")
+    assert "`py:pkg.name results: str (value A) → str (value B)`" in markdown
     everything = render_markdown(ranked_diff(), selection=Selection(everything=True))
     assert "<summary>unchanged · <code>tests/test_c.py::test_same</code>" in everything
 
@@ -242,6 +248,6 @@ def test_digests_in_reasons_get_the_labels_of_the_report() -> None:
         )
     )
     text = text_of(diff)
-    # e... is value A (test_near's base value, shown first); 12345678 is new: value D.
-    assert "py:app.now results: int (value A) → int (value D)" in text
+    # e... is value B (test_far's head value, shown first); 12345678 is new: value D.
+    assert "py:app.now results: int (value B) → int (value D)" in text
     assert "#" not in text

@@ -199,10 +199,11 @@ def test_the_comment_leads_with_the_summary_then_changed_drift_gaps_unverified_r
         # The one whose missing evidence may hide a change first, whatever its id.
         ("unverified", "tests/test_z.py::test_incomplete"),
         ("unverified", "tests/test_a.py::test_same_reasons"),
-        ("unstable", "tests/test_u.py::test_clock"),
-        ("touched", "tests/test_t.py::test_touched"),
+        # Then tests added and removed, and last what behaves the same.
         ("added", "tests/test_n.py::test_new"),
         ("removed", "tests/test_o.py::test_old"),
+        ("touched", "tests/test_t.py::test_touched"),
+        ("unstable", "tests/test_u.py::test_clock"),
     ]
     assert "test_same" not in text.replace("test_same_reasons", "")  # unchanged: only --all
     assert "CUT" not in text and "Cut to fit" not in text

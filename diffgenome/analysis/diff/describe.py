@@ -130,6 +130,11 @@ def _fields(value: object, digest: DigestText = _digest) -> str:
     return ", ".join(parts)
 
 
+def fields_text(value: object) -> str:
+    """A stand-in's differing fields as :func:`describe` writes them, digests left out."""
+    return _fields(value, lambda digest: "")
+
+
 def _seam(value: object) -> str:
     if not isinstance(value, Mapping):
         return str(value)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
+from diffgenome.analysis.diff.causes import find_causes
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import (
     ARGS_CHANGED,
@@ -416,6 +417,9 @@ def diff_documents(
         base=DiffSide(run=b_run.get("id"), commit=b_run.get("commit"), rev=base_rev),
         head=DiffSide(run=h_run.get("id"), commit=h_run.get("commit"), rev=head_rev),
         summary=summary,
+        causes=find_causes(
+            diffs, (c.symbol for c in code_changes.symbols) if code_changes is not None else ()
+        ),
         tests=diffs,
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),

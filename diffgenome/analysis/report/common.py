@@ -1,8 +1,11 @@
 """What both reports show, in which order: the selection, ranking and collapsing rules live
 here once, so that the terminal and the Markdown report agree.
 
-A report is one block per test (its status, then its changes in the fixed order of change
-kinds, then its reasons), the tests that reach the changed code first."""
+A report reads in the order a reviewer acts (docs/diffing.md, "The report"): tests that
+passed and now fail, then behaviour that changed (within a test, the changed code's own
+change before its callers'), what cannot be told and tests added or removed, then drift and
+gaps, and last what behaves the same: restructured, touched, unstable. Within each tier the
+tests that reach the changed code come first."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import fnmatch
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
-from diffgenome.analysis.models import Change, DiffDocument, DiffSide, TestDiff
+from diffgenome.analysis.models import Cause, Change, DiffDocument, DiffSide, TestDiff
 
 STATUS_ORDER = (
     "changed",
@@ -24,14 +27,52 @@ STATUS_ORDER = (
 )
 
 
+#: Outcomes that mean a test does not pass.
+FAILING = frozenset({"failed", "error"})
+
+
+def now_fails(test: TestDiff) -> bool:
+    """A test that did not fail in base and fails in head."""
+    base, head = test.outcome.base, test.outcome.head
+    return base is not None and base not in FAILING and head in FAILING
+
+
+def now_failing(diff: DiffDocument) -> list[TestDiff]:
+    return [test for test in diff.tests if now_fails(test)]
+
+
+#: Statuses that say the test behaves the same (shown after drift and gaps).
+QUIET = frozenset({"unstable", "restructured", "touched", "unchanged"})
+
+
+def tier(test: TestDiff) -> int:
+    """Where a test stands in the reading order (lower first)."""
+    if now_fails(test):
+        return 0
+    if test.status == "changed":
+        return 1
+    if test.status == "unverified" and test.may_hide_change:
+        return 2
+    if test.status in ("added", "removed"):
+        return 3
+    if test.status == "unverified":
+        return 4
+    return {"restructured": 5, "touched": 6, "unstable": 7}.get(test.status, 8)
+
+
 @dataclass(frozen=True, slots=True)
 class Block:
     """One test as the reports show it: its diff, whether it reaches the changed code, and
-    what to list under it (its changes in the fixed order of change kinds, then its reasons)."""
+    what to list under it (its changes, the changed code's own first, then its reasons)."""
 
     test: TestDiff
     reaches_changed_code: bool
     changes: list[Change]
+
+    @property
+    def quiet(self) -> bool:
+        """Same behaviour: listed after drift and gaps."""
+        return self.test.status in QUIET
 
     @property
     def reasons(self) -> list[str]:
@@ -86,22 +127,32 @@ def matches(test_id: str, pattern: str) -> bool:
     return pattern in test_id
 
 
-def ordered_changes(changes: list[Change]) -> list[Change]:
-    """A test's changes in the fixed order of change kinds (outcome first), each kind's in
-    the differ's order."""
+def ordered_changes(changes: list[Change], changed: frozenset[str] = frozenset()) -> list[Change]:
+    """A test's changes as a reviewer reads them: the outcome first, then the changed code's
+    own changes (``changed``: its symbols), then the deepest node first (a function's result
+    before its callers'), each depth in the fixed order of change kinds."""
     rank = {kind: index for index, kind in enumerate(CHANGE_KINDS)}
-    return sorted(changes, key=lambda change: rank.get(change.kind, len(rank)))
+
+    def key(change: Change) -> tuple[int, int, int, int]:
+        own = change.symbol in changed or (change.site or "").split("/", 1)[0] in changed
+        return (
+            change.kind != "outcome_changed",
+            not own,
+            -len(change.path),
+            rank.get(change.kind, len(rank)),
+        )
+
+    return sorted(changes, key=key)
 
 
 def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) -> list[Block]:
-    """The tests to show, most relevant first: those that reach the changed code (by the
-    code-change mapping, on either side), then the rest; within each, by status (changed,
-    unverified, unstable, touched, added, removed, unchanged), then by id."""
+    """The tests to show in reading order (:func:`tier`); within a tier, those that reach
+    the changed code (by the code-change mapping, on either side) first, then by id."""
     reaching: set[str] = set()
     for entry in diff.code_changes:
         reaching.update(entry.tests_base)
         reaching.update(entry.tests_head)
-    status_rank = {status: index for index, status in enumerate(STATUS_ORDER)}
+    changed = frozenset(entry.symbol for entry in diff.code_changes)
     blocks = []
     for test in diff.tests:
         if selection.pattern is not None:
@@ -109,11 +160,35 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
                 continue
         elif test.status == "unchanged" and not selection.everything:
             continue
-        blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes)))
-    blocks.sort(
-        key=lambda b: (not b.reaches_changed_code, status_rank.get(b.test.status, 99), b.test.id)
-    )
+        blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes, changed)))
+    blocks.sort(key=lambda b: (tier(b.test), not b.reaches_changed_code, b.test.id))
     return blocks
+
+
+def failing_text(diff: DiffDocument, few: int = 3) -> str:
+    """``2 tests now fail (tests/a.py::x, tests/b.py::y): `` for the first line; empty when
+    none does."""
+    failing = now_failing(diff)
+    if not failing:
+        return ""
+    names = ", ".join(test.id for test in failing[:few])
+    more = f" and {len(failing) - few} more" if len(failing) > few else ""
+    verb = "now fails" if len(failing) == 1 else "now fail"
+    return f"{count(len(failing), 'test')} {verb} ({names}{more}); "
+
+
+def causes_worth_showing(diff: DiffDocument) -> bool:
+    """Causes are shown when they say something the test blocks do not: some change is
+    shared by more than one test."""
+    return any(cause.tests > 1 for cause in diff.causes)
+
+
+def cause_text(cause: Cause) -> str:
+    """``6 tests: py:pkg.f results: int → float``; quiet tests' share named."""
+    quiet = {k: v for k, v in cause.statuses.items() if k not in ("changed", "unverified")}
+    extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
+    prefix = "structure: " if cause.kind == "structure" else ""
+    return f"{count(cause.tests, 'test')}{f' ({extra})' if extra else ''}: {prefix}{cause.summary}"
 
 
 def outcome_text(test: TestDiff) -> str:

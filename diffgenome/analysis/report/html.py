@@ -35,6 +35,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestRecord,
 )
+from diffgenome.analysis.report.common import tier
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.vocab import PHASES
 
@@ -228,9 +229,9 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
 
 
 def _index_order(tests: Sequence[TestDiff]) -> list[TestDiff]:
-    """Most telling status first (changed, unverified, ...), then by id."""
-    rank = {status: i for i, status in enumerate(DIFF_STATUSES)}
-    return sorted(tests, key=lambda t: (rank.get(t.status, len(rank)), t.id))
+    """In the reading order of every report (tests that now fail, behaviour changed, ...,
+    same behaviour last), then by id."""
+    return sorted(tests, key=lambda t: (tier(t), t.id))
 
 
 def _summary(diff: DiffDocument) -> str:
@@ -358,6 +359,9 @@ class _Marks:
 
     nodes: Mapping[str, Mapping[tuple[str, ...], str]]  # phase -> path -> css class
     branches: Mapping[str, Mapping[tuple[tuple[str, ...], str], str]]  # (path, site) -> class
+    #: Symbols of code that exists on this side only (a refactor's new or gone helpers):
+    #: their calls are structure, drawn apart from what changed.
+    moved: frozenset[str] = frozenset()
 
 
 _ONE_SIDED = {
@@ -370,7 +374,12 @@ _ONE_SIDED = {
 }
 
 
-def _marks(changes: Sequence[Change], side: str) -> _Marks:
+def _one_sided_symbols(diff: DiffDocument, side: str) -> frozenset[str]:
+    wanted = "added" if side == "head" else "removed"
+    return frozenset(entry.symbol for entry in diff.code_changes if entry.change == wanted)
+
+
+def _marks(changes: Sequence[Change], side: str, moved: frozenset[str] = frozenset()) -> _Marks:
     nodes: dict[str, dict[tuple[str, ...], str]] = defaultdict(dict)
     branches: dict[str, dict[tuple[tuple[str, ...], str], str]] = defaultdict(dict)
     for change in changes:
@@ -391,7 +400,7 @@ def _marks(changes: Sequence[Change], side: str) -> _Marks:
             nodes[phase].setdefault(path, "chg")
         elif one_side == side:
             nodes[phase][path] = "add" if side == "head" else "del"
-    return _Marks(nodes=dict(nodes), branches=dict(branches))
+    return _Marks(nodes=dict(nodes), branches=dict(branches), moved=moved)
 
 
 def _diff_test_page(
@@ -431,7 +440,8 @@ def _diff_test_page(
         '<p class="tools"><button type="button" data-expand="open">expand all</button> '
         '<button type="button" data-expand="close">collapse all</button> '
         '<span class="legend"><span class="chg">changed</span> <span class="add">only on '
-        'head</span> <span class="del">only on base</span></span></p>\n'
+        'head</span> <span class="del">only on base</span> <span class="moved">code on one '
+        "side only (structure)</span></span></p>\n"
         '<div class="sides">\n'
     )
     for side, record in (("base", base), ("head", head)):
@@ -447,7 +457,8 @@ def _diff_test_page(
             note = missing[test.status] if gone else "recording not available"
             parts.append(f'<p class="empty">{esc(note)}</p>\n')
         else:
-            parts.append(_record_tree(record, _marks(test.changes, side)))
+            moved = _one_sided_symbols(diff, side) if test.structure else frozenset()
+            parts.append(_record_tree(record, _marks(test.changes, side, moved)))
         parts.append("</div>\n")
     parts.append("</div>\n</section>\n</main>\n")
     return _page(title, "".join(parts), root="../", kind="test")
@@ -559,7 +570,8 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
             f'<span class="dim">{esc(_count(size, "node"))}, '
             f"{esc(_count(len(genome.branches), 'decision'))}</span></summary>\n"
         )
-        parts.append(_phase_tree(index_phase(raw), marked, marked_branches))
+        moved = marks.moved if marks else frozenset()
+        parts.append(_phase_tree(index_phase(raw), marked, marked_branches, moved))
         parts.append("</details>\n")
     if record.warnings:
         parts.append('<details class="warnings"><summary>warnings</summary><ul>')
@@ -575,9 +587,11 @@ def _phase_tree(
     index: PhaseIndex,
     marked: Mapping[tuple[str, ...], str],
     marked_branches: Mapping[tuple[tuple[str, ...], str], str],
+    moved: frozenset[str] = frozenset(),
 ) -> str:
     """Nested ``<details>`` per node with children (open on the way to a change), in the
-    recorded order; decisions under the node they were taken in."""
+    recorded order; decisions under the node they were taken in; calls of one-sided code
+    (``moved``) drawn as structure, and open on the way to them as well."""
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
     for path in index.nodes:
         children[path[:-1]].append(path)
@@ -587,6 +601,10 @@ def _phase_tree(
     on_way: set[tuple[str, ...]] = set()
     for path in marked:
         on_way.update(path[:cut] for cut in range(1, len(path)))
+    if moved:
+        for path, node in index.nodes.items():
+            if node.get("symbol") in moved:
+                on_way.update(path[:cut] for cut in range(1, len(path)))
     for path, _site in marked_branches:  # the decision is inside the node: open it too
         on_way.update(path[:cut] for cut in range(1, len(path) + 1))
     if not index.nodes and not index.branches:
@@ -602,7 +620,7 @@ def _phase_tree(
             out.append("</ul></details></li>\n")
             continue
         node = index.nodes[path]
-        cls = marked.get(path, "")
+        cls = marked.get(path) or ("moved" if node.get("symbol") in moved else "")
         label = _node_label(node)
         kids = children.get(path, [])
         mine = decisions.get(path, [])

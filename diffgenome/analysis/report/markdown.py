@@ -30,7 +30,10 @@ from diffgenome.analysis.report.common import (
     STATUS_ORDER,
     Block,
     Selection,
+    cause_text,
+    causes_worth_showing,
     count,
+    failing_text,
     outcome_text,
     renamed_line,
     side_text,
@@ -242,14 +245,18 @@ def _entries(
 
 
 def _lead(
-    diff: DiffDocument, selection: Selection, blocks: list[Block], notes: Sequence[str]
+    diff: DiffDocument,
+    selection: Selection,
+    blocks: list[Block],
+    notes: Sequence[str],
+    limit: int = DEFAULT_MARKDOWN_LIMIT,
 ) -> list[str]:
     s = diff.summary
     lines = [
         f"### diffgenome: {code(_short(side_text(diff.base)))} \u2192 "
         f"{code(_short(side_text(diff.head)))}",
         "",
-        f"**{summary_text(diff)}**",
+        f"**{failing_text(diff)}{summary_text(diff)}**",
     ]
     if s.unverified:
         lines += [
@@ -262,8 +269,36 @@ def _lead(
         ]
     for note in notes:
         lines += ["", f"> note: {plain(note)}"]
+    if selection.pattern is None and causes_worth_showing(diff):
+        lines += _causes(diff, limit)
     if selection.pattern is not None and not blocks:
         lines += ["", f"No test matches {code(_short(selection.pattern))}."]
+    return lines
+
+
+#: A cause is one line; the list of causes takes at most this share of the comment.
+MAX_CAUSE_CHARS = 300
+CAUSES_SHARE = 0.4
+
+
+def _causes(diff: DiffDocument, limit: int = DEFAULT_MARKDOWN_LIMIT) -> list[str]:
+    """Every cause, one line each, in the lead (never cut with the tests): what a reviewer of
+    a change that hit a thousand tests reads first. A list too long for its share of the
+    comment ends with how many causes it leaves out."""
+    lines = ["", f"#### Causes ({len(diff.causes)})", ""]
+    budget = int(limit * CAUSES_SHARE)
+    for index, cause in enumerate(diff.causes):
+        example = f" (e.g. {code(_short(cause.examples[0]))})" if cause.examples else ""
+        text = cause_text(cause)
+        if len(text) > MAX_CAUSE_CHARS:
+            text = text[:MAX_CAUSE_CHARS] + ELLIPSIS
+        line = f"- {code(text)}{example}"
+        budget -= comment_length(line) + 1
+        if budget < 0:
+            left = len(diff.causes) - index
+            lines.append(f"- {ELLIPSIS} and {count(left, 'more cause')}, in the JSON report")
+            break
+        lines.append(line)
     return lines
 
 
@@ -332,7 +367,7 @@ def render_markdown(
     ``selection`` with a pattern or ``everything`` lists them all. Raises
     :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
     blocks = test_blocks(diff, selection)
-    lead = _lead(diff, selection, blocks, notes)
+    lead = _lead(diff, selection, blocks, notes, limit)
     entries = _entries(diff, blocks, selection, max_changes)
     if not entries and selection.pattern is None:
         lead += ["", "No test behaves differently."]

@@ -17,7 +17,10 @@ from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     Block,
     Selection,
+    cause_text,
+    causes_worth_showing,
     count,
+    failing_text,
     outcome_text,
     renamed_line,
     side_text,
@@ -84,33 +87,37 @@ def render_terminal(
     headline = Text.assemble(
         ("diffgenome ", "bold"),
         f"{side_text(diff.base)} \u2192 {side_text(diff.head)}: ",
+        (failing_text(diff), "bold red"),
         (summary_text(diff), "bold red" if s.unverified else "bold"),
     )
     parts.append(headline)
+
+    if selection.pattern is None and causes_worth_showing(diff):
+        parts.append(Text(""))
+        parts.append(Text(f"causes ({len(diff.causes)})", style="bold"))
+        listed = diff.causes[:max_tests] if selection.collapses else diff.causes
+        for cause in listed:
+            examples = ", ".join(cause.examples[:2])
+            more = cause.tests - min(2, len(cause.examples))
+            line = Text(f"  {cause_text(cause)}")
+            line.append(f"  e.g. {examples}{f' and {more} more' if more > 0 else ''}", style="dim")
+            parts.append(line)
+        if len(diff.causes) > len(listed):
+            parts.append(_more(len(diff.causes) - len(listed), "causes", how=" (--all, --json)"))
 
     labels = ValueLabels()
     blocks = test_blocks(diff, selection)
     if selection.pattern is not None and not blocks:
         parts.append(Text(f"no test matches {selection.pattern!r}", style="dim"))
     collapse = selection.collapses
-    shown = blocks[:max_tests] if collapse else blocks
-    reaching = sum(1 for block in blocks if block.reaches_changed_code)
-    for index, block in enumerate(shown):
-        if index == 0 and reaching:
-            parts.append(Text(""))
-            parts.append(Text(f"{REACHES} ({count(reaching, 'test')})", style="bold cyan"))
-        if reaching and index == reaching:
-            parts.append(Text(""))
-            parts.append(
-                Text(f"other tests ({count(len(blocks) - reaching, 'test')})", style="bold")
-            )
-        if index == 0 and not reaching:
-            parts.append(Text(""))
-        parts.extend(_block(block, labels, max_changes if collapse else None))
-    if len(blocks) > len(shown):
-        parts.append(_more(len(blocks) - len(shown), "tests", how=" (--all shows every test)"))
     if selection.pattern is not None:
+        parts.append(Text(""))
+        for block in blocks:
+            parts.extend(_block(block, labels, None))
         return Group(*parts)
+    loud = [block for block in blocks if not block.quiet]
+    quiet = [block for block in blocks if block.quiet]
+    parts.extend(_loud_blocks(loud, labels, max_tests, max_changes, collapse))
     if not collapse:  # --all: nothing below is cut either
         max_tests = max_changes = 1 << 62
 
@@ -144,4 +151,39 @@ def render_terminal(
                 parts.append(_more(len(entry.gaps) - max_changes, "gaps", "    "))
         if len(gaps) > max_tests:
             parts.append(_more(len(gaps) - max_tests, "symbols"))
+    if quiet:
+        kinds = ", ".join(
+            f"{n} {status}"
+            for status in ("restructured", "touched", "unstable", "unchanged")
+            if (n := sum(1 for block in quiet if block.test.status == status))
+        )
+        parts.append(Text(""))
+        parts.append(Text(f"same behaviour ({kinds})", style="bold blue"))
+        shown = quiet[:max_tests]
+        for block in shown:
+            parts.extend(_block(block, labels, min(max_changes, QUIET_LINES)))
+        if len(quiet) > len(shown):
+            parts.append(_more(len(quiet) - len(shown), "tests", how=" (--all shows every test)"))
     return Group(*parts)
+
+
+#: Lines listed under a test that behaves the same (its structure, its one-sided decisions).
+QUIET_LINES = 3
+
+
+def _loud_blocks(
+    blocks: list[Block], labels: ValueLabels, max_tests: int, max_changes: int, collapse: bool
+) -> list[RenderableType]:
+    """The tests to review, in reading order under one heading."""
+    if not blocks:
+        return []
+    reaching = sum(1 for block in blocks if block.reaches_changed_code)
+    heading = f"to review ({count(len(blocks), 'test')}"
+    heading += f", {reaching} {REACHES})" if reaching else ")"
+    parts: list[RenderableType] = [Text(""), Text(heading, style="bold cyan")]
+    shown = blocks[:max_tests] if collapse else blocks
+    for block in shown:
+        parts.extend(_block(block, labels, max_changes if collapse else None))
+    if len(blocks) > len(shown):
+        parts.append(_more(len(blocks) - len(shown), "tests", how=" (--all shows every test)"))
+    return parts

@@ -1,0 +1,185 @@
+"""One cause, one entry: the changes of many tests grouped by what changed.
+
+A release that touches a function most of a suite runs changes a thousand tests the same way
+(``_finalize_emphasis_tokens args: ... → ..., max_depth=int`` in 973 of them); only the values,
+which come from each test, differ. A cause is a change's *signature*: the node it is about
+(its symbol, and its caller for a call that came or went), its kind, and the before → after
+with what differs by test collapsed: value digests (the shapes stay), counts, how often a
+decision went each way (which ways it went stays). Every change of every test that is not
+quiet belongs to exactly one cause; what a refactor moved (``TestDiff.structure``) is a cause
+of its own kind. Causes are ordered as a reviewer reads them: outcomes first, then the changed
+code's own behaviour before its callers' (the deepest node first), then by how many tests
+show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from diffgenome.analysis.diff.describe import ARROW, describe, fields_text
+from diffgenome.analysis.models import Cause, Change, TestDiff
+
+#: Statuses whose changes are causes (the quiet ones are counted under their structure only).
+_LOUD = ("changed", "unverified")
+#: How many test ids a cause names as examples.
+EXAMPLES = 3
+STRUCTURE_KIND = "structure"
+
+
+@dataclass(slots=True)
+class _Group:
+    summary: str
+    kind: str
+    symbol: str | None
+    site: str | None
+    depth: int
+    tests: list[str] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def find_causes(tests: Sequence[TestDiff], changed_symbols: Iterable[str] = ()) -> list[Cause]:
+    """The causes of ``tests``' changes (and of their structure lines), most telling first."""
+    changed = frozenset(changed_symbols)
+    groups: dict[tuple[str, str], _Group] = {}
+    for test in tests:
+        seen: set[tuple[str, str]] = set()
+        if test.status in _LOUD:
+            for change in test.changes:
+                key = (change.kind, signature(change))
+                if key not in seen:
+                    seen.add(key)
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = _Group(
+                            key[1], change.kind, change.symbol, change.site, len(change.path)
+                        )
+                    group.depth = max(group.depth, len(change.path))
+                    _count(group, test)
+        for moved in test.structure:
+            # One entry per thing moved, whichever words a test's own verdict gave it (a
+            # helper is "extracted" where behaviour stayed, "new" where it did not).
+            key = (STRUCTURE_KIND, moved.split("`")[1] if moved.count("`") >= 2 else moved)
+            if key not in seen:
+                seen.add(key)
+                group = groups.setdefault(key, _Group(moved, STRUCTURE_KIND, None, None, 0))
+                if test.status == "restructured" and "restructured" not in group.statuses:
+                    group.summary = moved
+                _count(group, test)
+    ordered = sorted(groups.values(), key=lambda group: _rank(group, changed))
+    return [
+        Cause(
+            summary=group.summary,
+            kind=group.kind,
+            symbol=group.symbol,
+            site=group.site,
+            tests=len(group.tests),
+            statuses=dict(sorted(group.statuses.items())),
+            examples=group.tests[:EXAMPLES],
+        )
+        for group in ordered
+    ]
+
+
+def _count(group: _Group, test: TestDiff) -> None:
+    group.tests.append(test.id)
+    group.statuses[test.status] = group.statuses.get(test.status, 0) + 1
+
+
+def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
+    if group.kind == "outcome_changed":
+        tier = 0
+    elif group.kind == STRUCTURE_KIND:
+        tier = 3
+    elif group.symbol in changed or (group.site or "").split("/", 1)[0] in changed:
+        tier = 1  # the changed code's own behaviour
+    else:
+        tier = 2  # what its callers, stand-ins and the world saw of it
+    return (tier, -group.depth, -len(group.tests), group.summary)
+
+
+def signature(change: Change) -> str:
+    """``change`` as one line with what differs by test left out."""
+    kind, base, head = change.kind, change.base, change.head
+    if kind == "call_count_changed":
+        at = change.path[-1] if change.path else "(test)"
+        return f"{at} ran {_more_or_less(base, head)}"
+    if kind == "branch_changed":
+        site = change.site or "?"
+        predicate = f" `{change.predicate}`" if change.predicate else ""
+        return f"{site}{predicate}: {_ways(base)} {ARROW} {_ways(head)}"
+    at = change.path[-1] if change.path else "(test)"
+    if change.phase not in (None, "call"):
+        at = f"[{change.phase}] {at}"
+    if kind.endswith(("_added", "_removed")) and kind != "warnings_changed":
+        noun, _, verb = kind.rpartition("_")
+        parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
+        return f"{noun.replace('_', '-')} {verb}: {at}{parent}"
+    if kind == "exit_changed" and not (isinstance(base, Mapping) and "outcome" in base):
+        return f"{at} exits {_keys(base)} {ARROW} {_keys(head)}"
+    if kind == "warnings_changed":
+        return f"warnings: {_warnings(base)} {ARROW} {_warnings(head)}"
+    b, h = _collapse(base), _collapse(head)
+    if kind in ("result_changed", "args_changed") and b == h and b:
+        what = "results" if kind == "result_changed" else "args"
+        shapes = "; ".join(str(v.get("shape")) for v in b if isinstance(v, Mapping))
+        return f"{at} {what}: other values of {shapes}"
+    collapsed = change.model_copy(update={"base": b, "head": h})
+    if b == h and b:  # only values that differ by test differ
+        return f"{at}: other values of {fields_text(b)}"
+    return describe(collapsed, lambda digest: "")
+
+
+def _keys(exits: object) -> str:
+    if not isinstance(exits, Mapping) or not exits:
+        return "none"
+    return ", ".join(sorted(str(key) for key in exits))
+
+
+def _warnings(warned: object) -> str:
+    if warned is None:
+        return "not recorded"
+    if not isinstance(warned, Sequence) or not warned:
+        return "none"
+    return "; ".join(
+        sorted(
+            f"{item.get('category')}({item.get('message')!r}) from {item.get('origin')}"
+            for item in warned
+            if isinstance(item, Mapping)
+        )
+    )
+
+
+def _more_or_less(base: object, head: object) -> str:
+    if isinstance(base, int) and isinstance(head, int):
+        return "more often" if head > base else "less often"
+    return "a different number of times"
+
+
+def _ways(outcomes: object) -> str:
+    """Which ways a decision went, not how often."""
+    if not isinstance(outcomes, Mapping):
+        return "not reached"
+    ways = [way for way in ("true", "false") if outcomes.get(way)]
+    return " and ".join(ways) if ways else "never decided"
+
+
+def _collapse(value: object) -> Any:
+    """A change's side without what comes from each test: digests and counts."""
+    if isinstance(value, list):
+        out = [_collapse(item) for item in value]
+        return sorted(out, key=repr)
+    if isinstance(value, Mapping):
+        fields: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in ("digest", "count"):
+                continue
+            if key == "overflow":
+                fields[key] = "N"
+            elif key == "exits" and isinstance(item, Mapping):
+                fields[key] = {name: "N" for name in item}
+            else:
+                fields[key] = _collapse(item)
+        return fields
+    return value
