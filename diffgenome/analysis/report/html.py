@@ -35,7 +35,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestRecord,
 )
-from diffgenome.analysis.report.common import tier
+from diffgenome.analysis.report.common import cause_text, causes_worth_showing, tier
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.vocab import PHASES
 
@@ -178,6 +178,26 @@ def diff_site(
     return dict(sorted(site.items()))
 
 
+def _causes_section(diff: DiffDocument, pages: Mapping[str, str]) -> str:
+    """Every cause: what changed, in how many tests, with links to a few of them."""
+    rows = []
+    for cause in diff.causes:
+        examples = ", ".join(
+            f'<a href="{pages[test]}">{esc(test)}</a>' if test in pages else esc(test)
+            for test in cause.examples
+        )
+        rows.append(
+            f'<tr><td class="num">{cause.tests}</td><td>{esc(cause_text(cause))}</td>'
+            f'<td class="first">{examples}</td></tr>\n'
+        )
+    return (
+        f'<section id="causes">\n<h2>Causes ({len(diff.causes)})</h2>\n'
+        '<table class="causes">\n<thead><tr><th>tests</th><th>what changed</th>'
+        "<th>for example</th></tr></thead>\n<tbody>\n" + "".join(rows) + "</tbody></table>\n"
+        "</section>\n"
+    )
+
+
 def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabels) -> bytes:
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
@@ -197,6 +217,8 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
             f'<p class="warn">{esc(_count(s.unverified, "test"))} unverified: their recordings '
             "cannot be compared as a whole, so they are never reported as unchanged.</p>\n"
         )
+    if causes_worth_showing(diff):
+        parts.append(_causes_section(diff, pages))
     parts.append('<section id="tests-section">\n<h2>Tests</h2>\n')
     parts.append(_filters(counts, "test ids and changes", hidden))
     parts.append(
