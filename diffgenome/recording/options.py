@@ -45,6 +45,9 @@ class Options:
     shard: tuple[int, int] | None = None
     #: The only test ids to run (``--genome-only FILE``); None: every selected test.
     only: frozenset[str] | None = None
+    #: ``--genome-preview``: keep a cut text of each warning's message, secret rules
+    #: applied, next to its digest (off: the digest alone).
+    preview: bool = False
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -84,6 +87,7 @@ def read_options(config: pytest.Config) -> Options:
         random_seed=config.getoption("genome_random_seed", None),
         shard=_shard(config),
         only=_only(config),
+        preview=bool(config.getoption("genome_preview", None) or config.getini("genome_preview")),
     )
 
 
