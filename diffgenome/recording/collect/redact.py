@@ -16,7 +16,9 @@ finds merged:
 - the value of an environment variable whose name looks secret (``*TOKEN*``, ``*SECRET*``,
   ``*PASSW*``, ``*KEY*``, ``*CREDENTIAL*``, ``*AUTH*``, ... ; ``PWD`` and ``OLDPWD`` are
   folders), six characters or more, seen at the start of the session or at the end of any
-  test phase (a ``monkeypatch.setenv`` in a fixture);
+  test phase (a ``monkeypatch.setenv`` in a fixture); a single lower-case word is left
+  alone unless the name says nothing but secret (``SESSION_ENGINE=database`` is a setting,
+  ``API_TOKEN=opensesame`` is not);
 - well-known token forms: ``sk_live_…``/``pk_test_…``, ``sk-…``, GitHub (``ghp_…``,
   ``github_pat_…``), GitLab (``glpat-…``), Slack (``xoxb-…``), AWS key ids, Google API keys,
   npm, PyPI and Hugging Face tokens, JWTs, PEM private keys;
@@ -54,6 +56,10 @@ SECRET_NAME: Final = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|PWD|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|"
     r"SIGNATURE|SALT|DSN|(?:^|_)PAT(?:$|_)",
     re.IGNORECASE,
+)
+# Of those, the names that say nothing else: any value of them is masked, even a word.
+_SURELY_SECRET: Final = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY", re.IGNORECASE
 )
 _NOT_SECRET_NAMES: Final = frozenset({"PWD", "OLDPWD"})
 MIN_ENV_VALUE: Final = 6
@@ -99,7 +105,7 @@ MAX_TEXT: Final = 4096
 def looks_random(run: str) -> bool:
     """Whether a run of token characters reads like generated text rather than words."""
     letters = digits = flips = case_flips = 0
-    lower_runs = lower = 0
+    lower = upper = lower_runs = upper_runs = 0
     previous = 0  # 1 letter, 2 digit, 0 other
     previous_case = 0  # 1 lower, 2 upper
     for ch in run:
@@ -108,27 +114,35 @@ def looks_random(run: str) -> bool:
             digits += 1
         elif "a" <= ch <= "z":
             kind, case = 1, 1
-            letters += 1
+            lower += 1
         elif "A" <= ch <= "Z":
             kind, case = 1, 2
-            letters += 1
+            upper += 1
         else:
             kind, case = 0, 0
         if kind and previous and kind != previous:
             flips += 1
-        if case and previous_case and case != previous_case:
-            case_flips += 1
-        if case == 1:
-            if previous_case != 1:
+        if case and case != previous_case:
+            if previous_case:
+                case_flips += 1
+            if case == 1:
                 lower_runs += 1
-            lower += 1
+            else:
+                upper_runs += 1
         previous, previous_case = kind, case
+    letters = lower + upper
     if digits >= 2 and letters >= 2 and flips >= 4:
         return True
-    # Mixed case without digits (base64 of letters): a case change every few characters and
-    # lower-case stretches shorter than a word (CamelCase words have long ones).
+    # Mixed case without digits (base64 of letters): a change of case every few characters,
+    # lower-case stretches shorter than words and capitals that come in twos (camelCase has
+    # long lower-case words and single capitals).
     return (
-        letters >= 16 and case_flips * 4 >= len(run) and lower_runs > 0 and lower / lower_runs < 2.6
+        letters >= 16
+        and case_flips * 4 >= len(run)
+        and lower_runs > 0
+        and upper_runs > 0
+        and lower < 3.5 * lower_runs
+        and upper >= 1.3 * upper_runs
     )
 
 
@@ -140,7 +154,7 @@ def secret_environment_values(environ: Mapping[str, str]) -> set[str]:
             continue
         if not MIN_ENV_VALUE <= len(value) <= MAX_ENV_VALUE:
             continue
-        if value.isalpha() and value.islower() and len(value) < 12:
+        if value.isalpha() and value.islower() and not _SURELY_SECRET.search(name):
             continue  # a word (``SESSION_ENGINE=database``): masking it would mask the word
         found.add(value)
     return found
