@@ -188,19 +188,31 @@ def secret_spans(text: str, known: re.Pattern[str] | None = None) -> list[tuple[
 class Redactor:
     """The rules above, with the session's key and the secrets its environment names."""
 
-    __slots__ = ("_digest", "_known", "_memo", "_values")
+    __slots__ = ("_digest", "_known", "_memo", "_seen", "_values")
 
     def __init__(self, digester: Digester, environ: Mapping[str, str] | None = None) -> None:
         self._digest = digester.digest
         self._values: set[str] = set()
         self._known: re.Pattern[str] | None = None
         self._memo: dict[str, str] = {}
-        self.note_environment(_environ if environ is None else environ)
+        self._seen: object = None
+        self.note_environment(environ)
 
     def note_environment(self, environ: Mapping[str, str] | None = None) -> None:
-        """Take the secret-looking values of the environment as it is now (never raises)."""
+        """Take the secret-looking values of the environment as it is now (never raises).
+
+        Called at the end of every test phase: the process environment is read again only
+        when its raw mapping changed (reading it decodes every variable; comparing the raw
+        one costs a microsecond)."""
         try:
-            values = secret_environment_values(_environ if environ is None else environ)
+            if environ is None:
+                raw = getattr(_environ, "_data", None)
+                if isinstance(raw, dict):
+                    if raw == self._seen:
+                        return
+                    self._seen = dict(raw)
+                environ = _environ
+            values = secret_environment_values(environ)
         except Exception:
             return
         self.add_secrets(values)
