@@ -230,7 +230,7 @@ TESTS = """
 
     @pytest.mark.parametrize(
         "value",
-        [TOKEN, os.environ.get("DB_PASSWORD", "unset"), NUMBER, mock.Mock(name=TOKEN)],
+        [TOKEN, os.environ.get("DB_PASSWORD", "unset"), mock.Mock(name=TOKEN)],
     )
     def test_parametrized(value):
         vault.twice({param_use})
@@ -320,8 +320,8 @@ def _files(shape: dict[str, object], values: dict[str, object]) -> dict[str, str
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     root = tmp_path_factory.mktemp("privacy")
     found = {
-        # Its random part never reads like words, whatever the draw: "x" and "9" around it.
-        "password": "Pa55-x" + secrets.token_hex(8) + "9-w0rd!",
+        # Its random part reads as generated text whatever the draw: "a1b" and "c2d" around it.
+        "password": "Pa55-a1b" + secrets.token_hex(8) + "c2d-w0rd!",
         "token": "tok_" + secrets.token_hex(16),
         "attribute": "sk_live_" + secrets.token_hex(12),
         "short": "sk_live_" + secrets.token_hex(8),  # short enough for a shown default
@@ -489,8 +489,8 @@ def test_every_text_channel_was_recorded(lab: Lab) -> None:
     seams = [n["seam"] for n in stand_ins if n.get("seam") and n["seam"]["stand_in"]]
     assert any("key='<secret:" in s["stand_in"] for s in seams), seams
     params = [t["id"] for t in doc["tests"] if "::test_parametrized[" in t["id"]]
-    assert len(params) == 4
-    assert sum("<secret:" in i for i in params) == 3, params  # the Mock is "value3"
+    assert len(params) == 3
+    assert sum("<secret:" in i for i in params) == 2, params  # the Mock is "value2"
     [named] = [t["id"] for t in doc["tests"] if "::test_parametrized_with_ids[" in t["id"]]
     # A run of token characters is masked whole: ``named-tok_…`` is one.
     assert named.startswith("tests/test_vault.py::test_parametrized_with_ids[<secret:"), named
@@ -630,7 +630,7 @@ def test_no_private_value_in_any_report_of_a_diff(lab: Lab, tmp_path: Path) -> N
     assert "message changed" in done.stdout
     assert all("message_digest" in w for w in warned["base"] + warned["head"]), warned
     masked = [i for i in statuses if "<secret:" in i]
-    assert len(masked) >= 5, statuses
+    assert len(masked) >= 4, statuses
     assert all(statuses[i] == "changed" for i in masked if "::test_parametrized[" in i), statuses
     assert any(
         c["kind"] in ("egress_added", "stand_in_added", "call_count_changed")

@@ -125,6 +125,10 @@ def test_test_ids_keep_their_path_class_and_function() -> None:
         r"tests/t.py::test_b\[<secret:\w+>\]", redactor.test_id(f"tests/t.py::test_b[1-{token}]")
     )
     assert redactor.test_id("tests/t.py::test_b[500-small]") == "tests/t.py::test_b[500-small]"
+    # Digits stay in ids (big integers, public test card numbers); elsewhere they are masked.
+    big = "tests/t.py::test_bits[9223372036854775807-8-False]"
+    assert redactor.test_id(big) == big
+    assert redactor.text("card 4111111111111111").startswith("card <secret:")
     sub = redactor.test_id(f"tests/t.py::test_s [for {token}] (token='abc')")
     assert sub.startswith(f"tests/t.py::test_s [for {mark}] (token='<secret:"), sub
     assert redactor.test_id(f"<import>{token}") == f"<import>{token}"  # not a test id

@@ -21,14 +21,16 @@ finds merged:
   ``API_TOKEN=opensesame`` is not);
 - well-known token forms: ``sk_live_…``/``pk_test_…``, ``sk-…``, GitHub (``ghp_…``,
   ``github_pat_…``), GitLab (``glpat-…``), Slack (``xoxb-…``), AWS key ids, Google API keys,
-  npm, PyPI and Hugging Face tokens, JWTs, PEM private keys;
+  npm, PyPI and Hugging Face tokens, JWTs, UUIDs (API keys of some services), PEM private keys;
 - the value after a secret-looking name and ``=`` or ``:`` (``password=…``,
   ``"api_key": "…"``), after ``Bearer``/``Basic``/``Token``, and the password of a URL
   (``scheme://user:password@host``);
-- a run of 16 or more of ``[A-Za-z0-9+/=_~-]`` that mixes letters and digits like random
-  text does (at least two of each and four changes between them: hex, base64, generated
-  tokens), or mixes cases so (a change of case every four characters, lower-case stretches
-  shorter than words), and a run of 13 or more digits (card and account numbers).
+- a run of ``[A-Za-z0-9+/=_~-]`` (masked whole) one of whose stretches of 12 or more letters
+  and digits mixes letters and digits like random text does (at least two of each and four
+  changes between them: hex, base64, generated tokens), or mixes cases so (16 letters or
+  more, a change of case every four characters, lower-case stretches shorter than words,
+  capitals in twos), and a run of 13 or more digits (card and account numbers; not in test
+  ids, see :meth:`Redactor.test_id`).
 
 These are heuristics: a secret that reads like a word (``hunter2`` in no variable) passes.
 What must never be stored is not kept as text at all: values are digested, warning
@@ -77,23 +79,27 @@ _TOKENS: Final = re.compile(
     r"|AIza[A-Za-z0-9_-]{30,}"
     r"|(?:npm|hf)_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     r")"
     r"|-----BEGIN[A-Z ]*PRIVATE KEY-----(?:.*?-----END[A-Z ]*PRIVATE KEY-----|.*)",
     re.DOTALL,
 )
 # The value after a secret-looking name: group "value".
+# The name ends in the word (``db_password=``, ``X-Api-Key:``; not ``cookiecutter-…-https:``);
+# a placeholder (``${PASSWORD}``, ``%(password)s``, ``<token>``) is no value.
 _ASSIGNED: Final = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z0-9_.-]*"
+    r"(?<![A-Za-z0-9])[A-Za-z0-9_.-]{0,40}?"
     r"(?:passw(?:or)?d|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|credential|auth|session[_-]?id|cookie|signature)"
-    r"[A-Za-z0-9_.-]*['\"]?\s*[:=]\s*['\"]?(?P<value>[^\s'\"<>,;&)\]}]{3,})",
+    r"private[_-]?key|credential|auth|session[_-]?id|cookie|signature)s?"
+    r"['\"]?\s*[:=]\s*['\"]?(?P<value>(?![$%{<])[^\s'\"<>,;&)\]}]{3,})",
     re.IGNORECASE,
 )
 _SCHEME: Final = re.compile(
     r"\b(?:bearer|basic|token|digest)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE
 )
-_URL_PASSWORD: Final = re.compile(r"://[^\s/:@]+:(?P<value>[^\s/@]+)@")
-_RUN: Final = re.compile(r"[A-Za-z0-9+/=_~-]{16,}")
+_URL_PASSWORD: Final = re.compile(r"://[^\s/:@]+:(?P<value>(?![$%{<])[^\s/@]{3,})@")
+_RUN: Final = re.compile(r"[A-Za-z0-9+/=_~-]{12,}")
+_SEGMENT: Final = re.compile(r"[A-Za-z0-9]{12,}")
 _DIGITS: Final = re.compile(r"(?<![A-Za-z0-9])[0-9]{13,}(?![A-Za-z0-9])")
 # What a mark looks like: never taken for a secret itself.
 MARK: Final = re.compile(r"<secret:[0-9a-f]{" + str(MARK_HEX) + r"}>")
@@ -146,6 +152,14 @@ def looks_random(run: str) -> bool:
     )
 
 
+def _random_run(run: str) -> bool:
+    """A run is secret when one of its stretches of letters and digits (12 or more, between
+    separators) reads like generated text; it is then masked whole (``tok_<hex>``, a base64
+    key with ``+`` and ``/`` in it). Judged stretch by stretch, so that names built of short
+    parts (``s390x-s390x-2-2-22``, ``cp310-manylinux2014_x86_64``) are not."""
+    return any(looks_random(m.group()) for m in _SEGMENT.finditer(run))
+
+
 def secret_environment_values(environ: Mapping[str, str]) -> set[str]:
     """The values of ``environ`` that its names say are secrets."""
     found: set[str] = set()
@@ -160,8 +174,11 @@ def secret_environment_values(environ: Mapping[str, str]) -> set[str]:
     return found
 
 
-def secret_spans(text: str, known: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
-    """Where ``text`` holds what the rules call secret, as merged ``(start, end)`` spans."""
+def secret_spans(
+    text: str, known: re.Pattern[str] | None = None, digits: bool = True
+) -> list[tuple[int, int]]:
+    """Where ``text`` holds what the rules call secret, as merged ``(start, end)`` spans;
+    ``digits``: long runs of digits too."""
     spans: list[tuple[int, int]] = []
     if known is not None:
         spans.extend(m.span() for m in known.finditer(text))
@@ -170,8 +187,9 @@ def secret_spans(text: str, known: re.Pattern[str] | None = None) -> list[tuple[
         for m in pattern.finditer(text):
             if not MARK.fullmatch(m.group("value")):
                 spans.append(m.span("value"))
-    spans.extend(m.span() for m in _RUN.finditer(text) if looks_random(m.group()))
-    spans.extend(m.span() for m in _DIGITS.finditer(text))
+    spans.extend(m.span() for m in _RUN.finditer(text) if _random_run(m.group()))
+    if digits:
+        spans.extend(m.span() for m in _DIGITS.finditer(text))
     if not spans:
         return spans
     spans.sort()
@@ -194,7 +212,7 @@ class Redactor:
         self._digest = digester.digest
         self._values: set[str] = set()
         self._known: re.Pattern[str] | None = None
-        self._memo: dict[str, str] = {}
+        self._memo: dict[tuple[str, bool], str] = {}
         self._seen: object = None
         self.note_environment(environ)
 
@@ -231,16 +249,17 @@ class Redactor:
         digest = self._digest(_TAG + secret.encode("utf-8", "surrogatepass"))
         return f"<secret:{digest[:MARK_HEX]}>"
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, digits: bool = True) -> str:
         """``text`` with every secret-looking part replaced by its mark; never raises (on a
         fault the whole text is marked: never shown when not understood)."""
         memo = self._memo
-        done = memo.get(text)
+        key = (text, digits)
+        done = memo.get(key)
         if done is not None:
             return done
         try:
             head, rest = text[:MAX_TEXT], text[MAX_TEXT:]
-            spans = secret_spans(head, self._known)
+            spans = secret_spans(head, self._known, digits)
             parts: list[str] = []
             at = 0
             for start, end in spans:
@@ -255,17 +274,19 @@ class Redactor:
             done = self.mark(str(text))
         if len(memo) >= _MEMO_ENTRIES:
             memo.clear()
-        memo[text] = done
+        memo[key] = done
         return done
 
     def test_id(self, test_id: str) -> str:
         """A test id with the rules applied to what follows its function's name (parameter
         values in ``[...]``, a subtest's ``[msg] (k=v)``): the path, classes and function
-        are code, and stay as written."""
+        are code, and stay as written. Runs of digits stay too: numeric tests name their
+        cases by big integers (``9223372036854775807``), payment tests by public test card
+        numbers, and an id is something people type."""
         start = test_id.find("::")
         if start < 0:
             return test_id
         for cut in range(start + 2, len(test_id)):
             if test_id[cut] in "[ (":
-                return test_id[:cut] + self.text(test_id[cut:])
+                return test_id[:cut] + self.text(test_id[cut:], digits=False)
         return test_id
