@@ -22,9 +22,10 @@ finds merged:
 - well-known token forms: ``sk_live_…``/``pk_test_…``, ``sk-…``, GitHub (``ghp_…``,
   ``github_pat_…``), GitLab (``glpat-…``), Slack (``xoxb-…``), AWS key ids, Google API keys,
   npm, PyPI and Hugging Face tokens, JWTs, UUIDs (API keys of some services), PEM private keys;
-- the value after a secret-looking name and ``=`` or ``:`` (``password=…``,
+- the value after a name that ends in a secret word and ``=`` or ``:`` (``password=…``,
   ``"api_key": "…"``), after ``Bearer``/``Basic``/``Token``, and the password of a URL
-  (``scheme://user:password@host``);
+  (``scheme://user:password@host``), three characters or more; placeholders
+  (``${PASSWORD}``) are no values;
 - a run of ``[A-Za-z0-9+/=_~-]`` (masked whole) one of whose stretches of 12 or more letters
   and digits mixes letters and digits like random text does (at least two of each and four
   changes between them: hex, base64, generated tokens), or mixes cases so (16 letters or
