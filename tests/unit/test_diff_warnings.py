@@ -8,9 +8,9 @@ from genomes import document, run, test_record
 
 from diffgenome.analysis.diff import DIGESTS_NOT_COMPARABLE, diff_documents
 from diffgenome.analysis.diff.compare import warning_messages_comparable, warnings_diff
-from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.describe import describe, warning_text
 from diffgenome.analysis.diff.document import WARNING_MESSAGES_NOT_COMPARABLE
-from diffgenome.analysis.models import Change
+from diffgenome.analysis.models import Change, TestRecord
 
 
 def _w(message: str, count: int = 1) -> dict[str, object]:
@@ -138,4 +138,15 @@ def test_a_changed_message_reads_as_a_changed_digest() -> None:
     assert describe(previewed) == (
         "warnings: now also UserWarning('token <secret:x>' message #aaaaaaaa) "
         "from <root>/pkg/m.py \u00d71"
+    )
+
+
+def test_an_older_recording_with_text_is_still_read_and_shown() -> None:
+    old = TestRecord.model_validate(
+        {"id": "t.py::test_x", "outcome": "passed", "verified": True, "warnings": [_w("said")]}
+    )
+    [warned] = old.warnings or []
+    assert warned.message == "said" and warned.message_digest is None
+    assert warning_text(warned.model_dump(mode="json")) == (
+        "UserWarning('said') from <root>/pkg/m.py \u00d71"
     )
