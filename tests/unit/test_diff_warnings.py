@@ -10,7 +10,8 @@ from diffgenome.analysis.diff import DIGESTS_NOT_COMPARABLE, diff_documents
 from diffgenome.analysis.diff.compare import warning_messages_comparable, warnings_diff
 from diffgenome.analysis.diff.describe import describe, warning_text
 from diffgenome.analysis.diff.document import WARNING_MESSAGES_NOT_COMPARABLE
-from diffgenome.analysis.models import Change, TestRecord
+from diffgenome.analysis.models import Change
+from diffgenome.analysis.models import TestRecord as Record
 
 
 def _w(message: str, count: int = 1) -> dict[str, object]:
@@ -142,7 +143,7 @@ def test_a_changed_message_reads_as_a_changed_digest() -> None:
 
 
 def test_an_older_recording_with_text_is_still_read_and_shown() -> None:
-    old = TestRecord.model_validate(
+    old = Record.model_validate(
         {"id": "t.py::test_x", "outcome": "passed", "verified": True, "warnings": [_w("said")]}
     )
     [warned] = old.warnings or []
