@@ -220,11 +220,27 @@ class WarningFact(_Model):
     category: str = Field(description="'DeprecationWarning' or '<module>.<qualname>'")
     origin: str = Field(
         description="file the warning is attributed to (after stacklevel), locations "
-        "replaced by markers such as '<root>'; never a line number"
+        "replaced by markers such as '<root>', the secret rules applied; never a line number"
     )
-    message: str = Field(
-        description="the message with run-specific parts replaced; longer than 200 "
-        "characters: cut, ending with '…[<blake2b of the whole>]'"
+    message_digest: str | None = Field(
+        None,
+        description="keyed digest (HMAC-SHA256 under the store's key, 128 bits, hex) of the "
+        "message with run-specific parts replaced; what warnings are compared by. Absent: "
+        "a recorder before 2026-12-02, which kept the message as text",
+    )
+    message: str | None = Field(
+        None,
+        description="with message_digest: a preview for people, recorded only under "
+        "--genome-preview (at most 200 characters, secret-looking parts masked as "
+        "'<secret:…>'), never compared. Without message_digest (a recorder before "
+        "2026-12-02): the message as text, cut at 200 characters and then ending with "
+        "'…[<blake2b of the whole>]'",
+    )
+    finalizing: bool | None = Field(
+        None,
+        description="true: said while the interpreter finalized something (a ResourceWarning, "
+        "an unraisable exception, 'coroutine … was never awaited'): which test shows it is "
+        "timing",
     )
     count: int
 

@@ -66,6 +66,12 @@ def check_genome_format(value: object) -> None:
 # does.
 NAMING = 4
 
+# The revision of the secret rules (diffgenome/recording/collect/redact.py) that masked the
+# text a run keeps in clear, test ids among it: under another revision the same test may
+# carry another id. 1 (added 2026-12-02): the first; runs that do not say masked nothing,
+# and kept warning messages as text.
+SECRET_RULES = 1
+
 
 def naming_of(run_config: object) -> int:
     """The naming revision a run was recorded with (runs that do not say: 1)."""

@@ -9,6 +9,7 @@ order), so recording the same tree twice gives byte-identical genomes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from diffgenome.protocol.vocab import (
@@ -181,9 +182,15 @@ _SEAM_PREFIX = "seam:"
 _MAX_SEAM_PROBLEMS = 8
 
 
-def _seam(group: list[Node]) -> dict[str, Any] | None:
+def _same(text: str) -> str:
+    return text
+
+
+def _seam(group: list[Node], clear: Callable[[str], str] = _same) -> dict[str, Any] | None:
     """The seam check's facts of a stand-in node (``collect/seams.py``), or None where no
-    check ran. A node merges calls from several places, so readings and problems are sets."""
+    check ran. A node merges calls from several places, so readings and problems are sets.
+    Signatures show short literal defaults and problems name arguments: both pass through
+    the secret rules (``clear``)."""
     facts: set[str] = set()
     for node in group:
         flags = node.flags
@@ -194,7 +201,7 @@ def _seam(group: list[Node]) -> dict[str, Any] | None:
     found: dict[str, list[str]] = {"target": [], "stand_in": [], "reading": [], "problem": []}
     for fact in sorted(facts):
         kind, _, text = fact[len(_SEAM_PREFIX) :].partition("=")
-        found.setdefault(kind, []).append(text)
+        found.setdefault(kind, []).append(clear(text))
     return {
         "target": " | ".join(found["target"]),
         "stand_in": " | ".join(found["stand_in"]) or None,
@@ -217,8 +224,14 @@ def consistency_problems(phase: dict[str, Any]) -> list[str]:
     return [f"inconsistent-exits:{broken}"] if broken else []
 
 
-def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, Any]:
-    """The genome of one phase: ``{"nodes": [...], "branches": [...]}``."""
+def export_phase(
+    capture: PhaseCapture, digester: values.Digester, clear: Callable[[str], str] = _same
+) -> dict[str, Any]:
+    """The genome of one phase: ``{"nodes": [...], "branches": [...]}``.
+
+    ``clear`` applies the secret rules (``collect/redact.py``) to the text an OS event or a
+    stand-in keeps: targets (host names, programs), substitutes, attribute paths, seams.
+    The tree keeps the text as recorded (its order and merging are decided on it)."""
     nodes: list[dict[str, Any]] = []
     branches: list[dict[str, Any]] = []
     digests = _memo_for(digester)
@@ -289,10 +302,10 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
                 "parent": parent_id,
                 "type": TYPE_SUBSTITUTION,
                 "mechanism": mechanism,
-                "substitute": substitute,
+                "substitute": clear(substitute) if substitute else substitute,
                 "claimed_target": claimed,
                 "relation": relation,
-                "path": path,
+                "path": clear(path) if path else path,
                 "count": count,
                 "args": args,
             }
@@ -303,7 +316,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
             record["signature_mismatch"] = any(
                 node.flags is not None and "signature_mismatch" in node.flags for node in group
             )
-            seam = _seam(group)
+            seam = _seam(group, clear)
             if seam is not None:
                 record["seam"] = seam
             nodes.append(record)
@@ -315,7 +328,7 @@ def export_phase(capture: PhaseCapture, digester: values.Digester) -> dict[str, 
                     "parent": parent_id,
                     "type": TYPE_OS_EVENT,
                     "kind": kind,
-                    "target": target,
+                    "target": clear(target),
                     "outcome": outcome,
                     "count": count,
                 }

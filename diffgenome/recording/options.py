@@ -50,6 +50,9 @@ class Options:
     only: frozenset[str] | None = None
     #: The policy the user asked for (``--genome-egress`` or ini ``genome_egress``).
     egress_asked: str = _DEFAULT_EGRESS
+    #: ``--genome-preview``: keep a cut text of each warning's message, secret rules
+    #: applied, next to its digest (off: the digest alone).
+    preview: bool = False
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -90,6 +93,7 @@ def read_options(config: pytest.Config) -> Options:
         shard=_shard(config),
         only=_only(config),
         egress_asked=asked,
+        preview=bool(config.getoption("genome_preview", None) or config.getini("genome_preview")),
     )
 
 

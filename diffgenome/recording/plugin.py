@@ -90,7 +90,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "per line, within the selection the other arguments make (diffgenome diff's "
         "confirmation: the tests that differed)",
     )
+    group.addoption(
+        "--genome-preview",
+        action="store_true",
+        default=None,
+        help="keep a short text of each warning's message beside its digest, with "
+        "secret-looking parts masked (default: the digest alone; see docs/protocol.md)",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
+    parser.addini(
+        "genome_preview",
+        "keep warning message previews (like --genome-preview)",
+        type="bool",
+        default=False,
+    )
     parser.addini("genome_store", "store folder", default="")
     parser.addini("genome_egress", "egress policy: loopback, block, allow or isolate", default="")
     parser.addini("genome_source_roots", "source roots", type="paths", default=[])

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
-from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, STORE_FORMAT
+from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, SECRET_RULES, STORE_FORMAT
 from diffgenome.protocol.store import (
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
@@ -44,6 +44,7 @@ from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import egress, stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
+from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
@@ -125,6 +126,9 @@ class Recorder:
                 f"({self.store.upgraded} recorded tests rewritten; once)",
             )
         self.digester = values.Digester(self.store.key)
+        #: The secret rules for the text a genome keeps in clear (test ids, reasons, OS
+        #: event targets, stand-in paths, warning previews): collect/redact.py.
+        self.redactor = Redactor(self.digester)
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
         self.run = Run(
             self.store, options.controller_run_id or _run_id_asked() or new_run_id(), self.worker
@@ -168,11 +172,14 @@ class Recorder:
         # pytest hands a test's warnings over after its last report (``logfinish``): the
         # finished test waits for them here until its protocol ends. None: pytest's warnings
         # plugin is off (``-p no:warnings``), so nothing can be said about warnings.
-        self.warned = WarningsSeen() if config.pluginmanager.has_plugin("warnings") else None
+        self.warned = self._warnings_seen() if config.pluginmanager.has_plugin("warnings") else None
         self._held: list[_Finished] = []
         # ``<import>`` waits likewise for collection's warnings, until the first test starts.
-        self._import_warned = WarningsSeen() if self.warned is not None else None
+        self._import_warned = self._warnings_seen() if self.warned is not None else None
         self._held_import: _Finished | None = None
+
+    def _warnings_seen(self) -> WarningsSeen:
+        return WarningsSeen(self.digester, self.redactor.text, self.options.preview)
 
     # -- session -------------------------------------------------------------------------
 
@@ -189,6 +196,11 @@ class Recorder:
             "naming": NAMING,
             "random_seed": self.options.random_seed,
             "warnings": "pytest" if self.warned is not None else "not-captured",
+            # Warning messages are keyed digests; a text preview only when asked for.
+            "preview": self.options.preview,
+            # The revision of collect/redact.py's rules: text kept in clear (test ids among
+            # it) is masked alike only under one revision.
+            "secret_rules": SECRET_RULES,
             # The string hash seed orders sets and dicts of strings: recordings made under
             # different seeds may differ where the code does not, so they are not the same
             # recording ("random": a seed of its own per process).
@@ -364,8 +376,10 @@ class Recorder:
             return
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
+        clear_id = self.redactor.test_id
         for item in items:
-            (keep if self._test_id(item.nodeid) in only else drop).append(item)
+            # Recorded ids are masked (collect/redact.py): compare like with like.
+            (keep if clear_id(self._test_id(item.nodeid)) in only else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -507,13 +521,16 @@ class Recorder:
             self._phase_reasons.append(f"not-recorded:{phase}")
             return
         capture = self.tracer.end_phase()
+        # A secret a fixture put into the environment (``monkeypatch.setenv``) is still
+        # there: its value is masked wherever kept text holds it.
+        self.redactor.note_environment()
         if self.children is not None:
             try:
                 self.children.end_phase(capture)
             except Exception as exc:
                 self._phase_reasons.append(f"recorder-error:children:{type(exc).__name__}")
         try:
-            exported = export_phase(capture, self.digester)
+            exported = export_phase(capture, self.digester, self.redactor.text)
         except Exception as exc:  # never let the recorder break the user's run
             self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
             return
@@ -524,7 +541,7 @@ class Recorder:
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
         disturbed = [r for r in capture.reasons if r.startswith("monitoring-disturbed:")]
         if disturbed:
-            self._say_disturbed(disturbed[0])
+            self._say_disturbed(self.redactor.text(disturbed[0]))
         errors = self.tracer.errors - self._errors_at_phase_start
         if self.standins is not None:
             errors += self.standins.errors
@@ -634,7 +651,7 @@ class Recorder:
         label = describe() if callable(describe) else "[subtest]"
         assert self.subtests is not None
         capture: PhaseCapture = self.subtests.finished.pop(0)
-        call = export_phase(capture, self.digester)
+        call = export_phase(capture, self.digester, self.redactor.text)
         outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
         reasons = [f"call:{p}" for p in consistency_problems(call)]
         self._add_test(f"{self._test_id(report.nodeid)} {label}", outcome, {"call": call}, reasons)
@@ -733,17 +750,20 @@ class Recorder:
         """The one place a test record is made (tests and subtests alike) and written: the
         session's reasons hold for every test, the test's own are added to them."""
         reasons = self._session_reasons + reasons
+        clear = self.redactor.text
         record: dict[str, Any] = {
-            "id": test_id,
+            "id": self.redactor.test_id(test_id),
             "outcome": outcome,
             "verified": not reasons,
-            "unverified_reasons": sorted({stable.stable_text(r) for r in reasons}),
+            "unverified_reasons": sorted({clear(stable.stable_text(r)) for r in reasons}),
             "phases": phases,
         }
         if warned is not None:
             record["warnings"] = warned
         if extra:
             record.update(extra)
+            if "disclosed" in extra:
+                record["disclosed"] = sorted({clear(fact) for fact in extra["disclosed"]})
         self._pending.append(record)
         self._flush()
 

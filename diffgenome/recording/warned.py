@@ -7,6 +7,7 @@ is taken from pytest's own warnings capture (``pytest_warning_recorded``), not f
 on ``warnings``: tests replace ``warnings.showwarning`` and ``catch_warnings`` freely, and
 pytest is the one party that sees every warning that escapes the test.
 
+Messages are stored as keyed digests, never as text (docs/protocol.md, ``warnings``).
 Not seen, and said so in docs/protocol.md: warnings the test catches itself
 (``pytest.warns``, ``recwarn``, ``catch_warnings(record=True)``; the test's own assertions
 judge those), warnings the project's filters ignore, and everything under
@@ -16,16 +17,27 @@ reads as "not recorded", never as "none").
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from diffgenome.recording.collect import stable
+from diffgenome.recording.collect.values import Digester
 
-# Enough of a message for a person to recognise it; a longer one is cut and ends with a
-# digest of the whole, so a change past the cut is still a difference.
+# Enough of a message for a person to recognise it (``--genome-preview`` only).
 MAX_TEXT = 200
-_DIGEST_CHARS = 12
+# Read this far for a preview: the secret rules run on it before it is cut.
+_PREVIEW_READ = 4 * MAX_TEXT
+_DIGEST_TAG = b"diffgenome-warning\0"
+_TRAILING_RUN = re.compile(r"[^\s'\"()<>\[\]{},;]*$")
+# What the interpreter says while finalizing something: which test shows it is timing.
+_FINALIZING = frozenset(
+    {
+        "ResourceWarning",
+        "pytest.PytestUnraisableExceptionWarning",
+        "pytest.PytestUnhandledThreadExceptionWarning",
+    }
+)
 
 
 def _category(category: object) -> str:
@@ -47,34 +59,79 @@ def _text(message: object, category: str) -> str:
     text = stable.stable_text(text)
     if category == "ResourceWarning":
         text = _NUMBERS.sub("N", text)
-    if len(text) <= MAX_TEXT:
-        return text
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    return f"{text[:MAX_TEXT]}…[{digest[:_DIGEST_CHARS]}]"
+    return text
+
+
+def _finalizing(category: str, text: str) -> bool:
+    return category in _FINALIZING or (category == "RuntimeWarning" and "was never awaited" in text)
 
 
 class WarningsSeen:
-    """The warnings of the test being recorded, counted by (category, origin, text)."""
+    """The warnings of the test being recorded, counted by (category, origin, message).
 
-    __slots__ = ("_counts",)
+    The message is kept as its keyed digest only (``message_digest``): a warning says
+    whatever the code put into it (``f"token {token} expired"``), and no value may reach the
+    store. Under ``--genome-preview`` a cut text with the secret rules applied
+    (``collect/redact.py``) is kept beside it for people (``message``). The origin (a path
+    made stable) passes through the same rules; the category is the warning's class.
+    """
 
-    def __init__(self) -> None:
-        self._counts: dict[tuple[str, str, str], int] = {}
+    __slots__ = ("_clear", "_counts", "_digest", "_preview")
+
+    def __init__(
+        self,
+        digester: Digester,
+        clear: Callable[[str], str] | None = None,
+        preview: bool = False,
+    ) -> None:
+        self._counts: dict[tuple[str, str, str], list[Any]] = {}
+        self._digest = digester.digest
+        self._clear = clear
+        self._preview = preview
 
     def add(self, warning_message: Any) -> None:
         """One caught ``warnings.WarningMessage``."""
         category = _category(getattr(warning_message, "category", None))
-        key = (
-            category,
-            stable.stable_text(str(getattr(warning_message, "filename", "") or "")),
-            _text(getattr(warning_message, "message", ""), category),
-        )
-        self._counts[key] = self._counts.get(key, 0) + 1
+        origin = stable.stable_text(str(getattr(warning_message, "filename", "") or ""))
+        clear = self._clear
+        if clear is not None:
+            origin = clear(origin)
+        text = _text(getattr(warning_message, "message", ""), category)
+        digest = self._digest(_DIGEST_TAG + text.encode("utf-8", "surrogatepass"))
+        key = (category, origin, digest)
+        seen = self._counts.get(key)
+        if seen is None:
+            preview = self._preview_of(text) if self._preview else None
+            seen = self._counts[key] = [0, _finalizing(category, text), preview]
+        seen[0] += 1
+
+    def _preview_of(self, text: str) -> str:
+        """The start of the message with the secret rules applied, then cut (so that a cut
+        never leaves half a secret unmasked)."""
+        clear = self._clear
+        read = text[:_PREVIEW_READ]
+        shown = clear(read) if clear is not None else read
+        cut = len(text) > _PREVIEW_READ
+        if cut:  # what was read may end in the first half of a secret: never shown
+            shown = _TRAILING_RUN.sub("", shown)
+        if cut or len(shown) > MAX_TEXT:
+            shown = shown[:MAX_TEXT] + "\u2026"
+        return shown
 
     def take(self) -> list[dict[str, Any]]:
         """The test's warnings in a fixed order, and a fresh start for the next test."""
         counts, self._counts = self._counts, {}
-        return [
-            {"category": category, "origin": origin, "message": text, "count": count}
-            for (category, origin, text), count in sorted(counts.items())
-        ]
+        out: list[dict[str, Any]] = []
+        for (category, origin, digest), (count, finalizing, preview) in sorted(counts.items()):
+            entry: dict[str, Any] = {
+                "category": category,
+                "origin": origin,
+                "message_digest": digest,
+                "count": count,
+            }
+            if finalizing:
+                entry["finalizing"] = True
+            if preview is not None:
+                entry["message"] = preview
+            out.append(entry)
+        return out

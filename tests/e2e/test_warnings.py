@@ -2,15 +2,28 @@
 
 semver's next release added a ``DeprecationWarning`` on a new branch; the tests that took it
 did everything else alike, so they read as ``touched``: a user-visible change reported as
-"same behaviour". The warnings pytest catches per test are recorded and compared.
+"same behaviour". The warnings pytest catches per test are recorded and compared. Their
+messages are keyed digests (#30: a message holds whatever the code put into it); a short
+text is kept beside the digest only under ``--genome-preview``.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, make_project, record, test_genome, write_files
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    cli_json,
+    git_commit,
+    make_project,
+    record,
+    test_genome,
+    write_files,
+)
+
+DIGEST = re.compile(r"[0-9a-f]{32}")
 
 BASE = {
     "pkg/__init__.py": "",
@@ -65,15 +78,56 @@ def test_a_new_warning_on_a_new_branch_is_a_change_not_touched(tmp_path: Path) -
     [prefixed] = [t for t in document["tests"] if t["id"].endswith("test_prefixed")]
     [change] = [c for c in prefixed["changes"] if c["kind"] == "warnings_changed"]
     assert change["base"] == []
-    assert change["head"] == [
-        {
-            "category": "DeprecationWarning",
-            "origin": "<root>/tests/test_parse.py",
-            "message": "a 'v' prefix is deprecated",
-            "count": 1,
-        }
-    ]
+    [warned] = change["head"]
+    assert DIGEST.fullmatch(warned.pop("message_digest")), change
+    assert warned == {
+        "category": "DeprecationWarning",
+        "origin": "<root>/tests/test_parse.py",
+        "count": 1,
+    }
     assert code == 1  # a changed test fails the default gate
+
+
+REWORDED = {
+    "pkg/parse.py": """
+        import warnings
+
+
+        def parse(text):
+            if text.startswith("v"):
+                warnings.warn("the 'v' prefix is deprecated", DeprecationWarning, stacklevel=2)
+                text = text[1:]
+            return tuple(int(part) for part in text.split("."))
+    """,
+}
+
+
+def test_a_reworded_warning_is_a_changed_message(tmp_path: Path) -> None:
+    """Only digests are stored, yet a message that says something else is a change, and the
+    preview (asked for) shows both texts."""
+    repo = tmp_path / "repo"
+    write_files(repo, {**BASE, **HEAD})
+    git_commit(repo)
+    write_files(repo, REWORDED)
+    preview = (*DIFF_PYTEST_ARGS, "--genome-preview")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", pytest_args=preview)
+    statuses = _statuses(document)
+    assert statuses["tests/test_parse.py::test_prefixed"] == "changed", document["tests"]
+    assert statuses["tests/test_parse.py::test_plain"] == "unchanged"
+    [prefixed] = [t for t in document["tests"] if t["id"].endswith("test_prefixed")]
+    [change] = [c for c in prefixed["changes"] if c["kind"] == "warnings_changed"]
+    [was], [now] = change["base"], change["head"]
+    assert was["message"] == "a 'v' prefix is deprecated"
+    assert now["message"] == "the 'v' prefix is deprecated"
+    assert was["message_digest"] != now["message_digest"]
+    assert code == 1
+    # Without the preview, the same change reads as a changed digest.
+    code, plain = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--rerecord")
+    [prefixed] = [t for t in plain["tests"] if t["id"].endswith("test_prefixed")]
+    assert prefixed["status"] == "changed"
+    [change] = [c for c in prefixed["changes"] if c["kind"] == "warnings_changed"]
+    assert all("message" not in w for w in change["base"] + change["head"]), change
+    assert code == 1
 
 
 WARNS = {
@@ -110,11 +164,12 @@ WARNS = {
 
 def test_each_test_gets_its_own_warnings_and_import_gets_collections(tmp_path: Path) -> None:
     project = make_project(tmp_path, WARNS)
-    doc = record(project)
+    doc = record(project, "--genome-preview")
     assert doc["run"]["config"]["warnings"] == "pytest"
+    assert doc["run"]["config"]["preview"] is True
     noisy = test_genome(doc, "::test_noisy")["warnings"]
     # "default" shows each distinct message once per location
-    assert [(w["category"], w["message"], w["count"]) for w in noisy] == [
+    assert sorted((w["category"], w["message"], w["count"]) for w in noisy) == [
         ("UserWarning", "round 0", 1),
         ("UserWarning", "round 1", 1),
     ]
@@ -124,6 +179,14 @@ def test_each_test_gets_its_own_warnings_and_import_gets_collections(tmp_path: P
     assert test_genome(doc, "::test_caught_by_the_test")["warnings"] == []
     imported = test_genome(doc, "<import>")["warnings"]
     assert [(w["category"], w["message"]) for w in imported] == [("FutureWarning", "imported")]
+    # Without the preview: the same warnings, the same digests (one store, one key), no text.
+    plain = record(project)
+    assert plain["run"]["config"]["preview"] is False
+    digests = {w["message_digest"] for w in noisy}
+    assert len(digests) == 2 and all(DIGEST.fullmatch(d) for d in digests)
+    again = test_genome(plain, "::test_noisy")["warnings"]
+    assert {w["message_digest"] for w in again} == digests
+    assert all(set(w) == {"category", "origin", "message_digest", "count"} for w in again)
 
 
 def test_without_pytests_warnings_plugin_nothing_is_claimed(tmp_path: Path) -> None:
@@ -135,9 +198,9 @@ def test_without_pytests_warnings_plugin_nothing_is_claimed(tmp_path: Path) -> N
 
 def test_warnings_are_recorded_by_xdist_workers(tmp_path: Path) -> None:
     project = make_project(tmp_path, WARNS)
-    doc = record(project, "-n", "2")
+    doc = record(project, "-n", "2", "--genome-preview")
     noisy = test_genome(doc, "::test_noisy")["warnings"]
-    assert [w["message"] for w in noisy] == ["round 0", "round 1"]
+    assert sorted(w["message"] for w in noisy) == ["round 0", "round 1"]
     assert test_genome(doc, "::test_quiet")["warnings"] == []
 
 
@@ -159,11 +222,13 @@ LEAK = {
 
 def test_resource_warnings_do_not_carry_descriptors_or_ports(tmp_path: Path) -> None:
     project = make_project(tmp_path, LEAK)
-    shown = ("-W", "default::ResourceWarning")  # ignored by Python's default filters
+    shown = ("-W", "default::ResourceWarning", "--genome-preview")  # ignored by default
     first = test_genome(record(project, *shown), "::test_leaks_a_socket")["warnings"]
     [leak] = first
     assert leak["category"] == "ResourceWarning"
+    assert leak["finalizing"] is True
     assert leak["message"].startswith("unclosed <socket.socket fd=N")
     assert not any(ch.isdigit() for ch in leak["message"]), leak
+    # Another descriptor and port, the same digest: numbers are N before digesting.
     second = test_genome(record(project, *shown), "::test_leaks_a_socket")["warnings"]
     assert second == first

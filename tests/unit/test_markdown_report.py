@@ -268,7 +268,7 @@ def test_changes_come_in_the_fixed_order_with_the_terminal_s_value_labels() -> N
         "outcome passed → failed",
         "call added: py:pkg.new (\u00d71, none) under py:t",
         "py:pkg.name results: str (value C) → str (value A)",
-        "warnings: no longer nothing else",
+        "warnings: nothing else",
     ]
     # The same lines, with the same labels, as the terminal report of the same diff.
     console = Console(record=True, width=300, color_system=None)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from diffgenome.analysis.diff.describe import ARROW, describe, fields_text
+from diffgenome.analysis.diff.describe import ARROW, describe, fields_text, said
 from diffgenome.analysis.models import Cause, Change, TestDiff
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
@@ -142,9 +142,10 @@ def _warnings(warned: object) -> str:
         return "not recorded"
     if not isinstance(warned, Sequence) or not warned:
         return "none"
+    # A message's digest is the same value in every test: it stays; the count does not.
     return "; ".join(
         sorted(
-            f"{item.get('category')}({item.get('message')!r}) from {item.get('origin')}"
+            f"{item.get('category')}({said(item) or ''}) from {item.get('origin')}"
             for item in warned
             if isinstance(item, Mapping)
         )

@@ -197,21 +197,63 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
             side = "base" if base is None else "head"
             other = _warned(base or head)
             return f"warnings not recorded on the {side} side; the other warned: {other}"
-        return f"warnings: {_either(_warned, base, head)}"
+        return f"warnings: {_warnings_change(base, head)}"
     return f"{kind} at {at}: {base!r} {ARROW} {head!r}"
 
 
 def _warned(warned: object) -> str:
     if not isinstance(warned, Sequence) or not warned:
         return "nothing else"
-    parts = []
-    for item in warned:
-        if isinstance(item, Mapping):
+    return "; ".join(warning_text(item) for item in warned if isinstance(item, Mapping))
+
+
+def said(item: Mapping[str, object]) -> str | None:
+    """What a warning said, as a report shows it: ``message #1a2b3c4d`` (its digest), with
+    the preview before it where one was recorded; the text itself in older recordings; None
+    where messages were not compared."""
+    digest, message = item.get("message_digest"), item.get("message")
+    if isinstance(digest, str):
+        mark = f"message #{digest[:_DIGEST_CHARS]}"
+        return f"{message!r} {mark}" if isinstance(message, str) else mark
+    return repr(message) if isinstance(message, str) else None
+
+
+def warning_text(item: Mapping[str, object]) -> str:
+    """One warning entry, as ``DeprecationWarning(message #1a2b3c4d) from <root>/m.py x1``."""
+    what = said(item)
+    category = f"{item.get('category')}({what})" if what is not None else item.get("category")
+    return f"{category} from {item.get('origin')} {TIMES}{item.get('count')}"
+
+
+def _warnings_change(base: object, head: object) -> str:
+    """Both sides' warnings, by category and origin: a warning whose text changed reads
+    ``message changed (message #1a2b… x1 -> message #9f8e… x1)``."""
+    groups: dict[tuple[str, str], tuple[list[Mapping[str, object]], list[Mapping[str, object]]]]
+    groups = {}
+    for side, items in ((0, base), (1, head)):
+        for item in items if isinstance(items, Sequence) else ():
+            if isinstance(item, Mapping):
+                key = (str(item.get("category")), str(item.get("origin")))
+                groups.setdefault(key, ([], []))[side].append(item)
+    parts: list[str] = []
+    for (category, origin), (was, now) in sorted(groups.items()):
+        if was and now:
+            what = "message changed " if {said(i) for i in was} != {said(i) for i in now} else ""
             parts.append(
-                f"{item.get('category')}({item.get('message')!r}) from {item.get('origin')}"
-                f" {TIMES}{item.get('count')}"
+                f"{category} from {origin}: {what}({_counted(was)} {ARROW} {_counted(now)})"
             )
-    return "; ".join(parts)
+        elif now:
+            parts.append(f"now also {_warned(now)}")
+        else:
+            parts.append(f"no longer {_warned(was)}")
+    return "; ".join(parts) or "nothing else"
+
+
+def _counted(items: Sequence[Mapping[str, object]]) -> str:
+    return ", ".join(
+        f"{what + ' ' if (what := said(item)) is not None else ''}{TIMES}{item.get('count')}"
+        for item in items
+    )
 
 
 def _noun(kind: str) -> str:

@@ -27,6 +27,7 @@ from diffgenome.analysis.diff.compare import (
     Found,
     StabilityKey,
     compare_tests,
+    warning_messages_comparable,
 )
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
@@ -42,6 +43,10 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 _PRODUCTS = frozenset({RESULT_CHANGED, EXIT_CHANGED, STATE_CHANGED, BRANCH_CHANGED})
 
 DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
+WARNING_MESSAGES_NOT_COMPARABLE = (
+    "warning messages not comparable: one side kept them as text (a recorder before "
+    "2026-12-02), the other as keyed digests; record both again (diffgenome diff --rerecord)"
+)
 Status = Literal[
     "unchanged", "changed", "added", "removed", "unverified", "unstable", "touched", "restructured"
 ]
@@ -265,6 +270,11 @@ def _test_reasons(test: TestIndex | None, side: str) -> list[str]:
 
 
 def _has_digests(test: TestIndex) -> bool:
+    warned = test.record.get("warnings")
+    if isinstance(warned, list) and any(
+        isinstance(item, Mapping) and item.get("message_digest") for item in warned
+    ):
+        return True
     for node in test.raw_nodes():
         for field_name in ("args", "results"):
             if any(value.get("digest") for value in node.get(field_name) or ()):
@@ -371,6 +381,8 @@ def diff_documents(
         stable_changes[test_id] = found
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)
+        if not warning_messages_comparable(b.record.get("warnings"), h.record.get("warnings")):
+            reasons.append(WARNING_MESSAGES_NOT_COMPARABLE)
         reasons.extend(run_reasons)
         may_hide = False
         structure: list[str] = []
@@ -541,7 +553,11 @@ def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[
     everything the recorder did see is equal: it stays ``unverified`` (never ``unchanged``)
     but does not fail the default gate; ``--fail-on unverified`` makes it fail.
     """
-    if run_reasons or DIGESTS_NOT_COMPARABLE in reasons:
+    if (
+        run_reasons
+        or DIGESTS_NOT_COMPARABLE in reasons
+        or WARNING_MESSAGES_NOT_COMPARABLE in reasons
+    ):
         return True
     base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()
     head = set(h.record.get("unverified_reasons") or ()) if not h.record.get("verified") else set()

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from importlib import resources
 
 from diffgenome.analysis.diff.align import PhaseIndex, element, index_phase
-from diffgenome.analysis.diff.describe import ARROW, TIMES, ValueLabels, describe, where
+from diffgenome.analysis.diff.describe import (
+    ARROW,
+    TIMES,
+    ValueLabels,
+    describe,
+    warning_text,
+    where,
+)
 from diffgenome.analysis.models import (
     Change,
     CodeChange,
@@ -536,10 +543,7 @@ def _lines(value: object, labels: ValueLabels) -> list[str]:
             elif isinstance(item, Mapping) and "bucket" in item:
                 out.append(f"{item.get('when')} {item.get('target')}={item.get('bucket')}")
             elif isinstance(item, Mapping) and "category" in item:
-                out.append(
-                    f"{item.get('category')}({item.get('message')!r}) from {item.get('origin')}"
-                    f" {TIMES}{item.get('count')}"
-                )
+                out.append(warning_text(item))
             else:
                 out.append(_compact(item))
         return out
@@ -598,8 +602,7 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
     if record.warnings:
         parts.append('<details class="warnings"><summary>warnings</summary><ul>')
         parts.extend(
-            f"<li>{esc(w.category)}: {esc(w.message)} ({esc(w.origin)}) {TIMES}{w.count}</li>"
-            for w in record.warnings
+            f"<li>{esc(warning_text(w.model_dump(mode='json')))}</li>" for w in record.warnings
         )
         parts.append("</ul></details>\n")
     return "".join(parts)
