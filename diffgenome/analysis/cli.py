@@ -39,6 +39,7 @@ from diffgenome.analysis.models import (
     genome_problem,
     record_problem,
 )
+from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
@@ -50,7 +51,7 @@ from diffgenome.analysis.report.markdown import (
     MIN_MARKDOWN_LIMIT,
     MarkdownTooLong,
 )
-from diffgenome.analysis.report.progress import Progress, make_progress
+from diffgenome.analysis.report.progress import make_progress
 from diffgenome.analysis.report.runs import (
     genome_tree,
     run_tests_table,

@@ -35,10 +35,10 @@ from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_f
 from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, genome_problem
+from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
 from diffgenome.analysis.record.pytest_output import PytestProgress
 from diffgenome.analysis.record.worktree import Workspace
-from diffgenome.analysis.report.progress import Progress
 from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import (
