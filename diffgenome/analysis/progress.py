@@ -6,10 +6,10 @@ even stop a job that prints nothing for ten minutes). The work reports *what* it
 :class:`Progress` -- steps that begin and end, tests done of how many -- and a
 :class:`Renderer` decides how that looks (the two there are live in
 :mod:`diffgenome.analysis.report.progress`), so the work never formats anything and the
-renderings cannot drift apart in what they say. Every renderer ends a step that succeeds with the same line,
-:func:`finished_line` (``diffgenome: recorded base HEAD~1 (a1b2c3d): 412 tests in 38.2 s``),
-so that a log says where the time went; a step that fails ends without it: the error says
-what happened.
+renderings cannot drift apart in what they say. Every renderer ends a step that succeeds
+with the same line, :func:`finished_line` (``diffgenome: recorded base HEAD~1 (a1b2c3d): 412
+tests in 38.2 s``), so that a log says where the time went; a step that fails ends without
+it: the error says what happened.
 
 Nothing here draws: this module imports no rich, so the work that reports (recording the
 sides, the pipeline, exporting) does not depend on how it is shown. Progress never fails the

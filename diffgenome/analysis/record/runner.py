@@ -15,17 +15,13 @@ folders and child processes are removed on every way out, Ctrl-C included.
 
 from __future__ import annotations
 
-import codecs
 import concurrent.futures
 import contextlib
 import gc
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,10 +33,15 @@ from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, genome_problem
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
-from diffgenome.analysis.record.pytest_output import PytestProgress
+from diffgenome.analysis.record.process import (
+    DiffError,
+    interrupt_children,
+    run_child,
+    sigint_ignored,
+)
+from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
-from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
     FormatError,
@@ -69,21 +70,13 @@ FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
 SIDE_TREE = "tree"
 #: Recordings of each side's differing tests that confirmation compares with each other.
 CONFIRMATIONS = 2
-STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
-#: How much of a child's output is read at once: pytest flushes a letter per test, and each
-#: read hands on what is there, so progress follows the tests, not the lines.
-_READ_CHUNK = 65536
 #: How the recorder's notice of runs removed by the store's cap begins.
 CAP_NOTICE_START = "diffgenome: removed "
 #: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
 DIFF_HASH_SEED = "0"
-
-
-class DiffError(UserError):
-    """A user or input error of ``diff``/``affected`` found while resolving or recording a side."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +195,7 @@ class Runner:
             base = self._side(options.base, "base", workspace, record=True)
             head = self._side(options.head, "head", workspace, record=need_head_recording)
         finally:
-            with _sigint_ignored():
+            with sigint_ignored():
                 workspace.close()
             self._defer = False
         code_changes = self._code_changes(base, head)
@@ -418,7 +411,7 @@ class Runner:
                     documents.append(self._document(run_id, which))
         finally:
             if tree is not None:
-                with _sigint_ignored():
+                with sigint_ignored():
                     workspace.remove_worktree(tree)
         deferred = first if self._defer else None
         side = Side(
@@ -728,7 +721,7 @@ class Runner:
                     # Loaded within the confirmation's step: no step of its own.
                     out[index].append(self._document(run_id, None))
         finally:
-            with _sigint_ignored():
+            with sigint_ignored():
                 workspace.close()
         return out[0], out[1]
 
@@ -762,7 +755,7 @@ class Runner:
             except BaseException:
                 # Ctrl-C, or one side failed: the other side's pytest must not run on (its
                 # thread would keep the pool, and the diff, waiting until it ends).
-                _interrupt_children()
+                interrupt_children()
                 raise
 
     def _only(
@@ -915,125 +908,6 @@ def _validated(
             "again with this diffgenome"
         )
     return document
-
-
-# -- child processes ----------------------------------------------------------------------
-
-
-def run_child(
-    cmd: list[str],
-    *,
-    cwd: str,
-    env: dict[str, str],
-    on_output: Callable[[str], None] | None = None,
-) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group and return (exit status, output); ``on_output``
-    sees the output as it comes, in pieces that may end anywhere in a line (pytest writes a
-    test's letter without a newline).
-
-    On any way out (Ctrl-C included) the group gets SIGINT (SIGTERM where it inherited an
-    ignored SIGINT), so that pytest can mark its run interrupted, then SIGKILL; nothing the
-    tests started outlives the diff.
-    """
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
-    # A child inherits an ignored SIGINT (a diff started in the background of a CI script):
-    # then only SIGTERM can ask its pytest to stop before the SIGKILL.
-    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    _RUNNING[proc.pid] = signal.SIGTERM if ignored else signal.SIGINT
-    try:
-        if on_output is None:
-            out, _ = proc.communicate()
-        else:
-            assert proc.stdout is not None
-            chunks: list[bytes] = []
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            fd = proc.stdout.fileno()
-            for raw in iter(lambda: os.read(fd, _READ_CHUNK), b""):
-                chunks.append(raw)
-                with contextlib.suppress(Exception):  # progress never fails a recording
-                    on_output(decoder.decode(raw))
-            proc.wait()
-            out = b"".join(chunks)
-    except BaseException:
-        with _sigint_ignored():
-            _stop(proc)
-        raise
-    finally:
-        _RUNNING.pop(proc.pid, None)
-        _kill_group(proc.pid)
-    return proc.returncode, out.decode("utf-8", errors="replace")
-
-
-#: Process groups of the children running now (recordings made side by side run in threads),
-#: each with the signal that asks it to stop.
-_RUNNING: dict[int, signal.Signals] = {}
-
-
-def _interrupt_children() -> None:
-    """SIGINT to every running child's group: pytest marks its run interrupted and ends."""
-    for pgid, stop in list(_RUNNING.items()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, stop)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, _RUNNING.get(proc.pid, signal.SIGINT))
-    try:
-        proc.communicate(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.wait()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Cleanup must finish even when Ctrl-C is pressed again."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def pytest_error(output: str) -> str:
-    """pytest's most telling line: the exception of the first failed import or collection,
-    else its first error line, else its last line."""
-    # A project's own ``--color=yes`` colours what pytest prints even into a pipe.
-    output = _ANSI.sub("", output)
-    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    for line in lines:
-        text = line[1:].strip() if line.startswith("E ") else ""
-        if text and (":" in text) and text.split(":", 1)[0].split(".")[-1][:1].isupper():
-            name = text.split(":", 1)[0].split(".")[-1]
-            if name.endswith(("Error", "Exception", "Exit", "Interrupt")):
-                return text
-    for line in lines:
-        if line.startswith(("ERROR", "E ")) or "Error" in line:
-            return line.lstrip("E ").strip()
-    return lines[-1].strip("= ") if lines else "no output"
 
 
 # -- entry points ---------------------------------------------------------------------------
