@@ -49,9 +49,8 @@ from diffgenome.protocol.formats import (
     check_genome_format,
     naming_of,
 )
-from diffgenome.protocol.selection import ORIGIN_ENV, find_store, recorded_selection
+from diffgenome.protocol.selection import ORIGIN_ENV, recorded_selection
 from diffgenome.protocol.store import (
-    DEFAULT_DIR,
     KEY_FILE,
     RUN_ID_ENV,
     StoreError,
@@ -83,10 +82,12 @@ DIFF_HASH_SEED = "0"
 class Options:
     base: str
     head: str
+    #: Where the store is, decided once by the command (``--store``, else found from
+    #: ``--repo`` or the current folder): recorded into, read from, reused from.
+    store: str
     repo: str | None = None
     python: str = sys.executable
     pytest_args: tuple[str, ...] = ()
-    store: str | None = None
     repeat: int = 1
     rerecord: bool = False
     #: Where the steps (recording, loading, diffing) and how far they are go; silent unless
@@ -165,7 +166,7 @@ class Runner:
         self.options = options
         self.notes: list[str] = []
         self.repo: Repository | None = None
-        self.store = options.store
+        self.store = os.path.abspath(options.store)
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
@@ -182,11 +183,6 @@ class Runner:
         if options.repeat < 1:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
         self.repo = self._find_repo()
-        if self.store is None:
-            # Found as pytest finds it (nearest .diffgenome/ up to the git top, else there).
-            start = self.options.repo or os.getcwd()
-            self.store = find_store(start, self.repo.toplevel if self.repo else None)
-        self.store = os.path.abspath(self.store)
         # Further recordings of a side (--repeat) are compared test by test with its first:
         # every genome of that first one is read then.
         self._defer = skip_same and options.repeat == 1
@@ -215,7 +211,6 @@ class Runner:
         (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
         unread: frozenset[str] = frozenset()
         if base.deferred is not None and head.deferred is not None:
-            assert self.store is not None
             with StoreReader.open(self.store) as reader:
                 runs = (base.deferred[0], head.deferred[0])
                 unread = reader.same_genomes(*runs)
@@ -246,9 +241,8 @@ class Runner:
             return None
 
     def _store_has(self, specs: Sequence[str]) -> bool:
-        store = self.options.store or os.path.join(os.getcwd(), DEFAULT_DIR)
         try:
-            with StoreReader.open(store) as reader:
+            with StoreReader.open(self.store) as reader:
                 for spec in specs:
                     if not self._is_file(spec):
                         reader.resolve(spec)
@@ -325,7 +319,6 @@ class Runner:
         return Side(path, "file", document, self._code_of(document, path))
 
     def _from_store(self, spec: str, name: str) -> Side | None:
-        assert self.store is not None
         if not os.path.exists(self.store):
             return None
         with StoreReader.open(self.store) as reader:
@@ -460,7 +453,6 @@ class Runner:
     def _ensure_store(self) -> str:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
-        assert self.store is not None
         if self._key_fingerprint is None:
             opened = open_store(self.store)
             opened.conn.close()
@@ -473,7 +465,7 @@ class Runner:
         the same test selection whatever output-only options it was given (``-q``, ``--tb``,
         ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
         ``pytest --genome`` or an earlier diff made it."""
-        assert self.store is not None and self._target is not None
+        assert self._target is not None
         here = os.path.join(self.repo.toplevel, self.repo.prefix) if self.repo else os.getcwd()
         top = self.repo.toplevel if self.repo else None
         chosen = recorded_selection(selection, here, top)
@@ -582,7 +574,7 @@ class Runner:
     ) -> str:
         """Record ``selection`` in ``tree`` as a new run; its id. ``subject`` names the
         recording in progress (recordings made side by side are steps at the same time)."""
-        assert self.store is not None and self._target is not None
+        assert self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
             raise DiffError(
@@ -637,13 +629,11 @@ class Runner:
                 self.notes.append(line[len("diffgenome: ") :])
 
     def _run_ids(self) -> list[str]:
-        assert self.store is not None
         with StoreReader.open(self.store) as reader:
             return [run.id for run in reader.runs()]
 
     def _test_count(self, run_id: str) -> int:
         """The tests a run holds, as the user counts them (``<import>`` is no test)."""
-        assert self.store is not None
         with StoreReader.open(self.store) as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
 
@@ -669,12 +659,10 @@ class Runner:
         return self._header(run_id) if self._defer else self._document(run_id, subject)
 
     def _header(self, run_id: str) -> dict[str, Any]:
-        assert self.store is not None
         with StoreReader.open(self.store) as reader:
             return reader.header(run_id)
 
     def _load(self, run_id: str, unread: frozenset[str] = frozenset()) -> dict[str, Any]:
-        assert self.store is not None
         with StoreReader.open(self.store) as reader, _decoded_for_good():
             document = reader.document(run_id, unread)
         return _validated(document, f"run {run_id}", trusted=stored_phases)
