@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, NoReturn
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
+from diffgenome.analysis import pipeline
 from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
@@ -40,7 +41,6 @@ from diffgenome.analysis.models import (
     record_problem,
 )
 from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record import runner
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
 from diffgenome.analysis.report.common import Selection, matches
@@ -693,8 +693,8 @@ def _progress(args: argparse.Namespace) -> Iterator[Progress]:
 
 def _diff_options(
     args: argparse.Namespace, progress: Progress, store: str, repeat: int = 1
-) -> runner.Options:
-    return runner.Options(
+) -> pipeline.Options:
+    return pipeline.Options(
         base=args.base,
         head=args.head,
         store=store,
@@ -774,7 +774,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     store = store_path(args)
     with _progress(args) as progress:
         with _terminate_as_interrupt():
-            diff, notes = runner.run_diff(_diff_options(args, progress, store, args.repeat))
+            diff, notes = pipeline.run_diff(_diff_options(args, progress, store, args.repeat))
         if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
             raise CliError(
                 f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
@@ -816,7 +816,7 @@ def _and(words: list[str]) -> str:
 def _run_affected(args: argparse.Namespace) -> int:
     with _progress(args) as progress, _terminate_as_interrupt():
         options = _diff_options(args, progress, store_path(args))
-        prepared = runner.prepare(options, need_head_recording=False)
+        prepared = pipeline.prepare(options, need_head_recording=False)
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(

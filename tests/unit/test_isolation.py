@@ -170,3 +170,26 @@ def test_the_progress_model_draws_nothing() -> None:
     assert names, "the progress model imports nothing: the check would pass on any file"
     outside = sorted(n for n in names if n.split(".")[0] not in sys.stdlib_module_names)
     assert outside == []
+
+
+def test_the_floors_of_the_analysis_side() -> None:
+    """A diff flows collect -> record -> store -> diff -> report, and the pipeline is the one
+    module that joins them: recording the sides knows neither the differ, the reports nor the
+    pipeline above it; the reports know neither how sides are recorded nor the pipeline."""
+    pipeline = ("diffgenome.analysis.pipeline",)
+    record = ("diffgenome.analysis.record",)
+    assert (
+        _offenders(
+            "analysis/record", ("diffgenome.analysis.diff", "diffgenome.analysis.report", *pipeline)
+        )
+        == {}
+    )
+    assert _offenders("analysis/report", (*record, *pipeline)) == {}
+    assert _offenders("analysis/diff", pipeline) == {}
+
+
+def test_the_floor_check_would_notice_an_arrow_up() -> None:
+    """The check reads real imports: the pipeline itself imports both floors it joins."""
+    names = _file_imports("diffgenome/analysis/pipeline.py")
+    assert any(name.startswith("diffgenome.analysis.record") for name in names)
+    assert any(name.startswith("diffgenome.analysis.diff") for name in names)

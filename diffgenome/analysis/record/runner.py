@@ -1,16 +1,18 @@
-"""``diffgenome diff`` and ``affected`` end to end: resolve both sides, record what is not in
-the store yet, read the code changes from git, and hand it all to the differ.
+"""The sides of a diff: each resolved to a genome document, recorded where it must be.
 
 A side is a git revision (recorded in a disposable worktree), ``WORKTREE`` (the checkout as
 it is, recorded in place), a run in the store, or a genome JSON file. A revision already
 recorded with the same recording key (commit, pytest arguments, configuration) by the same
-interpreter version is reused.
+interpreter version is reused. Confirming a diff records its differing tests again here too.
 
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
 that neither an editable install of the checkout nor a missing diffgenome can change what
-runs. Whatever the user can fix comes out as a one-line :class:`UserError`; worktrees, temp
+runs. Whatever the user can fix comes out as a one-line :class:`DiffError`; worktrees, temp
 folders and child processes are removed on every way out, Ctrl-C included.
+
+What the sides are compared by, and what is done with them, is the pipeline's
+(:mod:`diffgenome.analysis.pipeline`): nothing here knows the differ or the reports.
 """
 
 from __future__ import annotations
@@ -27,10 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffgenome import __version__
-from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
-from diffgenome.analysis.diff.document import diff_documents
-from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.models import DiffDocument, genome_problem
+from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
 from diffgenome.analysis.record.process import (
@@ -45,9 +44,7 @@ from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, 
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
     FormatError,
-    check_comparable,
     check_genome_format,
-    naming_of,
 )
 from diffgenome.protocol.selection import ORIGIN_ENV, recorded_selection
 from diffgenome.protocol.store import (
@@ -109,16 +106,8 @@ class Side:
     reused: bool = False
     sha: str | None = None  # the commit a revision side was recorded from
     # While a diff prepares its sides, a stored run's document is only its header until the
-    # diff knows which genomes it needs (Runner._load_sides): the run and its progress subject.
+    # diff knows which genomes it needs (Runner.load): the run and its progress subject.
     deferred: tuple[str, str] | None = None
-
-
-@dataclass
-class Prepared:
-    base: Side
-    head: Side
-    code_changes: CodeChangeInput | None
-    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -160,7 +149,9 @@ print(json.dumps(info))
 
 
 class Runner:
-    """One ``diff`` or ``affected`` invocation; :meth:`prepare` does the work."""
+    """The sides of one ``diff`` or ``affected`` invocation: :meth:`sides` resolves and
+    records them, :meth:`load` reads what was left unread, :meth:`confirm` records the tests
+    that differ again."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -173,12 +164,14 @@ class Runner:
         self._key_fingerprint: str | None = None
         self.progress = options.progress
 
-    # -- the whole flow ---------------------------------------------------------------------
+    # -- both sides ---------------------------------------------------------------------
 
-    def prepare(self, *, need_head_recording: bool = True, skip_same: bool = False) -> Prepared:
-        """Resolve and record both sides. ``skip_same``: genomes that both sides hold byte
-        for byte alike, and that the diff needs for nothing else, are not read (see
-        :meth:`_load_sides`); only a diff may ask, which compares such tests by address."""
+    def sides(
+        self, *, need_head_recording: bool = True, skip_same: bool = False
+    ) -> tuple[Side, Side]:
+        """Resolve and record both sides. ``skip_same``: a stored run's genomes are left unread
+        (``Side.deferred``) until the diff knows which it needs (:meth:`load`); only a diff may
+        ask, which compares the tests both sides hold alike by address."""
         options = self.options
         if options.repeat < 1:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
@@ -194,40 +187,15 @@ class Runner:
             with sigint_ignored():
                 workspace.close()
             self._defer = False
-        code_changes = self._code_changes(base, head)
-        self._load_sides(base, head, code_changes)
-        return Prepared(base, head, code_changes, self.notes)
+        return base, head
 
-    def _load_sides(self, base: Side, head: Side, code_changes: CodeChangeInput | None) -> None:
-        """Read the genomes of sides whose stored run was left unread (``Side.deferred``).
-
-        A test whose every phase is the same stored genome on both sides (equal content
-        address) and holds no stand-in compares unchanged by construction, so its genomes
-        are read only when the diff needs them for something else: when one of them names a
-        changed symbol or decision site (which tests ran the changed code, how its decisions
-        went: found in the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed
-        file could not be parsed (its symbols are unknown). Its outcome, reasons and
-        warnings are read as always. Decoding is most of a diff's time on a large suite
-        (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
-        unread: frozenset[str] = frozenset()
-        if base.deferred is not None and head.deferred is not None:
-            with StoreReader.open(self.store) as reader:
-                runs = (base.deferred[0], head.deferred[0])
-                unread = reader.same_genomes(*runs)
-                if unread and code_changes is not None:
-                    if code_changes.unparsed:
-                        unread = frozenset()
-                    else:
-                        named = {change.symbol for change in code_changes.symbols}
-                        named.update(
-                            site.site for change in code_changes.symbols for site in change.sites
-                        )
-                        unread -= reader.mentioning(runs[0], unread, named)
-        for side in (base, head):
-            if side.deferred is not None:
-                run_id, subject = side.deferred
-                side.document = self._document(run_id, subject, unread)
-                side.deferred = None
+    def load(self, side: Side, unread: frozenset[str] = frozenset()) -> None:
+        """Read the document of a side whose stored run was left unread (``Side.deferred``),
+        the genomes of the tests in ``unread`` left out."""
+        if side.deferred is not None:
+            run_id, subject = side.deferred
+            side.document = self._document(run_id, subject, unread)
+            side.deferred = None
 
     def _find_repo(self) -> Repository | None:
         where = self.options.repo or os.getcwd()
@@ -670,7 +638,7 @@ class Runner:
     # -- confirmation -----------------------------------------------------------------------
 
     def confirm(
-        self, prepared: Prepared, test_ids: Sequence[str], base_ids: Sequence[str] = ()
+        self, base: Side, head: Side, test_ids: Sequence[str], base_ids: Sequence[str] = ()
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
         between those two recordings of one commit is noise, not change. Sides that cannot
@@ -684,8 +652,8 @@ class Runner:
         try:
             common = self._selection(workspace)
             sides = (
-                (prepared.base, base_ids or test_ids, base_node_ids),
-                (prepared.head, test_ids, node_ids),
+                (base, base_ids or test_ids, base_node_ids),
+                (head, test_ids, node_ids),
             )
             plan: list[tuple[str, str, list[str], str] | None] = []
             for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
@@ -775,43 +743,6 @@ class Runner:
             out[_node_of(test_id[len(prefix) :])] = None
         return list(out)
 
-    # -- code changes -----------------------------------------------------------------------
-
-    def _code_changes(self, base: Side, head: Side) -> CodeChangeInput | None:
-        if self.repo is None or base.code is None or head.code is None:
-            if self.repo is None:
-                self.notes.append("no git repository: code changes are not analysed")
-            return None
-        with self.progress.step("reading", "read", "the code changes") as step:
-            changes = self._read_code_changes(self.repo, base.code, head.code, base, head)
-            count = len(changes.symbols)
-            step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
-        return changes
-
-    def _read_code_changes(
-        self, repo: Repository, base_code: str, head_code: str, base: Side, head: Side
-    ) -> CodeChangeInput:
-        documents = [d for d in (head.document, base.document) if d]
-        module_of = module_namer(documents)
-        base_files, head_files = repo.sources(
-            base_code, head_code, lambda path: module_of(path) is not None
-        )
-        side = base_code
-
-        def importers(names: Sequence[str]) -> dict[str, str]:
-            """Base's other modules whose text names one of ``names``: where a changed
-            module-level name may be imported and read (packaging's DEFAULT_RULES)."""
-            out: dict[str, str] = {}
-            for path in repo.files(side, lambda p: p.endswith(".py") and p not in base_files):
-                if module_of(path) is None:
-                    continue
-                text = repo.read(side, path)
-                if text is not None and any(name in text for name in names):
-                    out[path] = text
-            return out
-
-        return code_changes_from_sources(base_files, head_files, module_of, importers)
-
 
 def _node_of(test_id: str) -> str:
     """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
@@ -898,74 +829,4 @@ def _validated(
     return document
 
 
-# -- entry points ---------------------------------------------------------------------------
-
-
-def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
-    """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    return Runner(options).prepare(need_head_recording=need_head_recording)
-
-
-def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
-    """The diff of two sides, and notes on what was not analysed.
-
-    With ``options.confirm`` (the default), the tests that differ are recorded again, twice
-    on each side, and whatever differs between recordings of one commit is masked as
-    unstable; the cost grows with the number of differing tests, not with the suite.
-    """
-    runner = Runner(options)
-    prepared = runner.prepare(skip_same=True)
-    base, head = prepared.base, prepared.head
-    check_comparable(
-        base.document.get("format"),
-        head.document.get("format"),
-        naming_of((base.document.get("run") or {}).get("config")),
-        naming_of((head.document.get("run") or {}).get("config")),
-    )
-
-    def compare(
-        base_confirmation: Sequence[dict[str, Any]] = (),
-        head_confirmation: Sequence[dict[str, Any]] = (),
-    ) -> DiffDocument:
-        return diff_documents(
-            base.document,
-            head.document,
-            base_rev=base.spec,
-            head_rev=head.spec,
-            base_repeats=base.repeats,
-            head_repeats=head.repeats,
-            code_changes=prepared.code_changes,
-            base_confirmation=base_confirmation,
-            head_confirmation=head_confirmation,
-        )
-
-    progress = options.progress
-    with progress.step("diffing", "diffed") as step:
-        diff = compare()
-        step.result = f"{diff.summary.tests} tests"
-    differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
-    differing = [t.id for t in differing_tests]
-    if options.confirm and differing:
-        one = len(differing) == 1
-        subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
-        with progress.step("confirming", "confirmed", subject) as step:
-            step.result = f"recorded {'it' if one else 'them'} twice more on each side"
-            base_again, head_again = runner.confirm(
-                prepared, differing, [t.base_id or t.id for t in differing_tests]
-            )
-        if base_again or head_again:
-            with progress.step("diffing", "diffed", "again, with the confirmations") as step:
-                diff = compare(base_again, head_again)
-                step.result = f"{diff.summary.tests} tests"
-    return diff, prepared.notes
-
-
-__all__ = [
-    "DiffError",
-    "Options",
-    "Prepared",
-    "Side",
-    "prepare",
-    "pytest_error",
-    "run_diff",
-]
+__all__ = ["Options", "Runner", "Side", "side_subject"]
