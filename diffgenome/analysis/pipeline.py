@@ -21,7 +21,6 @@ from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.runner import Options, Runner, Side
-from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.formats import check_comparable, naming_of
 
 
@@ -38,7 +37,8 @@ class Prepared:
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
     """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    return _prepare(Runner(options), need_head_recording=need_head_recording)
+    with Runner(options) as runner:
+        return _prepare(runner, need_head_recording=need_head_recording)
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
@@ -48,7 +48,12 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     on each side, and whatever differs between recordings of one commit is masked as
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
-    runner = Runner(options)
+    with Runner(options) as runner:
+        return _diff(runner, options)
+
+
+def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
+    """:func:`run_diff` with the runner of its sides (which run_diff closes)."""
     prepared = _prepare(runner, skip_same=True)
     base, head = prepared.base, prepared.head
     check_comparable(
@@ -123,7 +128,7 @@ def _load_sides(
     (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
     unread: frozenset[str] = frozenset()
     if base.deferred is not None and head.deferred is not None:
-        with StoreReader.open(runner.store) as reader:
+        with runner.handle.reader() as reader:
             runs = (base.deferred[0], head.deferred[0])
             unread = reader.same_genomes(*runs)
             if unread and code_changes is not None:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from diffgenome import __version__
 from diffgenome.analysis.models import genome_problem
@@ -40,7 +40,7 @@ from diffgenome.analysis.record.process import (
 )
 from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
 from diffgenome.analysis.record.worktree import Workspace
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
+from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError, stored_phases
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
     FormatError,
@@ -158,11 +158,23 @@ class Runner:
         self.notes: list[str] = []
         self.repo: Repository | None = None
         self.store = os.path.abspath(options.store)
+        #: The one reader of the store for the whole diff (:meth:`close` closes it).
+        self.handle = StoreHandle(self.store)
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
         self._key_fingerprint: str | None = None
         self.progress = options.progress
+
+    def close(self) -> None:
+        """Close the store's reader; the sides' documents stay as read."""
+        self.handle.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- both sides ---------------------------------------------------------------------
 
@@ -210,7 +222,7 @@ class Runner:
 
     def _store_has(self, specs: Sequence[str]) -> bool:
         try:
-            with StoreReader.open(self.store) as reader:
+            with self.handle.reader() as reader:
                 for spec in specs:
                     if not self._is_file(spec):
                         reader.resolve(spec)
@@ -289,7 +301,7 @@ class Runner:
     def _from_store(self, spec: str, name: str) -> Side | None:
         if not os.path.exists(self.store):
             return None
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             try:
                 run_id = reader.resolve(spec)
             except UnknownRunError:
@@ -424,6 +436,9 @@ class Runner:
         if self._key_fingerprint is None:
             opened = open_store(self.store)
             opened.conn.close()
+            # The writer may have created the store or upgraded its layout: a reader opened
+            # before (a side that is a stored run) reads it anew.
+            self.handle.forget()
             self._key_fingerprint = key_fingerprint(opened.key)
         return self.store
 
@@ -438,7 +453,7 @@ class Runner:
         top = self.repo.toplevel if self.repo else None
         chosen = recorded_selection(selection, here, top)
         seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             for summary in reader.runs():  # newest first
                 if (
                     summary.commit != sha
@@ -597,12 +612,12 @@ class Runner:
                 self.notes.append(line[len("diffgenome: ") :])
 
     def _run_ids(self) -> list[str]:
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return [run.id for run in reader.runs()]
 
     def _test_count(self, run_id: str) -> int:
         """The tests a run holds, as the user counts them (``<import>`` is no test)."""
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
 
     def _document(
@@ -627,11 +642,11 @@ class Runner:
         return self._header(run_id) if self._defer else self._document(run_id, subject)
 
     def _header(self, run_id: str) -> dict[str, Any]:
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return reader.header(run_id)
 
     def _load(self, run_id: str, unread: frozenset[str] = frozenset()) -> dict[str, Any]:
-        with StoreReader.open(self.store) as reader, _decoded_for_good():
+        with self.handle.reader() as reader, _decoded_for_good():
             document = reader.document(run_id, unread)
         return _validated(document, f"run {run_id}", trusted=stored_phases)
 
