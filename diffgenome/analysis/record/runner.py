@@ -22,16 +22,20 @@ import contextlib
 import gc
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from diffgenome import __version__
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
+from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
+from diffgenome.analysis.record.interpreter import (
+    PLUGIN_MODULE,
+    Target,
+    environment,
+    probe,
+)
 from diffgenome.analysis.record.process import (
     DiffError,
     interrupt_children,
@@ -39,6 +43,7 @@ from diffgenome.analysis.record.process import (
     sigint_ignored,
 )
 from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
+from diffgenome.analysis.record.reuse import reusable_run
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError, stored_phases
 from diffgenome.protocol.formats import (
@@ -46,7 +51,7 @@ from diffgenome.protocol.formats import (
     FormatError,
     check_genome_format,
 )
-from diffgenome.protocol.selection import ORIGIN_ENV, recorded_selection
+from diffgenome.protocol.selection import ORIGIN_ENV
 from diffgenome.protocol.store import (
     KEY_FILE,
     RUN_ID_ENV,
@@ -54,11 +59,9 @@ from diffgenome.protocol.store import (
     key_fingerprint,
     new_run_id,
     open_store,
-    recording_key,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
-PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
 # recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
@@ -71,12 +74,12 @@ _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "u
 _NO_TESTS = 5
 #: How the recorder's notice of runs removed by the store's cap begins.
 CAP_NOTICE_START = "diffgenome: removed "
-#: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
-DIFF_HASH_SEED = "0"
 
 
 @dataclass(frozen=True)
 class Options:
+    """What a ``diff`` or ``affected`` asks for: the sides, where to record them and how."""
+
     base: str
     head: str
     #: Where the store is, decided once by the command (``--store``, else found from
@@ -108,44 +111,6 @@ class Side:
     # While a diff prepares its sides, a stored run's document is only its header until the
     # diff knows which genomes it needs (Runner.load): the run and its progress subject.
     deferred: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class Target:
-    """What the probe found out about the target interpreter."""
-
-    python: str
-    version: str
-    has_entry_point: bool
-    # hypothesis' pytest plugin loads by itself there: its --hypothesis-seed is available
-    has_hypothesis: bool = False
-
-
-_PROBE = """
-import json, os, platform, sys
-info = {"python": platform.python_implementation() + " " + platform.python_version(),
-        "ok": sys.version_info >= (3, 12)}
-try:
-    import pytest
-    info["pytest"] = pytest.__version__
-except BaseException as exc:
-    info["pytest_error"] = type(exc).__name__ + ": " + str(exc)
-try:
-    from importlib.metadata import entry_points
-    info["entry_point"] = any(
-        ep.value.split(":")[0].strip() == @PLUGIN@ for ep in entry_points(group="pytest11")
-    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-except BaseException:
-    info["entry_point"] = False
-try:
-    from importlib.metadata import entry_points
-    info["hypothesis"] = any(
-        ep.name == "hypothesispytest" for ep in entry_points(group="pytest11")
-    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-except BaseException:
-    info["hypothesis"] = False
-print(json.dumps(info))
-""".replace("@PLUGIN@", repr(PLUGIN_MODULE))
 
 
 class Runner:
@@ -443,107 +408,23 @@ class Runner:
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
-        """The newest complete run of ``sha`` that recorded what this diff would record:
-        a clean tree, this interpreter version, the same key, hash seed and recorder, and
-        the same test selection whatever output-only options it was given (``-q``, ``--tb``,
-        ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
-        ``pytest --genome`` or an earlier diff made it."""
+        """The stored run this diff may reuse for ``sha`` (:func:`reusable_run`)."""
         assert self._target is not None
-        here = os.path.join(self.repo.toplevel, self.repo.prefix) if self.repo else os.getcwd()
-        top = self.repo.toplevel if self.repo else None
-        chosen = recorded_selection(selection, here, top)
-        seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
         with self.handle.reader() as reader:
-            for summary in reader.runs():  # newest first
-                if (
-                    summary.commit != sha
-                    or not summary.complete
-                    or summary.dirty is not False
-                    or summary.python != self._target.version
-                    or summary.tests < 2  # <import> alone: nothing was collected
-                    or summary.recording_key is None
-                    or summary.key_fingerprint != self._key_fingerprint
-                ):
-                    continue
-                raw = reader.run(summary.id).get("config")
-                config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-                config.pop("recording_key", None)
-                if config.get("recorder") != f"diffgenome {__version__}":
-                    continue
-                if config.get("hash_seed") != seed:
-                    continue
-                key = recording_key(sha, False, summary.python, chosen, config)
-                if key == summary.recording_key:
-                    return summary
-        return None
+            return reusable_run(
+                reader, sha, selection, self.repo, self._target.version, self._key_fingerprint
+            )
 
     def _probe(self, workspace: Workspace) -> Target:
-        if self._target is not None:
-            return self._target
-        python = self.options.python
-        env = self._env(workspace, None)
-        try:
-            done = subprocess.run(
-                [python, "-c", _PROBE],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-                env=env,
-                cwd=workspace.root,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise DiffError(
-                f"cannot run the target interpreter {python} ({exc}); pass --python PY of the "
-                "environment that has the project's dependencies"
-            ) from None
-        try:
-            info = json.loads(done.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            first = first_line(done.stderr) or f"exit status {done.returncode}"
-            raise DiffError(
-                f"the target interpreter {python} does not run ({first}); pass --python PY"
-            ) from None
-        if not info.get("ok"):
-            raise DiffError(
-                f"the target interpreter {python} is {info.get('python')}; the recorder needs "
-                "Python 3.12 or newer: pass --python PY"
-            )
-        if "pytest" not in info:
-            raise DiffError(
-                f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
-                "pytest in that environment or pass --python PY"
-            )
-        self._target = Target(
-            python,
-            str(info["python"]),
-            bool(info.get("entry_point")),
-            bool(info.get("hypothesis")),
-        )
+        """The target interpreter, probed once per diff (:func:`probe`)."""
+        if self._target is None:
+            env = self._env(workspace, None)
+            self._target = probe(self.options.python, env, workspace.root)
         return self._target
 
     def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
-        paths: list[str] = []
-        if tree is not None:
-            here = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
-            src = os.path.join(here, "src")
-            # The recorded tree first: an editable install of the user's checkout must not
-            # win over the revision being recorded.
-            paths.append(src if os.path.isdir(src) else here)
-        paths.append(workspace.recorder_path())
-        if env.get("PYTHONPATH"):
-            paths.append(env["PYTHONPATH"])
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        # One string hash seed for every recording of a diff (unless the user chose one):
-        # set order and hash() results then differ between base and head only when the
-        # code does (attrs: 335 tests differed on an identical tree by the seed alone).
-        env.setdefault("PYTHONHASHSEED", DIFF_HASH_SEED)
-        # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
-        # with the workspace.
-        env["TMPDIR"] = workspace.temp_path()
-        return env
+        """The environment of a recording in ``tree`` (:func:`environment`)."""
+        return environment(workspace, tree, self.repo.prefix if self.repo else "")
 
     def _record(
         self,
