@@ -401,10 +401,10 @@ class Runner:
         if self._key_fingerprint is None:
             opened = open_store(self.store)
             opened.conn.close()
+            self._key_fingerprint = key_fingerprint(opened.key)
             # The writer may have created the store or upgraded its layout: a reader opened
             # before (a side that is a stored run) reads it anew.
             self.handle.forget()
-            self._key_fingerprint = key_fingerprint(opened.key)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
