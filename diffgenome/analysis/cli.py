@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, NoReturn
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
+from diffgenome.analysis import pipeline
 from diffgenome.analysis.combine import combine
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
@@ -39,7 +40,7 @@ from diffgenome.analysis.models import (
     genome_problem,
     record_problem,
 )
-from diffgenome.analysis.record import runner
+from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
 from diffgenome.analysis.report.common import Selection, matches, now_failing
@@ -50,7 +51,7 @@ from diffgenome.analysis.report.markdown import (
     MIN_MARKDOWN_LIMIT,
     MarkdownTooLong,
 )
-from diffgenome.analysis.report.progress import Progress, make_progress
+from diffgenome.analysis.report.progress import make_progress
 from diffgenome.analysis.report.runs import (
     genome_tree,
     run_tests_table,
@@ -102,16 +103,24 @@ class _Parser(argparse.ArgumentParser):
 # -- helpers shared by commands -----------------------------------------------------------
 
 
-def default_store() -> str:
-    """The store ``pytest --genome`` run here writes to: the nearest ``.diffgenome/`` from
-    the current folder up to the git top, else at the git top (outside git: here)."""
-    here = os.getcwd()
+def default_store(where: str | None = None) -> str:
+    """The store ``pytest --genome`` run in ``where`` (default: here) writes to: the nearest
+    ``.diffgenome/`` from there up to the git top, else at the git top (outside git: there)."""
+    here = where or os.getcwd()
     toplevel = (git_output(here, "rev-parse", "--show-toplevel") or "").strip()
     return find_store(here, toplevel or None)
 
 
+def store_path(args: argparse.Namespace) -> str:
+    """The one answer to where this command's store is: ``--store``, else the store of
+    ``--repo`` (``diff``, ``affected``) or of the current folder. ``diff`` records into it,
+    reads its sides from it and writes the HTML report from it: every part is handed this
+    path, none looks for the store itself."""
+    return args.store or default_store(getattr(args, "repo", None))
+
+
 def open_store(args: argparse.Namespace) -> StoreReader:
-    return StoreReader.open(args.store or default_store())
+    return StoreReader.open(store_path(args))
 
 
 def _git_commit(spec: str) -> str | None:
@@ -279,7 +288,7 @@ def _run_prune(args: argparse.Namespace) -> int:
         if value is not None and value < 0:
             raise CliError(f"{name} must be 0 or more, not {value}")
     since = _since(args.keep_since) if args.keep_since is not None else None
-    path = args.store or default_store()
+    path = store_path(args)
     with StoreReader.open(path) as reader:
         runs = reader.runs()  # newest first
         store_dir = reader.path
@@ -684,14 +693,16 @@ def _progress(args: argparse.Namespace) -> Iterator[Progress]:
         progress.close()
 
 
-def _diff_options(args: argparse.Namespace, progress: Progress, repeat: int = 1) -> runner.Options:
-    return runner.Options(
+def _diff_options(
+    args: argparse.Namespace, progress: Progress, store: str, repeat: int = 1
+) -> pipeline.Options:
+    return pipeline.Options(
         base=args.base,
         head=args.head,
+        store=store,
         repo=args.repo,
         python=args.python,
         pytest_args=tuple(args.pytest_args),
-        store=args.store,
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
@@ -764,9 +775,10 @@ def _run_diff(args: argparse.Namespace) -> int:
         except MarkdownTooLong as exc:
             raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
 
+    store = store_path(args)
     with _progress(args) as progress:
         with _terminate_as_interrupt():
-            diff, notes = runner.run_diff(_diff_options(args, progress, args.repeat))
+            diff, notes = pipeline.run_diff(_diff_options(args, progress, store, args.repeat))
         if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
             raise CliError(
                 f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
@@ -787,7 +799,7 @@ def _run_diff(args: argparse.Namespace) -> int:
                 if args.markdown not in (None, "-"):
                     write_output(markdown_text(), args.markdown)
                 if args.html is not None:
-                    write_diff_html(diff, args.html, args.store, args.repo)
+                    write_diff_html(diff, args.html, store)
     if args.json == "-":
         write_output(json_text(), "-")
     if args.markdown == "-":
@@ -815,7 +827,8 @@ def _and(words: list[str]) -> str:
 
 def _run_affected(args: argparse.Namespace) -> int:
     with _progress(args) as progress, _terminate_as_interrupt():
-        prepared = runner.prepare(_diff_options(args, progress), need_head_recording=False)
+        options = _diff_options(args, progress, store_path(args))
+        prepared = pipeline.prepare(options, need_head_recording=False)
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
         raise CliError(

@@ -14,11 +14,9 @@ import sys
 from pydantic import ValidationError
 
 from diffgenome.analysis.models import DiffDocument, DiffSide, Run, TestRecord
-from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report.html import SiteError, diff_site, run_site, write_site
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.selection import find_store
 
 PROG = "diffgenome"
 
@@ -31,15 +29,6 @@ def check_directory(directory: str) -> None:
         raise SiteError(
             f"cannot write the HTML report: {directory} is not a folder; pass --html DIR"
         )
-
-
-def _store_path(store: str | None, repo: str | None) -> str:
-    """The store ``diff`` used: ``--store``, else found as the runner finds it."""
-    if store:
-        return store
-    where = repo or os.getcwd()
-    toplevel = (git_output(where, "rev-parse", "--show-toplevel") or "").strip()
-    return find_store(where, toplevel or None)
 
 
 def _records(raw: list[dict[str, object]]) -> dict[str, TestRecord]:
@@ -72,11 +61,12 @@ def _side_tests(side: DiffSide, wanted: set[str], store: str) -> dict[str, TestR
         return {}  # a run removed since: the pages say so
 
 
-def write_diff_html(diff: DiffDocument, directory: str, store: str | None, repo: str | None) -> str:
+def write_diff_html(diff: DiffDocument, directory: str, store: str) -> str:
+    """The site of ``diff``, with the call trees of its tests read from ``store`` (the store
+    the diff used) or from the genome files its sides were."""
     wanted = {test.id for test in diff.tests if test.status != "unchanged" or test.changes}
-    where = _store_path(store, repo)
-    base = _side_tests(diff.base, wanted, where)
-    head = _side_tests(diff.head, wanted, where)
+    base = _side_tests(diff.base, wanted, store)
+    head = _side_tests(diff.head, wanted, store)
     return _written(write_site(diff_site(diff, base, head), directory))
 
 

@@ -9,12 +9,14 @@ are all gone is reported as interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import sqlite3
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ from diffgenome.protocol.vocab import PHASES, SYMBOL_PREFIX
 __all__ = [
     "RunSummary",
     "StoreError",
+    "StoreHandle",
     "StoreReader",
     "TestSummary",
     "UnknownRunError",
@@ -641,6 +644,43 @@ class StoreReader:
                 }
             )
             yield test
+
+
+class StoreHandle:
+    """The one reader of a command that reads a store while it records into it (``diff``):
+    opened when first read (the store may only come into being with the first recording),
+    then kept until :meth:`close`.
+
+    Each use is a ``with handle.reader() as reader:`` block, one at a time (recordings made
+    side by side, in threads, take turns). The reader reads in autocommit, a document in one
+    snapshot that ends with the call, so every use sees what the recordings wrote before it.
+    A writer that opens the store may create it or upgrade its layout: :meth:`forget` then
+    drops the reader, which the next use opens anew."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reader: StoreReader | None = None
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[StoreReader]:
+        """The reader, opened now if it is not yet; a store that cannot be read is the
+        :class:`StoreError` that :meth:`StoreReader.open` raises, and the next use tries
+        again."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = StoreReader.open(self.path)
+            yield self._reader
+
+    def forget(self) -> None:
+        """Drop the reader (the store was opened for writing): the next use opens it anew."""
+        with self._lock:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                reader.close()
+
+    def close(self) -> None:
+        self.forget()
 
 
 class _Snapshot:

@@ -459,7 +459,7 @@ def test_a_git_revision_resolves_to_the_run_of_its_commit(tmp_path: Path) -> Non
 def test_pytests_error_line_carries_no_colour_codes() -> None:
     """humanize's config colours pytest's output even into a pipe; the one-line error
     quoted it with its escape codes."""
-    from diffgenome.analysis.record.runner import pytest_error
+    from diffgenome.analysis.record.pytest_output import pytest_error
 
     output = (
         "\x1b[1m\x1b[31mE   ModuleNotFoundError: No module named 'humanize._version'\x1b[0m\n"

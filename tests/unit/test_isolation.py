@@ -149,3 +149,47 @@ def test_the_differ_does_no_input_or_output() -> None:
         for path, names in _imported("analysis/diff").items()
     }
     assert {path: names for path, names in found.items() if names} == {}
+
+
+def _file_imports(relative: str) -> set[str]:
+    """Every module one file imports, anywhere in it."""
+    path = ROOT / relative
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_progress_model_draws_nothing() -> None:
+    """Steps, handles and the renderer protocol are the work's; how they look (rich) is the
+    report's, so the work that reports its progress depends on no way of showing it."""
+    names = _file_imports("diffgenome/analysis/progress.py")
+    assert names, "the progress model imports nothing: the check would pass on any file"
+    outside = sorted(n for n in names if n.split(".")[0] not in sys.stdlib_module_names)
+    assert outside == []
+
+
+def test_the_floors_of_the_analysis_side() -> None:
+    """A diff flows collect -> record -> store -> diff -> report, and the pipeline is the one
+    module that joins them: recording the sides knows neither the differ, the reports nor the
+    pipeline above it; the reports know neither how sides are recorded nor the pipeline."""
+    pipeline = ("diffgenome.analysis.pipeline",)
+    record = ("diffgenome.analysis.record",)
+    assert (
+        _offenders(
+            "analysis/record", ("diffgenome.analysis.diff", "diffgenome.analysis.report", *pipeline)
+        )
+        == {}
+    )
+    assert _offenders("analysis/report", (*record, *pipeline)) == {}
+    assert _offenders("analysis/diff", pipeline) == {}
+
+
+def test_the_floor_check_would_notice_an_arrow_up() -> None:
+    """The check reads real imports: the pipeline itself imports both floors it joins."""
+    names = _file_imports("diffgenome/analysis/pipeline.py")
+    assert any(name.startswith("diffgenome.analysis.record") for name in names)
+    assert any(name.startswith("diffgenome.analysis.diff") for name in names)

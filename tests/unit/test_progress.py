@@ -16,14 +16,12 @@ import threading
 import pytest
 from rich.console import Console
 
+from diffgenome.analysis.progress import Progress, Step, duration_text
 from diffgenome.analysis.report.progress import (
     INTERVAL_ENV,
     LOG_INTERVAL_S,
     LiveRenderer,
     LogRenderer,
-    Progress,
-    Step,
-    duration_text,
     log_interval,
     make_progress,
 )

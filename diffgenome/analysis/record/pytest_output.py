@@ -133,4 +133,22 @@ def _letters(line: str) -> int:
     return 0
 
 
-__all__ = ["PytestProgress"]
+def pytest_error(output: str) -> str:
+    """pytest's most telling line: the exception of the first failed import or collection,
+    else its first error line, else its last line."""
+    # A project's own ``--color=yes`` colours what pytest prints even into a pipe.
+    output = _ANSI.sub("", output)
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        text = line[1:].strip() if line.startswith("E ") else ""
+        if text and (":" in text) and text.split(":", 1)[0].split(".")[-1][:1].isupper():
+            name = text.split(":", 1)[0].split(".")[-1]
+            if name.endswith(("Error", "Exception", "Exit", "Interrupt")):
+                return text
+    for line in lines:
+        if line.startswith(("ERROR", "E ")) or "Error" in line:
+            return line.lstrip("E ").strip()
+    return lines[-1].strip("= ") if lines else "no output"
+
+
+__all__ = ["PytestProgress", "pytest_error"]

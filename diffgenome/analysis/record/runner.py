@@ -1,67 +1,67 @@
-"""``diffgenome diff`` and ``affected`` end to end: resolve both sides, record what is not in
-the store yet, read the code changes from git, and hand it all to the differ.
+"""The sides of a diff: each resolved to a genome document, recorded where it must be.
 
 A side is a git revision (recorded in a disposable worktree), ``WORKTREE`` (the checkout as
 it is, recorded in place), a run in the store, or a genome JSON file. A revision already
 recorded with the same recording key (commit, pytest arguments, configuration) by the same
-interpreter version is reused.
+interpreter version is reused. Confirming a diff records its differing tests again here too.
 
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
 that neither an editable install of the checkout nor a missing diffgenome can change what
-runs. Whatever the user can fix comes out as a one-line :class:`UserError`; worktrees, temp
+runs. Whatever the user can fix comes out as a one-line :class:`DiffError`; worktrees, temp
 folders and child processes are removed on every way out, Ctrl-C included.
+
+What the sides are compared by, and what is done with them, is the pipeline's
+(:mod:`diffgenome.analysis.pipeline`): nothing here knows the differ or the reports.
 """
 
 from __future__ import annotations
 
-import codecs
 import concurrent.futures
 import contextlib
 import gc
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
-from diffgenome import __version__
-from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
-from diffgenome.analysis.diff.document import diff_documents
-from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.models import DiffDocument, genome_problem
-from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError, first_line
-from diffgenome.analysis.record.pytest_output import PytestProgress
+from diffgenome.analysis.models import genome_problem
+from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
+from diffgenome.analysis.record.interpreter import (
+    PLUGIN_MODULE,
+    Target,
+    environment,
+    probe,
+)
+from diffgenome.analysis.record.process import (
+    DiffError,
+    interrupt_children,
+    run_child,
+    sigint_ignored,
+)
+from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
+from diffgenome.analysis.record.reuse import reusable_run
 from diffgenome.analysis.record.worktree import Workspace
-from diffgenome.analysis.report.progress import Progress
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
-from diffgenome.protocol.errors import UserError
+from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError, stored_phases
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
     FormatError,
-    check_comparable,
     check_genome_format,
-    naming_of,
 )
-from diffgenome.protocol.selection import ORIGIN_ENV, find_store, recorded_selection
+from diffgenome.protocol.selection import ORIGIN_ENV
 from diffgenome.protocol.store import (
-    DEFAULT_DIR,
     KEY_FILE,
     RUN_ID_ENV,
     StoreError,
     key_fingerprint,
     new_run_id,
     open_store,
-    recording_key,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
-PLUGIN_MODULE = "diffgenome.recording.plugin"
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
 # recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
@@ -69,31 +69,25 @@ FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
 SIDE_TREE = "tree"
 #: Recordings of each side's differing tests that confirmation compares with each other.
 CONFIRMATIONS = 2
-STOP_GRACE_S = 15.0
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
-#: How much of a child's output is read at once: pytest flushes a letter per test, and each
-#: read hands on what is there, so progress follows the tests, not the lines.
-_READ_CHUNK = 65536
 #: How the recorder's notice of runs removed by the store's cap begins.
 CAP_NOTICE_START = "diffgenome: removed "
-#: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
-DIFF_HASH_SEED = "0"
-
-
-class DiffError(UserError):
-    """A user or input error of ``diff``/``affected`` found while resolving or recording a side."""
 
 
 @dataclass(frozen=True)
 class Options:
+    """What a ``diff`` or ``affected`` asks for: the sides, where to record them and how."""
+
     base: str
     head: str
+    #: Where the store is, decided once by the command (``--store``, else found from
+    #: ``--repo`` or the current folder): recorded into, read from, reused from.
+    store: str
     repo: str | None = None
     python: str = sys.executable
     pytest_args: tuple[str, ...] = ()
-    store: str | None = None
     repeat: int = 1
     rerecord: bool = False
     #: Where the steps (recording, loading, diffing) and how far they are go; silent unless
@@ -115,85 +109,50 @@ class Side:
     reused: bool = False
     sha: str | None = None  # the commit a revision side was recorded from
     # While a diff prepares its sides, a stored run's document is only its header until the
-    # diff knows which genomes it needs (Runner._load_sides): the run and its progress subject.
+    # diff knows which genomes it needs (Runner.load): the run and its progress subject.
     deferred: tuple[str, str] | None = None
 
 
-@dataclass
-class Prepared:
-    base: Side
-    head: Side
-    code_changes: CodeChangeInput | None
-    notes: list[str]
-
-
-@dataclass(frozen=True)
-class Target:
-    """What the probe found out about the target interpreter."""
-
-    python: str
-    version: str
-    has_entry_point: bool
-    # hypothesis' pytest plugin loads by itself there: its --hypothesis-seed is available
-    has_hypothesis: bool = False
-
-
-_PROBE = """
-import json, os, platform, sys
-info = {"python": platform.python_implementation() + " " + platform.python_version(),
-        "ok": sys.version_info >= (3, 12)}
-try:
-    import pytest
-    info["pytest"] = pytest.__version__
-except BaseException as exc:
-    info["pytest_error"] = type(exc).__name__ + ": " + str(exc)
-try:
-    from importlib.metadata import entry_points
-    info["entry_point"] = any(
-        ep.value.split(":")[0].strip() == @PLUGIN@ for ep in entry_points(group="pytest11")
-    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-except BaseException:
-    info["entry_point"] = False
-try:
-    from importlib.metadata import entry_points
-    info["hypothesis"] = any(
-        ep.name == "hypothesispytest" for ep in entry_points(group="pytest11")
-    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-except BaseException:
-    info["hypothesis"] = False
-print(json.dumps(info))
-""".replace("@PLUGIN@", repr(PLUGIN_MODULE))
-
-
 class Runner:
-    """One ``diff`` or ``affected`` invocation; :meth:`prepare` does the work."""
+    """The sides of one ``diff`` or ``affected`` invocation: :meth:`sides` resolves and
+    records them, :meth:`load` reads what was left unread, :meth:`confirm` records the tests
+    that differ again."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
         self.notes: list[str] = []
         self.repo: Repository | None = None
-        self.store = options.store
+        self.store = os.path.abspath(options.store)
+        #: The one reader of the store for the whole diff (:meth:`close` closes it).
+        self.handle = StoreHandle(self.store)
         self._target: Target | None = None
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
         self._key_fingerprint: str | None = None
         self.progress = options.progress
 
-    # -- the whole flow ---------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the store's reader; the sides' documents stay as read."""
+        self.handle.close()
 
-    def prepare(self, *, need_head_recording: bool = True, skip_same: bool = False) -> Prepared:
-        """Resolve and record both sides. ``skip_same``: genomes that both sides hold byte
-        for byte alike, and that the diff needs for nothing else, are not read (see
-        :meth:`_load_sides`); only a diff may ask, which compares such tests by address."""
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- both sides ---------------------------------------------------------------------
+
+    def sides(
+        self, *, need_head_recording: bool = True, skip_same: bool = False
+    ) -> tuple[Side, Side]:
+        """Resolve and record both sides. ``skip_same``: a stored run's genomes are left unread
+        (``Side.deferred``) until the diff knows which it needs (:meth:`load`); only a diff may
+        ask, which compares the tests both sides hold alike by address."""
         options = self.options
         if options.repeat < 1:
             raise DiffError(f"--repeat must be at least 1, not {options.repeat}")
         self.repo = self._find_repo()
-        if self.store is None:
-            # Found as pytest finds it (nearest .diffgenome/ up to the git top, else there).
-            start = self.options.repo or os.getcwd()
-            self.store = find_store(start, self.repo.toplevel if self.repo else None)
-        self.store = os.path.abspath(self.store)
         # Further recordings of a side (--repeat) are compared test by test with its first:
         # every genome of that first one is read then.
         self._defer = skip_same and options.repeat == 1
@@ -202,44 +161,18 @@ class Runner:
             base = self._side(options.base, "base", workspace, record=True)
             head = self._side(options.head, "head", workspace, record=need_head_recording)
         finally:
-            with _sigint_ignored():
+            with sigint_ignored():
                 workspace.close()
             self._defer = False
-        code_changes = self._code_changes(base, head)
-        self._load_sides(base, head, code_changes)
-        return Prepared(base, head, code_changes, self.notes)
+        return base, head
 
-    def _load_sides(self, base: Side, head: Side, code_changes: CodeChangeInput | None) -> None:
-        """Read the genomes of sides whose stored run was left unread (``Side.deferred``).
-
-        A test whose every phase is the same stored genome on both sides (equal content
-        address) and holds no stand-in compares unchanged by construction, so its genomes
-        are read only when the diff needs them for something else: when one of them names a
-        changed symbol or decision site (which tests ran the changed code, how its decisions
-        went: found in the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed
-        file could not be parsed (its symbols are unknown). Its outcome, reasons and
-        warnings are read as always. Decoding is most of a diff's time on a large suite
-        (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
-        unread: frozenset[str] = frozenset()
-        if base.deferred is not None and head.deferred is not None:
-            assert self.store is not None
-            with StoreReader.open(self.store) as reader:
-                runs = (base.deferred[0], head.deferred[0])
-                unread = reader.same_genomes(*runs)
-                if unread and code_changes is not None:
-                    if code_changes.unparsed:
-                        unread = frozenset()
-                    else:
-                        named = {change.symbol for change in code_changes.symbols}
-                        named.update(
-                            site.site for change in code_changes.symbols for site in change.sites
-                        )
-                        unread -= reader.mentioning(runs[0], unread, named)
-        for side in (base, head):
-            if side.deferred is not None:
-                run_id, subject = side.deferred
-                side.document = self._document(run_id, subject, unread)
-                side.deferred = None
+    def load(self, side: Side, unread: frozenset[str] = frozenset()) -> None:
+        """Read the document of a side whose stored run was left unread (``Side.deferred``),
+        the genomes of the tests in ``unread`` left out."""
+        if side.deferred is not None:
+            run_id, subject = side.deferred
+            side.document = self._document(run_id, subject, unread)
+            side.deferred = None
 
     def _find_repo(self) -> Repository | None:
         where = self.options.repo or os.getcwd()
@@ -253,9 +186,8 @@ class Runner:
             return None
 
     def _store_has(self, specs: Sequence[str]) -> bool:
-        store = self.options.store or os.path.join(os.getcwd(), DEFAULT_DIR)
         try:
-            with StoreReader.open(store) as reader:
+            with self.handle.reader() as reader:
                 for spec in specs:
                     if not self._is_file(spec):
                         reader.resolve(spec)
@@ -332,10 +264,9 @@ class Runner:
         return Side(path, "file", document, self._code_of(document, path))
 
     def _from_store(self, spec: str, name: str) -> Side | None:
-        assert self.store is not None
         if not os.path.exists(self.store):
             return None
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             try:
                 run_id = reader.resolve(spec)
             except UnknownRunError:
@@ -418,7 +349,7 @@ class Runner:
                     documents.append(self._document(run_id, which))
         finally:
             if tree is not None:
-                with _sigint_ignored():
+                with sigint_ignored():
                     workspace.remove_worktree(tree)
         deferred = first if self._defer else None
         side = Side(
@@ -467,115 +398,33 @@ class Runner:
     def _ensure_store(self) -> str:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
-        assert self.store is not None
         if self._key_fingerprint is None:
             opened = open_store(self.store)
             opened.conn.close()
             self._key_fingerprint = key_fingerprint(opened.key)
+            # The writer may have created the store or upgraded its layout: a reader opened
+            # before (a side that is a stored run) reads it anew.
+            self.handle.forget()
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
-        """The newest complete run of ``sha`` that recorded what this diff would record:
-        a clean tree, this interpreter version, the same key, hash seed and recorder, and
-        the same test selection whatever output-only options it was given (``-q``, ``--tb``,
-        ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
-        ``pytest --genome`` or an earlier diff made it."""
-        assert self.store is not None and self._target is not None
-        here = os.path.join(self.repo.toplevel, self.repo.prefix) if self.repo else os.getcwd()
-        top = self.repo.toplevel if self.repo else None
-        chosen = recorded_selection(selection, here, top)
-        seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
-        with StoreReader.open(self.store) as reader:
-            for summary in reader.runs():  # newest first
-                if (
-                    summary.commit != sha
-                    or not summary.complete
-                    or summary.dirty is not False
-                    or summary.python != self._target.version
-                    or summary.tests < 2  # <import> alone: nothing was collected
-                    or summary.recording_key is None
-                    or summary.key_fingerprint != self._key_fingerprint
-                ):
-                    continue
-                raw = reader.run(summary.id).get("config")
-                config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-                config.pop("recording_key", None)
-                if config.get("recorder") != f"diffgenome {__version__}":
-                    continue
-                if config.get("hash_seed") != seed:
-                    continue
-                key = recording_key(sha, False, summary.python, chosen, config)
-                if key == summary.recording_key:
-                    return summary
-        return None
+        """The stored run this diff may reuse for ``sha`` (:func:`reusable_run`)."""
+        assert self._target is not None
+        with self.handle.reader() as reader:
+            return reusable_run(
+                reader, sha, selection, self.repo, self._target.version, self._key_fingerprint
+            )
 
     def _probe(self, workspace: Workspace) -> Target:
-        if self._target is not None:
-            return self._target
-        python = self.options.python
-        env = self._env(workspace, None)
-        try:
-            done = subprocess.run(
-                [python, "-c", _PROBE],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-                env=env,
-                cwd=workspace.root,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise DiffError(
-                f"cannot run the target interpreter {python} ({exc}); pass --python PY of the "
-                "environment that has the project's dependencies"
-            ) from None
-        try:
-            info = json.loads(done.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            first = first_line(done.stderr) or f"exit status {done.returncode}"
-            raise DiffError(
-                f"the target interpreter {python} does not run ({first}); pass --python PY"
-            ) from None
-        if not info.get("ok"):
-            raise DiffError(
-                f"the target interpreter {python} is {info.get('python')}; the recorder needs "
-                "Python 3.12 or newer: pass --python PY"
-            )
-        if "pytest" not in info:
-            raise DiffError(
-                f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
-                "pytest in that environment or pass --python PY"
-            )
-        self._target = Target(
-            python,
-            str(info["python"]),
-            bool(info.get("entry_point")),
-            bool(info.get("hypothesis")),
-        )
+        """The target interpreter, probed once per diff (:func:`probe`)."""
+        if self._target is None:
+            env = self._env(workspace, None)
+            self._target = probe(self.options.python, env, workspace.root)
         return self._target
 
     def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
-        paths: list[str] = []
-        if tree is not None:
-            here = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
-            src = os.path.join(here, "src")
-            # The recorded tree first: an editable install of the user's checkout must not
-            # win over the revision being recorded.
-            paths.append(src if os.path.isdir(src) else here)
-        paths.append(workspace.recorder_path())
-        if env.get("PYTHONPATH"):
-            paths.append(env["PYTHONPATH"])
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        # One string hash seed for every recording of a diff (unless the user chose one):
-        # set order and hash() results then differ between base and head only when the
-        # code does (attrs: 335 tests differed on an identical tree by the seed alone).
-        env.setdefault("PYTHONHASHSEED", DIFF_HASH_SEED)
-        # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
-        # with the workspace.
-        env["TMPDIR"] = workspace.temp_path()
-        return env
+        """The environment of a recording in ``tree`` (:func:`environment`)."""
+        return environment(workspace, tree, self.repo.prefix if self.repo else "")
 
     def _record(
         self,
@@ -589,7 +438,7 @@ class Runner:
     ) -> str:
         """Record ``selection`` in ``tree`` as a new run; its id. ``subject`` names the
         recording in progress (recordings made side by side are steps at the same time)."""
-        assert self.store is not None and self._target is not None
+        assert self._target is not None
         cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
         if not os.path.isdir(cwd):
             raise DiffError(
@@ -644,14 +493,12 @@ class Runner:
                 self.notes.append(line[len("diffgenome: ") :])
 
     def _run_ids(self) -> list[str]:
-        assert self.store is not None
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return [run.id for run in reader.runs()]
 
     def _test_count(self, run_id: str) -> int:
         """The tests a run holds, as the user counts them (``<import>`` is no test)."""
-        assert self.store is not None
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
 
     def _document(
@@ -676,20 +523,18 @@ class Runner:
         return self._header(run_id) if self._defer else self._document(run_id, subject)
 
     def _header(self, run_id: str) -> dict[str, Any]:
-        assert self.store is not None
-        with StoreReader.open(self.store) as reader:
+        with self.handle.reader() as reader:
             return reader.header(run_id)
 
     def _load(self, run_id: str, unread: frozenset[str] = frozenset()) -> dict[str, Any]:
-        assert self.store is not None
-        with StoreReader.open(self.store) as reader, _decoded_for_good():
+        with self.handle.reader() as reader, _decoded_for_good():
             document = reader.document(run_id, unread)
         return _validated(document, f"run {run_id}", trusted=stored_phases)
 
     # -- confirmation -----------------------------------------------------------------------
 
     def confirm(
-        self, prepared: Prepared, test_ids: Sequence[str], base_ids: Sequence[str] = ()
+        self, base: Side, head: Side, test_ids: Sequence[str], base_ids: Sequence[str] = ()
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
         between those two recordings of one commit is noise, not change. Sides that cannot
@@ -703,8 +548,8 @@ class Runner:
         try:
             common = self._selection(workspace)
             sides = (
-                (prepared.base, base_ids or test_ids, base_node_ids),
-                (prepared.head, test_ids, node_ids),
+                (base, base_ids or test_ids, base_node_ids),
+                (head, test_ids, node_ids),
             )
             plan: list[tuple[str, str, list[str], str] | None] = []
             for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
@@ -728,7 +573,7 @@ class Runner:
                     # Loaded within the confirmation's step: no step of its own.
                     out[index].append(self._document(run_id, None))
         finally:
-            with _sigint_ignored():
+            with sigint_ignored():
                 workspace.close()
         return out[0], out[1]
 
@@ -762,7 +607,7 @@ class Runner:
             except BaseException:
                 # Ctrl-C, or one side failed: the other side's pytest must not run on (its
                 # thread would keep the pool, and the diff, waiting until it ends).
-                _interrupt_children()
+                interrupt_children()
                 raise
 
     def _only(
@@ -793,43 +638,6 @@ class Runner:
                 continue
             out[_node_of(test_id[len(prefix) :])] = None
         return list(out)
-
-    # -- code changes -----------------------------------------------------------------------
-
-    def _code_changes(self, base: Side, head: Side) -> CodeChangeInput | None:
-        if self.repo is None or base.code is None or head.code is None:
-            if self.repo is None:
-                self.notes.append("no git repository: code changes are not analysed")
-            return None
-        with self.progress.step("reading", "read", "the code changes") as step:
-            changes = self._read_code_changes(self.repo, base.code, head.code, base, head)
-            count = len(changes.symbols)
-            step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
-        return changes
-
-    def _read_code_changes(
-        self, repo: Repository, base_code: str, head_code: str, base: Side, head: Side
-    ) -> CodeChangeInput:
-        documents = [d for d in (head.document, base.document) if d]
-        module_of = module_namer(documents)
-        base_files, head_files = repo.sources(
-            base_code, head_code, lambda path: module_of(path) is not None
-        )
-        side = base_code
-
-        def importers(names: Sequence[str]) -> dict[str, str]:
-            """Base's other modules whose text names one of ``names``: where a changed
-            module-level name may be imported and read (packaging's DEFAULT_RULES)."""
-            out: dict[str, str] = {}
-            for path in repo.files(side, lambda p: p.endswith(".py") and p not in base_files):
-                if module_of(path) is None:
-                    continue
-                text = repo.read(side, path)
-                if text is not None and any(name in text for name in names):
-                    out[path] = text
-            return out
-
-        return code_changes_from_sources(base_files, head_files, module_of, importers)
 
 
 def _node_of(test_id: str) -> str:
@@ -917,193 +725,4 @@ def _validated(
     return document
 
 
-# -- child processes ----------------------------------------------------------------------
-
-
-def run_child(
-    cmd: list[str],
-    *,
-    cwd: str,
-    env: dict[str, str],
-    on_output: Callable[[str], None] | None = None,
-) -> tuple[int, str]:
-    """Run ``cmd`` in its own process group and return (exit status, output); ``on_output``
-    sees the output as it comes, in pieces that may end anywhere in a line (pytest writes a
-    test's letter without a newline).
-
-    On any way out (Ctrl-C included) the group gets SIGINT (SIGTERM where it inherited an
-    ignored SIGINT), so that pytest can mark its run interrupted, then SIGKILL; nothing the
-    tests started outlives the diff.
-    """
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise DiffError(f"cannot start {cmd[0]} ({exc}); pass --python PY") from None
-    # A child inherits an ignored SIGINT (a diff started in the background of a CI script):
-    # then only SIGTERM can ask its pytest to stop before the SIGKILL.
-    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    _RUNNING[proc.pid] = signal.SIGTERM if ignored else signal.SIGINT
-    try:
-        if on_output is None:
-            out, _ = proc.communicate()
-        else:
-            assert proc.stdout is not None
-            chunks: list[bytes] = []
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            fd = proc.stdout.fileno()
-            for raw in iter(lambda: os.read(fd, _READ_CHUNK), b""):
-                chunks.append(raw)
-                with contextlib.suppress(Exception):  # progress never fails a recording
-                    on_output(decoder.decode(raw))
-            proc.wait()
-            out = b"".join(chunks)
-    except BaseException:
-        with _sigint_ignored():
-            _stop(proc)
-        raise
-    finally:
-        _RUNNING.pop(proc.pid, None)
-        _kill_group(proc.pid)
-    return proc.returncode, out.decode("utf-8", errors="replace")
-
-
-#: Process groups of the children running now (recordings made side by side run in threads),
-#: each with the signal that asks it to stop.
-_RUNNING: dict[int, signal.Signals] = {}
-
-
-def _interrupt_children() -> None:
-    """SIGINT to every running child's group: pytest marks its run interrupted and ends."""
-    for pgid, stop in list(_RUNNING.items()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, stop)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, _RUNNING.get(proc.pid, signal.SIGINT))
-    try:
-        proc.communicate(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.wait()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Cleanup must finish even when Ctrl-C is pressed again."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def pytest_error(output: str) -> str:
-    """pytest's most telling line: the exception of the first failed import or collection,
-    else its first error line, else its last line."""
-    # A project's own ``--color=yes`` colours what pytest prints even into a pipe.
-    output = _ANSI.sub("", output)
-    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    for line in lines:
-        text = line[1:].strip() if line.startswith("E ") else ""
-        if text and (":" in text) and text.split(":", 1)[0].split(".")[-1][:1].isupper():
-            name = text.split(":", 1)[0].split(".")[-1]
-            if name.endswith(("Error", "Exception", "Exit", "Interrupt")):
-                return text
-    for line in lines:
-        if line.startswith(("ERROR", "E ")) or "Error" in line:
-            return line.lstrip("E ").strip()
-    return lines[-1].strip("= ") if lines else "no output"
-
-
-# -- entry points ---------------------------------------------------------------------------
-
-
-def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
-    """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    return Runner(options).prepare(need_head_recording=need_head_recording)
-
-
-def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
-    """The diff of two sides, and notes on what was not analysed.
-
-    With ``options.confirm`` (the default), the tests that differ are recorded again, twice
-    on each side, and whatever differs between recordings of one commit is masked as
-    unstable; the cost grows with the number of differing tests, not with the suite.
-    """
-    runner = Runner(options)
-    prepared = runner.prepare(skip_same=True)
-    base, head = prepared.base, prepared.head
-    check_comparable(
-        base.document.get("format"),
-        head.document.get("format"),
-        naming_of((base.document.get("run") or {}).get("config")),
-        naming_of((head.document.get("run") or {}).get("config")),
-    )
-
-    def compare(
-        base_confirmation: Sequence[dict[str, Any]] = (),
-        head_confirmation: Sequence[dict[str, Any]] = (),
-    ) -> DiffDocument:
-        return diff_documents(
-            base.document,
-            head.document,
-            base_rev=base.spec,
-            head_rev=head.spec,
-            base_repeats=base.repeats,
-            head_repeats=head.repeats,
-            code_changes=prepared.code_changes,
-            base_confirmation=base_confirmation,
-            head_confirmation=head_confirmation,
-        )
-
-    progress = options.progress
-    with progress.step("diffing", "diffed") as step:
-        diff = compare()
-        step.result = f"{diff.summary.tests} tests"
-    differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
-    differing = [t.id for t in differing_tests]
-    if options.confirm and differing:
-        one = len(differing) == 1
-        subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
-        with progress.step("confirming", "confirmed", subject) as step:
-            step.result = f"recorded {'it' if one else 'them'} twice more on each side"
-            base_again, head_again = runner.confirm(
-                prepared, differing, [t.base_id or t.id for t in differing_tests]
-            )
-        if base_again or head_again:
-            with progress.step("diffing", "diffed", "again, with the confirmations") as step:
-                diff = compare(base_again, head_again)
-                step.result = f"{diff.summary.tests} tests"
-    return diff, prepared.notes
-
-
-__all__ = [
-    "DiffError",
-    "Options",
-    "Prepared",
-    "Side",
-    "prepare",
-    "pytest_error",
-    "run_diff",
-]
+__all__ = ["Options", "Runner", "Side", "side_subject"]

@@ -1,0 +1,184 @@
+"""``diffgenome diff`` and ``affected`` end to end: resolve both sides, record what is not in
+the store yet, read the code changes from git, read the genomes the diff needs, diff, and
+confirm what differs by recording it again.
+
+This is the one module that knows the whole flow. The sides (resolving, recording, reusing a
+recording, confirming) are :mod:`diffgenome.analysis.record`'s, the comparison is
+:mod:`diffgenome.analysis.diff`'s and knows no git, child process or store; what is shown is
+the command's, through :mod:`diffgenome.analysis.report`. Every step says how far it is to
+the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
+from diffgenome.analysis.diff.document import diff_documents
+from diffgenome.analysis.diff.modules import module_namer
+from diffgenome.analysis.models import DiffDocument
+from diffgenome.analysis.record.git import Repository
+from diffgenome.analysis.record.runner import Options, Runner, Side
+from diffgenome.protocol.formats import check_comparable, naming_of
+
+
+@dataclass
+class Prepared:
+    """Both sides, ready for the differ: their documents, the code changes between them
+    (None: not analysed, and a note says why), and the notes on what was not analysed."""
+
+    base: Side
+    head: Side
+    code_changes: CodeChangeInput | None
+    notes: list[str]
+
+
+def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
+    """Resolve and record both sides; any user or input error is a :class:`UserError`."""
+    with Runner(options) as runner:
+        return _prepare(runner, need_head_recording=need_head_recording)
+
+
+def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
+    """The diff of two sides, and notes on what was not analysed.
+
+    With ``options.confirm`` (the default), the tests that differ are recorded again, twice
+    on each side, and whatever differs between recordings of one commit is masked as
+    unstable; the cost grows with the number of differing tests, not with the suite.
+    """
+    with Runner(options) as runner:
+        return _diff(runner, options)
+
+
+def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
+    """:func:`run_diff` with the runner of its sides (which run_diff closes)."""
+    prepared = _prepare(runner, skip_same=True)
+    base, head = prepared.base, prepared.head
+    check_comparable(
+        base.document.get("format"),
+        head.document.get("format"),
+        naming_of((base.document.get("run") or {}).get("config")),
+        naming_of((head.document.get("run") or {}).get("config")),
+    )
+
+    def compare(
+        base_confirmation: Sequence[dict[str, Any]] = (),
+        head_confirmation: Sequence[dict[str, Any]] = (),
+    ) -> DiffDocument:
+        return diff_documents(
+            base.document,
+            head.document,
+            base_rev=base.spec,
+            head_rev=head.spec,
+            base_repeats=base.repeats,
+            head_repeats=head.repeats,
+            code_changes=prepared.code_changes,
+            base_confirmation=base_confirmation,
+            head_confirmation=head_confirmation,
+        )
+
+    progress = options.progress
+    with progress.step("diffing", "diffed") as step:
+        diff = compare()
+        step.result = f"{diff.summary.tests} tests"
+    differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    differing = [t.id for t in differing_tests]
+    if options.confirm and differing:
+        one = len(differing) == 1
+        subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
+        with progress.step("confirming", "confirmed", subject) as step:
+            step.result = f"recorded {'it' if one else 'them'} twice more on each side"
+            base_again, head_again = runner.confirm(
+                base, head, differing, [t.base_id or t.id for t in differing_tests]
+            )
+        if base_again or head_again:
+            with progress.step("diffing", "diffed", "again, with the confirmations") as step:
+                diff = compare(base_again, head_again)
+                step.result = f"{diff.summary.tests} tests"
+    return diff, prepared.notes
+
+
+def _prepare(
+    runner: Runner, *, need_head_recording: bool = True, skip_same: bool = False
+) -> Prepared:
+    """Resolve and record both sides, read the code changes, and only then the genomes the
+    diff needs. ``skip_same``: genomes that both sides hold byte for byte alike, and that the
+    diff needs for nothing else, are not read (see :func:`_load_sides`); only a diff may ask,
+    which compares such tests by address."""
+    base, head = runner.sides(need_head_recording=need_head_recording, skip_same=skip_same)
+    code_changes = _code_changes(runner, base, head)
+    _load_sides(runner, base, head, code_changes)
+    return Prepared(base, head, code_changes, runner.notes)
+
+
+def _load_sides(
+    runner: Runner, base: Side, head: Side, code_changes: CodeChangeInput | None
+) -> None:
+    """Read the genomes of sides whose stored run was left unread (``Side.deferred``).
+
+    A test whose every phase is the same stored genome on both sides (equal content
+    address) and holds no stand-in compares unchanged by construction, so its genomes
+    are read only when the diff needs them for something else: when one of them names a
+    changed symbol or decision site (which tests ran the changed code, how its decisions
+    went: found in the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed
+    file could not be parsed (its symbols are unknown). Its outcome, reasons and
+    warnings are read as always. Decoding is most of a diff's time on a large suite
+    (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
+    unread: frozenset[str] = frozenset()
+    if base.deferred is not None and head.deferred is not None:
+        with runner.handle.reader() as reader:
+            runs = (base.deferred[0], head.deferred[0])
+            unread = reader.same_genomes(*runs)
+            if unread and code_changes is not None:
+                if code_changes.unparsed:
+                    unread = frozenset()
+                else:
+                    named = {change.symbol for change in code_changes.symbols}
+                    named.update(
+                        site.site for change in code_changes.symbols for site in change.sites
+                    )
+                    unread -= reader.mentioning(runs[0], unread, named)
+    for side in (base, head):
+        runner.load(side, unread)
+
+
+def _code_changes(runner: Runner, base: Side, head: Side) -> CodeChangeInput | None:
+    if runner.repo is None or base.code is None or head.code is None:
+        if runner.repo is None:
+            runner.notes.append("no git repository: code changes are not analysed")
+        return None
+    with runner.progress.step("reading", "read", "the code changes") as step:
+        changes = _read_code_changes(runner.repo, base.code, head.code, base, head)
+        count = len(changes.symbols)
+        step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
+    return changes
+
+
+def _read_code_changes(
+    repo: Repository, base_code: str, head_code: str, base: Side, head: Side
+) -> CodeChangeInput:
+    documents = [d for d in (head.document, base.document) if d]
+    module_of = module_namer(documents)
+    base_files, head_files = repo.sources(
+        base_code, head_code, lambda path: module_of(path) is not None
+    )
+    side = base_code
+
+    def importers(names: Sequence[str]) -> dict[str, str]:
+        """Base's other modules whose text names one of ``names``: where a changed
+        module-level name may be imported and read (packaging's DEFAULT_RULES)."""
+        out: dict[str, str] = {}
+        for path in repo.files(side, lambda p: p.endswith(".py") and p not in base_files):
+            if module_of(path) is None:
+                continue
+            text = repo.read(side, path)
+            if text is not None and any(name in text for name in names):
+                out[path] = text
+        return out
+
+    return code_changes_from_sources(base_files, head_files, module_of, importers)
+
+
+__all__ = ["Options", "Prepared", "prepare", "run_diff"]

@@ -1,0 +1,136 @@
+"""The target interpreter of a diff's recordings: what it has, and what they run with.
+
+``--python`` names the interpreter with the project's dependencies; diffgenome need not be
+installed there. A probe asks it, once per diff, what it is (Python 3.12 or newer), whether
+pytest imports, whether the recorder's plugin would load by itself (an entry point) and
+whether hypothesis' plugin would; every recording then runs with :func:`environment`, so
+that neither an editable install of the checkout nor a missing diffgenome can change what
+runs, and both sides draw the same string hash seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+
+from diffgenome.analysis.record.git import first_line
+from diffgenome.analysis.record.process import DiffError
+from diffgenome.analysis.record.worktree import Workspace
+
+PLUGIN_MODULE = "diffgenome.recording.plugin"
+#: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
+DIFF_HASH_SEED = "0"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the probe found out about the target interpreter."""
+
+    python: str
+    version: str
+    has_entry_point: bool
+    # hypothesis' pytest plugin loads by itself there: its --hypothesis-seed is available
+    has_hypothesis: bool = False
+
+
+_PROBE = """
+import json, os, platform, sys
+info = {"python": platform.python_implementation() + " " + platform.python_version(),
+        "ok": sys.version_info >= (3, 12)}
+try:
+    import pytest
+    info["pytest"] = pytest.__version__
+except BaseException as exc:
+    info["pytest_error"] = type(exc).__name__ + ": " + str(exc)
+try:
+    from importlib.metadata import entry_points
+    info["entry_point"] = any(
+        ep.value.split(":")[0].strip() == @PLUGIN@ for ep in entry_points(group="pytest11")
+    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+except BaseException:
+    info["entry_point"] = False
+try:
+    from importlib.metadata import entry_points
+    info["hypothesis"] = any(
+        ep.name == "hypothesispytest" for ep in entry_points(group="pytest11")
+    ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+except BaseException:
+    info["hypothesis"] = False
+print(json.dumps(info))
+""".replace("@PLUGIN@", repr(PLUGIN_MODULE))
+
+
+def probe(python: str, env: dict[str, str], cwd: str) -> Target:
+    """What ``python`` is and has (pytest, the plugin's entry point, hypothesis' plugin), run
+    in ``env`` (:func:`environment` of no tree); what makes it unusable is a :class:`DiffError`
+    that says which ``--python`` to pass."""
+    try:
+        done = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+            cwd=cwd,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DiffError(
+            f"cannot run the target interpreter {python} ({exc}); pass --python PY of the "
+            "environment that has the project's dependencies"
+        ) from None
+    try:
+        info = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        first = first_line(done.stderr) or f"exit status {done.returncode}"
+        raise DiffError(
+            f"the target interpreter {python} does not run ({first}); pass --python PY"
+        ) from None
+    if not info.get("ok"):
+        raise DiffError(
+            f"the target interpreter {python} is {info.get('python')}; the recorder needs "
+            "Python 3.12 or newer: pass --python PY"
+        )
+    if "pytest" not in info:
+        raise DiffError(
+            f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
+            "pytest in that environment or pass --python PY"
+        )
+    return Target(
+        python,
+        str(info["python"]),
+        bool(info.get("entry_point")),
+        bool(info.get("hypothesis")),
+    )
+
+
+def environment(workspace: Workspace, tree: str | None, prefix: str) -> dict[str, str]:
+    """The environment of a recording in ``tree`` (None: the probe's), where the user stands
+    at ``prefix`` of the repository: the recorded tree's source root first on ``PYTHONPATH``,
+    then the copy of the recording side, then the user's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
+    paths: list[str] = []
+    if tree is not None:
+        here = os.path.join(tree, prefix) if prefix else tree
+        src = os.path.join(here, "src")
+        # The recorded tree first: an editable install of the user's checkout must not
+        # win over the revision being recorded.
+        paths.append(src if os.path.isdir(src) else here)
+    paths.append(workspace.recorder_path())
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # One string hash seed for every recording of a diff (unless the user chose one):
+    # set order and hash() results then differ between base and head only when the
+    # code does (attrs: 335 tests differed on an identical tree by the seed alone).
+    env.setdefault("PYTHONHASHSEED", DIFF_HASH_SEED)
+    # pytest's tmp_path folders and whatever else the tests leave in the temp folder go
+    # with the workspace.
+    env["TMPDIR"] = workspace.temp_path()
+    return env
+
+
+__all__ = ["DIFF_HASH_SEED", "PLUGIN_MODULE", "Target", "environment", "probe"]

@@ -1,0 +1,66 @@
+"""Reuse: the stored run that can stand for a new recording of a revision.
+
+A revision's recording depends on its commit, the test selection, the configuration, the
+interpreter version, the store's digest key, the hash seed and the recorder's version; the
+recorder hashes all of them into the run's recording key. A stored run of the same commit
+whose key this diff would compute again is what a new recording would be: ``diff`` reuses
+it (``--rerecord`` records anyway), whether ``pytest --genome`` or an earlier diff made it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from diffgenome import __version__
+from diffgenome.analysis.record.git import Repository
+from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
+from diffgenome.analysis.store import RunSummary, StoreReader
+from diffgenome.protocol.selection import recorded_selection
+from diffgenome.protocol.store import recording_key
+
+
+def reusable_run(
+    reader: StoreReader,
+    sha: str,
+    selection: Sequence[str],
+    repo: Repository | None,
+    python: str,
+    fingerprint: str | None,
+) -> RunSummary | None:
+    """The newest complete run of ``sha`` that recorded what this diff would record:
+    a clean tree, this interpreter version, the same key, hash seed and recorder, and
+    the same test selection whatever output-only options it was given (``-q``, ``--tb``,
+    ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
+    ``pytest --genome`` or an earlier diff made it. ``python``: the target interpreter's
+    version; ``fingerprint``: the store key's, which this diff's recordings use."""
+    here = os.path.join(repo.toplevel, repo.prefix) if repo else os.getcwd()
+    top = repo.toplevel if repo else None
+    chosen = recorded_selection(selection, here, top)
+    seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
+    for summary in reader.runs():  # newest first
+        if (
+            summary.commit != sha
+            or not summary.complete
+            or summary.dirty is not False
+            or summary.python != python
+            or summary.tests < 2  # <import> alone: nothing was collected
+            or summary.recording_key is None
+            or summary.key_fingerprint != fingerprint
+        ):
+            continue
+        raw = reader.run(summary.id).get("config")
+        config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+        config.pop("recording_key", None)
+        if config.get("recorder") != f"diffgenome {__version__}":
+            continue
+        if config.get("hash_seed") != seed:
+            continue
+        key = recording_key(sha, False, summary.python, chosen, config)
+        if key == summary.recording_key:
+            return summary
+    return None
+
+
+__all__ = ["reusable_run"]
