@@ -8,7 +8,7 @@ before any test runs, never a recorder that fails halfway.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,6 +16,9 @@ from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.vocab import EGRESS_POLICIES
 from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.run import git_toplevel
+
+if TYPE_CHECKING:
+    from diffgenome.recording.netns import Isolation
 
 _DEFAULT_EGRESS = "loopback"
 
@@ -53,6 +56,11 @@ class Options:
     #: ``--genome-preview``: keep a cut text of each warning's message, secret rules
     #: applied, next to its digest (off: the digest alone).
     preview: bool = False
+
+
+#: What ``--genome-egress=isolate`` achieved in this process, before any conftest ran (set by
+#: plugin.py's earliest hook, read here and in the header).
+ISOLATION: pytest.StashKey[Isolation] = pytest.StashKey()
 
 
 def read_options(config: pytest.Config) -> Options:
@@ -112,8 +120,6 @@ def _effective_egress(config: pytest.Config, asked: str) -> str:
     it could not be, the session falls back to ``block``, the strictest guard it has."""
     if asked != "isolate":
         return asked
-    from diffgenome.recording.plugin import ISOLATION
-
     isolation = config.stash.get(ISOLATION, None)
     return "isolate" if isolation is not None and isolation.ok else "block"
 

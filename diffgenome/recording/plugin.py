@@ -19,8 +19,6 @@ _RECORDER_NAME = "diffgenome-recorder"
 #: The policies of ``--genome-egress`` (diffgenome.protocol.vocab.EGRESS_POLICIES; not
 #: imported here: this module must cost nothing in sessions that do not record).
 _POLICIES = ("loopback", "block", "allow", "isolate")
-#: What ``--genome-egress=isolate`` achieved in this process, before any conftest ran.
-ISOLATION: pytest.StashKey[Isolation] = pytest.StashKey()
 #: This session gave ``socket.socket`` the ``connect_ex`` that keeps its contract.
 _CONNECT_EX: pytest.StashKey[bool] = pytest.StashKey()
 
@@ -144,6 +142,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     if policy == "isolate":
         from diffgenome.recording import netns
 
+        from diffgenome.recording.options import ISOLATION
+
         early_config.stash[ISOLATION] = netns.isolate()
     from diffgenome.recording.collect import egress
 
@@ -228,6 +228,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         line = f"diffgenome: recording with the pure-Python core ({tracer.core_reason})"
     if tracer.first_errors is not None:
         line += "; DIFFGENOME_DEBUG=callbacks: the first error of each kind is said at the end"
+    from diffgenome.recording.options import ISOLATION
+
     return [line, egress_header(recorder.options.egress_asked, config.stash.get(ISOLATION, None))]
 
 
