@@ -141,7 +141,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         return  # pytest_configure says so; nothing of ours may run
     if policy == "isolate":
         from diffgenome.recording import netns
-
         from diffgenome.recording.options import ISOLATION
 
         early_config.stash[ISOLATION] = netns.isolate()

@@ -178,7 +178,8 @@ def test_diff_site_has_an_index_and_a_page_per_test_that_is_not_unchanged(site: 
     assert statuses["tests/test_pricing.py::test_old"] == "removed"
     assert statuses["tests/test_pricing.py::test_unrelated"] == "unchanged"
     index = (site.root / "index.html").read_text(encoding="utf-8")
-    table = index[index.index('<table id="tests"') : index.index("</table>")]
+    start = index.index('<table id="tests"')
+    table = index[start : index.index("</table>", start)]
     links = re.findall(r'<a href="(t/[0-9a-f]+\.html)">([^<]*)</a>', table)
     linked = {_unescape(text) for _href, text in links}
     expected = {test_id for test_id, status in statuses.items() if status != "unchanged"}
