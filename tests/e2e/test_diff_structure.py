@@ -90,14 +90,28 @@ EXTRACT_AND_FIX = [
 ]
 
 
+# On top of loop-to-generator: the generator's filter lets the free line through. It adds 0,
+# so every result a test sees is equal; what the generator yields is not. A lambda or
+# generator expression is named by its content, so this reads as one removed and one added:
+# the same code, modified, never contracted.
+GENERATOR_MUTANT = [
+    (
+        "orders/pricing.py",
+        "for line in order.lines if line.qty > 0)",
+        "for line in order.lines if line.qty >= 0)",
+    )
+]
+
+
 @pytest.fixture(scope="module")
 def orders(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository: ``main`` is the project as it is, one branch per variant."""
     repo = make_project(tmp_path_factory.mktemp("structure"), {}, base="orders")
     git_in(repo, "branch", "-M", "main")
     variants = {**REFACTORS, **MISSED_BY_TESTS, "extract-and-fix": EXTRACT_AND_FIX}
-    for name, edits in variants.items():
-        git_in(repo, "checkout", "-q", "-b", name, "main")
+    for name, edits in [*variants.items(), ("generator-mutant", GENERATOR_MUTANT)]:
+        start = "loop-to-generator" if name == "generator-mutant" else "main"
+        git_in(repo, "checkout", "-q", "-b", name, start)
         for file, old, new in edits:
             path = repo / file
             text = path.read_text()
@@ -216,3 +230,14 @@ def test_a_fix_beside_an_extraction_is_the_change_and_the_extraction_is_structur
     assert moved["tests"] == 4 and moved["statuses"] == {"changed": 1, "restructured": 3}
     others = {name for name, status in statuses.items() if status == "restructured"}
     assert "test_total_adds_tax" in others
+
+
+def test_a_changed_generator_expression_is_behaviour_not_structure(
+    orders: Path, tmp_path: Path
+) -> None:
+    code, document = cli_json(orders, tmp_path, "diff", "loop-to-generator", "generator-mutant")
+    statuses = _statuses(document)
+    # The tests whose order has the free line: the generator now yields one more value.
+    assert statuses["test_subtotal_skips_empty_lines"] == "changed", document["tests"]
+    assert "restructured" not in statuses.values(), statuses
+    assert code == 1

@@ -20,6 +20,7 @@ as before: never quieter than the evidence allows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,10 +66,15 @@ class Region:
 
     @classmethod
     def of(cls, code_changes: CodeChangeInput) -> Region:
+        added = {c.symbol for c in code_changes.symbols if c.change == "added"}
+        removed = {c.symbol for c in code_changes.symbols if c.change == "removed"}
+        # A lambda or generator expression is named by its content: one whose code changed
+        # is "removed" under its old name and "added" under its new one, yet it is the same
+        # code, modified. Its values are behaviour, so it is never contracted.
+        edited = {_anonymous_slot(s) for s in added} & {_anonymous_slot(s) for s in removed}
+        edited.discard(None)
         return cls(
-            one_sided=frozenset(
-                c.symbol for c in code_changes.symbols if c.change in ("added", "removed")
-            ),
+            one_sided=frozenset(s for s in added | removed if _anonymous_slot(s) not in edited),
             changed=frozenset(c.symbol for c in code_changes.symbols),
             changes=code_changes.by_symbol(),
         )
@@ -83,6 +89,17 @@ class Contracted:
     moved: dict[str, set[str | None]] = field(default_factory=dict)
     #: Normalised decision site -> the site as recorded (to report it by its real name).
     sites: dict[str, str] = field(default_factory=dict)
+
+
+_CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
+
+
+def _anonymous_slot(symbol: str) -> str | None:
+    """Where an anonymous function sits, without the digest of its content
+    (``m.f.<locals>.<genexpr>[3f2a9c01d4]`` → ``m.f.<locals>.<genexpr>``); None for a named
+    function."""
+    slot, n = _CONTENT_NAME.subn(r"\1", symbol)
+    return slot if n else None
 
 
 class _CannotMerge(Exception):
