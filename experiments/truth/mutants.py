@@ -308,6 +308,17 @@ def write_result(
         f"| only tests quiet on an identical tree | {summary['detected_quiet']} | "
         f"{summary['killed_quiet']} | {len(summary['unchanged_quiet'])} |",
         "",
+        "With the mutant's code change (as `diffgenome diff` of two revisions reads it), through "
+        "quiet tests (#23.2):",
+        "",
+        "| judged | detected | lost |",
+        "|---|---:|---:|",
+        f"| on the differences as recorded | {summary['detected_with_code_as_recorded']} | - |",
+        f"| with one-sided code contracted (`restructured`) | "
+        f"{summary['detected_with_code_contracted']} | {len(summary['lost_by_contraction'])} "
+        f"{summary['lost_by_contraction'] or ''} |",
+        f"| tests `restructured` over all mutants | {summary['restructured_tests']} | |",
+        "",
         f"Identical-tree control per test file: "
         f"{ {k: v['statuses'] for k, v in summary['identical_tree_control'].items()} }.",
         "",
@@ -374,6 +385,14 @@ def _worker(
             results.append(result)  # which test hung is unknown: no selection measured
             log(f"mutant {mutant.id}: timeout")
             continue
+        result["with_code_changes"] = _code_verdicts(
+            mutant,
+            original,
+            base,
+            document(store, result["run"]),
+            root,
+            noisy.get(mutant.tests, set()),
+        )
         selected = _selection(mutant, original, base["doc"], root)
         if result["verdict"] == "killed:collection":  # every test of the file errors
             everyone = {t["id"] for t in base["doc"]["tests"] if t["id"] != "<import>"}
@@ -394,6 +413,74 @@ def _worker(
 
 def _public(base: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in base.items() if k not in ("called", "doc")}
+
+
+def _code_changes(mutant: Mutant, original: bytes, base_doc: dict[str, Any], root: Path) -> Any:
+    """The mutant's code change as ``diffgenome diff`` of two revisions reads it."""
+    from diffgenome.analysis.diff.codechanges import code_changes_from_sources
+    from diffgenome.analysis.diff.modules import module_namer
+
+    module_of = module_namer([base_doc])
+
+    def importers(names: Any) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for path in root.rglob("*.py"):
+            rel = str(path.relative_to(root))
+            if rel == mutant.file or module_of(rel) is None:
+                continue
+            text = path.read_text(errors="replace")
+            if any(name in text for name in names):
+                out[rel] = text
+        return out
+
+    return code_changes_from_sources(
+        {mutant.file: original.decode()},
+        {mutant.file: mutant.apply(original).decode()},
+        module_of,
+        importers,
+    )
+
+
+def _code_verdicts(
+    mutant: Mutant,
+    original: bytes,
+    base: dict[str, Any],
+    mutant_doc: dict[str, Any],
+    root: Path,
+    noisy: set[str],
+) -> dict[str, Any]:
+    """#23.2: the mutant diffed as two revisions are (with the code change), once judged on
+    the differences as recorded and once with one-sided code contracted (``restructured``):
+    detection, through tests quiet on an identical tree, must not drop."""
+    from diffgenome.analysis.diff.document import diff_documents
+
+    code = _code_changes(mutant, original, base["doc"], root)
+    unstable = set(base["control_changes"])
+    out: dict[str, Any] = {}
+    for name, contract in (("as_recorded", False), ("contracted", True)):
+        doc = diff_documents(
+            base["doc"],
+            mutant_doc,
+            base_rev="base",
+            head_rev="mutant",
+            code_changes=code,
+            contract=contract,
+        ).model_dump(mode="json")
+        loud = []
+        for test in doc["tests"]:
+            if test["id"] in noisy or test["status"] not in ("changed", "unverified"):
+                continue
+            if test["status"] == "unverified" and not test["may_hide_change"]:
+                continue
+            own = [c for c in test["changes"] if _key(test["id"], c) not in unstable]
+            if own or test["status"] == "unverified":
+                loud.append(test["id"])
+        out[name] = {
+            "detected": bool(loud),
+            "loud_tests": len(loud),
+            "restructured": doc["summary"].get("restructured", 0),
+        }
+    return out
 
 
 def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any], root: Path) -> set[str]:
@@ -553,6 +640,21 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "killed_quiet": sum(1 for r in results if str(r.get("verdict_quiet")).startswith("killed")),
         "unchanged_quiet": [r["id"] for r in results if r.get("verdict_quiet") == "unchanged"],
+        # #23.2: with the code change, as recorded vs with one-sided code contracted (a mutant
+        # killed by a timeout or at collection counts as detected either way).
+        "detected_with_code_as_recorded": sum(
+            1 for r in results if _code_detected(r, "as_recorded")
+        ),
+        "detected_with_code_contracted": sum(1 for r in results if _code_detected(r, "contracted")),
+        "lost_by_contraction": [
+            r["id"]
+            for r in results
+            if _code_detected(r, "as_recorded") and not _code_detected(r, "contracted")
+        ],
+        "restructured_tests": sum(
+            (r.get("with_code_changes") or {}).get("contracted", {}).get("restructured", 0)
+            for r in results
+        ),
         # diffgenome affected (#10.6): a killed test must be selected.
         "affected_measured": sum(1 for r in results if "selected" in r),
         "affected_unsafe": sum(1 for r in results if r.get("killed_not_selected")),
@@ -565,6 +667,13 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
             )
         ),
     }
+
+
+def _code_detected(result: dict[str, Any], how: str) -> bool:
+    verdicts = result.get("with_code_changes")
+    if verdicts is None:
+        return str(result.get("verdict", "")).startswith("killed")
+    return bool(verdicts[how]["detected"])
 
 
 def _passing(result: dict[str, Any]) -> int:

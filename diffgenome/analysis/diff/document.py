@@ -300,13 +300,15 @@ def diff_documents(
     code_changes: CodeChangeInput | None = None,
     base_confirmation: Sequence[Mapping[str, Any]] = (),
     head_confirmation: Sequence[Mapping[str, Any]] = (),
+    contract: bool = True,
 ) -> DiffDocument:
     """Diff two validated ``diffgenome-genome/1`` documents (plain dicts, as exported).
 
     ``*_repeats`` are further recordings of the same commit as ``base``/``head``; whatever
     differs among the recordings of one side is unstable. ``code_changes`` (from
     :func:`code_changes_from_sources`) adds ``code_changes`` entries and code evidence of
-    mock drift.
+    mock drift. ``contract=False`` judges every test on its differences as recorded, with
+    no contraction of one-sided code (the control of experiments/truth/mutants.py).
     """
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
     recorded_b_tests, h_tests = index_tests(base), index_tests(head)
@@ -390,7 +392,7 @@ def diff_documents(
             _restructured(
                 b, h, region, digests, test_id, unstable, one_sided_sites, one_sided_state
             )
-            if found and not reasons and region is not None and runs_changed_code
+            if contract and found and not reasons and region is not None and runs_changed_code
             else None
         )
         if reasons:
