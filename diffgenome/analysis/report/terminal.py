@@ -161,14 +161,16 @@ def render_terminal(
         parts.append(Text(f"same behaviour ({kinds})", style="bold blue"))
         shown = quiet[:max_tests]
         for block in shown:
-            parts.extend(_block(block, labels, min(max_changes, QUIET_LINES)))
+            # The causes above say what moved: by default a quiet test is its title line.
+            lines = _block(block, labels, None)
+            parts.extend(lines if not collapse else lines[:1])
         if len(quiet) > len(shown):
             parts.append(_more(len(quiet) - len(shown), "tests", how=" (--all shows every test)"))
+        if collapse:
+            parts.append(
+                Text("  (--test ID shows one of them whole, --all every one)", style="dim")
+            )
     return Group(*parts)
-
-
-#: Lines listed under a test that behaves the same (its structure, its one-sided decisions).
-QUIET_LINES = 3
 
 
 def _loud_blocks(
