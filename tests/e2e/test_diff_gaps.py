@@ -114,3 +114,40 @@ def test_module_code_run_before_recording_is_disclosed_not_called_unexecuted(
     assert "head: imported-before-recording:2" in imports["reasons"], imports
     assert "base: imported-before-recording:2" in imports["reasons"], imports
     assert imports["may_hide_change"] is False
+
+
+def test_an_overload_stub_is_never_a_gap(tmp_path: Path) -> None:
+    """``@typing.overload`` stubs never run: listing them as "not executed by any test" (seen
+    on pathspec 0.11.2 → 0.12.1: two stubs of ``GitIgnoreSpec.from_lines``) is a false gap."""
+    repo = tmp_path / "repo"
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": "def f(x):\n    return x\n",
+            "tests/test_m.py": "from pkg.m import f\n\n\ndef test_f():\n    assert f(1) == 1\n",
+        },
+    )
+    git_commit(repo)
+    write_files(
+        repo,
+        {
+            "pkg/m.py": """
+                from typing import overload
+
+
+                @overload
+                def f(x: int) -> int: ...
+                @overload
+                def f(x: str) -> str: ...
+                def f(x):
+                    return x
+            """
+        },
+    )
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    entries = {entry["symbol"]: entry for entry in document["code_changes"]}
+    stubs = [symbol for symbol in entries if "[overload]" in symbol]
+    assert stubs, entries  # the stubs are code changes ...
+    for symbol in stubs:
+        assert entries[symbol]["gaps"] == [], entries[symbol]  # ... never gaps

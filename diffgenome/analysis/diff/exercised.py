@@ -13,6 +13,8 @@ from diffgenome.analysis.models import CodeChange
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL
 
 GAP_NOT_EXECUTED = "not executed by any test"
+#: How protocol/naming.py names ``@typing.overload`` stubs (``f[overload]``, ``f[overload]#1``).
+OVERLOAD_MARK = "[overload]"
 GAP_BEFORE_RECORDING = (
     "ran before recording started (imported while pytest started up, e.g. by conftest.py): "
     "its module-level code is not recorded"
@@ -109,7 +111,9 @@ def code_change_entries(
                 for outcome in ("true", "false"):
                     if not (h_out or {}).get(outcome):
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
-        if change.change != "removed" and not tests_head:
+        # An @overload stub is a type declaration: it never runs, so "not executed" is no gap.
+        stub = OVERLOAD_MARK in change.symbol
+        if change.change != "removed" and not tests_head and not stub:
             if change.symbol in unseen_modules:
                 gap = GAP_BEFORE_RECORDING
             elif change.symbol in h_seen.stand_ins:
