@@ -10,14 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import (
-    GitRepo,
-    cli_json,
-    make_project,
-    record,
-    test_genome,
-    write_files,
-)
+from e2e.helpers import cli_json, git_commit, make_project, record, test_genome, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -63,7 +56,7 @@ def _statuses(document: dict[str, Any]) -> dict[str, str]:
 def test_a_new_warning_on_a_new_branch_is_a_change_not_touched(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
-    GitRepo.init(repo).commit_all("initial")
+    git_commit(repo)
     write_files(repo, HEAD)
     code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
     statuses = _statuses(document)
