@@ -8,13 +8,17 @@ PYTEST_ARGS ?=
 venv:
 	@sh scripts/venv $(VENV)
 
+# Two workers, each taking whole files (a module's fixtures record once), in the order
+# tests/e2e/conftest.py gives: the files with slow tests first, the unit tests last.
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+
 # Everything, as CI runs it.
 test: venv
-	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -q $(PYTEST_ARGS)
 
-# The edit-run loop: everything but the tests marked slow (real suites, both cores, big runs).
+# The edit-run loop: the unit layer and the end-to-end smoke set (tests/e2e/conftest.py).
 test-fast: venv
-	$(PY) -m pytest -n 2 -q -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -q -m "not e2e or smoke" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check diffgenome tests experiments

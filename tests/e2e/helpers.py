@@ -91,21 +91,113 @@ def write_files(root: Path, files: Mapping[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip("\n"))
 
 
-def git_commit(project: Path) -> None:
-    def git(*args: str) -> None:
-        subprocess.run(
-            [
-                *("git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"),
-                *("-c", "commit.gpgsign=false", *args),
-            ],
-            cwd=project,
-            check=True,
+#: Who commits in a test's repository, and when: fixed, so that the same tree committed with
+#: the same message gets the same commit id on every run and every machine.
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "e2e",
+    "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_NAME": "e2e",
+    "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+}
+#: Settings that a developer's own git configuration could otherwise change (signing asks
+#: for a key or a passphrase; another default branch name; hooks from a template).
+GIT_SETTINGS = (
+    *("-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"),
+    *("-c", "init.defaultBranch=main", "-c", "core.autocrlf=false"),
+)
+
+
+def git_env() -> dict[str, str]:
+    """The environment of the tests' own git commands: none of the caller's ``GIT_*`` variables
+    (a git hook running the suite sets ``GIT_DIR`` and ``GIT_INDEX_FILE``, which would point
+    every command at the outer repository), no global or system configuration, and the fixed
+    identity."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_IDENTITY)
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    return env
+
+
+@dataclass(frozen=True)
+class GitRepo:
+    """A git repository that a test builds: the one place where the tests set up git.
+
+    Every command runs with :func:`git_env` and :data:`GIT_SETTINGS`, so commits are
+    reproducible and unsigned whatever the machine's configuration says. The code under test
+    runs its own git commands with the user's environment; only the tests' setup goes here.
+    """
+
+    path: Path
+
+    @classmethod
+    def init(cls, path: Path) -> GitRepo:
+        """A new repository in ``path`` (created if missing; its files stay as they are)."""
+        path.mkdir(parents=True, exist_ok=True)
+        repo = cls(path)
+        repo.git("init", "-q")
+        return repo
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``git ARGS`` in the repository, whatever its exit status."""
+        return subprocess.run(
+            ["git", *GIT_SETTINGS, *args],
+            cwd=self.path,
+            env=git_env(),
             capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
 
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "initial")
+    def git(self, *args: str, check: bool = True) -> str:
+        """``git ARGS`` in the repository: its standard output; with ``check`` it must succeed."""
+        done = self.run(*args)
+        if check:
+            assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def rev(self, rev: str = "HEAD") -> str:
+        """The full commit id of ``rev``."""
+        return self.git("rev-parse", "--verify", "-q", f"{rev}^{{commit}}").strip()
+
+    def commit_all(self, message: str) -> str:
+        """Commit every change of the tree, new files included; the new commit's id."""
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.rev()
+
+    def commit_tracked(self, message: str) -> str:
+        """Commit the changes of tracked files only (``commit -a``); the new commit's id."""
+        self.git("commit", "-q", "-a", "-m", message)
+        return self.rev()
+
+    def commit_empty(self, message: str) -> str:
+        """A commit with the same tree as its parent; its id."""
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.rev()
+
+    def tag(self, name: str, rev: str = "HEAD") -> None:
+        self.git("tag", name, rev)
+
+    def worktree(self, path: Path, rev: str = "HEAD") -> GitRepo:
+        """A detached worktree of ``rev`` at ``path``."""
+        self.git("worktree", "add", "-q", "--detach", str(path), rev)
+        return GitRepo(path)
+
+    def clone(self, path: Path, *options: str) -> GitRepo:
+        """A clone of this repository at ``path``. With ``options`` (``--depth 1``) the source
+        is a ``file://`` address: a local clone copies every object and ignores a depth."""
+        source = f"file://{self.path}" if options else str(self.path)
+        self.git("clone", "-q", *options, source, os.path.abspath(path))
+        return GitRepo(path)
+
+
+def git_commit(project: Path) -> None:
+    """``project`` as a new repository with its files in one commit, "initial"."""
+    GitRepo.init(project).commit_all("initial")
 
 
 def make_project(
@@ -365,13 +457,8 @@ DIFF_PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
 
 def git_in(repo: Path, *args: str) -> None:
-    """A git command in ``repo`` as a fixed author (commits, worktrees)."""
-    subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
+    """A git command in ``repo`` that must succeed (a shorthand of :meth:`GitRepo.git`)."""
+    GitRepo(repo).git(*args)
 
 
 def cli_json(

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import BASE_ARGS, cli_json, git_commit, git_in, write_files
+from e2e.helpers import BASE_ARGS, GitRepo, cli_json, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -71,9 +71,9 @@ CONFIG = textwrap.dedent(BASE["pkg/config.py"])
 def _affected(tmp_path: Path, head: dict[str, str]) -> dict[str, Any]:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, head)
-    git_in(repo, "commit", "-qam", "change")
+    GitRepo(repo).commit_tracked("change")
     _code, found = cli_json(
         repo, tmp_path, "affected", "HEAD~1", "HEAD", pytest_args=BASE_ARGS, codes=(0,)
     )

@@ -31,7 +31,7 @@ from diffgenome.analysis.report.markdown import (
     GITHUB_COMMENT_LIMIT,
     comment_length,
 )
-from e2e.helpers import PY, REPO, clean_env, git_in, make_project, write_files
+from e2e.helpers import PY, REPO, GitRepo, clean_env, make_project, write_files
 
 DOC = REPO / "docs" / "ci.md"
 
@@ -242,18 +242,9 @@ def project(tmp_path: Path) -> tuple[Path, str, str]:
     changes (it passes on both sides, through another exit of ``sign``), and ``test_double``
     does not. Returns the repository, the base commit and the head commit."""
     repo = make_project(tmp_path, CALC)
-    base = _rev(repo, "HEAD")
+    base = GitRepo(repo).rev()
     write_files(repo, {"calc/core.py": CORE_HEAD})
-    git_in(repo, "add", "-A")
-    git_in(repo, "-c", "commit.gpgsign=false", "commit", "-qm", "zero")
-    return repo, base, _rev(repo, "HEAD")
-
-
-def _rev(repo: Path, rev: str) -> str:
-    done = subprocess.run(
-        ["git", "rev-parse", rev], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
+    return repo, base, GitRepo(repo).commit_all("zero")
 
 
 def _diffgenome_on_path(folder: Path) -> dict[str, str]:

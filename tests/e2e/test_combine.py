@@ -20,11 +20,11 @@ import pytest
 
 from e2e.helpers import (
     PY,
+    GitRepo,
     clean_env,
     cli,
     cli_json,
     export,
-    git_in,
     make_project,
     run_pytest,
 )
@@ -205,10 +205,9 @@ def strays(suite: dict[str, Any]) -> dict[str, Path]:
         "no-label": (project, ("--genome", f"--genome-key-file={key}", "-k", expr)),
     }
     later = tmp / "later"
-    subprocess.run(["git", "clone", "-q", str(project), str(later)], check=True)
+    GitRepo(project).clone(later)
     (later / "shop" / "extra.py").write_text("VALUE = 1\n")
-    git_in(later, "add", "-A")
-    git_in(later, "commit", "-qm", "another commit")
+    GitRepo(later).commit_all("another commit")
     sessions["other-commit"] = (later, ("--genome", f"--genome-key-file={key}", *labelled))
     stores: dict[str, Path] = {}
     for name, (where, args) in sessions.items():
@@ -501,9 +500,7 @@ def test_commit_picks_each_stores_run_of_that_commit(suite: dict[str, Any], tmp_
     inputs = [str(stores / f"shard{i}") for i in (1, 2, 3)]
     done = combine(project, *inputs, "--commit", "HEAD", "-o", str(tmp_path / "ok"))
     assert done.returncode == 0, done.stderr
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    head = GitRepo(project).rev()
     assert export(project, tmp_path / "ok")["run"]["commit"] == head
 
     done = combine(project, *inputs, "--commit", "0123abcd", "-o", str(tmp_path / "none"))

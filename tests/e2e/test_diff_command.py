@@ -26,6 +26,7 @@ import pytest
 from diffgenome.protocol.formats import NAMING
 from e2e.helpers import (
     BASE_ARGS,
+    GitRepo,
     clean_env,
     default_sigint,
     interrupt_when,
@@ -34,8 +35,6 @@ from e2e.helpers import (
 )
 
 PY = sys.executable
-GIT = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
-GIT += ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
 CORE_V1 = """
 def add(a, b):
@@ -173,24 +172,16 @@ def test_report_with_mocked_fetch():
 
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(
-        [*GIT, *args], cwd=repo, capture_output=True, text=True, check=False, timeout=120
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done.stdout
+    return GitRepo(repo).git(*args, check=check)
 
 
 def commit(repo: Path, files: Mapping[str, str], message: str) -> str:
     write_files(repo, files)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD").strip()
+    return GitRepo(repo).commit_all(message)
 
 
 def new_repo(root: Path, *versions: Mapping[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q")
+    GitRepo.init(root)
     for n, files in enumerate(versions, 1):
         commit(root, files, f"version {n}")
     return root
@@ -737,7 +728,7 @@ def test_a_shallow_clone_missing_base_says_fetch_more(
     calc: Path, tmp_path: Path, tmpdir_for_cli: Path
 ) -> None:
     shallow = tmp_path / "shallow"
-    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{calc}", str(shallow))
+    GitRepo(calc).clone(shallow, "--depth", "1")
     done = diffgenome("diff", "HEAD~1", "HEAD", cwd=shallow, tmpdir=tmpdir_for_cli)
     assert_one_line_error(done, "shallow", "fetch more history")
     assert worktrees(shallow) == [str(shallow)]

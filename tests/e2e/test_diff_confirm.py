@@ -14,10 +14,9 @@ from typing import Any
 
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
+    GitRepo,
     cli,
     cli_json,
-    git_commit,
-    git_in,
     record_full,
     write_files,
 )
@@ -67,8 +66,8 @@ def _statuses(document: dict[str, Any]) -> dict[str, str]:
 def test_noise_on_an_unchanged_tree_is_confirmed_unstable(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
-    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     unconfirmed_code, unconfirmed = _diff(repo, tmp_path, "--no-confirm")
     assert _statuses(unconfirmed)["test_noise_only"] == "changed"
     assert unconfirmed_code == 1
@@ -87,11 +86,11 @@ def test_noise_on_an_unchanged_tree_is_confirmed_unstable(tmp_path: Path) -> Non
 def test_a_real_change_next_to_noise_stays_changed(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(
         repo, {"pkg/clock.py": PROJECT["pkg/clock.py"].replace("return x * 2", "return x * 2 + 1")}
     )
-    git_in(repo, "commit", "-qam", "double is off by one")
+    GitRepo(repo).commit_tracked("double is off by one")
     code, document = _diff(repo, tmp_path)
     statuses = _statuses(document)
     assert statuses["test_noise_and_change"] == "changed"
@@ -131,8 +130,8 @@ def test_parametrize_ids_with_spaces_are_confirmed_not_cut(tmp_path: Path) -> No
     space as if it were a subtest's label, and pytest found no such test (exit 2)."""
     repo = tmp_path / "repo"
     write_files(repo, SPACED)
-    git_commit(repo)
-    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     code, document = _diff(repo, tmp_path)
     statuses = {t["id"]: t["status"] for t in document["tests"]}
     spaced = [s for t, s in statuses.items() if "test_noise_in_a_spaced_id[" in t]
@@ -148,8 +147,8 @@ def test_a_path_among_the_pytest_arguments_does_not_widen_the_confirmation(
     to confirm the 3 that differed, because the user's path selected them all."""
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
-    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     code, document = cli_json(
         repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=(*DIFF_PYTEST_ARGS, "tests")
     )
@@ -182,7 +181,7 @@ def test_a_recording_takes_the_run_id_diff_chose_and_keeps_it_from_its_tests(
             """,
         },
     )
-    git_commit(project)
+    GitRepo.init(project).commit_all("initial")
     chosen = "20261201T000000-0123abcd"
     recording = record_full(project, env={"DIFFGENOME_RUN_ID": chosen})
     assert recording.doc["run"]["id"] == chosen

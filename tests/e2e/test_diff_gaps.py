@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e.helpers import cli_json, git_commit, write_files
+from e2e.helpers import GitRepo, cli_json, write_files
 
 BASE = {
     "pkg/__init__.py": "",
@@ -48,7 +48,7 @@ HEAD = {
 def test_new_asserts_in_tests_are_no_gaps_but_project_decisions_are(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, HEAD)
     _code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
     by_symbol = {entry["symbol"]: entry for entry in document["code_changes"]}
@@ -93,7 +93,7 @@ def test_module_code_run_before_recording_is_disclosed_not_called_unexecuted(
     "not executed by any test" would be false; ``<import>`` says which bodies it did not see."""
     repo = tmp_path / "repo"
     write_files(repo, CONFTEST_BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(
         repo,
         {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, git_in, write_files
+from e2e.helpers import GitRepo, cli_json, write_files
 
 PROJECT = {
     "pyproject.toml": '[tool.pytest.ini_options]\ngenome_max_nodes = "4"\n',
@@ -59,8 +59,8 @@ def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]
 def test_unverified_alike_on_both_sides_does_not_fail_the_default_gate(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
-    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     code, document = _diff(repo, tmp_path)
     tests = {t["id"]: t for t in document["tests"]}
     deep = tests["tests/test_chain.py::test_deep"]
@@ -76,11 +76,11 @@ def test_unverified_alike_on_both_sides_does_not_fail_the_default_gate(tmp_path:
 def test_unverified_on_one_side_only_fails_the_default_gate(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(
         repo, {"pkg/chain.py": PROJECT["pkg/chain.py"].replace("return c(n) + 1", "return 3")}
     )
-    git_in(repo, "commit", "-qam", "shorter chain")
+    GitRepo(repo).commit_tracked("shorter chain")
     code, document = _diff(repo, tmp_path)
     deep = next(t for t in document["tests"] if t["id"] == "tests/test_chain.py::test_deep")
     assert deep["status"] == "unverified"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e.helpers import DIFF_PYTEST_ARGS, cli_json, export, git_commit, write_files
+from e2e.helpers import DIFF_PYTEST_ARGS, GitRepo, cli_json, export, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -39,7 +39,7 @@ PROJECT = {
 def test_an_identical_tree_is_quiet_for_property_tests(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
     [test] = [t for t in document["tests"] if t["id"].endswith("::test_bucket")]
     assert test["status"] == "unchanged", test
@@ -49,7 +49,7 @@ def test_an_identical_tree_is_quiet_for_property_tests(tmp_path: Path) -> None:
 def test_the_users_own_seed_wins(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     args = (*DIFF_PYTEST_ARGS, "--hypothesis-seed=7")
     _, document = cli_json(
         repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm", pytest_args=args
@@ -65,7 +65,7 @@ def test_the_users_own_seed_wins(tmp_path: Path) -> None:
 def test_an_unseeded_diff_passes_seed_zero(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
     selection = export(repo, run=document["head"]["run"])["run"]["selection"]
     assert "--hypothesis-seed=0" in selection, selection
@@ -103,7 +103,7 @@ def test_random_draws_are_the_same_on_both_sides(tmp_path: Path) -> None:
     ``diffgenome diff`` seeds ``random`` at every test phase (``--genome-random-seed=0``)."""
     repo = tmp_path / "repo"
     write_files(repo, JITTER)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE", "--no-confirm")
     statuses = {t["id"].rpartition("::")[2]: t["status"] for t in document["tests"]}
     assert statuses["test_jitter"] == "unchanged", document["tests"]

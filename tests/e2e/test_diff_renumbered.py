@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, git_in, write_files
+from e2e.helpers import GitRepo, cli_json, write_files
 
 CASES = '{"word": "ant", "n": 1}, {"word": "bee", "n": 2}, {"word": "cat", "n": 3}'
 TEST = """
@@ -50,7 +50,7 @@ def test_an_inserted_case_renumbers_nothing_that_is_reported(tmp_path: Path) -> 
             "tests/test_text.py": TEST.format(cases=CASES),
         },
     )
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     inserted = '{"word": "aardvark", "n": 1}, ' + CASES
     write_files(repo, {"tests/test_text.py": TEST.format(cases=inserted)})
     # ... and a real change for the case that was kwargs2 (n=3), now kwargs3
@@ -62,7 +62,7 @@ def test_an_inserted_case_renumbers_nothing_that_is_reported(tmp_path: Path) -> 
             )
         },
     )
-    git_in(repo, "commit", "-qam", "a case inserted first; n > 2 repeats once more")
+    GitRepo(repo).commit_tracked("a case inserted first; n > 2 repeats once more")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
     tests = _tests(document)
     assert tests["test_repeat[kwargs0]"]["status"] == "added"  # the aardvark
@@ -97,9 +97,9 @@ def test_values_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> N
     cases = "dt.timedelta(days=1), dt.timedelta(days=2)"
     repo = tmp_path / "repo"
     write_files(repo, {"pkg/__init__.py": "", "tests/test_days.py": test.format(cases=cases)})
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, {"tests/test_days.py": test.format(cases="dt.timedelta(0), " + cases)})
-    git_in(repo, "commit", "-qam", "a case inserted first")
+    GitRepo(repo).commit_tracked("a case inserted first")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
     tests = _tests(document)
     assert tests["test_days[delta0]"]["status"] == "added"

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from diffgenome.analysis.store import StoreReader
-from e2e.helpers import STORE, cli, export, git_commit, make_project, record_full, write_files
+from e2e.helpers import (
+    STORE,
+    GitRepo,
+    cli,
+    export,
+    make_project,
+    record_full,
+    write_files,
+)
 
 FILES = {
     "pkg/__init__.py": "",
@@ -78,7 +86,7 @@ def test_stored_runs_compare_alike_genomes_by_address_and_answer_as_files_do(
     project = make_project(tmp_path, FILES)
     base = record_full(project).doc
     write_files(project, CHANGED)
-    git_commit(project)
+    GitRepo.init(project).commit_all("initial")
     head = record_full(project).doc
     a, b = base["run"]["id"], head["run"]["id"]
 
@@ -141,7 +149,7 @@ def test_with_code_changes_alike_genomes_are_read_when_they_name_changed_code(
     project = make_project(tmp_path, {**FILES, **MORE})
     a = record_full(project).doc["run"]["id"]
     write_files(project, CHANGED_UNREACHED)
-    git_commit(project)
+    GitRepo.init(project).commit_all("initial")
     b = record_full(project).doc["run"]["id"]
     twice, add = "tests/test_core.py::test_twice", "tests/test_extra.py::test_add"
 

@@ -12,7 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, git_commit, make_project, record, test_genome, write_files
+from e2e.helpers import (
+    GitRepo,
+    cli_json,
+    make_project,
+    record,
+    test_genome,
+    write_files,
+)
 
 BASE = {
     "pkg/__init__.py": "",
@@ -97,7 +104,7 @@ def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]
 def test_a_new_guard_never_taken_is_touched_and_a_moved_try_is_no_change(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, HEAD)
     code, document = _diff(repo, tmp_path)
     statuses = {t["id"]: t["status"] for t in document["tests"]}
@@ -153,7 +160,7 @@ def test_decisions_inserted_and_moved_above_an_unchanged_one_leave_it_alone(
     moves below it: the report never pairs its counts with another condition's text."""
     repo = tmp_path / "repo"
     write_files(repo, REORDER_BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, REORDER_HEAD)
     _code, document = _diff(repo, tmp_path)
     (test,) = [t for t in document["tests"] if t["id"] == "tests/test_rules.py::test_grades"]
@@ -237,7 +244,7 @@ def test_a_new_module_level_name_read_on_an_untaken_path_is_touched(tmp_path: Pa
     as a new state fact of the function that names it: the test did the same."""
     repo = tmp_path / "repo"
     write_files(repo, NEW_GLOBAL_BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, NEW_GLOBAL_HEAD)
     code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
     [test] = [t for t in document["tests"] if t["id"].endswith("::test_clean")]

@@ -26,12 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import BASE_ARGS, PROJECTS, REPO, STORE, clean_env, diffgenome_notices
+from e2e.helpers import BASE_ARGS, PROJECTS, REPO, STORE, GitRepo, clean_env, diffgenome_notices
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 PYTEST_ARGS = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider")
-GIT = ("git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid")
-GIT += ("-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main")
 OTHER_INIT = '"""diffgenome: runtime evidence for code changes."""\n\n__version__ = "0.1.11"\n'
 OTHER_MAIN = "def main():\n    print('the other diffgenome')\n    return 0\n"
 TESTS = {"test_a.py": "def test_one():\n    assert 1 + 1 == 2\n"}
@@ -219,14 +217,12 @@ def _shop(tmp_path: Path) -> Path:
     project = tmp_path / "shop"
     ignore = shutil.ignore_patterns("__pycache__", ".diffgenome", ".pytest_cache")
     shutil.copytree(PROJECTS / "shop", project, ignore=ignore)
-    _ok(_sh(*GIT, "init", "-q", cwd=project))
-    _ok(_sh(*GIT, "add", "-A", cwd=project))
-    _ok(_sh(*GIT, "commit", "-qm", "shop", cwd=project))
+    repo = GitRepo.init(project)
+    repo.commit_all("shop")
     shutil.copytree(
         REPO / "experiments" / "demo" / "shop_v2", project, ignore=ignore, dirs_exist_ok=True
     )
-    _ok(_sh(*GIT, "add", "-A", cwd=project))
-    _ok(_sh(*GIT, "commit", "-qm", "shop v2", cwd=project))
+    repo.commit_all("shop v2")
     return project
 
 
@@ -317,7 +313,7 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
     pytest.importorskip("build", reason="`build` (the test extra) makes the release artifacts")
     monkeypatch.chdir(tmp_path)  # not the repository: `python -m` would import its diffgenome
     clone, dist = tmp_path / "clone", tmp_path / "dist"
-    _ok(_sh("git", "clone", "-q", REPO, clone))
+    GitRepo(REPO).clone(clone)
     _ok(_sh(sys.executable, "-m", "build", "--outdir", dist, clone))
     [sdist] = dist.glob("pytest_diffgenome-*.tar.gz")
     [wheel] = dist.glob("pytest_diffgenome-*.whl")

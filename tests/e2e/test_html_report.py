@@ -24,7 +24,7 @@ from diffgenome.analysis.models import TestRecord as Recorded
 from diffgenome.analysis.report.html import CSP, page_name, run_site, write_site
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from e2e.browser import load, png_pixels, rows, screenshot
-from e2e.helpers import cli, cli_json, export, git_commit, git_in, run_pytest, write_files
+from e2e.helpers import GitRepo, cli, cli_json, export, run_pytest, write_files
 
 BASE = {
     "shop/__init__.py": "",
@@ -156,10 +156,9 @@ class Site:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("html") / "repo"
     write_files(repo, BASE)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, HEAD)
-    git_in(repo, "add", "-A")
-    git_in(repo, "commit", "-qm", "head")
+    GitRepo(repo).commit_all("head")
     return repo
 
 

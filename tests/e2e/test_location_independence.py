@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.helpers import cli_json, export, git_commit, run_pytest, write_files
+from e2e.helpers import GitRepo, cli_json, export, run_pytest, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -109,17 +108,6 @@ def _genomes(doc: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in doc.items() if k != "run"}, sort_keys=True)
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
 @pytest.mark.parametrize("core", ["c", "python"])
 def test_the_same_commit_recorded_anywhere_gives_the_same_genomes(
     tmp_path: Path, core: str
@@ -127,16 +115,16 @@ def test_the_same_commit_recorded_anywhere_gives_the_same_genomes(
     origin = tmp_path / "proj"
     origin.mkdir()
     write_files(origin, PROJECT)
-    git_commit(origin)
+    GitRepo.init(origin).commit_all("initial")
     key = tmp_path / "key"
     key.write_bytes(os.urandom(32))
     copy = tmp_path / "a" / "much" / "deeper" / "other-name"
     copy.parent.mkdir(parents=True)
-    _git(tmp_path, "clone", "-q", str(origin), str(copy))
+    GitRepo(origin).clone(copy)
     first_wt = tmp_path / "wt1"
     second_wt = tmp_path / "x" / "wt-two"
-    _git(origin, "worktree", "add", "-q", "--detach", str(first_wt))
-    _git(origin, "worktree", "add", "-q", "--detach", str(second_wt))
+    GitRepo(origin).worktree(first_wt)
+    GitRepo(origin).worktree(second_wt)
     recorded = {
         place: _genomes(_record(place, key, tmp_path / f"store-{n}", core))
         for n, place in enumerate((origin, copy, first_wt, second_wt))
@@ -153,8 +141,8 @@ def test_an_unchanged_tree_diffs_as_unchanged_through_two_worktrees(tmp_path: Pa
     repo = tmp_path / "repo"
     repo.mkdir()
     write_files(repo, PROJECT)
-    git_commit(repo)
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(0,))
     statuses = {t["id"]: t["status"] for t in document["tests"]}
     assert statuses["tests/test_paths.py::test_a_path_under_the_tree"] == "unchanged"
@@ -189,8 +177,8 @@ def test_a_value_the_code_derives_from_its_own_path_is_the_same_on_both_sides(
             """,
         },
     )
-    git_commit(repo)
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    GitRepo.init(repo).commit_all("initial")
+    GitRepo(repo).commit_empty("same tree")
     _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(0,))
     [test] = [t for t in document["tests"] if t["id"].endswith("::test_key")]
     assert (test["status"], test["changes"], test["reasons"]) == ("unchanged", [], [])

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from e2e.helpers import (
+    GitRepo,
     cli_json,
-    git_commit,
     make_project,
     os_events,
     record,
@@ -107,7 +107,7 @@ def test_other_programs_are_evidence_and_python_children_are_recorded(tmp_path: 
 def test_a_changed_script_in_the_tree_is_a_change(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, FILES)
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(repo, {"hooks/pre.sh": "#!/bin/sh\necho changed >/dev/null\nexit 0\n"})
     code, document = cli_json(
         repo,

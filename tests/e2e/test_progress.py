@@ -24,8 +24,8 @@ from e2e.helpers import (
     DURATION,
     PROGRESS_LINE,
     PY,
+    GitRepo,
     clean_env,
-    git_in,
     make_project,
     write_files,
 )
@@ -85,7 +85,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """The project at two commits, both recorded once (a diff reuses those recordings)."""
     project = make_project(tmp_path_factory.mktemp("progress"), PROJECT)
     write_files(project, {"calc/core.py": CHANGED})
-    git_in(project, "commit", "-qam", "add through a helper")
+    GitRepo(project).commit_tracked("add through a helper")
     done = run_cli(
         project,
         tmp_path_factory.mktemp("tmp"),

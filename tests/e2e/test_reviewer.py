@@ -17,9 +17,9 @@ import pytest
 from e2e.helpers import (
     PY,
     STORE,
+    GitRepo,
     clean_env,
     cli,
-    git_in,
     make_project,
     run_pytest,
     split_progress,
@@ -91,8 +91,7 @@ def cli_run(
 
 
 def commit_all(project: Path, message: str) -> None:
-    git_in(project, "add", "-A")
-    git_in(project, "commit", "-qm", message)
+    GitRepo(project).commit_all(message)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from e2e.helpers import (
     BASE_ARGS,
     PY,
+    GitRepo,
     Recording,
     clean_env,
     make_project,
@@ -269,15 +269,6 @@ PUT_V2 = """    def put(self, key, value, ttl):
 """
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture(scope="module")
 def seam_diff(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     repo = make_project(tmp_path_factory.mktemp("seamdiff"), {}, base="seams")
@@ -285,7 +276,7 @@ def seam_diff(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     text = source.read_text()
     assert PUT_V1 in text
     source.write_text(text.replace(PUT_V1, PUT_V2))
-    _git(repo, "commit", "-qam", "put takes a ttl")
+    GitRepo(repo).commit_tracked("put takes a ttl")
     command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"]
     done = subprocess.run(
         [*command, "--fail-on", "never", "--", *BASE_ARGS],

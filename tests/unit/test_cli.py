@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
+from e2e.helpers import GitRepo
 from rich.console import Console
 
 from diffgenome.analysis import models
@@ -289,7 +290,7 @@ def test_an_unfinished_run_exports_as_incomplete(tmp_path: Path) -> None:
     store = tmp_path / "s"
     script = (
         "import os, sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]\n"
         "from test_cli import make_store\n"
         "from pathlib import Path\n"
         "make_store(Path(sys.argv[1]), finish=False)\n"
@@ -309,8 +310,7 @@ def test_an_unfinished_run_exports_as_incomplete(tmp_path: Path) -> None:
 def test_default_store_is_at_the_top_of_the_git_repository(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "sub" / "deeper").mkdir(parents=True)
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    GitRepo.init(repo)
     make_store(repo / ".diffgenome")
     done = cli("runs", cwd=repo / "sub" / "deeper")
     assert done.returncode == 0, done.stderr
@@ -439,20 +439,15 @@ def test_genome_tree_nests_nodes_and_keeps_brackets_literal() -> None:
 
 def test_a_git_revision_resolves_to_the_run_of_its_commit(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True, env=env)
-    head = subprocess.run(
-        [*git, "rev-parse", "HEAD"], check=True, env=env, capture_output=True, text=True
-    ).stdout.strip()
+    git = GitRepo.init(repo)
+    head = git.commit_empty("one")
     with StoreWriter.open(str(repo / ".diffgenome")) as writer:
         writer.begin_run({"id": "of-head", "commit": head, "python": "p", "platform": "p"})
         writer.finish_run("of-head", True, [], "2026-03-01T10:01:00Z")
     done = cli("export", "HEAD", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["run"]["id"] == "of-head"
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "two"], check=True, env=env)
+    git.commit_empty("two")
     assert "no run of HEAD" in assert_one_line_error(cli("export", "HEAD", cwd=repo))
 
 
