@@ -128,7 +128,7 @@ def test_an_overload_stub_is_never_a_gap(tmp_path: Path) -> None:
             "tests/test_m.py": "from pkg.m import f\n\n\ndef test_f():\n    assert f(1) == 1\n",
         },
     )
-    git_commit(repo)
+    GitRepo.init(repo).commit_all("initial")
     write_files(
         repo,
         {
