@@ -39,14 +39,25 @@ class _Group:
     statuses: dict[str, int] = field(default_factory=dict)
 
 
-def find_causes(tests: Sequence[TestDiff], changed_symbols: Iterable[str] = ()) -> list[Cause]:
-    """The causes of ``tests``' changes (and of their structure lines), most telling first."""
+def find_causes(
+    tests: Sequence[TestDiff],
+    changed_symbols: Iterable[str] = (),
+    one_sided_sites: Iterable[str] = (),
+) -> list[Cause]:
+    """The causes of ``tests``' changes (and of their structure lines), most telling first.
+    A decision that exists in one side's code only (``one_sided_sites``: the change added or
+    removed it) being taken on that side is the code change itself, listed with it and with
+    each test: it is no cause of its own."""
     changed = frozenset(changed_symbols)
+    implied = frozenset(one_sided_sites)
     groups: dict[tuple[str, str], _Group] = {}
     for test in tests:
         seen: set[tuple[str, str]] = set()
         if test.status in _LOUD:
             for change in test.changes:
+                if change.kind == "branch_changed" and change.site in implied:
+                    if change.base is None or change.head is None:
+                        continue
                 key = (change.kind, signature(change))
                 if key not in seen:
                     seen.add(key)

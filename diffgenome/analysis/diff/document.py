@@ -431,9 +431,7 @@ def diff_documents(
         base=DiffSide(run=b_run.get("id"), commit=b_run.get("commit"), rev=base_rev),
         head=DiffSide(run=h_run.get("id"), commit=h_run.get("commit"), rev=head_rev),
         summary=summary,
-        causes=find_causes(
-            diffs, (c.symbol for c in code_changes.symbols) if code_changes is not None else ()
-        ),
+        causes=find_causes(diffs, (c.symbol for c in entries), one_sided_sites),
         tests=diffs,
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),

@@ -181,7 +181,8 @@ def _loud_blocks(
         return []
     reaching = sum(1 for block in blocks if block.reaches_changed_code)
     heading = f"to review ({count(len(blocks), 'test')}"
-    heading += f", {reaching} {REACHES})" if reaching else ")"
+    verb = REACHES if reaching == 1 else REACHES.replace("reaches", "reach", 1)
+    heading += f", {reaching} {verb})" if reaching else ")"
     parts: list[RenderableType] = [Text(""), Text(heading, style="bold cyan")]
     shown = blocks[:max_tests] if collapse else blocks
     for block in shown:
