@@ -55,9 +55,9 @@ def find_causes(
         seen: set[tuple[str, str]] = set()
         if test.status in _LOUD:
             for change in test.changes:
-                if change.kind == "branch_changed" and change.site in implied:
-                    if change.base is None or change.head is None:
-                        continue
+                one_sided = change.base is None or change.head is None
+                if change.kind == "branch_changed" and change.site in implied and one_sided:
+                    continue
                 key = (change.kind, signature(change))
                 if key not in seen:
                     seen.add(key)

@@ -32,7 +32,13 @@ from diffgenome.analysis.diff.compare import (
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
-from diffgenome.analysis.diff.structure import Region, contract, runs_one_sided_code, summaries
+from diffgenome.analysis.diff.structure import (
+    MOVED_SITE,
+    Region,
+    contract,
+    runs_one_sided_code,
+    summaries,
+)
 from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -495,16 +501,20 @@ def _restructured(
     cb, ch = contract(b, region), contract(h, region)
     if cb is None or ch is None:
         return None
-    sites = {**cb.sites, **ch.sites}
+    # A decision of changed code was compared by what it tests (``~/if[...]``); it is
+    # reported by its real name, which its own function gives (several functions may hold
+    # the same condition).
     found = [
-        replace(item, site=sites.get(item.site, item.site)) if item.site in sites else item
+        replace(item, site=f"{item.symbol}{item.site[1:]}")
+        if item.site and item.site.startswith(MOVED_SITE) and item.symbol
+        else item
         for item in compare_tests(cb.test, ch.test, digests=digests)
     ]
     found = _settled(found, test_id, unstable, True)
     # Decisions in one side's code only: those the change added or removed, and every
     # decision of a function that exists on one side only.
     allowed = one_sided_sites | {
-        site for site in sites.values() if site.rsplit("/", 1)[0] in region.one_sided
+        item.site for item in found if item.site and item.site.rsplit("/", 1)[0] in region.one_sided
     }
     behaviour = bool(found) and not _only_one_sided(found, allowed, one_sided_state)
     return found, summaries(cb, ch, region, behaviour=behaviour), behaviour

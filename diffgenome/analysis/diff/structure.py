@@ -31,7 +31,7 @@ from diffgenome.protocol.vocab import SYMBOL_PREFIX, TYPE_CALL, TYPE_SUBSTITUTIO
 
 # A decision of changed code, keyed without the function it lives in (``~/if[3f2a9c01d4]``):
 # a condition moved into an extracted helper is the same condition.
-_MOVED_SITE = "~"
+MOVED_SITE = "~"
 _VALUE_FIELDS = ("args", "results")
 
 
@@ -87,8 +87,6 @@ class Contracted:
     test: TestIndex
     #: One-sided symbol -> the symbols of its nearest kept callers (``None``: the phase root).
     moved: dict[str, set[str | None]] = field(default_factory=dict)
-    #: Normalised decision site -> the site as recorded (to report it by its real name).
-    sites: dict[str, str] = field(default_factory=dict)
 
 
 _CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
@@ -203,8 +201,7 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
         site = str(branch.get("site"))
         symbol = str(branch.get("symbol") or "")
         if symbol in region.changed and site.startswith(symbol):
-            key_site = _MOVED_SITE + site[len(symbol) :]
-            out.sites.setdefault(key_site, site)
+            key_site = MOVED_SITE + site[len(symbol) :]
         else:
             key_site = site
         where = -1 if at is None else at
