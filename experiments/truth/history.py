@@ -28,7 +28,16 @@ from truth.common import RESULTS, WORK
 
 HISTORY = WORK / "history"
 # The differ's statuses, worst first (the order of the tables).
-STATUSES = ("changed", "unverified", "added", "removed", "touched", "unstable", "unchanged")
+STATUSES = (
+    "changed",
+    "unverified",
+    "added",
+    "removed",
+    "restructured",
+    "touched",
+    "unstable",
+    "unchanged",
+)
 MAX_CHANGES = 40  # per test in the result files (the raw documents keep all)
 _SCRUB = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH", "COVERAGE_PROCESS_START")
 
@@ -168,6 +177,7 @@ def summarise(document: dict[str, Any]) -> dict[str, Any]:
                 "reasons": test.get("reasons", []),
                 "changes": [short_change(c) for c in test.get("changes", [])[:MAX_CHANGES]],
                 "n_changes": len(test.get("changes", [])),
+                "structure": test.get("structure", []),
             }
         )
     return {
