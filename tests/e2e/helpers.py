@@ -326,9 +326,11 @@ def record_full(
     env: Mapping[str, str] | None = None,
     returncode: int | None = 0,
     store: str | Path = STORE,
+    timeout: float = 120,
 ) -> Recording:
-    """Run ``pytest --genome *args`` and export the run it recorded."""
-    proc = run_pytest(project, "--genome", *args, env=env)
+    """Run ``pytest --genome *args`` and export the run it recorded (``timeout``: a guard
+    against a hung session, never a measure of speed)."""
+    proc = run_pytest(project, "--genome", *args, env=env, timeout=timeout)
     if returncode is not None:
         assert proc.returncode == returncode, proc.stdout + proc.stderr
     return Recording(export(project, store), proc)
