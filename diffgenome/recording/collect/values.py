@@ -55,10 +55,15 @@ Object ids, addresses and other memory-dependent values never enter a canonical 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
+import fractions
 import hashlib
 import hmac
 import math
+import uuid
+import zoneinfo
 from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Final
@@ -103,6 +108,24 @@ _isnan: Final = math.isnan
 _islice: Final = islice
 
 _Enum: Final = enum.Enum
+# The standard library's value types, as they are now: freezegun and others replace
+# ``datetime.datetime`` in its module, and what they put there is a subclass (no form).
+_timedelta: Final = datetime.timedelta
+_date: Final = datetime.date
+_datetime: Final = datetime.datetime
+_time: Final = datetime.time
+_timezone: Final = datetime.timezone
+_utcoffset: Final = datetime.timezone.utcoffset
+_tzname: Final = datetime.timezone.tzname
+_Decimal: Final = decimal.Decimal
+_decimal_text: Final = decimal.Decimal.__str__
+_UUID: Final = uuid.UUID
+_uuid_int: Final = uuid.UUID.__dict__["int"]  # the slot itself: UUID.int is a plain member
+_Fraction: Final = fractions.Fraction
+_numerator: Final = fractions.Fraction.__dict__["_numerator"]
+_denominator: Final = fractions.Fraction.__dict__["_denominator"]
+_ZoneInfo: Final = zoneinfo.ZoneInfo
+_zone_key: Final = zoneinfo.ZoneInfo.__dict__.get("key")
 _Field: Final = dataclasses.Field
 _FIELD_KIND: Final = getattr(dataclasses, "_FIELD", None)
 
@@ -183,6 +206,8 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
         if len(value) > MAX_ITEMS or depth >= MAX_DEPTH:
             return None
         out = _members_form(b"S" if type(value) is set else b"z", value, depth, budget)
+    elif id(type(value)) in _VALUE_TYPE_IDS:
+        out = _value_type_form(value, type(value))
     else:
         kind = type(value)
         known = _PLAIN_SUMMARY.get(id(kind))
@@ -192,6 +217,109 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
     if out is None or len(out) > budget:
         return None
     return out
+
+
+def _head(name: str) -> bytes:
+    """The tag of a standard-library value type: ``v`` and its name as a str form (made at
+    import, so never rewritten by stable.py)."""
+    raw = name.encode("ascii")
+    return b"v%d:" % len(raw) + raw
+
+
+_TIMEDELTA_HEAD: Final = _head("datetime.timedelta")
+_DATE_HEAD: Final = _head("datetime.date")
+_DATETIME_HEAD: Final = _head("datetime.datetime")
+_TIME_HEAD: Final = _head("datetime.time")
+_TIMEZONE_HEAD: Final = _head("datetime.timezone")
+_ZONEINFO_HEAD: Final = _head("zoneinfo.ZoneInfo")
+_DECIMAL_HEAD: Final = _head("decimal.Decimal")
+_UUID_HEAD: Final = _head("uuid.UUID")
+_FRACTION_HEAD: Final = _head("fractions.Fraction")
+#: Exact classes (by id: a class as a dict key could run a metaclass's ``__eq__``) whose
+#: instances have a form of their own; their subclasses have none (their methods may be
+#: overridden: freezegun's ``FakeDatetime``, pandas' ``Timestamp``).
+_VALUE_TYPE_IDS: Final = frozenset(
+    id(t)
+    for t in (_timedelta, _date, _datetime, _time, _timezone, _ZoneInfo, _Decimal, _UUID, _Fraction)
+)
+
+
+def _delta_body(delta: datetime.timedelta) -> bytes:
+    return b"%x;%x;%x;" % (delta.days, delta.seconds, delta.microseconds)
+
+
+def _zone_form(zone: object) -> bytes | None:
+    """A time zone that says what it is without running user code: ``None``, a fixed
+    ``datetime.timezone`` (its offset and name), a ``zoneinfo.ZoneInfo`` by its key. Any other
+    ``tzinfo`` (pytz, dateutil) computes its offsets in its own code: None."""
+    if zone is None:
+        return b"N"
+    kind = type(zone)
+    if kind is _timezone:
+        offset = _utcoffset(zone, None)  # type: ignore[arg-type]
+        name = _tzname(zone, None)  # type: ignore[arg-type]
+        if type(offset) is not _timedelta or type(name) is not str:
+            return None
+        return _TIMEZONE_HEAD + _delta_body(offset) + _str_form(name)
+    if kind is _ZoneInfo and _zone_key is not None:
+        key = _zone_key.__get__(zone, _ZoneInfo)
+        if type(key) is str:  # None: made from a file, known by no name
+            return _ZONEINFO_HEAD + _str_form(key)
+    return None
+
+
+def _value_type_form(value: object, kind: type) -> bytes | None:
+    """The form of an instance of one of the exact classes of ``_VALUE_TYPE_IDS``: the fields
+    that make the value, read from the C type (or the slot) without running user code."""
+    if kind is _timedelta:
+        return _TIMEDELTA_HEAD + _delta_body(value)  # type: ignore[arg-type]
+    if kind is _datetime:
+        zone = _zone_form(value.tzinfo)  # type: ignore[attr-defined]
+        if zone is None:
+            return None
+        fields = b"%x;%x;%x;%x;%x;%x;%x;%x;" % (
+            value.year,  # type: ignore[attr-defined]
+            value.month,  # type: ignore[attr-defined]
+            value.day,  # type: ignore[attr-defined]
+            value.hour,  # type: ignore[attr-defined]
+            value.minute,  # type: ignore[attr-defined]
+            value.second,  # type: ignore[attr-defined]
+            value.microsecond,  # type: ignore[attr-defined]
+            value.fold,  # type: ignore[attr-defined]
+        )
+        return _DATETIME_HEAD + fields + zone
+    if kind is _date:
+        return _DATE_HEAD + b"%x;%x;%x;" % (value.year, value.month, value.day)  # type: ignore[attr-defined]
+    if kind is _time:
+        zone = _zone_form(value.tzinfo)  # type: ignore[attr-defined]
+        if zone is None:
+            return None
+        fields = b"%x;%x;%x;%x;%x;" % (
+            value.hour,  # type: ignore[attr-defined]
+            value.minute,  # type: ignore[attr-defined]
+            value.second,  # type: ignore[attr-defined]
+            value.microsecond,  # type: ignore[attr-defined]
+            value.fold,  # type: ignore[attr-defined]
+        )
+        return _TIME_HEAD + fields + zone
+    if kind is _Decimal:
+        # As written, so 1.10 and 1.1 differ (they round and print differently); the
+        # context's ``capitals`` only chooses between ``E`` and ``e``.
+        text = _decimal_text(value).replace("e", "E")  # type: ignore[arg-type]
+        raw = text.encode("ascii")
+        return _DECIMAL_HEAD + b"%d:" % len(raw) + raw
+    if kind is _UUID:
+        number = _uuid_int.__get__(value, _UUID)
+        return _UUID_HEAD + b"%x;" % number if type(number) is int else None
+    if kind is _Fraction:
+        top = _numerator.__get__(value, _Fraction)
+        bottom = _denominator.__get__(value, _Fraction)
+        if type(top) is not int or type(bottom) is not int:
+            return None
+        return _FRACTION_HEAD + b"%x;%x;" % (top, bottom)
+    if kind is _timezone or kind is _ZoneInfo:
+        return _zone_form(value)
+    return None  # pragma: no cover - every id of _VALUE_TYPE_IDS is handled above
 
 
 def _pairs_form(value: dict[object, object], depth: int, budget: int) -> bytes | None:
@@ -586,7 +714,7 @@ def reset_class_summaries() -> None:
 def _is_plain(cls: type) -> bool:
     """Whether ``canonical`` is None for every instance of ``cls`` for reasons of the class
     alone: the class-level exits of ``_object_form``, taken in the same order."""
-    if id(cls) in _BUILTIN_IDS:
+    if id(cls) in _BUILTIN_IDS or id(cls) in _VALUE_TYPE_IDS:
         return False
     dicts = class_dicts(cls)
     if dicts is None:
