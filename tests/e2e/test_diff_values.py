@@ -1,0 +1,231 @@
+"""End-to-end: values of the standard library's value types between project functions
+(#24.7), over real git repositories.
+
+A ``timedelta``, ``Decimal``, ``datetime`` or ``UUID`` had no canonical form, so its digest was
+null on both sides and a changed deadline or amount read as the same value: a false
+"unchanged". Now each has a form of its own; values fed by the clock differ between two
+recordings of one commit and are masked by confirmation, also in a diff of two stored runs
+whose commits the repository has.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import (
+    PY,
+    cli_json,
+    clean_env,
+    git_commit,
+    git_in,
+    run_pytest,
+    write_files,
+)
+
+BILLING = """
+    import datetime as dt
+    import decimal
+    import uuid
+
+
+    def grace():
+        return dt.timedelta(days={days})
+
+
+    def fee():
+        return decimal.Decimal("{fee}")
+
+
+    def opened():
+        return dt.datetime(2024, 1, {day}, 9, 30, tzinfo=dt.timezone.utc)
+
+
+    def account():
+        return uuid.UUID(int={account})
+
+
+    def due(start, period):
+        return start + period
+
+
+    def charge(amount, quantity):
+        return amount * quantity
+
+
+    def owner(account_id):
+        return account_id.version is None
+
+
+    def opened_on(moment):
+        return moment.weekday() < 7
+"""
+
+TESTS = """
+    from pkg import billing
+
+
+    def test_grace():
+        assert billing.due(billing.opened(), billing.grace()) is not None
+
+
+    def test_fee():
+        assert billing.charge(billing.fee(), 3) > 0
+
+
+    def test_opened():
+        assert billing.opened_on(billing.opened())
+
+
+    def test_account():
+        assert billing.owner(billing.account())
+"""
+
+BASE = {"days": 30, "fee": "2.50", "day": 1, "account": 7}
+
+
+def _project(repo: Path, **values: object) -> None:
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/billing.py": BILLING.format(**{**BASE, **values}),
+            "tests/test_billing.py": TESTS,
+        },
+    )
+
+
+def _tests(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+
+
+def _changed_args(test: dict[str, Any]) -> set[str]:
+    return {
+        c["path"][-1] for c in test["changes"] if c["kind"] in ("args_changed", "result_changed")
+    }
+
+
+def test_changed_deadlines_amounts_times_and_ids_are_changes(tmp_path: Path) -> None:
+    """Each value changes in one function and is handed to another: both show it. Before
+    values revision 2 all four tests were ``unchanged`` (null digests on both sides)."""
+    repo = tmp_path / "repo"
+    _project(repo)
+    git_commit(repo)
+    _project(repo, days=31, fee="2.75", day=2, account=8)
+    git_in(repo, "commit", "-qam", "a longer grace, a dearer fee, a later opening, another id")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    tests = _tests(document)
+    assert {name: t["status"] for name, t in tests.items() if name != "<import>"} == {
+        "test_grace": "changed",
+        "test_fee": "changed",
+        "test_opened": "changed",
+        "test_account": "changed",
+    }
+    assert _changed_args(tests["test_grace"]) >= {"py:pkg.billing.grace", "py:pkg.billing.due"}
+    assert _changed_args(tests["test_fee"]) >= {"py:pkg.billing.fee", "py:pkg.billing.charge"}
+    assert _changed_args(tests["test_opened"]) >= {
+        "py:pkg.billing.opened",
+        "py:pkg.billing.opened_on",
+    }
+    assert _changed_args(tests["test_account"]) == {
+        "py:pkg.billing.account",
+        "py:pkg.billing.owner",
+    }
+    for test in tests.values():
+        for change in test["changes"]:
+            if change["kind"] == "args_changed":
+                for side in (change["base"], change["head"]):
+                    assert all(entry["digest"] for entry in side), change
+    assert code == 1
+
+
+CLOCK = {
+    "pkg/__init__.py": "",
+    "pkg/clock.py": """
+        import datetime as dt
+
+
+        def now():
+            return dt.datetime.now(dt.timezone.utc)
+
+
+        def later(moment, minutes):
+            return moment + dt.timedelta(minutes=minutes)
+
+
+        def is_late(moment):
+            return moment.year > 2000
+    """,
+    "tests/test_clock.py": """
+        from pkg import clock
+
+
+        def test_handed_around():
+            assert clock.is_late(clock.later(clock.now(), 5))
+
+
+        def test_fixed():
+            assert clock.later(clock.now().replace(year=2024, month=1, day=1, hour=0, minute=0,
+                                                   second=0, microsecond=0), 1).minute == 1
+    """,
+}
+
+
+def test_clock_fed_values_are_masked_by_confirmation(tmp_path: Path) -> None:
+    """``datetime.now()`` handed between project functions differs between any two
+    recordings: unconfirmed it reads as a change, confirmed as ``unstable``."""
+    repo = tmp_path / "repo"
+    write_files(repo, CLOCK)
+    git_commit(repo)
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    _, unconfirmed = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", "--no-confirm")
+    assert _tests(unconfirmed)["test_handed_around"]["status"] == "changed"
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    tests = _tests(document)
+    assert tests["test_handed_around"]["status"] == "unstable"
+    assert any(
+        r.startswith("unstable (base confirmation)") and "py:pkg.clock.later" in r
+        for r in tests["test_handed_around"]["reasons"]
+    ), tests["test_handed_around"]["reasons"]
+    assert document["summary"]["confirmed"] >= 1
+    assert code == 0
+
+
+def _record_at(repo: Path, store: Path) -> str:
+    """``pytest --genome`` in ``repo`` into ``store``; the id of the run it made."""
+    done = run_pytest(repo, "--genome", f"--genome-store={store}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "runs", "--store", str(store), "--json", "-"],
+        cwd=repo,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return str(json.loads(runs.stdout)[0]["id"])
+
+
+def test_a_diff_of_stored_runs_whose_commits_the_repository_has_confirms(
+    tmp_path: Path,
+) -> None:
+    """Two runs ``pytest --genome`` stored, one per commit: ``diffgenome diff RUN RUN``
+    records their tests that differ again at those commits, so the clock's noise is
+    ``unstable`` as in a diff of revisions (it was ``changed``, with the note that a run
+    cannot be recorded again)."""
+    repo = tmp_path / "repo"
+    store = tmp_path / "store"
+    write_files(repo, CLOCK)
+    git_commit(repo)
+    base_run = _record_at(repo, store)
+    git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
+    head_run = _record_at(repo, store)
+    code, document = cli_json(
+        repo, tmp_path, "diff", base_run, head_run, "--store", str(store)
+    )
+    tests = _tests(document)
+    assert tests["test_handed_around"]["status"] == "unstable", tests["test_handed_around"]
+    assert document["summary"]["confirmed"] >= 1
+    assert code == 0
