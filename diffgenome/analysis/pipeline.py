@@ -21,7 +21,7 @@ from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.runner import Options, Runner, Side
-from diffgenome.protocol.formats import check_comparable, naming_of
+from diffgenome.protocol.formats import check_comparable, naming_of, values_of
 
 
 @dataclass
@@ -56,11 +56,15 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
     """:func:`run_diff` with the runner of its sides (which run_diff closes)."""
     prepared = _prepare(runner, skip_same=True)
     base, head = prepared.base, prepared.head
+    base_config = (base.document.get("run") or {}).get("config")
+    head_config = (head.document.get("run") or {}).get("config")
     check_comparable(
         base.document.get("format"),
         head.document.get("format"),
-        naming_of((base.document.get("run") or {}).get("config")),
-        naming_of((head.document.get("run") or {}).get("config")),
+        naming_of(base_config),
+        naming_of(head_config),
+        values_of(base_config),
+        values_of(head_config),
     )
 
     def compare(

@@ -17,11 +17,13 @@ from typing import Any
 
 from e2e.helpers import (
     PY,
-    cli_json,
     clean_env,
+    cli,
+    cli_json,
     git_commit,
     git_in,
     run_pytest,
+    split_progress,
     write_files,
 )
 
@@ -229,3 +231,27 @@ def test_a_diff_of_stored_runs_whose_commits_the_repository_has_confirms(
     assert tests["test_handed_around"]["status"] == "unstable", tests["test_handed_around"]
     assert document["summary"]["confirmed"] >= 1
     assert code == 0
+
+
+def test_a_recording_of_values_revision_1_is_not_compared_with_revision_2(tmp_path: Path) -> None:
+    """A run recorded before values revision 2 (no ``values`` in its config) has null
+    digests where a current one has digests: the diff says so in one line and exits 2,
+    rather than reporting every such value as changed."""
+    repo = tmp_path / "repo"
+    _project(repo)
+    git_commit(repo)
+    store = tmp_path / "store"
+    _record_at(repo, store)
+    exported = cli(repo, "export", "latest", "--store", str(store), "-o", str(tmp_path / "new.json"))
+    assert exported.returncode == 0, exported.stderr
+    current = json.loads((tmp_path / "new.json").read_text())
+    assert current["run"]["config"]["values"] == 2
+    config = {k: v for k, v in current["run"]["config"].items() if k != "values"}
+    (tmp_path / "old.json").write_text(json.dumps(dict(current, run=dict(current["run"], config=config))))
+    same = cli(repo, "diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"))
+    assert same.returncode == 0, same.stderr
+    mixed = cli(repo, "diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
+    assert mixed.returncode == 2
+    _, lines = split_progress(mixed.stderr)
+    assert len(lines) == 1 and "values revision 1" in lines[0], mixed.stderr
+    assert "Traceback" not in mixed.stderr

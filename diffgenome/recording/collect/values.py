@@ -64,7 +64,7 @@ import hmac
 import math
 import uuid
 import zoneinfo
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Final
 
@@ -501,6 +501,130 @@ def canonical(value: object) -> bytes | None:
         return None
 
 
+# --- reading forms back (previews) ---------------------------------------------------------
+
+
+class FormError(ValueError):
+    """Bytes that are not a canonical form (a preview is then not shown)."""
+
+
+def _until(form: bytes, at: int, end: bytes) -> int:
+    """The index just past the next ``end`` from ``at``."""
+    stop = form.find(end, at)
+    if stop < 0:
+        raise FormError("unterminated")
+    return stop + 1
+
+
+def _counted(form: bytes, at: int) -> tuple[int, int]:
+    """``<n>:`` at ``at``: n, and the index after the colon."""
+    colon = _until(form, at, b":")
+    text = form[at : colon - 1]
+    if not text.isdigit():
+        raise FormError("bad count")
+    return int(text), colon
+
+
+def _text_end(form: bytes, at: int) -> int:
+    """The end of a ``<n>:<n bytes>`` text (a str's form without its tag)."""
+    n, at = _counted(form, at)
+    if at + n > len(form):
+        raise FormError("short text")
+    return at + n
+
+
+def _items_end(form: bytes, at: int, items: int) -> int:
+    for _ in range(items):
+        at = form_end(form, at)
+    return at
+
+
+# Fields of each standard-library value type after its head: ``;``-ended numbers, then
+# whether a time zone form follows, or a text (``_VALUE_TEXT``).
+_VALUE_FIELDS: Final = {
+    b"datetime.timedelta": (3, False),
+    b"datetime.date": (3, False),
+    b"datetime.datetime": (8, True),
+    b"datetime.time": (5, True),
+    b"uuid.UUID": (1, False),
+    b"fractions.Fraction": (2, False),
+}
+_VALUE_TEXT: Final = {b"datetime.timezone": 3, b"zoneinfo.ZoneInfo": 0, b"decimal.Decimal": 0}
+
+
+def form_end(form: bytes, at: int = 0) -> int:
+    """The index just past the canonical form that starts at ``at`` (every form delimits
+    itself); FormError for bytes that are none. The inverse walk of ``_enc``: a preview reads
+    one argument's form out of a tuple's forms joined by a separator that a form may hold."""
+    if at >= len(form):
+        raise FormError("empty")
+    tag = form[at : at + 1]
+    at += 1
+    if tag in (b"N", b"T", b"F"):
+        return at
+    if tag in (b"i", b"f"):
+        return _until(form, at, b";")
+    if tag == b"c":
+        return _until(form, _until(form, at, b";"), b";")
+    if tag in (b"s", b"b", b"y"):
+        return _text_end(form, at)
+    if tag in (b"l", b"t", b"S", b"z", b"d"):
+        n, at = _counted(form, at)
+        return _items_end(form, at, 2 * n if tag == b"d" else n)
+    if tag == b"e":
+        return _text_end(form, _text_end(form, at))
+    if tag == b"E":
+        return _until(form, _text_end(form, at), b";")
+    if tag in (b"n", b"D"):
+        n, at = _counted(form, _text_end(form, at))
+        return _items_end(form, at, n)
+    if tag == b"v":
+        start = at
+        at = _text_end(form, at)
+        name = form[form.index(b":", start) + 1 : at]
+        known = _VALUE_FIELDS.get(name)
+        if known is not None:
+            numbers, zone = known
+            for _ in range(numbers):
+                at = _until(form, at, b";")
+            return form_end(form, at) if zone else at
+        numbers = _VALUE_TEXT.get(name)
+        if numbers is None:
+            raise FormError("unknown value type")
+        for _ in range(numbers):
+            at = _until(form, at, b";")
+        return _text_end(form, at)
+    raise FormError("unknown tag")
+
+
+#: The scalars a preview shows, by the tag of their form.
+PREVIEW_TAGS: Final = frozenset(b"NTFifcs")
+
+
+def scalar_of(form: bytes) -> object:
+    """The value of a whole form of None, a bool, an int, a float, a complex number or a str
+    (a str as it was digested: made stable by stable.py); FormError for any other form."""
+    if not form or form[0] not in PREVIEW_TAGS or form_end(form) != len(form):
+        raise FormError("not a scalar")
+    tag, body = form[:1], form[1:]
+    if tag == b"N":
+        return None
+    if tag in (b"T", b"F"):
+        return tag == b"T"
+    if tag == b"i":
+        return int(body[:-1], 16)
+    if tag == b"f":
+        return _float_of(body[:-1])
+    if tag == b"c":
+        real, _, imag = body[:-1].partition(b";")
+        return complex(_float_of(real), _float_of(imag))
+    return body[body.index(b":") + 1 :].decode("utf-8", "surrogatepass")
+
+
+def _float_of(text: bytes) -> float:
+    return float("nan") if text == b"nan" else float.fromhex(text.decode("ascii"))
+
+
 # --- digests ---------------------------------------------------------------------------------
 
 
@@ -812,12 +936,23 @@ class BoundedValues:
         other._sum = (other._sum + self._sum) & _MASK64
 
     def export(
-        self, digester: Digester
+        self, digester: Digester, preview: Callable[[str, bytes], str | None] | None = None
     ) -> tuple[list[dict[str, str | None]], dict[str, object] | None]:
+        """The entries (sorted) and the overflow; ``preview`` (``--genome-preview``) gives
+        an entry with a canonical form its text for people, or None (collect/preview.py)."""
         entries: list[dict[str, str | None]] = [
             {"shape": shape, "digest": None if form is None else digester.digest(form)}
             for shape, form in self._seen
         ]
+        if preview is not None:
+            for entry, (shape, form) in zip(entries, self._seen, strict=True):
+                if form is not None:
+                    try:
+                        text = preview(shape, form)
+                    except Exception:  # a form it cannot read: no preview, never an error
+                        text = None
+                    if text is not None:
+                        entry["preview"] = text
         entries.sort(key=lambda entry: (entry["shape"] or "", entry["digest"] or ""))
         if not self._count:
             return entries, None
