@@ -11,7 +11,9 @@ whose commits the repository has.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +257,122 @@ def test_a_recording_of_values_revision_1_is_not_compared_with_revision_2(tmp_pa
     _, lines = split_progress(mixed.stderr)
     assert len(lines) == 1 and "values revision 1" in lines[0], mixed.stderr
     assert "Traceback" not in mixed.stderr
+
+
+TABLES = {
+    "pkg/__init__.py": "",
+    "pkg/tables.py": """
+        def _dashes(width, fill):
+            return fill * width
+
+
+        def rule(width):
+            return _dashes(width, "{fill}")
+
+
+        def connect(host, api_key):
+            return len(api_key) > 0
+
+
+        def label(text):
+            return text.title()
+    """,
+    "tests/test_tables.py": """
+        import os
+
+        from pkg import tables
+
+
+        def test_rule():
+            assert len(tables.rule(3)) == 3
+
+
+        def test_connect():
+            # Read from a file: in the source, a code change would quote it (as source).
+            with open(os.path.join(os.path.dirname(__file__), "key.txt")) as key:
+                assert tables.connect("db.internal", key.read())
+
+
+        def test_label():
+            assert tables.label(os.environ["SERVICE_LABEL"]) != "{fill}"
+    """,
+}
+
+
+def _tables(repo: Path, fill: str, api_key: str) -> None:
+    write_files(repo, {name: text.replace("{fill}", fill) for name, text in TABLES.items()})
+    (repo / "tests" / "key.txt").write_text(api_key)
+
+
+def test_with_previews_a_changed_short_string_reads_as_itself(tmp_path: Path) -> None:
+    """``-- --genome-preview``: the terminal, Markdown and HTML reports show
+    ``'---' → '==='``; a secret-named parameter's value and a value read from the
+    environment never show, in any output, nor in the export unless asked."""
+    repo = tmp_path / "repo"
+    # Words, so that no secret rule but the parameter's name and the environment hide them.
+    old_key, new_key = "opensesame", "letmein"
+    plain = "grandmother rhubarb"  # in a variable whose name says nothing secret
+    _tables(repo, "-", old_key)
+    git_commit(repo)
+    _tables(repo, "=", new_key)
+    git_in(repo, "commit", "-qam", "rules drawn with '=', another key")
+    markdown, site = tmp_path / "diff.md", tmp_path / "site"
+    done = subprocess.run(
+        [
+            *(PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--all"),
+            *("--markdown", str(markdown), "--html", str(site), "--json", str(tmp_path / "d.json")),
+            *("--", "-p", "no:cacheprovider", "-p", "no:randomly", "--genome-preview"),
+        ],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path), "COLUMNS": "300", "SERVICE_LABEL": plain}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    shown = "'---' \u2192 '==='"
+    assert f"py:pkg.tables._dashes results: {shown}" in done.stdout, done.stdout
+    assert "py:pkg.tables._dashes args: width=3, fill='-' \u2192 width=3, fill='='" in done.stdout
+    assert shown in markdown.read_text()
+    pages = {p.name: p.read_text() for p in site.rglob("*.html")}
+    escaped = "&#x27;---&#x27; \u2192 &#x27;===&#x27;"
+    assert any(escaped in page for page in pages.values()), "no page shows the change"
+    # The key changed too: it is a change, written without its value.
+    document = json.loads((tmp_path / "d.json").read_text())
+    connect = _tests(document)["test_connect"]
+    assert connect["status"] == "changed"
+    assert "py:pkg.tables.connect args: host=str, api_key=str (value" in done.stdout
+    # Nothing private anywhere: reports, the store, the export with and without previews.
+    store = repo / ".diffgenome"
+    head_run = document["head"]["run"]
+    exported = cli(repo, "export", head_run).stdout
+    with_previews = cli(repo, "export", head_run, "--with-previews").stdout
+    assert "'==='" not in exported and "'==='" in with_previews
+    hay = {
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "markdown": markdown.read_text(),
+        "json": (tmp_path / "d.json").read_text(),
+        "export": exported,
+        "export --with-previews": with_previews,
+        **{f"html {name}": text for name, text in pages.items()},
+    }
+    blobs = {name: text.encode() for name, text in hay.items()}
+    for path in store.iterdir():
+        blobs[f"store {path.name}"] = path.read_bytes()
+    conn = sqlite3.connect(store / "genome.sqlite")
+    try:
+        for (body,) in conn.execute("SELECT body FROM genomes"):
+            blobs[f"store body {len(blobs)}"] = zlib.decompress(body)
+    finally:
+        conn.close()
+    leaks = [
+        (secret, where)
+        for secret in (old_key, new_key, plain, plain.title())
+        for where, blob in blobs.items()
+        if secret.encode() in blob
+    ]
+    assert leaks == []
+    # Positive control: the bodies hold previews (so the scan above looked at them).
+    assert any(b"\"preview\":\"'==='\"" in blob for blob in blobs.values())

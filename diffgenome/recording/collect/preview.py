@@ -14,8 +14,9 @@ What a preview never shows (docs/recording.md, "Value previews"):
   whose name it calls secret (``get_token``): that entry has no preview;
 - a value equal to the value of an environment variable (three characters or more: ``0``,
   ``1`` and ``on`` are in every environment and hold no secret), or holding one of six
-  characters or more (a token with a prefix, a doubled password), as the environment is when
-  the session starts and at the end of every phase: that entry has no preview;
+  characters or more (a token with a prefix, a doubled password), in any case, as the
+  environment is when the session starts and at the end of every phase: that entry has no
+  preview. A value made from one otherwise (reversed, encoded) is not recognised;
 - what the secret rules mask in the text that remains (``'<secret:3fa1b2c3d4e5>'``);
 - anything else: containers, objects, bytes, longer text.
 
@@ -79,9 +80,14 @@ class ValuePreviews:
                 return
             self._raw |= new
             # Equal also as a str is digested (``$HOME`` is ``<home>``); held only as it is.
-            self._env = self._env | new | {stable.stable_text(v) for v in new}
+            # In any case: ``value.title()`` is still the value.
+            self._env = self._env | {v.casefold() for v in new} | {
+                stable.stable_text(v).casefold() for v in new
+            }
             parts = sorted((v for v in self._raw if len(v) >= MIN_ENV_PART), key=lambda v: -len(v))
-            self._parts = re.compile("|".join(map(re.escape, parts))) if parts else None
+            self._parts = (
+                re.compile("|".join(map(re.escape, parts)), re.IGNORECASE) if parts else None
+            )
         except Exception:
             return
 
@@ -113,7 +119,7 @@ class ValuePreviews:
         if value is None or type(value) is bool:
             return repr(value)
         text = value if type(value) is str else repr(value)
-        if len(text) > MAX_PREVIEW or text in self._env:
+        if len(text) > MAX_PREVIEW or text.casefold() in self._env:
             return None
         parts = self._parts
         if parts is not None and parts.search(text) is not None:
