@@ -21,7 +21,6 @@ from diffgenome.protocol.vocab import (
     TYPE_SUBSTITUTION,
 )
 from diffgenome.recording.collect import values
-from diffgenome.recording.collect.preview import ValuePreviews
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
     NODE_OS_EVENT,
@@ -30,6 +29,7 @@ from diffgenome.recording.collect.contract import (
     Node,
     PhaseCapture,
 )
+from diffgenome.recording.collect.preview import ValuePreviews
 
 _TYPE_ORDER = {NODE_CALL: 0, NODE_SUBSTITUTION: 1, NODE_OS_EVENT: 2}
 

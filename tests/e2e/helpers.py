@@ -206,7 +206,16 @@ def export(project: Path, store: str | Path = STORE, run: str = "latest") -> dic
     everything it recorded, the previews of ``--genome-preview`` included (``--with-previews``;
     a plain export leaves them out)."""
     done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "export", run, "--store", str(store), "--with-previews"],
+        [
+            PY,
+            "-m",
+            "diffgenome.analysis.cli",
+            "export",
+            run,
+            "--store",
+            str(store),
+            "--with-previews",
+        ],
         cwd=project,
         env=clean_env(),
         capture_output=True,

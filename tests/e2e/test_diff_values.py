@@ -226,9 +226,7 @@ def test_a_diff_of_stored_runs_whose_commits_the_repository_has_confirms(
     base_run = _record_at(repo, store)
     git_in(repo, "commit", "-q", "--allow-empty", "-m", "same tree")
     head_run = _record_at(repo, store)
-    code, document = cli_json(
-        repo, tmp_path, "diff", base_run, head_run, "--store", str(store)
-    )
+    code, document = cli_json(repo, tmp_path, "diff", base_run, head_run, "--store", str(store))
     tests = _tests(document)
     assert tests["test_handed_around"]["status"] == "unstable", tests["test_handed_around"]
     assert document["summary"]["confirmed"] >= 1
@@ -244,12 +242,16 @@ def test_a_recording_of_values_revision_1_is_not_compared_with_revision_2(tmp_pa
     git_commit(repo)
     store = tmp_path / "store"
     _record_at(repo, store)
-    exported = cli(repo, "export", "latest", "--store", str(store), "-o", str(tmp_path / "new.json"))
+    exported = cli(
+        repo, "export", "latest", "--store", str(store), "-o", str(tmp_path / "new.json")
+    )
     assert exported.returncode == 0, exported.stderr
     current = json.loads((tmp_path / "new.json").read_text())
     assert current["run"]["config"]["values"] == 2
     config = {k: v for k, v in current["run"]["config"].items() if k != "values"}
-    (tmp_path / "old.json").write_text(json.dumps(dict(current, run=dict(current["run"], config=config))))
+    (tmp_path / "old.json").write_text(
+        json.dumps(dict(current, run=dict(current["run"], config=config)))
+    )
     same = cli(repo, "diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"))
     assert same.returncode == 0, same.stderr
     mixed = cli(repo, "diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
@@ -375,4 +377,4 @@ def test_with_previews_a_changed_short_string_reads_as_itself(tmp_path: Path) ->
     ]
     assert leaks == []
     # Positive control: the bodies hold previews (so the scan above looked at them).
-    assert any(b"\"preview\":\"'==='\"" in blob for blob in blobs.values())
+    assert any(b'"preview":"\'===\'"' in blob for blob in blobs.values())

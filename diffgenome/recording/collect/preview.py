@@ -81,9 +81,11 @@ class ValuePreviews:
             self._raw |= new
             # Equal also as a str is digested (``$HOME`` is ``<home>``); held only as it is.
             # In any case: ``value.title()`` is still the value.
-            self._env = self._env | {v.casefold() for v in new} | {
-                stable.stable_text(v).casefold() for v in new
-            }
+            self._env = (
+                self._env
+                | {v.casefold() for v in new}
+                | {stable.stable_text(v).casefold() for v in new}
+            )
             parts = sorted((v for v in self._raw if len(v) >= MIN_ENV_PART), key=lambda v: -len(v))
             self._parts = (
                 re.compile("|".join(map(re.escape, parts)), re.IGNORECASE) if parts else None

@@ -62,11 +62,11 @@ import fractions
 import hashlib
 import hmac
 import math
+import sys
 import uuid
-import zoneinfo
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from diffgenome.recording.collect import stable
 from diffgenome.recording.collect.reflect import (
@@ -80,6 +80,7 @@ from diffgenome.recording.collect.reflect import (
     lookup,
     qualified_name,
     type_bases,
+    type_dict,
     type_flags,
     type_mro,
     type_name,
@@ -124,8 +125,13 @@ _uuid_int: Final = uuid.UUID.__dict__["int"]  # the slot itself: UUID.int is a p
 _Fraction: Final = fractions.Fraction
 _numerator: Final = fractions.Fraction.__dict__["_numerator"]
 _denominator: Final = fractions.Fraction.__dict__["_denominator"]
-_ZoneInfo: Final = zoneinfo.ZoneInfo
-_zone_key: Final = zoneinfo.ZoneInfo.__dict__.get("key")
+# zoneinfo is not imported here: importing it reads PYTHONTZPATH and sysconfig once and for
+# all, which the program under test may want to do later. An instance of its ZoneInfo
+# exists only once the program imported it: then the class is found in sys.modules.
+_modules: Final = sys.modules
+_module_dict: Final[Any] = vars(type(sys))["__dict__"]  # the getset: reads md_dict
+#: ``[ZoneInfo, its key descriptor]`` once found.
+_zoneinfo_class: list[object] = []
 _Field: Final = dataclasses.Field
 _FIELD_KIND: Final = getattr(dataclasses, "_FIELD", None)
 
@@ -213,7 +219,8 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
         known = _PLAIN_SUMMARY.get(id(kind))
         if known is not None and known[0] is kind:
             return None  # the phase's memo: see summarize
-        out = _object_form(value, kind, depth, budget)
+        zone = _is_zoneinfo(kind)
+        out = _zone_form(value) if zone else _object_form(value, kind, depth, budget)
     if out is None or len(out) > budget:
         return None
     return out
@@ -237,10 +244,10 @@ _UUID_HEAD: Final = _head("uuid.UUID")
 _FRACTION_HEAD: Final = _head("fractions.Fraction")
 #: Exact classes (by id: a class as a dict key could run a metaclass's ``__eq__``) whose
 #: instances have a form of their own; their subclasses have none (their methods may be
-#: overridden: freezegun's ``FakeDatetime``, pandas' ``Timestamp``).
+#: overridden: freezegun's ``FakeDatetime``, pandas' ``Timestamp``). ``ZoneInfo`` is one too
+#: (``_is_zoneinfo``), found once the program has imported it.
 _VALUE_TYPE_IDS: Final = frozenset(
-    id(t)
-    for t in (_timedelta, _date, _datetime, _time, _timezone, _ZoneInfo, _Decimal, _UUID, _Fraction)
+    id(t) for t in (_timedelta, _date, _datetime, _time, _timezone, _Decimal, _UUID, _Fraction)
 )
 
 
@@ -261,11 +268,30 @@ def _zone_form(zone: object) -> bytes | None:
         if type(offset) is not _timedelta or type(name) is not str:
             return None
         return _TIMEZONE_HEAD + _delta_body(offset) + _str_form(name)
-    if kind is _ZoneInfo and _zone_key is not None:
-        key = _zone_key.__get__(zone, _ZoneInfo)
+    if _is_zoneinfo(kind):
+        key = _zoneinfo_class[1].__get__(zone, kind)  # type: ignore[attr-defined]
         if type(key) is str:  # None: made from a file, known by no name
             return _ZONEINFO_HEAD + _str_form(key)
     return None
+
+
+def _is_zoneinfo(kind: type) -> bool:
+    """Whether ``kind`` is ``zoneinfo.ZoneInfo`` itself (read from the loaded module's dict:
+    no attribute of a module, a class or a patched ``sys.modules`` entry is looked up)."""
+    if _zoneinfo_class:
+        return kind is _zoneinfo_class[0]
+    module = _modules.get("zoneinfo")
+    try:
+        found = _module_dict.__get__(module).get("ZoneInfo")
+    except TypeError:  # not a module
+        return False
+    if found is not kind:
+        return False
+    key = type_dict(kind).get("key")
+    if type(key) is not Member:  # the C type's slot; the pure-Python fallback has no form
+        return False
+    _zoneinfo_class[:] = [kind, key]
+    return True
 
 
 def _value_type_form(value: object, kind: type) -> bytes | None:
@@ -305,7 +331,7 @@ def _value_type_form(value: object, kind: type) -> bytes | None:
     if kind is _Decimal:
         # As written, so 1.10 and 1.1 differ (they round and print differently); the
         # context's ``capitals`` only chooses between ``E`` and ``e``.
-        text = _decimal_text(value).replace("e", "E")  # type: ignore[arg-type]
+        text = _decimal_text(value).replace("e", "E")
         raw = text.encode("ascii")
         return _DECIMAL_HEAD + b"%d:" % len(raw) + raw
     if kind is _UUID:
@@ -317,7 +343,7 @@ def _value_type_form(value: object, kind: type) -> bytes | None:
         if type(top) is not int or type(bottom) is not int:
             return None
         return _FRACTION_HEAD + b"%x;%x;" % (top, bottom)
-    if kind is _timezone or kind is _ZoneInfo:
+    if kind is _timezone:
         return _zone_form(value)
     return None  # pragma: no cover - every id of _VALUE_TYPE_IDS is handled above
 
@@ -588,10 +614,10 @@ def form_end(form: bytes, at: int = 0) -> int:
             for _ in range(numbers):
                 at = _until(form, at, b";")
             return form_end(form, at) if zone else at
-        numbers = _VALUE_TEXT.get(name)
-        if numbers is None:
+        before_text = _VALUE_TEXT.get(name)
+        if before_text is None:
             raise FormError("unknown value type")
-        for _ in range(numbers):
+        for _ in range(before_text):
             at = _until(form, at, b";")
         return _text_end(form, at)
     raise FormError("unknown tag")
@@ -838,7 +864,7 @@ def reset_class_summaries() -> None:
 def _is_plain(cls: type) -> bool:
     """Whether ``canonical`` is None for every instance of ``cls`` for reasons of the class
     alone: the class-level exits of ``_object_form``, taken in the same order."""
-    if id(cls) in _BUILTIN_IDS or id(cls) in _VALUE_TYPE_IDS:
+    if id(cls) in _BUILTIN_IDS or id(cls) in _VALUE_TYPE_IDS or _is_zoneinfo(cls):
         return False
     dicts = class_dicts(cls)
     if dicts is None:
