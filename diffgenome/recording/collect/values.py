@@ -20,7 +20,11 @@ from ``0.0``; every NaN has one form), ``complex``, ``str``, ``bytes``, ``bytear
 ``list``/``tuple``/``dict``/``set``/``frozenset`` of canonicalisable items (set items and dict
 items sorted by their canonical bytes, so iteration order and hash seed do not matter), enum
 members (class ``module.qualname`` and member name), namedtuples and dataclass instances (class
-``module.qualname``, field names and values). Every form carries a type tag, so ``1``, ``1.0``,
+``module.qualname``, field names and values), and (values revision 2, docs/protocol.md) the
+standard library's value types, exact classes only: ``timedelta``, ``date``, ``datetime``,
+``time``, ``timezone``, ``zoneinfo.ZoneInfo``, ``Decimal``, ``UUID``, ``Fraction`` (a ``v`` tag,
+the type's name, the fields that make the value: a datetime's zone must be one of these or
+none). Every form carries a type tag, so ``1``, ``1.0``,
 ``True``, ``"1"`` and ``(1,)`` all differ; equality is therefore *type-strict* (``{1: 0}`` and
 ``{1.0: 0}`` differ although Python calls them equal).
 
