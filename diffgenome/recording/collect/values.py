@@ -255,6 +255,13 @@ _VALUE_TYPE_IDS: Final = frozenset(
 )
 
 
+#: Their shapes (``type_name``: ``module.qualname``).
+_VALUE_TYPE_NAMES: Final = {
+    id(t): t.__module__ + "." + t.__qualname__
+    for t in (_timedelta, _date, _datetime, _time, _timezone, _Decimal, _UUID, _Fraction)
+}
+
+
 def _delta_body(delta: datetime.timedelta) -> bytes:
     return b"%x;%x;%x;" % (delta.days, delta.seconds, delta.microseconds)
 
@@ -265,18 +272,34 @@ def _zone_form(zone: object) -> bytes | None:
     ``tzinfo`` (pytz, dateutil) computes its offsets in its own code: None."""
     if zone is None:
         return b"N"
+    last = _last_zone[0]  # one read: another thread may replace it meanwhile
+    if last[0] is zone:  # both kinds are immutable: the same object, the same form
+        return last[1]
     kind = type(zone)
+    form: bytes | None = None
     if kind is _timezone:
         offset = _utcoffset(zone, None)  # type: ignore[arg-type]
         name = _tzname(zone, None)  # type: ignore[arg-type]
-        if type(offset) is not _timedelta or type(name) is not str:
-            return None
-        return _TIMEZONE_HEAD + _delta_body(offset) + _str_form(name)
-    if _is_zoneinfo(kind):
+        if type(offset) is _timedelta and type(name) is str:
+            form = _TIMEZONE_HEAD + _delta_body(offset) + _raw_text(name)
+    elif _is_zoneinfo(kind):
         key = _zoneinfo_class[1].__get__(zone, kind)  # type: ignore[attr-defined]
         if type(key) is str:  # None: made from a file, known by no name
-            return _ZONEINFO_HEAD + _str_form(key)
-    return None
+            form = _ZONEINFO_HEAD + _raw_text(key)
+    if form is not None:
+        _last_zone[0] = (zone, form)
+    return form
+
+
+#: The last time zone given a form, and that form (most aware values share one zone).
+_last_zone: list[tuple[object, bytes | None]] = [(None, None)]
+
+
+def _raw_text(text: str) -> bytes:
+    """A name's text form, as ``_str_form`` writes it but not made stable (a zone's name
+    holds no path)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return b"%d:" % len(raw) + raw
 
 
 def _is_zoneinfo(kind: type) -> bool:
@@ -904,6 +927,16 @@ def summarize(value: object) -> tuple[str, bytes | None]:
         return known
     if value is None:
         return NONE_SUMMARY
+    if id(kind) in _VALUE_TYPE_IDS:
+        # Straight to the form: these are no containers, and their shape is their class's.
+        try:
+            form = _value_type_form(value, kind)
+        except Exception:  # like canonical(): never an error, only no form
+            form = None
+        return (
+            _VALUE_TYPE_NAMES[id(kind)],
+            form if form is None or len(form) <= MAX_BYTES else None,
+        )
     known_plain = _PLAIN_SUMMARY.get(id(kind))
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
