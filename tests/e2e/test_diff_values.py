@@ -24,8 +24,11 @@ from e2e.helpers import (
     cli_json,
     git_commit,
     git_in,
+    make_project,
+    record,
     run_pytest,
     split_progress,
+    test_genome,
     write_files,
 )
 
@@ -378,3 +381,39 @@ def test_with_previews_a_changed_short_string_reads_as_itself(tmp_path: Path) ->
     assert leaks == []
     # Positive control: the bodies hold previews (so the scan above looked at them).
     assert any(b'"preview":"\'===\'"' in blob for blob in blobs.values())
+
+
+def test_a_recorded_child_process_keeps_previews_like_its_parent(tmp_path: Path) -> None:
+    """Previews are read back from canonical forms when the parent exports the phase, so a
+    recorded Python child's values get them as the parent's do (under either core)."""
+    project = make_project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/t.py": """
+                def dashes(n, fill):
+                    return fill * n
+            """,
+            "tests/test_child.py": """
+                import subprocess
+                import sys
+
+                from pkg import t
+
+
+                def test_child():
+                    t.dashes(3, "-")
+                    code = "from pkg import t; t.dashes(4, '=')"
+                    subprocess.run([sys.executable, "-c", code], check=True)
+            """,
+        },
+    )
+    doc = record(project, "--genome-preview")
+    phase = test_genome(doc, "::test_child")["phases"]["call"]
+    shown = sorted(
+        entry["preview"]
+        for node in phase["nodes"]
+        if node.get("symbol") == "py:pkg.t.dashes"
+        for entry in node["args"] + node["results"]
+    )
+    assert shown == ["'---'", "'===='", "n=3, fill='-'", "n=4, fill='='"], shown
