@@ -79,12 +79,13 @@ def test_an_inserted_case_renumbers_nothing_that_is_reported(tmp_path: Path) -> 
     assert code == 1
 
 
-def test_values_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> None:
-    """humanize: ``test_naturaldelta[test_input33-...]`` held a ``timedelta``, which had no
-    canonical form before values revision 2; a ``PurePosixPath`` still has none: its stable
-    ``repr`` pairs it."""
+def test_timedelta_cases_pair_by_their_values(tmp_path: Path) -> None:
+    """humanize: ``test_naturaldelta[test_input33-...]`` holds a ``timedelta``, which had no
+    canonical form (its stable ``repr`` paired it); since values revision 2 its digest does.
+    A value that still has no form pairs by its ``repr``:
+    tests/e2e/test_diff_values.py::test_cases_without_a_canonical_form_pair_by_their_repr."""
     test = """
-        import pathlib
+        import datetime as dt
 
         import pytest
 
@@ -93,15 +94,13 @@ def test_values_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> N
 
         @pytest.mark.parametrize("delta", CASES)
         def test_days(delta):
-            assert delta.parts
+            assert delta.days >= 0
     """
-    cases = 'pathlib.PurePosixPath("a"), pathlib.PurePosixPath("b")'
+    cases = "dt.timedelta(days=1), dt.timedelta(days=2)"
     repo = tmp_path / "repo"
     write_files(repo, {"pkg/__init__.py": "", "tests/test_days.py": test.format(cases=cases)})
     git_commit(repo)
-    write_files(
-        repo, {"tests/test_days.py": test.format(cases='pathlib.PurePosixPath("z"), ' + cases)}
-    )
+    write_files(repo, {"tests/test_days.py": test.format(cases="dt.timedelta(0), " + cases)})
     git_in(repo, "commit", "-qam", "a case inserted first")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
     tests = _tests(document)

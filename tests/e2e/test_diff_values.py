@@ -417,3 +417,36 @@ def test_a_recorded_child_process_keeps_previews_like_its_parent(tmp_path: Path)
         for entry in node["args"] + node["results"]
     )
     assert shown == ["'---'", "'===='", "n=3, fill='-'", "n=4, fill='='"], shown
+
+
+def test_cases_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> None:
+    """A parametrized value that still has no canonical form (a ``PurePosixPath``) pairs its
+    cases by its stable ``repr`` when a case inserted first renumbers pytest's ids."""
+    test = """
+        import pathlib
+
+        import pytest
+
+        CASES = [{cases}]
+
+
+        @pytest.mark.parametrize("where", CASES)
+        def test_parts(where):
+            assert where.parts
+    """
+    cases = 'pathlib.PurePosixPath("a"), pathlib.PurePosixPath("b")'
+    repo = tmp_path / "repo"
+    write_files(repo, {"pkg/__init__.py": "", "tests/test_parts.py": test.format(cases=cases)})
+    git_commit(repo)
+    inserted = 'pathlib.PurePosixPath("z"), ' + cases
+    write_files(repo, {"tests/test_parts.py": test.format(cases=inserted)})
+    git_in(repo, "commit", "-qam", "a case inserted first")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    tests = _tests(document)
+    assert tests["test_parts[where0]"]["status"] == "added"
+    assert tests["test_parts[where1]"]["base_id"].endswith("test_parts[where0]")
+    assert tests["test_parts[where2]"]["base_id"].endswith("test_parts[where1]")
+    assert {tests[name]["status"] for name in ("test_parts[where1]", "test_parts[where2]")} == {
+        "unchanged"
+    }
+    assert code == 1  # a test was added
