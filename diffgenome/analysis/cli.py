@@ -418,6 +418,12 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
         help="json only: indent nested values by N spaces, for people (slower; the run is "
         "held in memory)",
     )
+    parser.add_argument(
+        "--with-previews",
+        action="store_true",
+        help="keep the previews a run recorded under --genome-preview (warning messages, "
+        "small values); by default an export holds digests only",
+    )
     _add_quiet(parser)
 
 
@@ -506,6 +512,9 @@ def _write_export(
     problem = genome_problem({**header, "tests": []})
     if problem is not None:
         _invalid(run_id, problem)
+    config = (header.get("run") or {}).get("config")
+    if isinstance(config, dict) and config.get("preview") is True and not args.with_previews:
+        pieces = (without_previews(test) for test in pieces)
     if args.indent is not None:
         document = {**header, "tests": list(pieces)}
         problem = genome_problem(document, stored_phases)
@@ -544,6 +553,24 @@ def _write_export(
     if not jsonl:
         out.write(b"]\n}\n" if first else b"\n]\n}\n")
     return int(count)
+
+
+def without_previews(test: dict[str, Any]) -> dict[str, Any]:
+    """A test record without the previews ``--genome-preview`` kept (the ``preview`` of
+    value entries, the ``message`` of a warning that has its digest): an export is data to
+    pass on, and what a reviewer reads in a report need not travel with it."""
+    phases = test.get("phases")
+    if isinstance(phases, dict):
+        for phase in phases.values():
+            for node in phase.get("nodes", ()) if isinstance(phase, dict) else ():
+                for field in ("args", "results"):
+                    for entry in node.get(field) or ():
+                        if isinstance(entry, dict):
+                            entry.pop("preview", None)
+    for warning in test.get("warnings") or ():
+        if isinstance(warning, dict) and isinstance(warning.get("message_digest"), str):
+            warning.pop("message", None)
+    return test
 
 
 def _invalid(run_id: str, problem: tuple[str, str]) -> NoReturn:

@@ -91,6 +91,14 @@ class ValueShape(_Model):
 
     shape: str
     digest: str | None = None
+    preview: str | None = Field(
+        None,
+        description="optional (--genome-preview): the value as a reviewer reads it, for a "
+        "call's entry whose every value is a small scalar (None, a bool, a number or a str of "
+        "at most 40 characters: 'x', 3, or width=3, fill='-' for arguments), secret-looking "
+        "parts masked as <secret:...>; never for secret-named parameters nor values equal to "
+        "an environment variable's; never compared (the digest is)",
+    )
 
 
 class Overflow(_Model):

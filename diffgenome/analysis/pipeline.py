@@ -12,7 +12,7 @@ the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
@@ -21,7 +21,7 @@ from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.runner import Options, Runner, Side
-from diffgenome.protocol.formats import check_comparable, naming_of
+from diffgenome.protocol.formats import check_comparable, naming_of, values_of
 
 
 @dataclass
@@ -56,11 +56,15 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
     """:func:`run_diff` with the runner of its sides (which run_diff closes)."""
     prepared = _prepare(runner, skip_same=True)
     base, head = prepared.base, prepared.head
+    base_config = (base.document.get("run") or {}).get("config")
+    head_config = (head.document.get("run") or {}).get("config")
     check_comparable(
         base.document.get("format"),
         head.document.get("format"),
-        naming_of((base.document.get("run") or {}).get("config")),
-        naming_of((head.document.get("run") or {}).get("config")),
+        naming_of(base_config),
+        naming_of(head_config),
+        values_of(base_config),
+        values_of(head_config),
     )
 
     def compare(
@@ -91,13 +95,27 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
         with progress.step("confirming", "confirmed", subject) as step:
             step.result = f"recorded {'it' if one else 'them'} twice more on each side"
             base_again, head_again = runner.confirm(
-                base, head, differing, [t.base_id or t.id for t in differing_tests]
+                _recordable(base),
+                _recordable(head),
+                differing,
+                [t.base_id or t.id for t in differing_tests],
             )
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
                 step.result = f"{diff.summary.tests} tests"
     return diff, prepared.notes
+
+
+def _recordable(side: Side) -> Side:
+    """``side`` as confirmation records it again: a stored run or a genome file of a clean
+    commit this repository has (``Side.code``) is that revision, so its tests that differ
+    are recorded again at that commit, as a revision's are. Confirmation compares its
+    recordings with each other, never with the run: what the run was recorded with (another
+    selection, another interpreter) does not matter, only that both are of one commit."""
+    if side.kind in ("run", "file") and side.code is not None:
+        return replace(side, kind="revision", sha=side.code)
+    return side
 
 
 def _prepare(

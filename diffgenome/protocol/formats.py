@@ -73,6 +73,24 @@ NAMING = 4
 SECRET_RULES = 1
 
 
+# How values are digested within genome/2 (the canonical forms of
+# diffgenome/recording/collect/values.py). 2 (added 2026-12-03): the standard library's
+# value types (``timedelta``, ``date``, ``datetime``, ``time``, ``timezone``, ``ZoneInfo``,
+# ``Decimal``, ``UUID``, ``Fraction``) have forms of their own, where 1 (runs that do not say)
+# gave them none (a null digest). The same value may have a digest under one revision and
+# none under the other: a comparison would read that as a change.
+VALUES = 2
+
+
+def values_of(run_config: object) -> int:
+    """The values revision a run was recorded with (runs that do not say: 1)."""
+    if isinstance(run_config, dict):
+        value = run_config.get("values")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 1
+
+
 def naming_of(run_config: object) -> int:
     """The naming revision a run was recorded with (runs that do not say: 1)."""
     if isinstance(run_config, dict):
@@ -83,10 +101,16 @@ def naming_of(run_config: object) -> int:
 
 
 def check_comparable(
-    base_format: object, head_format: object, base_naming: int = NAMING, head_naming: int = NAMING
+    base_format: object,
+    head_format: object,
+    base_naming: int = NAMING,
+    head_naming: int = NAMING,
+    base_values: int = VALUES,
+    head_values: int = VALUES,
 ) -> None:
-    """Two genomes compare only within one version and one naming revision: their decision
-    ids, or the names of their anonymous code, mean different things."""
+    """Two genomes compare only within one version, one naming revision and one values
+    revision: their decision ids, the names of their anonymous code, or the digests of some
+    of their values mean different things."""
     if base_format != head_format:
         raise FormatError(
             f"base is {base_format} and head is {head_format}, whose decision ids are not "
@@ -97,6 +121,12 @@ def check_comparable(
             f"base names its code by naming revision {base_naming} and head by "
             f"{head_naming}, which are not comparable; record both again with this "
             "diffgenome (diffgenome diff --rerecord)"
+        )
+    if base_values != head_values:
+        raise FormatError(
+            f"base digests its values by values revision {base_values} and head by "
+            f"{head_values} (one gives some values a digest the other does not), which are "
+            "not comparable; record both again with this diffgenome (diffgenome diff --rerecord)"
         )
 
 

@@ -29,6 +29,7 @@ from diffgenome.recording.collect.contract import (
     Node,
     PhaseCapture,
 )
+from diffgenome.recording.collect.preview import ValuePreviews
 
 _TYPE_ORDER = {NODE_CALL: 0, NODE_SUBSTITUTION: 1, NODE_OS_EVENT: 2}
 
@@ -149,15 +150,18 @@ def _exits(nodes: list[Node]) -> dict[str, int]:
 
 
 def _values(
-    nodes: list[Node], attr: str, digester: values.Digester
+    nodes: list[Node],
+    attr: str,
+    digester: values.Digester,
+    preview: Callable[[str, bytes], str | None] | None = None,
 ) -> tuple[list[dict[str, str | None]], dict[str, object] | None]:
     if len(nodes) == 1:
         bounded: values.BoundedValues = getattr(nodes[0], attr)
-        return bounded.export(digester)
+        return bounded.export(digester, preview)
     merged = values.BoundedValues(getattr(nodes[0], attr).limit)
     for node in nodes:
         getattr(node, attr).merge_into(merged)
-    return merged.export(digester)
+    return merged.export(digester, preview)
 
 
 def _state(group: list[Node]) -> tuple[list[dict[str, str]], int]:
@@ -225,13 +229,18 @@ def consistency_problems(phase: dict[str, Any]) -> list[str]:
 
 
 def export_phase(
-    capture: PhaseCapture, digester: values.Digester, clear: Callable[[str], str] = _same
+    capture: PhaseCapture,
+    digester: values.Digester,
+    clear: Callable[[str], str] = _same,
+    previews: ValuePreviews | None = None,
 ) -> dict[str, Any]:
     """The genome of one phase: ``{"nodes": [...], "branches": [...]}``.
 
     ``clear`` applies the secret rules (``collect/redact.py``) to the text an OS event or a
     stand-in keeps: targets (host names, programs), substitutes, attribute paths, seams.
-    The tree keeps the text as recorded (its order and merging are decided on it)."""
+    The tree keeps the text as recorded (its order and merging are decided on it).
+    ``previews`` (``--genome-preview``): the previews of calls' small scalar values
+    (``collect/preview.py``)."""
     nodes: list[dict[str, Any]] = []
     branches: list[dict[str, Any]] = []
     digests = _memo_for(digester)
@@ -243,8 +252,14 @@ def export_phase(
         record: dict[str, Any]
         if first.ntype == NODE_CALL:
             info = first.key
-            args, args_overflow = _values(group, "args", digests)
-            results, results_overflow = _values(group, "results", digests)
+            if previews is None:
+                args, args_overflow = _values(group, "args", digests)
+                results, results_overflow = _values(group, "results", digests)
+            else:
+                args, args_overflow = _values(group, "args", digests, previews.args)
+                results, results_overflow = _values(
+                    group, "results", digests, previews.result_of(info.symbol)
+                )
             record = {
                 "id": node_id,
                 "parent": parent_id,

@@ -53,8 +53,9 @@ class Options:
     only: frozenset[str] | None = None
     #: The policy the user asked for (``--genome-egress`` or ini ``genome_egress``).
     egress_asked: str = _DEFAULT_EGRESS
-    #: ``--genome-preview``: keep a cut text of each warning's message, secret rules
-    #: applied, next to its digest (off: the digest alone).
+    #: ``--genome-preview``: keep a cut text of each warning's message and previews of
+    #: small scalar values of calls, secret rules applied, next to their digests (off: the
+    #: digests alone).
     preview: bool = False
 
 

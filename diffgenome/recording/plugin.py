@@ -92,13 +92,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--genome-preview",
         action="store_true",
         default=None,
-        help="keep a short text of each warning's message beside its digest, with "
-        "secret-looking parts masked (default: the digest alone; see docs/protocol.md)",
+        help="keep previews for reviewers beside the digests: a short text of each warning's "
+        "message, and small scalar values of calls (str up to 40 characters, numbers, bools, "
+        "None), secret-looking parts masked; never for secret-named parameters or values "
+        "equal to an environment variable's; left out of `diffgenome export` unless asked "
+        "(default: digests alone; see docs/recording.md)",
     )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini(
         "genome_preview",
-        "keep warning message previews (like --genome-preview)",
+        "keep previews of warning messages and small values (like --genome-preview)",
         type="bool",
         default=False,
     )

@@ -23,7 +23,13 @@ from typing import Any
 import pytest
 
 from diffgenome import __version__
-from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, SECRET_RULES, STORE_FORMAT
+from diffgenome.protocol.formats import (
+    GENOME_FORMAT,
+    NAMING,
+    SECRET_RULES,
+    STORE_FORMAT,
+    VALUES,
+)
 from diffgenome.protocol.store import (
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
@@ -44,6 +50,7 @@ from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import egress, stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
 from diffgenome.recording.collect.egress import EgressGuard
+from diffgenome.recording.collect.preview import ValuePreviews
 from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
@@ -129,6 +136,8 @@ class Recorder:
         #: The secret rules for the text a genome keeps in clear (test ids, reasons, OS
         #: event targets, stand-in paths, warning previews): collect/redact.py.
         self.redactor = Redactor(self.digester)
+        #: ``--genome-preview``: previews of small scalar values, under the same rules.
+        self.previews = ValuePreviews(self.redactor.text) if self.options.preview else None
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
         self.run = Run(
             self.store, options.controller_run_id or _run_id_asked() or new_run_id(), self.worker
@@ -194,6 +203,9 @@ class Recorder:
             "recorder": f"diffgenome {__version__}",
             "genome_format": GENOME_FORMAT,
             "naming": NAMING,
+            # The revision of collect/values.py's canonical forms: digests compare only
+            # within one.
+            "values": VALUES,
             "random_seed": self.options.random_seed,
             "warnings": "pytest" if self.warned is not None else "not-captured",
             # Warning messages are keyed digests; a text preview only when asked for.
@@ -524,13 +536,15 @@ class Recorder:
         # A secret a fixture put into the environment (``monkeypatch.setenv``) is still
         # there: its value is masked wherever kept text holds it.
         self.redactor.note_environment()
+        if self.previews is not None:
+            self.previews.note_environment()
         if self.children is not None:
             try:
                 self.children.end_phase(capture)
             except Exception as exc:
                 self._phase_reasons.append(f"recorder-error:children:{type(exc).__name__}")
         try:
-            exported = export_phase(capture, self.digester, self.redactor.text)
+            exported = export_phase(capture, self.digester, self.redactor.text, self.previews)
         except Exception as exc:  # never let the recorder break the user's run
             self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
             return
@@ -651,7 +665,7 @@ class Recorder:
         label = describe() if callable(describe) else "[subtest]"
         assert self.subtests is not None
         capture: PhaseCapture = self.subtests.finished.pop(0)
-        call = export_phase(capture, self.digester, self.redactor.text)
+        call = export_phase(capture, self.digester, self.redactor.text, self.previews)
         outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
         reasons = [f"call:{p}" for p in consistency_problems(call)]
         self._add_test(f"{self._test_id(report.nodeid)} {label}", outcome, {"call": call}, reasons)

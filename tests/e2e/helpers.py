@@ -294,9 +294,20 @@ def cli(
 
 
 def export(project: Path, store: str | Path = STORE, run: str = "latest") -> dict[str, Any]:
-    """The run as a ``diffgenome-genome/1`` document, validated against the published schema."""
+    """The run as a ``diffgenome-genome/2`` document, validated against the published schema:
+    everything it recorded, the previews of ``--genome-preview`` included (``--with-previews``;
+    a plain export leaves them out)."""
     done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "export", run, "--store", str(store)],
+        [
+            PY,
+            "-m",
+            "diffgenome.analysis.cli",
+            "export",
+            run,
+            "--store",
+            str(store),
+            "--with-previews",
+        ],
         cwd=project,
         env=clean_env(),
         capture_output=True,

@@ -169,6 +169,30 @@ WORKOUT = {
         @pytest.mark.parametrize("n", [0, 1, 7])
         def test_parametrized(n):
             assert core.fact(n) >= 1
+
+
+        def test_standard_library_values():
+            # Forms of their own (values.py; the compiled core hands them over), also inside
+            # containers and past the bounded set, a subclass without one, a clock's values.
+            import datetime as dt
+            import decimal
+            import fractions
+            import uuid
+            import zoneinfo
+
+            class Later(dt.date):
+                pass
+
+            zone = zoneinfo.ZoneInfo("Europe/Paris")
+            for i in range(12):
+                core.ident(dt.timedelta(days=i, microseconds=i))
+                core.ident(decimal.Decimal(i) / 4)
+                core.ident([dt.date(2024, 1, i + 1), uuid.UUID(int=i)])
+            core.ident(dt.datetime(2024, 3, 1, 12, tzinfo=zone))
+            core.ident(dt.time(1, 2, tzinfo=dt.timezone.utc))
+            core.ident(fractions.Fraction(1, 3))
+            core.ident(Later(2024, 1, 1))
+            core.pair(zone, dt.timezone.utc, key="short text", z=-0.0)
     """,
 }
 
@@ -210,9 +234,14 @@ def test_the_compiled_core_is_built_where_it_is_supported() -> None:
     assert tracer_module._ACCEL is not None, tracer_module._ACCEL_ABSENT
 
 
-def test_workout_records_the_same_genomes_with_both_cores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("preview", [(), ("--genome-preview",)], ids=["digests", "previews"])
+def test_workout_records_the_same_genomes_with_both_cores(
+    tmp_path: Path, preview: tuple[str, ...]
+) -> None:
     project = make_project(tmp_path, WORKOUT)
-    compiled, python, header, python_header = _record_both(project)
+    compiled, python, header, python_header = _record_both(project, *preview)
+    assert "datetime.timedelta" in compiled
+    assert ('"preview":"' in compiled) == bool(preview)
     if CAPABILITIES.tested:
         assert "diffgenome: recording with the compiled core" in header
     expected = "diffgenome: recording with the pure-Python core (DIFFGENOME_CORE=python)"

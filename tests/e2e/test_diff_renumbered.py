@@ -79,9 +79,11 @@ def test_an_inserted_case_renumbers_nothing_that_is_reported(tmp_path: Path) -> 
     assert code == 1
 
 
-def test_values_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> None:
-    """humanize: ``test_naturaldelta[test_input33-...]`` holds a ``timedelta``, whose value
-    has no canonical form; its stable ``repr`` pairs it."""
+def test_timedelta_cases_pair_by_their_values(tmp_path: Path) -> None:
+    """humanize: ``test_naturaldelta[test_input33-...]`` holds a ``timedelta``, which had no
+    canonical form (its stable ``repr`` paired it); since values revision 2 its digest does.
+    A value that still has no form pairs by its ``repr``:
+    tests/e2e/test_diff_values.py::test_cases_without_a_canonical_form_pair_by_their_repr."""
     test = """
         import datetime as dt
 

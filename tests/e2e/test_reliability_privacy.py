@@ -122,6 +122,14 @@ VAULT = """
 
     def call_stand_in(stand_in, value):
         return stand_in(value)
+
+
+    def connect(host, api_key):
+        return len(api_key) > 0
+
+
+    def label(text):
+        return text.upper()
 """
 
 TESTS = """
@@ -142,6 +150,7 @@ TESTS = """
     NUMBER = {number}
     ATTRIBUTE = {attribute!r}
     SHORT = {short!r}
+    PHRASE = {phrase!r}
 
 
     def test_arguments_and_results():
@@ -182,6 +191,14 @@ TESTS = """
 
     def test_child_command_line():
         subprocess.run([sys.executable, "-c", "pass", PASSWORD, TOKEN, str(NUMBER)], check=True)
+
+
+    def test_values_a_reviewer_reads():
+        # Words in a secret-named parameter, and in a variable whose name says nothing: a
+        # preview withholds both (the parameter's name, the environment), no rule masks them.
+        assert vault.connect("db.internal", PHRASE)
+        assert vault.label(os.environ["SERVICE_LABEL"])
+        assert vault.twice(NUMBER) and vault.twice(21)
 
 
     def test_warnings_that_escape():
@@ -330,6 +347,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
         # Reads like words (no digits, one case): only its variable's name says it is secret.
         "db password": f"{_letters(7)} {_letters(6)} {_letters(8)}",
         "service secret": f"{_letters(9)} {_letters(9)}",
+        # Read like words, and only a preview's own rules withhold them (#23.5): a
+        # secret-named parameter's value, and an environment value under a plain name.
+        "phrase": f"{_letters(6)} {_letters(7)}",
+        "plain environment value": f"{_letters(8)} {_letters(5)}",
     }
     number = int("7" + "".join(str(secrets.randbelow(10)) for _ in range(24)))
     values = {
@@ -339,11 +360,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
         "attribute": found["attribute"],
         "short": found["short"],
         "service": found["service secret"],
+        "phrase": found["phrase"],
     }
     project = make_project(root, _files(BASE_SHAPE, values))
     head = root / "head-files"
     write_files(head, _files(HEAD_SHAPE, values))
-    env = {"API_TOKEN": found["api token"], "DB_PASSWORD": found["db password"]}
+    env = {
+        "API_TOKEN": found["api token"],
+        "DB_PASSWORD": found["db password"],
+        "SERVICE_LABEL": found["plain environment value"],
+    }
     # The test file holds most values as literals; it is the user's source, not the recording.
     live = root / "live-copy"
     recording = record_full(
@@ -365,6 +391,7 @@ def needles(lab: Lab) -> dict[str, bytes]:
     # The random part alone, wherever a prefix or suffix was cut off.
     found["token/random"] = lab.secrets["token"][4:].encode()
     found["api token/random"] = lab.secrets["api token"][8:].encode()
+    found["plain environment value/upper"] = lab.secrets["plain environment value"].upper().encode()
     number = lab.number
     found["number"] = str(number).encode()
     found["number/hex"] = f"{number:x}".encode()
@@ -455,7 +482,7 @@ def test_every_path_was_recorded(lab: Lab) -> None:
     assert lab.live.is_dir() and (lab.live / "genome.sqlite-wal").stat().st_size > 0
     # Positive control: the needles are found where the values really are, in the source.
     source = (lab.project / "tests" / "test_vault.py").read_bytes()
-    in_source = ("password", "token", "number", "attribute", "short")
+    in_source = ("password", "token", "number", "attribute", "short", "phrase")
     assert all(needles(lab)[what] in source for what in in_source)
     assert needles(lab)["service secret"] in source  # handed to monkeypatch.setenv
 
@@ -578,16 +605,40 @@ def test_the_preview_masks_secrets_and_shows_the_rest(lab: Lab, tmp_path: Path) 
     assert said[3].startswith("token is <secret:"), said
     thread = _test(doc, "test_exception_in_a_thread")["warnings"][0]["message"]
     assert thread.startswith("Exception in thread") and thread.endswith("\u2026"), thread
+    # Values: shown where small and harmless, masked where a rule calls them secret,
+    # withheld for a secret-named parameter and a value from the environment.
+    phase = _test(doc, "test_values_a_reviewer_reads")["phases"]["call"]
+    shown = {
+        node["symbol"]: sorted(e.get("preview", "-") for e in node["args"] + node["results"])
+        for node in phase["nodes"]
+        if node["type"] == "call"
+    }
+    assert shown["py:pkg.vault.connect"] == ["-", "True"], shown
+    assert shown["py:pkg.vault.label"] == ["-", "-"], shown
+    twice = shown["py:pkg.vault.twice"]
+    assert "number=21" in twice and "42" in twice, twice
+    assert any(p.startswith("number=<secret:") for p in twice), twice  # 25 digits: masked
+    login = one_node(
+        _test(doc, "test_arguments_and_results")["phases"]["call"], "py:pkg.vault.login"
+    )
+    assert "preview" not in login["args"][0]  # a password parameter: no preview at all
     hay = store_haystacks(store)
-    hay["export"] = json.dumps(doc, ensure_ascii=False).encode()
+    hay["export --with-previews"] = json.dumps(doc, ensure_ascii=False).encode()
+    plain = cli_output(lab.project, "export", doc["run"]["id"], "--store", str(store))
+    assert '"preview":' not in plain.replace('"preview":true', "")
+    hay["export"] = plain.encode()
     assert_no_needle(lab, hay)
 
 
-def test_no_private_value_in_any_report_of_a_diff(lab: Lab, tmp_path: Path) -> None:
+@pytest.mark.parametrize("preview", [(), ("--genome-preview",)], ids=["digests", "previews"])
+def test_no_private_value_in_any_report_of_a_diff(
+    lab: Lab, tmp_path: Path, preview: tuple[str, ...]
+) -> None:
     """``diffgenome diff`` of the lab against a commit that changes what each channel carries
     (the warning's words, the exception type, programs run twice, another host name, another
     stand-in path, what each parametrized case does): the terminal report, the Markdown, the
-    JSON, the HTML site, standard error and the store hold no secret, and show the changes."""
+    JSON, the HTML site, standard error and the store hold no secret, and show the changes;
+    also with ``--genome-preview``, where the reports show values a reviewer can read."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", str(lab.project), str(repo)], check=True)
     for path in lab.head.rglob("*.py"):
@@ -598,7 +649,7 @@ def test_no_private_value_in_any_report_of_a_diff(lab: Lab, tmp_path: Path) -> N
         [
             *(PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--all"),
             *("--json", str(json_out), "--markdown", str(markdown), "--html", str(site)),
-            *("--", *DIFF_PYTEST_ARGS, *SHOW_WARNINGS),
+            *("--", *DIFF_PYTEST_ARGS, *SHOW_WARNINGS, *preview),
         ],
         cwd=repo,
         env=clean_env({**lab.env, "TMPDIR": str(tmp_path), "COLUMNS": "400"}),
@@ -638,4 +689,7 @@ def test_no_private_value_in_any_report_of_a_diff(lab: Lab, tmp_path: Path) -> N
         for c in t["changes"]
     )
     assert "tool-id-taken:<secret:" in json_out.read_text()
+    if preview:  # the parametrized case twice(1) -> twice(2): its values, readable
+        assert "number=1 \u2192 number=2" in done.stdout, done.stdout
+        assert "results: 2 \u2192 4" in done.stdout
     assert "<secret:" in done.stdout and "<secret:" in markdown.read_text()

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 import enum
+import zoneinfo
 
 import pytest
 from hypothesis import given, settings
@@ -240,7 +242,43 @@ LEAVES = st.one_of(
     st.binary(max_size=8),
     st.builds(bytearray, st.binary(max_size=4)),
     st.complex_numbers(allow_nan=True),
+    # Standard-library value types: values.py writes their forms, the core hands them over.
+    st.timedeltas(),
+    st.dates(),
+    st.datetimes(timezones=st.none() | st.timezones() | st.just(datetime.UTC)),
+    st.times(timezones=st.none() | st.just(datetime.timezone(datetime.timedelta(hours=-3)))),
+    st.decimals(allow_nan=True, places=None),
+    st.uuids(),
+    st.fractions(),
+    st.sampled_from([zoneinfo.ZoneInfo("Europe/Paris"), datetime.UTC]),
 )
+
+
+class Later(datetime.datetime):
+    """A subclass of a value type: its methods may be overridden, so no form."""
+
+
+STDLIB_VALUES = st.one_of(
+    st.timedeltas(),
+    st.datetimes(timezones=st.none() | st.timezones()),
+    st.decimals(allow_nan=True),
+    st.uuids(),
+    st.fractions(),
+    st.just(Later(2024, 1, 1)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STDLIB_VALUES | st.lists(STDLIB_VALUES, max_size=4))
+def test_standard_library_values_are_summarised_like_python(value: object) -> None:
+    assert CORE is not None
+    expected = (values.shape(value), values.canonical(value))
+    assert CORE.summarize(value) == expected  # type: ignore[attr-defined]
+    assert CORE.summarize(value) == expected  # type: ignore[attr-defined]
+    if type(value) is Later:
+        assert expected[1] is None
+    elif type(value) is not list:
+        assert expected[1] is not None
 
 
 def _objects(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:

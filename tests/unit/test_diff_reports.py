@@ -253,3 +253,43 @@ def test_digests_in_reasons_get_the_labels_of_the_report() -> None:
     # e... is value B (test_far's head value, shown first); 12345678 is new: value D.
     assert "py:app.now results: int (value B) → int (value D)" in text
     assert "#" not in text
+
+
+def test_a_preview_says_the_value_in_place_of_its_shape_and_label() -> None:
+    """``--genome-preview``: ``'---' → '==='`` in the terminal and the Markdown; a value
+    without a preview keeps its shape and label."""
+    diff = big_diff(0)
+    diff.tests.insert(
+        0,
+        DiffOfTest(
+            id="tests/test_t.py::test_rule",
+            status="changed",
+            outcome=OutcomePair(base="passed", head="passed"),
+            changes=[
+                Change(
+                    kind="result_changed",
+                    phase="call",
+                    path=["py:tests.test_t.test_rule", "py:tabulate._dashes"],
+                    symbol="py:tabulate._dashes",
+                    base=[{"shape": "str", "digest": "1" * 32, "preview": "'---'"}],
+                    head=[{"shape": "str", "digest": "2" * 32, "preview": "'==='"}],
+                ),
+                Change(
+                    kind="args_changed",
+                    phase="call",
+                    path=["py:tests.test_t.test_rule", "py:tabulate.login"],
+                    symbol="py:tabulate.login",
+                    base=[{"shape": "user=str, password=str", "digest": "3" * 32}],
+                    head=[{"shape": "user=str, password=str", "digest": "4" * 32}],
+                ),
+            ],
+        ),
+    )
+    diff.summary.tests += 1
+    diff.summary.changed += 1
+    for text in (text_of(diff), render_markdown(diff)):
+        assert "py:tabulate._dashes results: '---' → '==='" in text
+        assert (
+            "py:tabulate.login args: user=str, password=str (value A) → "
+            "user=str, password=str (value B)"
+        ) in text

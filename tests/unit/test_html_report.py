@@ -17,6 +17,7 @@ from genomes import branch, call
 
 from diffgenome.analysis.diff import diff_documents
 from diffgenome.analysis.models import (
+    Change,
     CodeChange,
     DiffDocument,
     Drift,
@@ -84,6 +85,18 @@ def evil_diff() -> tuple[DiffDocument, dict[str, Any], dict[str, Any]]:
     head = genome(TEST_ID, [call(2, 1, SYMBOL)], predicate=EVIL)
     diff = diff_documents(base, head, base_rev=EVIL, head_rev="HEAD")
     diff.tests[0].reasons.append(EVIL)
+    # A preview (--genome-preview) is recorded text too: a value's own characters.
+    preview = [{"shape": "str", "digest": "a" * 32, "preview": repr(EVIL)}]
+    diff.tests[0].changes.append(
+        Change(
+            kind="result_changed",
+            phase="call",
+            path=["py:tests.test_a.test_it", "py:pkg.f"],
+            symbol="py:pkg.f",
+            base=preview,
+            head=[{"shape": "str", "digest": "b" * 32, "preview": EVIL}],
+        )
+    )
     diff.code_changes.append(
         CodeChange(symbol=SYMBOL, change="modified", gaps=[EVIL], sites=[{"predicate": EVIL}])
     )

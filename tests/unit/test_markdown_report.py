@@ -331,6 +331,12 @@ def hostile_diff() -> DiffDocument:
                     base={"true": 1, "false": 0},
                     head={"true": 0, "false": 1},
                 ),
+                Change(
+                    kind="result_changed",
+                    path=["py:t", "py:pkg.f"],
+                    base=[{"shape": "str", "digest": "a" * 32, "preview": HOSTILE_LINE}],
+                    head=[{"shape": "str", "digest": "b" * 32, "preview": repr(HOSTILE_LINE)}],
+                ),
                 reasons=[HOSTILE_LINE],
             ),
             a_test("tests/t.py::test_z_after", "changed", exit_change()),

@@ -18,11 +18,13 @@ from diffgenome.analysis.schema import SCHEMAS, schema_filename, schema_for, sch
 from diffgenome.protocol import vocab
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
+    VALUES,
     FormatError,
     check_comparable,
     check_format,
     check_genome_format,
     genome_format_of,
+    values_of,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +140,20 @@ def test_genome_1_is_still_read_but_never_compared_with_genome_2() -> None:
         check_comparable("diffgenome-genome/1", "diffgenome-genome/2")
     message = str(caught.value)
     assert "record both again" in message and "\n" not in message
+
+
+def test_runs_of_two_values_revisions_are_never_compared() -> None:
+    """Values revision 2 gave standard-library values digests where 1 had null: a run of
+    each would differ on every such value."""
+    assert values_of({}) == 1
+    assert values_of({"values": 2}) == VALUES == 2
+    assert values_of({"values": True}) == 1
+    check_comparable(GENOME_FORMAT, GENOME_FORMAT, base_values=1, head_values=1)
+    with pytest.raises(FormatError) as caught:
+        check_comparable(GENOME_FORMAT, GENOME_FORMAT, base_values=1, head_values=VALUES)
+    message = str(caught.value)
+    assert "values revision 1" in message and "record both again" in message
+    assert "\n" not in message
 
 
 def test_a_run_that_does_not_name_its_format_is_genome_1() -> None:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
+import decimal
 import enum
+import fractions
 import hashlib
 import hmac
 import json
@@ -21,7 +24,9 @@ import sys
 import tracemalloc
 import types
 import typing
+import uuid
 import warnings
+import zoneinfo
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -281,6 +286,105 @@ def test_canonical_format_is_pinned() -> None:
     assert canonical(fx.Box(None)) == b"D21:dg_values_fixture.Box4:s4:itemNs5:labels3:box"
 
 
+def test_standard_library_value_forms_are_pinned() -> None:
+    """Values revision 2 (docs/protocol.md): the standard library's value types by the fields
+    that make them, under a ``v``-tag naming the type."""
+    utc = datetime.UTC
+    assert canonical(datetime.timedelta(days=-1, seconds=5, microseconds=7)) == (
+        b"v18:datetime.timedelta-1;5;7;"
+    )
+    assert canonical(datetime.date(2024, 1, 2)) == b"v13:datetime.date7e8;1;2;"
+    assert canonical(datetime.datetime(2024, 1, 2, 3, 4, 5, 6)) == (
+        b"v17:datetime.datetime7e8;1;2;3;4;5;6;0;N"
+    )
+    assert canonical(datetime.datetime(2024, 1, 2, tzinfo=utc)) == (
+        b"v17:datetime.datetime7e8;1;2;0;0;0;0;0;v17:datetime.timezone0;0;0;3:UTC"
+    )
+    berlin = zoneinfo.ZoneInfo("Europe/Berlin")
+    assert canonical(datetime.time(1, 2, fold=1, tzinfo=berlin)) == (
+        b"v13:datetime.time1;2;0;0;1;v17:zoneinfo.ZoneInfo13:Europe/Berlin"
+    )
+    assert canonical(decimal.Decimal("1.10")) == b"v15:decimal.Decimal4:1.10"
+    assert canonical(uuid.UUID(int=255)) == b"v9:uuid.UUIDff;"
+    assert canonical(fractions.Fraction(-3, 4)) == b"v18:fractions.Fraction-3;4;"
+    assert canonical([datetime.timedelta(0)]) == b"l1:v18:datetime.timedelta0;0;0;"
+
+
+def test_standard_library_values_differ_where_they_mean_something_else() -> None:
+    """A changed deadline, amount or id is a changed form; so is what Python calls equal but
+    behaves otherwise (an aware time in another zone, 1.10 against 1.1)."""
+    utc, plus_one = datetime.UTC, datetime.timezone(datetime.timedelta(hours=1))
+    noon = datetime.datetime(2024, 1, 1, 12, tzinfo=utc)
+    distinct: list[object] = [
+        datetime.timedelta(seconds=30),
+        datetime.timedelta(seconds=31),
+        datetime.timedelta(days=30),
+        datetime.date(2024, 1, 1),
+        datetime.date(2024, 1, 2),
+        datetime.datetime(2024, 1, 1),
+        noon,
+        noon.astimezone(plus_one),  # the same instant, == noon
+        datetime.datetime(2024, 1, 1, 12, tzinfo=zoneinfo.ZoneInfo("UTC")),
+        datetime.time(12),
+        datetime.time(12, tzinfo=utc),
+        decimal.Decimal("1.10"),
+        decimal.Decimal("1.1"),
+        decimal.Decimal("NaN"),
+        decimal.Decimal("sNaN"),
+        decimal.Decimal("-0"),
+        uuid.UUID(int=1),
+        uuid.UUID(int=2),
+        fractions.Fraction(1, 3),
+        fractions.Fraction(2, 3),
+        utc,
+        plus_one,
+        datetime.timezone(datetime.timedelta(hours=1), "CET"),
+        "2024-01-01",
+        30,
+    ]
+    forms = [canonical(v) for v in distinct]
+    assert None not in forms
+    assert len(set(forms)) == len(distinct)
+    assert canonical(noon) == canonical(datetime.datetime(2024, 1, 1, 12, tzinfo=utc))
+
+
+def test_decimal_forms_do_not_follow_the_context() -> None:
+    value = decimal.Decimal("1E+5")
+    with decimal.localcontext() as context:
+        context.capitals = 0
+        assert str(value) == "1e+5"
+        assert canonical(value) == b"v15:decimal.Decimal4:1E+5"
+
+
+def test_standard_library_values_without_a_readable_form() -> None:
+    """Subclasses (their methods may be overridden: freezegun's FakeDatetime) and time zones
+    that compute their offsets in their own code have no form; neither has what holds them."""
+
+    class FakeDatetime(datetime.datetime):
+        pass
+
+    class Zone(datetime.tzinfo):
+        def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+            raise AssertionError("never called")
+
+    class MyDecimal(decimal.Decimal):
+        pass
+
+    for value in (
+        FakeDatetime(2024, 1, 1),
+        datetime.datetime(2024, 1, 1, tzinfo=Zone()),
+        datetime.time(1, tzinfo=Zone()),
+        MyDecimal("1"),
+        [datetime.date(2024, 1, 1), FakeDatetime(2024, 1, 1)],
+    ):
+        assert canonical(value) is None, value
+        assert shape(value)
+    # The class is remembered as plain (no form) only for the subclass, never for the type.
+    value_summaries.reset_class_summaries()
+    assert value_summaries.summarize(FakeDatetime(2024, 1, 1))[1] is None
+    assert value_summaries.summarize(datetime.datetime(2024, 1, 1))[1] is not None
+
+
 def test_type_tags_keep_look_alike_values_apart() -> None:
     look_alikes: list[object] = [
         1,
@@ -389,6 +493,21 @@ def _generated_values(count: int) -> list[object]:
     collected.append({f"member{i}" for i in range(40)})
     collected.append({frozenset({f"a{i}", f"b{i}"}) for i in range(10)})
     collected.append({f"s{i}" for i in range(60)} | {1, 2.5, b"x"})
+    # Standard-library value types, whose forms read the C types' fields.
+    collected.extend(
+        [
+            datetime.timedelta(days=-3, microseconds=9),
+            datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, fold=1),
+            datetime.datetime(2024, 1, 1, tzinfo=zoneinfo.ZoneInfo("America/New_York")),
+            datetime.time(8, tzinfo=datetime.timezone(-datetime.timedelta(hours=5), "EST")),
+            datetime.date(1, 1, 1),
+            decimal.Decimal("-1.50E-7"),
+            decimal.Decimal("sNaN12"),
+            uuid.UUID("12345678-1234-5678-1234-567812345678"),
+            fractions.Fraction(-22, 7),
+            {datetime.date(2024, 1, d): decimal.Decimal(d) for d in range(1, 9)},
+        ]
+    )
     return collected
 
 

@@ -414,8 +414,27 @@ def _overflow(node: NodeDict, field: str, digests: bool) -> tuple[int, str | Non
     return (int(raw.get("count") or 0), raw.get("digest") if digests else None)
 
 
-def _value_out(key: tuple[str, str | None], digests: bool) -> dict[str, Any]:
-    return {"shape": key[0], "digest": key[1]} if digests else {"shape": key[0]}
+def _value_out(
+    key: tuple[str, str | None], digests: bool, previews: Mapping[tuple[str, str | None], str]
+) -> dict[str, Any]:
+    if not digests:
+        return {"shape": key[0]}
+    out: dict[str, Any] = {"shape": key[0], "digest": key[1]}
+    preview = previews.get(key)
+    if preview is not None:
+        out["preview"] = preview
+    return out
+
+
+def _previews(entries: object) -> dict[tuple[str, str | None], str]:
+    """The previews (``--genome-preview``) of one side's entries, by what they compare by:
+    shown with a change, never compared."""
+    out: dict[tuple[str, str | None], str] = {}
+    for value in entries if isinstance(entries, list) else ():
+        preview = value.get("preview") if isinstance(value, Mapping) else None
+        if isinstance(preview, str):
+            out[_value_key(value, True)] = preview
+    return out
 
 
 def _overflow_out(overflow: tuple[int, str | None], digests: bool) -> dict[str, Any]:
@@ -433,8 +452,9 @@ def values_diff(
     b_over, h_over = _overflow(b, field, digests), _overflow(h, field, digests)
     if b_set == h_set and b_over == h_over:
         return None
-    b_out = [_value_out(key, digests) for key in sorted(b_set - h_set, key=_sort_key)]
-    h_out = [_value_out(key, digests) for key in sorted(h_set - b_set, key=_sort_key)]
+    b_shown, h_shown = _previews(b.get(field)), _previews(h.get(field))
+    b_out = [_value_out(key, digests, b_shown) for key in sorted(b_set - h_set, key=_sort_key)]
+    h_out = [_value_out(key, digests, h_shown) for key in sorted(h_set - b_set, key=_sort_key)]
     if b_over != h_over:
         if b_over is not None:
             b_out.append(_overflow_out(b_over, digests))

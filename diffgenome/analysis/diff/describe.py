@@ -71,18 +71,23 @@ def _exits(exits: object) -> str:
     return ", ".join(f"{key} {value}" for key, value in sorted(exits.items()))
 
 
+def value_text(value: Mapping[str, object], digest: DigestText = _digest) -> str:
+    """One value entry for people: its preview where the recording kept one
+    (``--genome-preview``: ``'---'``, ``width=3, fill='-'``), which says the value itself;
+    else its shape with its digest as ``digest`` writes it (``str (value P)``)."""
+    if "overflow" in value:
+        return f"+{value['overflow']} more{digest(value.get('digest'))}"
+    preview = value.get("preview")
+    if isinstance(preview, str):
+        return preview
+    return f"{value.get('shape')}{digest(value.get('digest'))}"
+
+
 def _values(values: object, digest: DigestText = _digest) -> str:
-    """Value shapes in full, each with its digest as ``digest`` writes it."""
+    """Value shapes in full, each with its digest as ``digest`` writes it (or its preview)."""
     if not isinstance(values, Sequence) or not values:
         return "nothing else"
-    parts = []
-    for value in values:
-        if not isinstance(value, Mapping):
-            continue
-        if "overflow" in value:
-            parts.append(f"+{value['overflow']} more{digest(value.get('digest'))}")
-        else:
-            parts.append(f"{value.get('shape')}{digest(value.get('digest'))}")
+    parts = [value_text(value, digest) for value in values if isinstance(value, Mapping)]
     return "; ".join(parts) or "nothing else"
 
 

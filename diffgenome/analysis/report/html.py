@@ -30,6 +30,7 @@ from diffgenome.analysis.diff.describe import (
     TIMES,
     ValueLabels,
     describe,
+    value_text,
     warning_text,
     where,
 )
@@ -537,7 +538,7 @@ def _lines(value: object, labels: ValueLabels) -> list[str]:
         out: list[str] = []
         for item in value:
             if isinstance(item, Mapping) and "shape" in item:
-                out.append(f"{item['shape']}{labels(item.get('digest'))}")
+                out.append(value_text(item, labels))
             elif isinstance(item, Mapping) and "overflow" in item:
                 out.append(f"+{item['overflow']} more")
             elif isinstance(item, Mapping) and "bucket" in item:

@@ -12,6 +12,9 @@ is built, so that one edit cannot make the two cores record different genomes.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import uuid
 from dis import get_instructions as _get_instructions
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Final
@@ -215,6 +218,9 @@ _VALUE_SAMPLES: Final[tuple[object, ...]] = (
     ["x" * 200] * 30,
     {"a": {"b": {"c": {}}}},
     set(range(70)),
+    # Standard-library value types: values.py's forms, which the core hands over.
+    [datetime.timedelta(days=-1), decimal.Decimal("2.50")],
+    (uuid.UUID(int=7), datetime.date(2024, 1, 1)),
 )
 #: One value for each bucket the core names itself (values.bucket).
 _BUCKET_SAMPLES: Final[tuple[object, ...]] = (

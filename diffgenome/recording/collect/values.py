@@ -20,7 +20,11 @@ from ``0.0``; every NaN has one form), ``complex``, ``str``, ``bytes``, ``bytear
 ``list``/``tuple``/``dict``/``set``/``frozenset`` of canonicalisable items (set items and dict
 items sorted by their canonical bytes, so iteration order and hash seed do not matter), enum
 members (class ``module.qualname`` and member name), namedtuples and dataclass instances (class
-``module.qualname``, field names and values). Every form carries a type tag, so ``1``, ``1.0``,
+``module.qualname``, field names and values), and (values revision 2, docs/protocol.md) the
+standard library's value types, exact classes only: ``timedelta``, ``date``, ``datetime``,
+``time``, ``timezone``, ``zoneinfo.ZoneInfo``, ``Decimal``, ``UUID``, ``Fraction`` (a ``v`` tag,
+the type's name, the fields that make the value: a datetime's zone must be one of these or
+none). Every form carries a type tag, so ``1``, ``1.0``,
 ``True``, ``"1"`` and ``(1,)`` all differ; equality is therefore *type-strict* (``{1: 0}`` and
 ``{1.0: 0}`` differ although Python calls them equal).
 
@@ -55,13 +59,18 @@ Object ids, addresses and other memory-dependent values never enter a canonical 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
+import fractions
 import hashlib
 import hmac
 import math
-from collections.abc import Iterator, Mapping
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from diffgenome.recording.collect import stable
 from diffgenome.recording.collect.reflect import (
@@ -75,6 +84,7 @@ from diffgenome.recording.collect.reflect import (
     lookup,
     qualified_name,
     type_bases,
+    type_dict,
     type_flags,
     type_mro,
     type_name,
@@ -103,6 +113,29 @@ _isnan: Final = math.isnan
 _islice: Final = islice
 
 _Enum: Final = enum.Enum
+# The standard library's value types, as they are now: freezegun and others replace
+# ``datetime.datetime`` in its module, and what they put there is a subclass (no form).
+_timedelta: Final = datetime.timedelta
+_date: Final = datetime.date
+_datetime: Final = datetime.datetime
+_time: Final = datetime.time
+_timezone: Final = datetime.timezone
+_utcoffset: Final = datetime.timezone.utcoffset
+_tzname: Final = datetime.timezone.tzname
+_Decimal: Final = decimal.Decimal
+_decimal_text: Final = decimal.Decimal.__str__
+_UUID: Final = uuid.UUID
+_uuid_int: Final = uuid.UUID.__dict__["int"]  # the slot itself: UUID.int is a plain member
+_Fraction: Final = fractions.Fraction
+_numerator: Final = fractions.Fraction.__dict__["_numerator"]
+_denominator: Final = fractions.Fraction.__dict__["_denominator"]
+# zoneinfo is not imported here: importing it reads PYTHONTZPATH and sysconfig once and for
+# all, which the program under test may want to do later. An instance of its ZoneInfo
+# exists only once the program imported it: then the class is found in sys.modules.
+_modules: Final = sys.modules
+_module_dict: Final[Any] = vars(type(sys))["__dict__"]  # the getset: reads md_dict
+#: ``[ZoneInfo, its key descriptor]`` once found.
+_zoneinfo_class: list[object] = []
 _Field: Final = dataclasses.Field
 _FIELD_KIND: Final = getattr(dataclasses, "_FIELD", None)
 
@@ -183,15 +216,163 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
         if len(value) > MAX_ITEMS or depth >= MAX_DEPTH:
             return None
         out = _members_form(b"S" if type(value) is set else b"z", value, depth, budget)
+    elif id(type(value)) in _VALUE_TYPE_IDS:
+        out = _value_type_form(value, type(value))
     else:
         kind = type(value)
         known = _PLAIN_SUMMARY.get(id(kind))
         if known is not None and known[0] is kind:
             return None  # the phase's memo: see summarize
-        out = _object_form(value, kind, depth, budget)
+        zone = _is_zoneinfo(kind)
+        out = _zone_form(value) if zone else _object_form(value, kind, depth, budget)
     if out is None or len(out) > budget:
         return None
     return out
+
+
+def _head(name: str) -> bytes:
+    """The tag of a standard-library value type: ``v`` and its name as a str form (made at
+    import, so never rewritten by stable.py)."""
+    raw = name.encode("ascii")
+    return b"v%d:" % len(raw) + raw
+
+
+_TIMEDELTA_HEAD: Final = _head("datetime.timedelta")
+_DATE_HEAD: Final = _head("datetime.date")
+_DATETIME_HEAD: Final = _head("datetime.datetime")
+_TIME_HEAD: Final = _head("datetime.time")
+_TIMEZONE_HEAD: Final = _head("datetime.timezone")
+_ZONEINFO_HEAD: Final = _head("zoneinfo.ZoneInfo")
+_DECIMAL_HEAD: Final = _head("decimal.Decimal")
+_UUID_HEAD: Final = _head("uuid.UUID")
+_FRACTION_HEAD: Final = _head("fractions.Fraction")
+#: Exact classes (by id: a class as a dict key could run a metaclass's ``__eq__``) whose
+#: instances have a form of their own; their subclasses have none (their methods may be
+#: overridden: freezegun's ``FakeDatetime``, pandas' ``Timestamp``). ``ZoneInfo`` is one too
+#: (``_is_zoneinfo``), found once the program has imported it.
+_VALUE_TYPE_IDS: Final = frozenset(
+    id(t) for t in (_timedelta, _date, _datetime, _time, _timezone, _Decimal, _UUID, _Fraction)
+)
+
+
+#: Their shapes (``type_name``: ``module.qualname``).
+_VALUE_TYPE_NAMES: Final = {
+    id(t): t.__module__ + "." + t.__qualname__
+    for t in (_timedelta, _date, _datetime, _time, _timezone, _Decimal, _UUID, _Fraction)
+}
+
+
+def _delta_body(delta: datetime.timedelta) -> bytes:
+    return b"%x;%x;%x;" % (delta.days, delta.seconds, delta.microseconds)
+
+
+def _zone_form(zone: object) -> bytes | None:
+    """A time zone that says what it is without running user code: ``None``, a fixed
+    ``datetime.timezone`` (its offset and name), a ``zoneinfo.ZoneInfo`` by its key. Any other
+    ``tzinfo`` (pytz, dateutil) computes its offsets in its own code: None."""
+    if zone is None:
+        return b"N"
+    last = _last_zone[0]  # one read: another thread may replace it meanwhile
+    if last[0] is zone:  # both kinds are immutable: the same object, the same form
+        return last[1]
+    kind = type(zone)
+    form: bytes | None = None
+    if kind is _timezone:
+        offset = _utcoffset(zone, None)  # type: ignore[arg-type]
+        name = _tzname(zone, None)  # type: ignore[arg-type]
+        if type(offset) is _timedelta and type(name) is str:
+            form = _TIMEZONE_HEAD + _delta_body(offset) + _raw_text(name)
+    elif _is_zoneinfo(kind):
+        key = _zoneinfo_class[1].__get__(zone, kind)  # type: ignore[attr-defined]
+        if type(key) is str:  # None: made from a file, known by no name
+            form = _ZONEINFO_HEAD + _raw_text(key)
+    if form is not None:
+        _last_zone[0] = (zone, form)
+    return form
+
+
+#: The last time zone given a form, and that form (most aware values share one zone).
+_last_zone: list[tuple[object, bytes | None]] = [(None, None)]
+
+
+def _raw_text(text: str) -> bytes:
+    """A name's text form, as ``_str_form`` writes it but not made stable (a zone's name
+    holds no path)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return b"%d:" % len(raw) + raw
+
+
+def _is_zoneinfo(kind: type) -> bool:
+    """Whether ``kind`` is ``zoneinfo.ZoneInfo`` itself (read from the loaded module's dict:
+    no attribute of a module, a class or a patched ``sys.modules`` entry is looked up)."""
+    if _zoneinfo_class:
+        return kind is _zoneinfo_class[0]
+    module = _modules.get("zoneinfo")
+    try:
+        found = _module_dict.__get__(module).get("ZoneInfo")
+    except TypeError:  # not a module
+        return False
+    if found is not kind:
+        return False
+    key = type_dict(kind).get("key")
+    if type(key) is not Member:  # the C type's slot; the pure-Python fallback has no form
+        return False
+    _zoneinfo_class[:] = [kind, key]
+    return True
+
+
+def _value_type_form(value: object, kind: type) -> bytes | None:
+    """The form of an instance of one of the exact classes of ``_VALUE_TYPE_IDS``: the fields
+    that make the value, read from the C type (or the slot) without running user code."""
+    if kind is _timedelta:
+        return _TIMEDELTA_HEAD + _delta_body(value)  # type: ignore[arg-type]
+    if kind is _datetime:
+        zone = _zone_form(value.tzinfo)  # type: ignore[attr-defined]
+        if zone is None:
+            return None
+        fields = b"%x;%x;%x;%x;%x;%x;%x;%x;" % (
+            value.year,  # type: ignore[attr-defined]
+            value.month,  # type: ignore[attr-defined]
+            value.day,  # type: ignore[attr-defined]
+            value.hour,  # type: ignore[attr-defined]
+            value.minute,  # type: ignore[attr-defined]
+            value.second,  # type: ignore[attr-defined]
+            value.microsecond,  # type: ignore[attr-defined]
+            value.fold,  # type: ignore[attr-defined]
+        )
+        return _DATETIME_HEAD + fields + zone
+    if kind is _date:
+        return _DATE_HEAD + b"%x;%x;%x;" % (value.year, value.month, value.day)  # type: ignore[attr-defined]
+    if kind is _time:
+        zone = _zone_form(value.tzinfo)  # type: ignore[attr-defined]
+        if zone is None:
+            return None
+        fields = b"%x;%x;%x;%x;%x;" % (
+            value.hour,  # type: ignore[attr-defined]
+            value.minute,  # type: ignore[attr-defined]
+            value.second,  # type: ignore[attr-defined]
+            value.microsecond,  # type: ignore[attr-defined]
+            value.fold,  # type: ignore[attr-defined]
+        )
+        return _TIME_HEAD + fields + zone
+    if kind is _Decimal:
+        # As written, so 1.10 and 1.1 differ (they round and print differently); the
+        # context's ``capitals`` only chooses between ``E`` and ``e``.
+        text = _decimal_text(value).replace("e", "E")
+        raw = text.encode("ascii")
+        return _DECIMAL_HEAD + b"%d:" % len(raw) + raw
+    if kind is _UUID:
+        number = _uuid_int.__get__(value, _UUID)
+        return _UUID_HEAD + b"%x;" % number if type(number) is int else None
+    if kind is _Fraction:
+        top = _numerator.__get__(value, _Fraction)
+        bottom = _denominator.__get__(value, _Fraction)
+        if type(top) is not int or type(bottom) is not int:
+            return None
+        return _FRACTION_HEAD + b"%x;%x;" % (top, bottom)
+    if kind is _timezone:
+        return _zone_form(value)
+    return None  # pragma: no cover - every id of _VALUE_TYPE_IDS is handled above
 
 
 def _pairs_form(value: dict[object, object], depth: int, budget: int) -> bytes | None:
@@ -371,6 +552,130 @@ def canonical(value: object) -> bytes | None:
         return _enc(value, 0, MAX_BYTES)
     except Exception:  # a container mutated by another thread mid-walk, MemoryError, ...
         return None
+
+
+# --- reading forms back (previews) ---------------------------------------------------------
+
+
+class FormError(ValueError):
+    """Bytes that are not a canonical form (a preview is then not shown)."""
+
+
+def _until(form: bytes, at: int, end: bytes) -> int:
+    """The index just past the next ``end`` from ``at``."""
+    stop = form.find(end, at)
+    if stop < 0:
+        raise FormError("unterminated")
+    return stop + 1
+
+
+def _counted(form: bytes, at: int) -> tuple[int, int]:
+    """``<n>:`` at ``at``: n, and the index after the colon."""
+    colon = _until(form, at, b":")
+    text = form[at : colon - 1]
+    if not text.isdigit():
+        raise FormError("bad count")
+    return int(text), colon
+
+
+def _text_end(form: bytes, at: int) -> int:
+    """The end of a ``<n>:<n bytes>`` text (a str's form without its tag)."""
+    n, at = _counted(form, at)
+    if at + n > len(form):
+        raise FormError("short text")
+    return at + n
+
+
+def _items_end(form: bytes, at: int, items: int) -> int:
+    for _ in range(items):
+        at = form_end(form, at)
+    return at
+
+
+# Fields of each standard-library value type after its head: ``;``-ended numbers, then
+# whether a time zone form follows, or a text (``_VALUE_TEXT``).
+_VALUE_FIELDS: Final = {
+    b"datetime.timedelta": (3, False),
+    b"datetime.date": (3, False),
+    b"datetime.datetime": (8, True),
+    b"datetime.time": (5, True),
+    b"uuid.UUID": (1, False),
+    b"fractions.Fraction": (2, False),
+}
+_VALUE_TEXT: Final = {b"datetime.timezone": 3, b"zoneinfo.ZoneInfo": 0, b"decimal.Decimal": 0}
+
+
+def form_end(form: bytes, at: int = 0) -> int:
+    """The index just past the canonical form that starts at ``at`` (every form delimits
+    itself); FormError for bytes that are none. The inverse walk of ``_enc``: a preview reads
+    one argument's form out of a tuple's forms joined by a separator that a form may hold."""
+    if at >= len(form):
+        raise FormError("empty")
+    tag = form[at : at + 1]
+    at += 1
+    if tag in (b"N", b"T", b"F"):
+        return at
+    if tag in (b"i", b"f"):
+        return _until(form, at, b";")
+    if tag == b"c":
+        return _until(form, _until(form, at, b";"), b";")
+    if tag in (b"s", b"b", b"y"):
+        return _text_end(form, at)
+    if tag in (b"l", b"t", b"S", b"z", b"d"):
+        n, at = _counted(form, at)
+        return _items_end(form, at, 2 * n if tag == b"d" else n)
+    if tag == b"e":
+        return _text_end(form, _text_end(form, at))
+    if tag == b"E":
+        return _until(form, _text_end(form, at), b";")
+    if tag in (b"n", b"D"):
+        n, at = _counted(form, _text_end(form, at))
+        return _items_end(form, at, n)
+    if tag == b"v":
+        start = at
+        at = _text_end(form, at)
+        name = form[form.index(b":", start) + 1 : at]
+        known = _VALUE_FIELDS.get(name)
+        if known is not None:
+            numbers, zone = known
+            for _ in range(numbers):
+                at = _until(form, at, b";")
+            return form_end(form, at) if zone else at
+        before_text = _VALUE_TEXT.get(name)
+        if before_text is None:
+            raise FormError("unknown value type")
+        for _ in range(before_text):
+            at = _until(form, at, b";")
+        return _text_end(form, at)
+    raise FormError("unknown tag")
+
+
+#: The scalars a preview shows, by the tag of their form.
+PREVIEW_TAGS: Final = frozenset(b"NTFifcs")
+
+
+def scalar_of(form: bytes) -> object:
+    """The value of a whole form of None, a bool, an int, a float, a complex number or a str
+    (a str as it was digested: made stable by stable.py); FormError for any other form."""
+    if not form or form[0] not in PREVIEW_TAGS or form_end(form) != len(form):
+        raise FormError("not a scalar")
+    tag, body = form[:1], form[1:]
+    if tag == b"N":
+        return None
+    if tag in (b"T", b"F"):
+        return tag == b"T"
+    if tag == b"i":
+        return int(body[:-1], 16)
+    if tag == b"f":
+        return _float_of(body[:-1])
+    if tag == b"c":
+        real, _, imag = body[:-1].partition(b";")
+        return complex(_float_of(real), _float_of(imag))
+    return body[body.index(b":") + 1 :].decode("utf-8", "surrogatepass")
+
+
+def _float_of(text: bytes) -> float:
+    return float("nan") if text == b"nan" else float.fromhex(text.decode("ascii"))
 
 
 # --- digests ---------------------------------------------------------------------------------
@@ -586,7 +891,7 @@ def reset_class_summaries() -> None:
 def _is_plain(cls: type) -> bool:
     """Whether ``canonical`` is None for every instance of ``cls`` for reasons of the class
     alone: the class-level exits of ``_object_form``, taken in the same order."""
-    if id(cls) in _BUILTIN_IDS:
+    if id(cls) in _BUILTIN_IDS or id(cls) in _VALUE_TYPE_IDS or _is_zoneinfo(cls):
         return False
     dicts = class_dicts(cls)
     if dicts is None:
@@ -622,6 +927,16 @@ def summarize(value: object) -> tuple[str, bytes | None]:
         return known
     if value is None:
         return NONE_SUMMARY
+    if id(kind) in _VALUE_TYPE_IDS:
+        # Straight to the form: these are no containers, and their shape is their class's.
+        try:
+            form = _value_type_form(value, kind)
+        except Exception:  # like canonical(): never an error, only no form
+            form = None
+        return (
+            _VALUE_TYPE_NAMES[id(kind)],
+            form if form is None or len(form) <= MAX_BYTES else None,
+        )
     known_plain = _PLAIN_SUMMARY.get(id(kind))
     if known_plain is not None and known_plain[0] is kind:
         return known_plain[1]
@@ -684,12 +999,23 @@ class BoundedValues:
         other._sum = (other._sum + self._sum) & _MASK64
 
     def export(
-        self, digester: Digester
+        self, digester: Digester, preview: Callable[[str, bytes], str | None] | None = None
     ) -> tuple[list[dict[str, str | None]], dict[str, object] | None]:
+        """The entries (sorted) and the overflow; ``preview`` (``--genome-preview``) gives
+        an entry with a canonical form its text for people, or None (collect/preview.py)."""
         entries: list[dict[str, str | None]] = [
             {"shape": shape, "digest": None if form is None else digester.digest(form)}
             for shape, form in self._seen
         ]
+        if preview is not None:
+            for entry, (shape, form) in zip(entries, self._seen, strict=True):
+                if form is not None:
+                    try:
+                        text = preview(shape, form)
+                    except Exception:  # a form it cannot read: no preview, never an error
+                        text = None
+                    if text is not None:
+                        entry["preview"] = text
         entries.sort(key=lambda entry: (entry["shape"] or "", entry["digest"] or ""))
         if not self._count:
             return entries, None
