@@ -105,3 +105,19 @@ def test_a_renamed_by_content_generator_is_never_contracted() -> None:
     test = _one(base, head, code)
     assert test["status"] == "changed"
     assert {c["kind"] for c in test["changes"]} == {"call_added", "call_removed"}
+
+
+def test_a_lambda_turned_into_a_local_function_is_said_as_such() -> None:
+    lam = "py:m.f.<locals>.<lambda>[aaaaaaaaaa]"
+    key = "py:m.f.<locals>._key"
+    base = phase([call(0, None, T), call(1, 0, "py:m.f"), call(2, 1, lam)])
+    head = phase([call(0, None, T), call(1, 0, "py:m.f"), call(2, 1, key)])
+    code = _code(
+        SymbolChange("py:m.f", "modified"), SymbolChange(lam, "removed"), SymbolChange(key, "added")
+    )
+    test = _one(base, head, code)
+    assert test["status"] == "restructured"
+    assert test["structure"] == [
+        "`m.f.<locals>._key` extracted from `m.f`",
+        "a lambda removed from `m.f`",
+    ]

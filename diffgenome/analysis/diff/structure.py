@@ -334,7 +334,9 @@ def _body(symbol: str, region: Region) -> str | None:
 
 
 def _anonymous(symbol: str) -> bool:
-    return "<" in symbol
+    """A lambda or a generator expression (``f.<locals>._key`` is a named function)."""
+    last = symbol.rpartition(".")[2]
+    return last.startswith(("<lambda>", "<genexpr>"))
 
 
 def _callers(callers: Iterable[str | None]) -> str:
@@ -349,8 +351,8 @@ def _one_sided_line(
     modified = [c for c in kept if (region.changes.get(c) or _NONE).change == "modified"]
     where = ", ".join(f"`{_short(c)}`" for c in (modified or kept)) or "the test"
     if _anonymous(symbol):
-        kind = "generator expression" if "<genexpr>" in symbol else "anonymous function"
-        return f"a {kind} {'added in' if extracted else 'removed from'} {where}"
+        kind = "a generator expression" if "<genexpr>" in symbol else "a lambda"
+        return f"{kind} {'added in' if extracted else 'removed from'} {where}"
     if modified and not neutral:
         verb = "extracted from" if extracted else "inlined into"
         return f"`{_short(symbol)}` {verb} {where}"
