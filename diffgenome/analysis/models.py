@@ -375,7 +375,11 @@ class Cause(_Model):
     with what differs by test (value digests, counts) left out."""
 
     summary: str = Field(description="the change as one line, values that differ by test left out")
-    kind: str = Field(description="a change kind, or 'structure' for what a refactor moved")
+    kind: str = Field(
+        description="a change kind; 'structure' for what a refactor moved; 'anonymous_changed' "
+        "for a lambda or generator expression whose code changed (named by its content, it "
+        "shows as its old name's call removed and its new name's added)"
+    )
     symbol: str | None = None
     site: str | None = None
     tests: int = Field(description="how many tests show it")

@@ -14,6 +14,7 @@ show them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,31 @@ _LOUD = ("changed", "unverified")
 #: How many test ids a cause names as examples.
 EXAMPLES = 3
 STRUCTURE_KIND = "structure"
+#: A lambda or generator expression whose code changed: it is named by its content, so the
+#: test shows its old name's call removed and its new name's added, one cause.
+EDITED_KIND = "anonymous_changed"
+_CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
+
+
+def _edited_anonymous(changes: Sequence[Change]) -> dict[int, str]:
+    """``id(change)`` → the cause line, for the removed and added calls of one anonymous
+    function's two names under one caller."""
+    sides: dict[tuple[str, tuple[str, ...]], dict[str, list[Change]]] = {}
+    for change in changes:
+        if change.kind not in ("call_added", "call_removed") or not change.path:
+            continue
+        slot, n = _CONTENT_NAME.subn(r"\1", change.path[-1])
+        if n:
+            key = (slot, tuple(change.path[:-1]))
+            sides.setdefault(key, {}).setdefault(change.kind, []).append(change)
+    out: dict[int, str] = {}
+    for (slot, parent), kinds in sides.items():
+        if "call_added" in kinds and "call_removed" in kinds:
+            under = f" under {parent[-1]}" if parent else ""
+            line = f"{slot}: its code changed{under}"
+            for change in (*kinds["call_added"], *kinds["call_removed"]):
+                out[id(change)] = line
+    return out
 
 
 @dataclass(slots=True)
@@ -54,17 +80,19 @@ def find_causes(
     for test in tests:
         seen: set[tuple[str, str]] = set()
         if test.status in _LOUD:
+            edited = _edited_anonymous(test.changes)
             for change in test.changes:
                 one_sided = change.base is None or change.head is None
                 if change.kind == "branch_changed" and change.site in implied and one_sided:
                     continue
-                key = (change.kind, signature(change))
+                slot = edited.get(id(change))
+                key = (EDITED_KIND, slot) if slot else (change.kind, signature(change))
                 if key not in seen:
                     seen.add(key)
                     group = groups.get(key)
                     if group is None:
                         group = groups[key] = _Group(
-                            key[1], change.kind, change.symbol, change.site, len(change.path)
+                            key[1], key[0], change.symbol, change.site, len(change.path)
                         )
                     group.depth = max(group.depth, len(change.path))
                     _count(group, test)
@@ -107,7 +135,7 @@ def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
         tier = 1  # the changed code's own behaviour
     else:
         tier = 2  # what its callers, stand-ins and the world saw of it
-    return (tier, -group.depth, -len(group.tests), group.summary)
+    return (tier, -len(group.tests), -group.depth, group.summary)
 
 
 def signature(change: Change) -> str:
@@ -132,6 +160,10 @@ def signature(change: Change) -> str:
     if kind == "warnings_changed":
         return f"warnings: {_warnings(base)} {ARROW} {_warnings(head)}"
     b, h = _collapse(base), _collapse(head)
+    if kind == "args_changed":
+        moved = _parameters_changed(b, h)
+        if moved:
+            return f"{at} args: {moved}"
     if kind in ("result_changed", "args_changed") and b == h and b:
         what = "results" if kind == "result_changed" else "args"
         shapes = "; ".join(str(v.get("shape")) for v in b if isinstance(v, Mapping))
@@ -140,6 +172,59 @@ def signature(change: Change) -> str:
     if b == h and b:  # only values that differ by test differ
         return f"{at}: other values of {fields_text(b)}"
     return describe(collapsed, lambda digest: "")
+
+
+def _parameters_changed(base: object, head: object) -> str:
+    """What an argument list gained or lost (``now also fold=int``), seen across the shapes
+    of both sides: another parameter's shape that varies from test to test (``tzinfo=None``
+    here, ``tzinfo=timezone`` there) is no part of the change. Empty when the parameters
+    are the same on both sides (only their values changed)."""
+    b_parts, h_parts = _parts(base), _parts(head)
+    if b_parts is None or h_parts is None:
+        return ""
+    gained = [part for part in sorted(h_parts - b_parts)]
+    lost = [part for part in sorted(b_parts - h_parts)]
+    words = []
+    if gained:
+        words.append("now also " + ", ".join(gained))
+    if lost:
+        words.append("no longer " + ", ".join(lost))
+    return "; ".join(words)
+
+
+def _parts(values: object) -> set[str] | None:
+    """Every ``name=shape`` of a side's argument shapes; None when a shape is no list of
+    named arguments (an overflow entry, a shape without ``=``)."""
+    if not isinstance(values, list) or not values:
+        return None
+    parts: set[str] = set()
+    for value in values:
+        shape = value.get("shape") if isinstance(value, Mapping) else None
+        if not isinstance(shape, str):
+            return None
+        for part in _split_top(shape):
+            if "=" not in part:
+                return None
+            parts.add(part)
+    return parts
+
+
+def _split_top(shape: str) -> list[str]:
+    """``a=int, b=dict[str, int]`` → ``["a=int", "b=dict[str, int]"]``: commas inside brackets
+    belong to a type."""
+    out, depth, start = [], 0, 0
+    for index, char in enumerate(shape):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char == "," and depth == 0:
+            out.append(shape[start:index].strip())
+            start = index + 1
+    tail = shape[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
 
 
 def _keys(exits: object) -> str:
