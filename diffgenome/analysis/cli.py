@@ -155,8 +155,9 @@ def validation_message(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
-def write_output(text: str, output: str | None) -> None:
-    """Write to stdout for None or "-", else to ``output`` atomically (never half a file)."""
+def write_output(text: str, output: str | None, option: str = "-o") -> None:
+    """Write to stdout for None or "-", else to ``output`` atomically (never half a file);
+    ``option`` names the argument that gave it, for the error."""
     data = text.encode("utf-8")
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
@@ -172,7 +173,7 @@ def write_output(text: str, output: str | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise CliError(
-            f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
+            f"cannot write {output}: {exc.strerror or exc}; choose another {option} path"
         ) from None
 
 
@@ -421,15 +422,19 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     _add_quiet(parser)
 
 
-def _check_output(output: str | None) -> None:
+def _check_output(output: str | None, option: str = "-o") -> None:
     """Fail before any work when ``output`` cannot be written (its folder is missing): a
-    run can take a while to load and check, and the error should not wait for that."""
+    run can take a while to load and check (a diff, to record), and the error should not
+    wait for that."""
     if output in (None, "-"):
         return
     assert output is not None
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise CliError(f"cannot write {output}: No such file or directory; choose another -o path")
+        raise CliError(
+            f"cannot write {output}: the folder {folder} does not exist; create it or choose "
+            f"another {option} path"
+        )
 
 
 def _run_export(args: argparse.Namespace) -> int:
@@ -757,6 +762,8 @@ def _run_diff(args: argparse.Namespace) -> int:
         )
     if args.html is not None:
         check_directory(args.html)
+    _check_output(args.json, "--json")
+    _check_output(args.markdown, "--markdown")
     selection = Selection(pattern=args.test, everything=args.everything)
 
     def json_text() -> str:
@@ -795,9 +802,9 @@ def _run_diff(args: argparse.Namespace) -> int:
             what = f"the {_and(kinds)} report{'s' if len(kinds) > 1 else ''}"
             with progress.step("writing", "wrote", what):
                 if args.json not in (None, "-"):
-                    write_output(json_text(), args.json)
+                    write_output(json_text(), args.json, "--json")
                 if args.markdown not in (None, "-"):
-                    write_output(markdown_text(), args.markdown)
+                    write_output(markdown_text(), args.markdown, "--markdown")
                 if args.html is not None:
                     write_diff_html(diff, args.html, store)
     if args.json == "-":
@@ -946,6 +953,33 @@ def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentPars
     return parser
 
 
+#: The arguments that name a file or folder, by ``argparse`` destination: each is read from
+#: where the user is, as git and pytest read theirs (``diff`` records in a disposable
+#: worktree, and the target interpreter's probe runs there).
+PATH_ARGUMENTS = ("store", "repo", "json", "markdown", "html", "output", "inputs", "file")
+
+
+def _from_here(path: str) -> str:
+    """``path`` made absolute from the current folder, symlinks left as they are (a
+    virtual environment's ``python`` is a symlink whose target is another environment's).
+    ``-`` (standard input or output) stays ``-``."""
+    return path if path == "-" else os.path.abspath(path)
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path the user typed, absolute from where they are (see :data:`PATH_ARGUMENTS`);
+    ``--python`` only when it names a path (``--python python3.12`` is looked up on PATH)."""
+    for name in PATH_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, _from_here(value))
+        elif isinstance(value, list):
+            setattr(args, name, [_from_here(v) if isinstance(v, str) else v for v in value])
+    python = getattr(args, "python", None)
+    if isinstance(python, str) and (os.sep in python or (os.altsep or os.sep) in python):
+        args.python = _from_here(python)
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
     sys.stderr.flush()
@@ -982,6 +1016,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"see `{PROG} {args.command} --help`"
                 )
             args.pytest_args = pytest_args
+        absolute_paths(args)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except SystemExit as exc:  # --help and --version
