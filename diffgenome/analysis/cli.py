@@ -60,7 +60,13 @@ from diffgenome.analysis.report.runs import (
     size_text,
 )
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
+from diffgenome.analysis.store import (
+    RunSummary,
+    StoreReader,
+    UnknownRunError,
+    is_recording,
+    stored_phases,
+)
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
@@ -68,9 +74,12 @@ from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
     STATUS_RUNNING,
+    OpenedStore,
     compact,
     delete_runs,
+    live_holds,
     one_line,
+    runs_over_cap,
     set_keep_runs,
 )
 from diffgenome.protocol.store import open_store as open_store_for_writing
@@ -297,16 +306,47 @@ def _run_prune(args: argparse.Namespace) -> int:
     kept: set[str] = set()
     if rules:
         if args.keep_last is not None:
-            kept.update(run.id for run in runs[: args.keep_last])
+            # The newest complete recordings: an interrupted run or a diff's confirmation
+            # of a few tests is not what "the last N runs" are kept for.
+            recordings = [run for run in runs if run.complete and is_recording(run)]
+            kept.update(run.id for run in recordings[: args.keep_last])
         kept.update(run.id for run in runs if run.commit is not None and run.commit in commits)
         if since is not None:
             kept.update(run.id for run in runs if run.started_at >= since)
     else:
         kept.update(run.id for run in runs)
-    if args.cap:
-        over = {run.id for run in runs[args.cap :]}
-        kept -= over
-    gone = [run for run in runs if run.id not in kept and run.status != STATUS_RUNNING]
+    # A dry run asks the writer too (which runs a diff under way holds, what the cap would
+    # take), and rolls back.
+    opened = _open_for_pruning(store_dir)
+    conn = opened.conn
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if args.cap:
+                over = set(runs_over_cap(conn, args.cap))
+                kept = (kept if rules else {run.id for run in runs}) - over
+            # A run still being recorded, or one a diff under way uses, is never removed.
+            held = live_holds(conn)
+            gone = [
+                run
+                for run in runs
+                if run.id not in kept and run.status != STATUS_RUNNING and run.id not in held
+            ]
+            if args.cap is not None:
+                set_keep_runs(conn, args.cap)
+            delete_runs(conn, [run.id for run in gone])
+            conn.execute("ROLLBACK" if args.dry_run else "COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if gone and not args.dry_run:
+            with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
+                compact(conn)
+    except sqlite3.Error as exc:
+        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
+    finally:
+        conn.close()
     verb = "would remove" if args.dry_run else "removed"
     out = console()
     for run in reversed(gone):  # oldest first
@@ -314,25 +354,6 @@ def _run_prune(args: argparse.Namespace) -> int:
             f"{verb} {run.id}  {short_commit(run.commit, run.dirty)}  {run.origin or '-'}  "
             f"{size_text(run.size)}"
         )
-    if not args.dry_run:
-        opened = open_store_for_writing(store_dir)
-        try:
-            opened.conn.execute("BEGIN IMMEDIATE")
-            try:
-                if args.cap is not None:
-                    set_keep_runs(opened.conn, args.cap)
-                delete_runs(opened.conn, [run.id for run in gone])
-                opened.conn.execute("COMMIT")
-            except BaseException:
-                opened.conn.execute("ROLLBACK")
-                raise
-            if gone:
-                with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
-                    compact(opened.conn)
-        except sqlite3.Error as exc:
-            raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
-        finally:
-            opened.conn.close()
     freed = sum(run.size for run in gone)
     summary = (
         f"{verb} {len(gone)} of {len(runs)} runs ({size_text(freed)} of recordings); "
@@ -343,6 +364,13 @@ def _run_prune(args: argparse.Namespace) -> int:
         summary += f"; the store {'would keep' if args.dry_run else 'keeps'} {cap} from now on"
     out.print(summary)
     return EXIT_OK
+
+
+def _open_for_pruning(store_dir: str) -> OpenedStore:
+    try:
+        return open_store_for_writing(store_dir)
+    except sqlite3.Error as exc:
+        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
 
 
 def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:

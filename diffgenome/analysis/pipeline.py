@@ -38,7 +38,9 @@ class Prepared:
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
     """Resolve and record both sides; any user or input error is a :class:`UserError`."""
     with Runner(options) as runner:
-        return _prepare(runner, need_head_recording=need_head_recording)
+        prepared = _prepare(runner, need_head_recording=need_head_recording)
+        runner.finish()  # the store's cap, once the sides are read (its note joins the notes)
+        return prepared
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
@@ -49,7 +51,9 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
     with Runner(options) as runner:
-        return _diff(runner, options)
+        diff, notes = _diff(runner, options)
+        runner.finish()  # the store's cap, once everything is read (its note joins the notes)
+        return diff, notes
 
 
 def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:

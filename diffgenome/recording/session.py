@@ -25,8 +25,10 @@ import pytest
 from diffgenome import __version__
 from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, SECRET_RULES, STORE_FORMAT
 from diffgenome.protocol.store import (
+    HOLDER_ENV,
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
+    cap_notice,
     is_run_id,
     new_run_id,
     one_line,
@@ -96,6 +98,8 @@ class Recorder:
         self.is_worker = options.is_worker
         self.is_controller = options.is_controller
         self.store_path = options.store_path
+        # Read before any test can change the environment.
+        self._for_a_diff = bool(os.environ.get(HOLDER_ENV))
         self.egress_policy = options.egress_policy
         sources, tests = discover_roots(
             self.rootdir, options.testpaths, options.source_roots, options.test_roots
@@ -459,15 +463,11 @@ class Recorder:
             more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
             line += f"; the run is incomplete ({incomplete[0]}{more})"
         self.summary_line = PREFIX + line
+        if self._for_a_diff:
+            return  # a recording of ``diffgenome diff``: the diff applies the cap at its end
         cap, removed = self.store.apply_cap()
         if removed:
-            which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"
-            say(
-                self.config,
-                f"removed {len(removed)} older run{'s' if len(removed) != 1 else ''} ({which}): "
-                f"the store keeps its {cap} newest runs; `diffgenome prune --cap N` changes "
-                "that (0: keep all)",
-            )
+            say(self.config, cap_notice(cap, removed))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The session's last word from diffgenome: one line (see :meth:`_summarise`)."""
