@@ -43,7 +43,7 @@ from diffgenome.analysis.models import (
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
-from diffgenome.analysis.report.common import Selection, matches, now_failing
+from diffgenome.analysis.report.common import Selection, now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import (
     DEFAULT_MARKDOWN_LIMIT,
@@ -130,6 +130,12 @@ def store_path(args: argparse.Namespace) -> str:
 
 def open_store(args: argparse.Namespace) -> StoreReader:
     return StoreReader.open(store_path(args))
+
+
+def _git_prefix(repo: str | None) -> str:
+    """Where the folder the tests run from (``--repo``, else here) is in its git repository
+    (``proj/``), as ``git rev-parse --show-prefix`` says; empty at the top or outside git."""
+    return (git_output(repo or os.getcwd(), "rev-parse", "--show-prefix") or "").strip()
 
 
 def _git_commit(spec: str) -> str | None:
@@ -485,7 +491,12 @@ def _run_export(args: argparse.Namespace) -> int:
             else:
                 tests, size = _export_to_file(reader, run_id, args, args.output)
             kind = "JSON Lines" if args.format == "jsonl" else f"a {GENOME_FORMAT} document"
-            step.result = f"{tests} tests, {kind} of {size // 1024} kB"
+            # As pytest and `runs` count them; the <import> record is written too, and said.
+            imported = IMPORT_TEST_ID in reader.test_ids(run_id)
+            step.result = (
+                f"{tests} test{'' if tests == 1 else 's'}"
+                f"{' and the <import> record' if imported else ''}, {kind} of {size // 1024} kB"
+            )
     # Standard output once the document is whole (an error half-way prints no half a
     # document) and the progress is closed (nothing of it mixes with the document).
     if to_stdout:
@@ -686,8 +697,10 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     shown.add_argument(
         "--test",
         metavar="PATTERN",
-        help="report only the tests whose id matches PATTERN (the id, a part of it, or a glob "
-        "with * and ?), each with all its changes",
+        help="report only the tests PATTERN names, each with all its changes: a node id "
+        "(tests/a.py::test_x, from the git top or from here) that test, with its parametrized "
+        "cases and subtests, as pytest selects them; a glob with * or ?; else any test whose "
+        "id contains it",
     )
     shown.add_argument(
         "--all",
@@ -792,7 +805,9 @@ def _run_diff(args: argparse.Namespace) -> int:
         check_directory(args.html)
     _check_output(args.json, "--json")
     _check_output(args.markdown, "--markdown")
-    selection = Selection(pattern=args.test, everything=args.everything)
+    selection = Selection(
+        pattern=args.test, everything=args.everything, prefix=_git_prefix(args.repo)
+    )
 
     def json_text() -> str:
         return diff.model_dump_json(indent=2) + "\n"
@@ -814,9 +829,9 @@ def _run_diff(args: argparse.Namespace) -> int:
     with _progress(args) as progress:
         with _terminate_as_interrupt():
             diff, notes = pipeline.run_diff(_diff_options(args, progress, store, args.repeat))
-        if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
+        if args.test is not None and not any(selection.selects(t.id) for t in diff.tests):
             raise CliError(
-                f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
+                f"no test of the diff matches --test {args.test!r} ({test_count(diff)} tests "
                 "compared); give a part of a test id, or --all"
             )
         # Reports to files are a step; what goes to standard output is written after the

@@ -46,7 +46,7 @@ from diffgenome.protocol.store import (
     phase_address,
     process_alive,
 )
-from diffgenome.protocol.vocab import PHASES, SYMBOL_PREFIX
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, SYMBOL_PREFIX
 
 __all__ = [
     "RunSummary",
@@ -85,6 +85,7 @@ class RunSummary:
     dirty: bool | None
     status: str
     reasons: tuple[str, ...]
+    #: Its tests as pytest counts them: the ``<import>`` record is not one.
     tests: int
     python: str
     platform: str
@@ -200,8 +201,9 @@ class StoreReader:
             counts: dict[object, tuple[int, int]] = {
                 run_id: (int(n), int(size or 0))
                 for run_id, n, size in self._conn.execute(
-                    "SELECT run_id, COUNT(*), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
-                    f" + LENGTH(unverified_reasons){self._sizes()}) FROM tests GROUP BY run_id"
+                    "SELECT run_id, SUM(id != ?), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
+                    f" + LENGTH(unverified_reasons){self._sizes()}) FROM tests GROUP BY run_id",
+                    (IMPORT_TEST_ID,),
                 )
             }
             symbols: dict[object, int] = {
@@ -261,7 +263,7 @@ class StoreReader:
         with self._snapshot():
             row = self._run_row(run_id)
             (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM tests WHERE run_id = ?", (run_id,)
+                "SELECT COUNT(*) FROM tests WHERE run_id = ? AND id != ?", (run_id, IMPORT_TEST_ID)
             ).fetchone()
             return self._summary(row, int(count))
 

@@ -455,7 +455,14 @@ class Recorder:
             f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
             f"into {self.store_path}; "
         )
-        if unverified:
+        if not tests:
+            # pytest collected nothing, or everything was deselected: a run of no test is
+            # said as such (its <import> record is no test), and no diff reuses it.
+            line = (
+                f"run {self.run_id} recorded no tests into {self.store_path}: the selection "
+                "is empty"
+            )
+        elif unverified:
             line += f"{unverified} unverified (most: {top}, {top_count})"
         else:
             line += "none unverified"

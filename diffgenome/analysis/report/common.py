@@ -10,10 +10,12 @@ tests that reach the changed code come first."""
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.models import Cause, Change, DiffDocument, DiffSide, TestDiff
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 STATUS_ORDER = (
     "changed",
@@ -87,6 +89,19 @@ class Selection:
 
     pattern: str | None = None
     everything: bool = False
+    #: Where the user is in the repository (``proj/``): a node id given from there names the
+    #: recorded id ``proj/<node id>``, as pytest run there would.
+    prefix: str = ""
+
+    def selects(self, test_id: str) -> bool:
+        """Whether ``--test`` names ``test_id`` (:func:`matches`, also from :attr:`prefix`)."""
+        if self.pattern is None:
+            return True
+        return matches(test_id, self.pattern) or (
+            bool(self.prefix)
+            and is_node_id(self.pattern)
+            and matches(test_id, self.prefix + self.pattern)
+        )
 
     @property
     def collapses(self) -> bool:
@@ -97,11 +112,25 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def test_count(diff: DiffDocument) -> int:
+    """The tests of a diff as pytest counts them, in every report and progress line:
+    ``<import>`` (what importing the test modules did) is a record, not a test."""
+    return sum(1 for test in diff.tests if test.id != IMPORT_TEST_ID)
+
+
 def summary_text(diff: DiffDocument) -> str:
+    """``9 tests: 3 changed, 6 unchanged``, the tests as :func:`test_count` counts them;
+    ``<import>`` is named after them when it is not unchanged (``; <import> changed``)."""
     s = diff.summary
-    counts = [(status, getattr(s, status)) for status in STATUS_ORDER]
-    shown = ", ".join(f"{n} {status}" for status, n in counts if n)
-    text = f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
+    statuses: Counter[str] = Counter(
+        str(test.status) for test in diff.tests if test.id != IMPORT_TEST_ID
+    )
+    shown = ", ".join(f"{statuses[status]} {status}" for status in STATUS_ORDER if statuses[status])
+    tests = count(test_count(diff), "test")
+    text = f"{tests}: {shown}" if shown else tests
+    imported = next((test.status for test in diff.tests if test.id == IMPORT_TEST_ID), None)
+    if imported not in (None, "unchanged"):
+        text += f"; {IMPORT_TEST_ID} {imported}"
     if s.confirmed:
         text += f" ({s.confirmed} confirmed by recording them again)"
     return text
@@ -116,14 +145,23 @@ def side_text(side: DiffSide) -> str:
 DEFAULT_SELECTION = Selection()
 
 
+def is_node_id(pattern: str) -> bool:
+    """A ``--test`` pattern that is a pytest node id (``tests/a.py::test_x``), not a glob."""
+    return "::" in pattern and "*" not in pattern and "?" not in pattern
+
+
 def matches(test_id: str, pattern: str) -> bool:
-    """``--test PATTERN``: the exact id, a glob when the pattern has ``*`` or ``?`` (brackets
-    are literal, as in parametrized ids), else any part of the id."""
+    """``--test PATTERN``: a node id (with ``::``) selects that test, with its parametrized
+    cases and subtests when it names a function, as ``pytest NODE_ID`` does
+    (``tests/a.py::test_pipe`` is not ``test_pipe_headerless``); a glob when the pattern has
+    ``*`` or ``?`` (brackets are literal, as in parametrized ids); else any part of the id."""
     if test_id == pattern:
         return True
     if "*" in pattern or "?" in pattern:
         glob = pattern.replace("[", "[[]")
         return fnmatch.fnmatchcase(test_id, glob)
+    if is_node_id(pattern):
+        return test_id.startswith((pattern + "[", pattern + " ", pattern + "::"))
     return pattern in test_id
 
 
@@ -156,7 +194,7 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
     blocks = []
     for test in diff.tests:
         if selection.pattern is not None:
-            if not matches(test.id, selection.pattern):
+            if not selection.selects(test.id):
                 continue
         elif test.status == "unchanged" and not selection.everything:
             continue

@@ -42,7 +42,12 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestRecord,
 )
-from diffgenome.analysis.report.common import cause_text, causes_worth_showing, tier
+from diffgenome.analysis.report.common import (
+    cause_text,
+    causes_worth_showing,
+    summary_text,
+    tier,
+)
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.vocab import PHASES
 
@@ -214,7 +219,7 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
     hidden = _HIDDEN_AT_FIRST if any(n for st, n in counts if st not in _HIDDEN_AT_FIRST) else ()
     parts = [
         f"<header>\n<h1>{esc(title)}</h1>\n",
-        f'<p class="summary">{esc(_summary(diff))}</p>\n',
+        f'<p class="summary">{esc(summary_text(diff))}</p>\n',
         _runs_line(diff),
         _nav(diff),
         "</header>\n<main>\n",
@@ -261,15 +266,6 @@ def _index_order(tests: Sequence[TestDiff]) -> list[TestDiff]:
     """In the reading order of every report (tests that now fail, behaviour changed, ...,
     same behaviour last), then by id."""
     return sorted(tests, key=lambda t: (tier(t), t.id))
-
-
-def _summary(diff: DiffDocument) -> str:
-    s = diff.summary
-    shown = ", ".join(f"{getattr(s, st)} {st}" for st in DIFF_STATUSES if getattr(s, st))
-    text = f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
-    if s.confirmed:
-        text += f" ({s.confirmed} confirmed by recording them again)"
-    return text
 
 
 def _runs_line(diff: DiffDocument) -> str:

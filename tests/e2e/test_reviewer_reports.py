@@ -1,0 +1,158 @@
+"""End-to-end: what a reviewer reads (#25 points 5, 6, 7, 11, 12, 13).
+
+One monorepo (``top/proj``, two commits of a small table formatter, as tabulate's
+``_pipe_segment_with_colons`` was where the issue was found), worked on from the project's
+folder ``top/proj``: real ``pytest --genome`` sessions, real diffs, the store at the git top.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from e2e.helpers import PY, clean_env, git_in, make_project, split_progress, write_files
+
+pytestmark = pytest.mark.slow
+
+CORE = """
+    def segment(align, width):
+        if align == "right":
+            return "-" * (width - 1) + ":"
+        return "-" * width
+
+
+    def pipe(rows):
+        return ["|" + "|".join(row) + "|" for row in rows]
+
+
+    def pipe_headerless(rows):
+        return pipe(rows)[1:]
+
+
+    def plain(rows):
+        return [" ".join(row) for row in rows]
+"""
+# A centred column gets colons on both sides (a decision no test takes), and pipes get
+# spaces (a result every pipe test sees).
+HEAD_CORE = CORE.replace(
+    '    if align == "right":',
+    '    if align == "center":\n'
+    '            return ":" + "-" * (width - 2) + ":"\n'
+    '        if align == "right":',
+).replace('"|" + "|".join(row) + "|"', '"| " + " | ".join(row) + " |"')
+FILES = {
+    "proj/pyproject.toml": """
+        [tool.pytest.ini_options]
+        testpaths = ["tests"]
+    """,
+    "proj/tab/__init__.py": "",
+    "proj/tab/core.py": CORE,
+    "proj/tests/test_output.py": """
+        from tab import core
+
+
+        def test_pipe():
+            assert core.pipe([["a", "b"]])
+
+
+        def test_pipe_headerless():
+            assert core.pipe_headerless([["h"], ["a"]]) is not None
+
+
+        def test_segment():
+            assert core.segment("right", 3).endswith(":")
+            assert core.segment("left", 3) == "---"
+
+
+        def test_plain():
+            assert core.plain([["a"]]) == ["a"]
+    """,
+    ".gitignore": "__pycache__/\n",
+}
+PYTEST = ("--", "-p", "no:randomly", "-p", "no:hypothesispytest")
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    top = make_project(tmp_path_factory.mktemp("reports"), FILES, name="top")
+    write_files(top, {"proj/tab/core.py": HEAD_CORE})
+    git_in(top, "add", "-A")
+    git_in(top, "commit", "-qm", "centred columns, spaced pipes")
+    return top / "proj"
+
+
+def run(
+    where: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args,
+        cwd=where,
+        env=clean_env({"COLUMNS": "200", "TMPDIR": str(where.parents[1]), **(env or {})}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def dg(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run(where, PY, "-m", "diffgenome.analysis.cli", *args)
+
+
+def blocks(report: str) -> list[str]:
+    """The test ids of a terminal report's blocks."""
+    return [line.split()[0] for line in report.splitlines() if re.match(r"  (proj/)?tests/", line)]
+
+
+# -- 6. --test with a node id -----------------------------------------------------------------
+
+
+def test_a_node_id_selects_exactly_that_test(proj: Path) -> None:
+    for pattern in ("tests/test_output.py::test_pipe", "proj/tests/test_output.py::test_pipe"):
+        done = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", "--test", pattern, *PYTEST)
+        assert done.returncode == 1, done.stderr
+        assert blocks(done.stdout) == ["proj/tests/test_output.py::test_pipe"], done.stdout
+    # A part of an id is still a part: both pipe tests.
+    part = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", "--test", "test_pipe", *PYTEST)
+    assert sorted(blocks(part.stdout)) == [
+        "proj/tests/test_output.py::test_pipe",
+        "proj/tests/test_output.py::test_pipe_headerless",
+    ]
+
+
+# -- 7. one count everywhere ------------------------------------------------------------------
+
+
+def test_one_test_count_everywhere_and_an_empty_selection_said(proj: Path) -> None:
+    recorded = run(proj, PY, "-m", "pytest", "--genome", "-p", "no:randomly")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "4 passed" in recorded.stdout
+    [line] = [x for x in recorded.stdout.splitlines() if x.startswith("diffgenome: run ")]
+    assert " recorded 4 tests into " in line
+    run_id = line.split()[2]
+    listed = dg(proj, "runs").stdout.splitlines()
+    [row] = [x for x in listed if x.startswith(run_id)]
+    assert re.search(r"  complete +4 ", row), row
+    assert json.loads(dg(proj, "runs", "--json", "-").stdout)[0]["tests"] == 4
+    shown = dg(proj, "show", run_id)
+    assert shown.stdout.splitlines()[-1] == "4 tests and the <import> record"
+    exported = dg(proj, "export", run_id, "--format", "jsonl", "-o", "tests.jsonl")
+    assert exported.returncode == 0, exported.stderr
+    assert "exported run" in exported.stderr
+    assert ": 4 tests and the <import> record, JSON Lines of " in exported.stderr
+    assert len((proj / "tests.jsonl").read_text().splitlines()) == 5  # and <import>
+    diffed = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
+    assert diffed.returncode == 1, diffed.stderr
+    assert re.search(r": 4 tests: \d+ changed", diffed.stdout.splitlines()[0]), diffed.stdout
+    progress, _ = split_progress(diffed.stderr)
+    assert any(re.fullmatch(r"diffgenome: diffed 4 tests in .*", x) for x in progress), progress
+    # An empty selection is said as such, and counts no test.
+    empty = run(proj, PY, "-m", "pytest", "--genome", "-k", "no_such_test")
+    assert empty.returncode == 5
+    [said] = [x for x in empty.stdout.splitlines() if x.startswith("diffgenome: run ")]
+    assert said.endswith(": the selection is empty"), said
+    assert json.loads(dg(proj, "runs", "--json", "-").stdout)[0]["tests"] == 0
