@@ -73,11 +73,13 @@ from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
+    KEY_BYTES,
     STATUS_RUNNING,
     OpenedStore,
     compact,
     delete_runs,
     live_holds,
+    new_key_file,
     one_line,
     runs_over_cap,
     set_keep_runs,
@@ -898,6 +900,29 @@ def _run_affected(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _configure_key(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("new",), help="new: write a new key file")
+    parser.add_argument("file", metavar="FILE", help="the key file to write (never overwritten)")
+    parser.epilog = (
+        "A digest key is what makes value digests comparable: every store makes its own, and "
+        "runs recorded into different stores compare only when they share one. Give the same "
+        "FILE to every shard (pytest --genome --genome-key-file=FILE; in CI, keep its bytes as "
+        "a secret), see docs/ci.md."
+    )
+
+
+def _run_key(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        raise CliError("key new writes FILE and reads no store; drop --store")
+    new_key_file(args.file)
+    write_output(
+        f"wrote a new digest key to {args.file} ({KEY_BYTES} random bytes, readable by you "
+        f"only); record with it: pytest --genome --genome-key-file={args.file}\n",
+        None,
+    )
+    return EXIT_OK
+
+
 def _configure_combine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "inputs",
@@ -962,6 +987,12 @@ COMMANDS: list[Command] = [
         "merge the runs of a sharded suite (one per shard) into one run",
         _configure_combine,
         _run_combine,
+    ),
+    Command(
+        "key",
+        "make the digest key that shards (or stores) share: key new FILE",
+        _configure_key,
+        _run_key,
     ),
     Command(
         "affected",

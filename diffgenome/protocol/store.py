@@ -537,8 +537,8 @@ def _load_key(path: str, given: bool) -> bytes:
         if not given:
             raise
         raise StoreError(
-            f"the key file {path} does not exist; pass an existing key file "
-            f"(at least {KEY_MIN_BYTES} random bytes)"
+            f"the key file {path} does not exist; make one with `diffgenome key new {path}` "
+            f"(or pass an existing key file of at least {KEY_MIN_BYTES} random bytes)"
         ) from None
     except OSError as exc:
         raise StoreError(
@@ -580,6 +580,29 @@ def _create_key(path: str) -> None:
     finally:
         with suppress(OSError):
             _unlink(tmp)
+
+
+def new_key_file(path: str) -> None:
+    """Write a new digest key to ``path`` (``diffgenome key new``): :data:`KEY_BYTES` random
+    bytes, readable by the owner only; an existing file is never overwritten (its digests
+    would no longer compare with anything recorded under it)."""
+    key = _urandom(KEY_BYTES)
+    try:
+        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    except FileExistsError:
+        raise StoreError(
+            f"{path} exists; a key file is never overwritten (what was recorded with it would "
+            "no longer compare): choose another FILE, or remove this one first"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write {path}: {exc.strerror or exc}; choose another FILE"
+        ) from None
+    try:
+        _write(fd, key)
+        _fsync(fd)
+    finally:
+        _close(fd)
 
 
 def _create_in_place(path: str, key: bytes) -> None:
