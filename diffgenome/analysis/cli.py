@@ -42,6 +42,7 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
+from diffgenome.analysis.record.process import Interrupted
 from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
 from diffgenome.analysis.report.common import Selection, now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_whole
@@ -1102,7 +1103,12 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # One line, as pytest ends with its own: what was going on, and what is left of it.
+        message = exc.message if isinstance(exc, Interrupted) else "interrupted"
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"{PROG}: {message}\n")
+            sys.stderr.flush()
         return 130
 
 

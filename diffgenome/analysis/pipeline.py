@@ -11,7 +11,8 @@ the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.record.git import Repository
+from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.runner import Options, Runner, Side
 from diffgenome.protocol.formats import check_comparable, naming_of
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
@@ -38,7 +40,7 @@ class Prepared:
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
     """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    with Runner(options) as runner:
+    with Runner(options) as runner, _said_when_interrupted(runner):
         prepared = _prepare(runner, need_head_recording=need_head_recording)
         runner.finish()  # the store's cap, once the sides are read (its note joins the notes)
         return prepared
@@ -51,10 +53,24 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     on each side, and whatever differs between recordings of one commit is masked as
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
-    with Runner(options) as runner:
+    with Runner(options) as runner, _said_when_interrupted(runner):
         diff, notes = _diff(runner, options)
         runner.finish()  # the store's cap, once everything is read (its note joins the notes)
         return diff, notes
+
+
+@contextlib.contextmanager
+def _said_when_interrupted(runner: Runner) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) becomes :class:`Interrupted`, which says in one line what
+    happened, once everything below it was cleaned up on the way out."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        with sigint_ignored():
+            message = runner.interruption()
+        raise Interrupted(message) from None
 
 
 def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import PY, clean_env, git_in, make_project, split_progress, write_files
+from e2e.helpers import (
+    PY,
+    clean_env,
+    default_sigint,
+    git_in,
+    interrupt_when,
+    make_project,
+    split_progress,
+    write_files,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -156,3 +165,51 @@ def test_one_test_count_everywhere_and_an_empty_selection_said(proj: Path) -> No
     [said] = [x for x in empty.stdout.splitlines() if x.startswith("diffgenome: run ")]
     assert said.endswith(": the selection is empty"), said
     assert json.loads(dg(proj, "runs", "--json", "-").stdout)[0]["tests"] == 0
+
+
+# -- 9. Ctrl-C says what happened -------------------------------------------------------------
+
+
+def test_ctrl_c_says_in_one_line_what_happened(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    files = {
+        "app/__init__.py": "",
+        "tests/test_slow.py": f"""
+            import pathlib
+            import time
+
+
+            def test_fast():
+                pass
+
+
+            def test_slow():
+                pathlib.Path({str(started)!r}).write_text("yes")
+                time.sleep(120)
+        """,
+    }
+    repo = make_project(tmp_path, files)
+    write_files(repo, {"README": "docs\n"})
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-qm", "docs")
+    proc = subprocess.Popen(
+        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--", "-p", "no:randomly"],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    _, err = interrupt_when(proc, started.exists, "the recording never started", poll_s=0.1)
+    assert proc.returncode == 130, err
+    _, other = split_progress(err)
+    assert len(other) == 1, err  # one line, and nothing else but progress
+    [line] = other
+    runs = json.loads(dg(repo, "runs", "--json", "-").stdout)
+    assert [run["status"] for run in runs] == ["incomplete"]
+    assert line == (
+        "diffgenome: interrupted; the worktrees, temp folders and test processes are removed; "
+        f"run {runs[0]['id']} (base HEAD~1 ({runs[0]['commit'][:12]})) is stored as incomplete"
+    ), line
+    assert err.splitlines()[-1] == line

@@ -149,6 +149,8 @@ class Runner:
         self._writer_lock = threading.Lock()
         #: The runs the sides are (recorded, reused or named), which the cap keeps.
         self.used: set[str] = set()
+        #: Every recording this diff started, by run id: what it records (for Ctrl-C's word).
+        self.started: dict[str, str] = {}
         self._confirmations: set[str] = set()
 
     def close(self) -> None:
@@ -192,6 +194,28 @@ class Runner:
         if removed:
             self.notes.append(cap_notice(cap, removed))
         self.handle.forget()
+
+    def interruption(self) -> str:
+        """The one line Ctrl-C ends this diff with, once its worktrees, temp folders and
+        children are gone: which of its recordings the store keeps as incomplete."""
+        said = "interrupted; the worktrees, temp folders and test processes are removed"
+        incomplete: list[str] = []
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            with self.handle.reader() as reader:
+                present = {run.id: run for run in reader.runs()}
+            for run_id, subject in self.started.items():
+                run = present.get(run_id)
+                if run is not None and not run.complete:
+                    incomplete.append(f"{run_id} ({subject})")
+        if incomplete:
+            runs = ", ".join(incomplete)
+            one = len(incomplete) == 1
+            said += (
+                f"; run{'' if one else 's'} {runs} {'is' if one else 'are'} stored as incomplete"
+            )
+        elif self.started:
+            said += "; every recording it made is complete"
+        return said
 
     def _hold(self, run_id: str, *, used: bool = True) -> None:
         """This diff uses ``run_id`` (a side when ``used``, else a confirmation): the cap of
@@ -527,6 +551,7 @@ class Runner:
                 "from a folder that exists in both revisions"
             )
         run_id = new_run_id()
+        self.started[run_id] = subject
         self._hold(run_id, used=origin != ORIGIN_CONFIRMATION)
         with self.progress.step("recording", "recorded", subject) as step:
             seen = PytestProgress()
