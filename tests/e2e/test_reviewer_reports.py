@@ -149,11 +149,12 @@ def test_one_test_count_everywhere_and_an_empty_selection_said(proj: Path) -> No
     assert json.loads(dg(proj, "runs", "--json", "-").stdout)[0]["tests"] == 4
     shown = dg(proj, "show", run_id)
     assert shown.stdout.splitlines()[-1] == "4 tests and the <import> record"
-    exported = dg(proj, "export", run_id, "--format", "jsonl", "-o", "tests.jsonl")
+    lines = proj.parents[1] / "tests.jsonl"  # outside the checkout: the tree stays clean
+    exported = dg(proj, "export", run_id, "--format", "jsonl", "-o", str(lines))
     assert exported.returncode == 0, exported.stderr
     assert "exported run" in exported.stderr
     assert ": 4 tests and the <import> record, JSON Lines of " in exported.stderr
-    assert len((proj / "tests.jsonl").read_text().splitlines()) == 5  # and <import>
+    assert len(lines.read_text().splitlines()) == 5  # and <import>
     diffed = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
     assert diffed.returncode == 1, diffed.stderr
     assert re.search(r": 4 tests: \d+ changed", diffed.stdout.splitlines()[0]), diffed.stdout
@@ -213,3 +214,24 @@ def test_ctrl_c_says_in_one_line_what_happened(tmp_path: Path) -> None:
         f"run {runs[0]['id']} (base HEAD~1 ({runs[0]['commit'][:12]})) is stored as incomplete"
     ), line
     assert err.splitlines()[-1] == line
+
+
+# -- 13. uncommitted edits and a diff of HEAD -------------------------------------------------
+
+
+def test_uncommitted_edits_get_one_hint_pointing_to_worktree(proj: Path) -> None:
+    core = proj / "tab" / "core.py"
+    committed = core.read_text()
+    core.write_text(committed + "\n\ndef extra():\n    return 1\n")
+    try:
+        done = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
+    finally:
+        core.write_text(committed)
+    assert done.returncode == 1, done.stderr
+    hints = [line for line in done.stdout.splitlines() if "WORKTREE" in line]
+    assert hints == [
+        "note: 1 file of the working tree has uncommitted changes, which HEAD leaves out, as "
+        "git does; `diffgenome diff HEAD~1 WORKTREE` compares them too"
+    ], done.stdout
+    clean = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
+    assert "WORKTREE" not in clean.stdout + clean.stderr

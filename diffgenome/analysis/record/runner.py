@@ -260,11 +260,28 @@ class Runner:
         try:
             base = self._side(options.base, "base", workspace, record=True)
             head = self._side(options.head, "head", workspace, record=need_head_recording)
+            self._hint_uncommitted(base, head)
         finally:
             with sigint_ignored():
                 workspace.close()
             self._defer = False
         return base, head
+
+    def _hint_uncommitted(self, base: Side, head: Side) -> None:
+        """One note when a side is the checked-out commit and the working tree has edits
+        that no commit holds: like git, the revision leaves them out; WORKTREE has them."""
+        if self.repo is None or head.kind != "revision" or base.kind == "worktree":
+            return
+        if head.sha is None or head.sha != self.repo.head():
+            return
+        edited = self.repo.uncommitted()
+        if edited:
+            files = f"{len(edited)} file{'' if len(edited) == 1 else 's'}"
+            self.notes.append(
+                f"{files} of the working tree {'has' if len(edited) == 1 else 'have'} "
+                f"uncommitted changes, which {head.spec} leaves out, as git does; `diffgenome "
+                f"diff {base.spec} WORKTREE` compares them too"
+            )
 
     def load(self, side: Side, unread: frozenset[str] = frozenset()) -> None:
         """Read the document of a side whose stored run was left unread (``Side.deferred``),
