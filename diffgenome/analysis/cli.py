@@ -43,7 +43,12 @@ from diffgenome.analysis.models import (
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.record.process import Interrupted
-from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
+from diffgenome.analysis.report import (
+    render_affected,
+    render_ids,
+    render_markdown,
+    render_terminal,
+)
 from diffgenome.analysis.report.common import Selection, now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import (
@@ -878,7 +883,19 @@ def _and(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
+def _configure_affected(parser: argparse.ArgumentParser) -> None:
+    _configure_sides(parser)
+    parser.add_argument(
+        "--ids",
+        action="store_true",
+        help="print only the tests, one pytest node id per line as pytest takes them here "
+        "(for `pytest $(diffgenome affected main HEAD --ids)`); notes go to standard error",
+    )
+
+
 def _run_affected(args: argparse.Namespace) -> int:
+    if args.ids and args.json == "-":
+        raise CliError("--ids and --json - both want standard output; give --json a FILE")
     with _progress(args) as progress, _terminate_as_interrupt():
         options = _diff_options(args, progress, store_path(args))
         prepared = pipeline.prepare(options, need_head_recording=False)
@@ -890,6 +907,12 @@ def _run_affected(args: argparse.Namespace) -> int:
     base = prepared.base.document
     module_of = module_namer([base])
     found = affected_tests(base, prepared.code_changes, module_of)
+    if args.ids:
+        # Only the ids: for `pytest $(diffgenome affected main HEAD --ids)` where this runs.
+        write_output(render_ids(found, _git_prefix(args.repo)), None)
+        for note in prepared.notes:
+            sys.stderr.write(f"{PROG}: note: {note}\n")
+        return EXIT_OK
     if args.json is not None:
         text = json.dumps([item.as_json() for item in found], indent=2, ensure_ascii=False)
         write_output(text + "\n", args.json)
@@ -998,7 +1021,7 @@ COMMANDS: list[Command] = [
     Command(
         "affected",
         "list the tests whose BASE recording reaches code changed in HEAD",
-        _configure_sides,
+        _configure_affected,
         _run_affected,
     ),
 ]

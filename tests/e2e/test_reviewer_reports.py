@@ -235,3 +235,39 @@ def test_uncommitted_edits_get_one_hint_pointing_to_worktree(proj: Path) -> None
     ], done.stdout
     clean = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
     assert "WORKTREE" not in clean.stdout + clean.stderr
+
+
+# -- 11. affected for machines ----------------------------------------------------------------
+
+
+def test_affected_ids_feed_pytest_and_the_listing_is_by_symbol(proj: Path, tmp_path: Path) -> None:
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for name, module in (("diffgenome", "diffgenome.analysis.cli"), ("pytest", "pytest")):
+        (shims / name).write_text(f'#!/bin/sh\nexec {PY} -m {module} "$@"\n')
+        (shims / name).chmod(0o755)
+    env = {"PATH": f"{shims}:/usr/bin:/bin"}
+    ids = run(proj, "diffgenome", "affected", "HEAD~1", "HEAD", "--ids", "-q", env=env)
+    assert ids.returncode == 0, ids.stderr
+    assert ids.stdout.splitlines() == [
+        "tests/test_output.py::test_pipe",
+        "tests/test_output.py::test_pipe_headerless",
+        "tests/test_output.py::test_segment",
+    ]
+    selected = run(
+        proj,
+        "bash",
+        "-c",
+        "pytest -p no:randomly $(diffgenome affected HEAD~1 HEAD --ids -q)",
+        env=env,
+    )
+    assert selected.returncode == 0, selected.stdout + selected.stderr
+    assert "3 passed" in selected.stdout
+    listing = dg(proj, "affected", "HEAD~1", "HEAD", "-q")
+    lines = listing.stdout.splitlines()
+    assert lines[0] == "diffgenome affected HEAD~1 → HEAD: 3 of 4 tests reach changed code"
+    assert "py:tab.core.pipe (modified): 2 tests" in lines
+    assert "py:tab.core.segment (modified): 1 test" in lines
+    # Each test once under each symbol it reaches, its paths and decisions summed up.
+    assert lines.count("    proj/tests/test_output.py::test_pipe  (passed)") == 1
+    assert any(line.startswith("  decision py:tab.core.segment/if[") for line in lines), lines
