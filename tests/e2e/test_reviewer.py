@@ -154,10 +154,10 @@ def test_test_and_all_select_what_the_report_shows(pricing: Path) -> None:
     everything = cli_run(pricing, *DIFF, "--all", *PYTEST)
     assert "tests/test_core.py::test_same  unchanged" in everything.stdout
     markdown = cli_run(pricing, *DIFF, "--markdown", "-", "--test", "test_price", *PYTEST)
-    assert "#### Changed (1)" in markdown.stdout
+    assert "#### Changed (1, all reaching the changed code)" in markdown.stdout
     assert (
-        "<summary>changed · <code>tests/test_core.py::test_price</code> · 1 change · "
-        "reaches the changed code</summary>"
+        "\nchanged · <code>tests/test_core.py::test_price</code> · 1 change: "
+        "`py:pricing.core.price results: int (value A) → int (value B)`\n"
     ) in markdown.stdout
     none = cli_run(pricing, *DIFF, "--test", "no_such_test", *PYTEST)
     assert none.returncode == 2

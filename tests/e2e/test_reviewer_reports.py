@@ -271,3 +271,38 @@ def test_affected_ids_feed_pytest_and_the_listing_is_by_symbol(proj: Path, tmp_p
     # Each test once under each symbol it reaches, its paths and decisions summed up.
     assert lines.count("    proj/tests/test_output.py::test_pipe  (passed)") == 1
     assert any(line.startswith("  decision py:tab.core.segment/if[") for line in lines), lines
+
+
+# -- 12. the Markdown comment -----------------------------------------------------------------
+
+
+def test_a_small_comment_is_open_short_and_linked(proj: Path) -> None:
+    shas = [
+        subprocess.run(
+            ["git", "rev-parse", rev], cwd=proj, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for rev in ("HEAD~1", "HEAD")
+    ]
+    link = "https://ci.example/runs/7"
+    done = dg(proj, "diff", *shas, "--markdown", "-", "--markdown-link", link, *PYTEST)
+    assert done.returncode == 1, done.stderr
+    text = done.stdout
+    lines = text.splitlines()
+    # The heading names both commits short, as git does; the link is there uncut.
+    assert lines[0] == f"### diffgenome: `{shas[0][:12]}` → `{shas[1][:12]}`"
+    assert shas[0][:13] not in text and shas[1][:13] not in text
+    assert f"[the whole report]({link}): every test, both call trees, the JSON." in lines
+    assert "Cut to fit" not in text
+    # Reaching the changed code is said once per section, never on every block.
+    assert "#### Changed (2, all reaching the changed code)" in lines
+    assert "reaches the changed code" not in text
+    # A small comment: a block of several lines is open, a block of one line is that line.
+    blocks = [line for line in lines if line.startswith(("<details", "changed · "))]
+    [headerless] = [line for line in blocks if "test_pipe_headerless" in line]
+    assert headerless.startswith("<details open><summary>changed · <code>proj/tests/"), lines
+    pipe = [line for line in blocks if "tests/test_output.py::test_pipe<" in line]
+    assert pipe == [
+        "changed · <code>proj/tests/test_output.py::test_pipe</code> · 1 change: "
+        "`py:tab.core.pipe results: list[str] (value A) → list[str] (value B)`"
+    ], lines
+    assert "<details>" not in text

@@ -87,7 +87,7 @@ def monorepo(tmp_path: Path) -> Path:
     subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
     assert (venv / "bin" / "python").is_symlink()
     (site,) = (venv / "lib").glob("python3*/site-packages")
-    (site / "outer.pth").write_text("".join(f"{path}\n" for path in sys.path if path) )
+    (site / "outer.pth").write_text("".join(f"{path}\n" for path in sys.path if path))
     return top
 
 

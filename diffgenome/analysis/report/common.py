@@ -137,8 +137,13 @@ def summary_text(diff: DiffDocument) -> str:
 
 
 def side_text(side: DiffSide) -> str:
+    """``HEAD~1 (f921860f1ebf)``; a side given as a full commit (CI passes 40 characters)
+    is its first 12, as git shortens them."""
+    rev = side.rev
+    if side.commit and len(rev) > 12 and side.commit.startswith(rev.lower()):
+        return rev[:12]
     commit = f" ({side.commit[:12]})" if side.commit and side.commit != side.rev else ""
-    return f"{side.rev}{commit}"
+    return f"{rev}{commit}"
 
 
 #: Everything that is not unchanged, collapsed.
