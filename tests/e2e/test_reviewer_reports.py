@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from e2e.helpers import (
+    DURATION,
     PY,
     clean_env,
     default_sigint,
@@ -306,3 +307,117 @@ def test_a_small_comment_is_open_short_and_linked(proj: Path) -> None:
         "`py:tab.core.pipe results: list[str] (value A) → list[str] (value B)`"
     ], lines
     assert "<details>" not in text
+
+
+# -- 10. progress: steady counts, lines that fit ----------------------------------------------
+
+
+def steady_project(tmp_path: Path) -> Path:
+    """A short test file, then a long one; head changes what three slow tests see."""
+    files = {
+        "app/__init__.py": "",
+        "app/core.py": "def value():\n    return 1\n",
+        "tests/test_a.py": "def test_first():\n    pass\n",
+        "tests/test_b.py": """
+            import time
+
+            import pytest
+
+            from app import core
+
+
+            @pytest.mark.parametrize("i", range(30))
+            def test_many(i):
+                time.sleep(0.02)  # pytest's letters come one by one
+
+
+            @pytest.mark.parametrize("i", range(3))
+            def test_slow(i):
+                time.sleep(1)  # the confirmations of both sides overlap
+                assert core.value()
+        """,
+    }
+    repo = make_project(tmp_path, files)
+    write_files(repo, {"app/core.py": "def value():\n    return 2\n"})
+    git_in(repo, "commit", "-qam", "two")
+    return repo
+
+
+def test_progress_counts_are_steady_and_live_lines_fit_the_width(tmp_path: Path) -> None:
+    repo = steady_project(tmp_path)
+    args = ("diff", "HEAD~1", "HEAD", "--json", "-")
+    pytest_args = ("--", "-p", "no:randomly")
+    # A log with a line whenever something moves: the count of the long file's tests goes up
+    # one by one, not from 1 to 31 once its line ends.
+    logged = run(
+        repo,
+        PY,
+        "-m",
+        "diffgenome.analysis.cli",
+        *args,
+        "--no-confirm",
+        *pytest_args,
+        env={"DIFFGENOME_PROGRESS_INTERVAL": "0"},
+    )
+    assert logged.returncode == 1, logged.stderr
+    counts = {
+        int(m.group(1))
+        for m in re.finditer(
+            r"recording base HEAD~1 \([0-9a-f]{12}\): (\d+)/34 tests", logged.stderr
+        )
+    }
+    assert len(counts & set(range(2, 31))) >= 10, sorted(counts)
+    # A terminal 72 columns wide: every frame of the live line fits, and while base and head
+    # are confirmed side by side both counts are on it.
+    raw = pty_stderr(
+        repo, PY, "-m", "diffgenome.analysis.cli", *args, *pytest_args, env={"COLUMNS": "72"}
+    )
+    frames = [CONTROL.sub("", piece) for piece in re.split(r"[\r\n]", raw.decode(errors="replace"))]
+    # The steps' last lines stay above the live line, whole (a terminal may wrap them); the
+    # live line is every other frame.
+    done_lines = re.compile(rf"diffgenome: (?:.* in {DURATION}|reusing run .*)")
+    live = [frame for frame in frames if frame.strip() and not done_lines.fullmatch(frame)]
+    assert live and max(len(frame) for frame in live) <= 72, max(live, key=len)
+    assert any(len(re.findall(r"\d+/3 tests", frame)) == 2 for frame in live), live
+
+
+CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def pty_stderr(where: Path, *args: str, env: dict[str, str]) -> bytes:
+    """What a command writes to standard error when that is a terminal, read as it comes."""
+    import os
+    import threading
+
+    main, child = os.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: every writer has closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(
+            args,
+            cwd=where,
+            env=clean_env({"TERM": "xterm-256color", "TMPDIR": str(where.parent), **env}),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=child,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(child)
+        reader.join(timeout=60)
+        os.close(main)
+    assert done.returncode == 1, done.stdout[-2000:]
+    return b"".join(chunks)
