@@ -684,6 +684,13 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
     parser.add_argument(
+        "--source-url",
+        metavar="TEMPLATE",
+        help="how to link a line of the repository's code in the Markdown and HTML reports, "
+        "with {commit}, {path} and {line} filled in, e.g. "
+        "https://github.com/OWNER/REPO/blob/{commit}/{path}#L{line}",
+    )
+    parser.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default="changed",
@@ -829,6 +836,7 @@ def _run_diff(args: argparse.Namespace) -> int:
                 link=args.markdown_link,
                 written=[path for path in (args.html, args.json) if path not in (None, "-")],
                 notes=notes,
+                source_url=args.source_url,
             )
         except MarkdownTooLong as exc:
             raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
@@ -857,7 +865,7 @@ def _run_diff(args: argparse.Namespace) -> int:
                 if args.markdown not in (None, "-"):
                     write_output(markdown_text(), args.markdown, "--markdown")
                 if args.html is not None:
-                    write_diff_html(diff, args.html, store)
+                    write_diff_html(diff, args.html, store, args.source_url)
     if args.json == "-":
         write_output(json_text(), "-")
     if args.markdown == "-":

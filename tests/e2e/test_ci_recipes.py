@@ -368,6 +368,8 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
     assert gate is not None and gate.returncode == 1
 
     text = _check_comment(repo / "comment.md", base, head)
+    # Changed code no test exercised is linked to its line in the repository's web view.
+    assert f"](https://github.example/owner/calc/blob/{head}/proj/calc/core.py#L" in text, text
     # Not cut, and linked all the same: the whole report is the run's artifacts.
     assert "Cut to fit" not in text
     assert (
@@ -409,11 +411,13 @@ def test_the_gitlab_job_runs_and_exits_with_the_gate_s_status(
         CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
         CI_COMMIT_SHA=head,
         CI_JOB_URL="https://gitlab.example/calc/-/jobs/1",
+        CI_PROJECT_URL="https://gitlab.example/calc",
     )
     done = _bash("\n".join(run), repo, env)
     assert done.returncode == 1, done.stderr  # `exit $status`: the change fails the job
     text = _check_comment(repo / "comment.md", base, head)
     assert "[the whole report](https://gitlab.example/calc/-/jobs/1/artifacts/browse)" in text
+    assert f"](https://gitlab.example/calc/-/blob/{head}/proj/calc/core.py#L" in text, text
     for path in job["artifacts"]["paths"]:
         assert (repo / path).exists(), path
     assert job["artifacts"]["when"] == "always"

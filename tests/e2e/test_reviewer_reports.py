@@ -421,3 +421,42 @@ def pty_stderr(where: Path, *args: str, env: dict[str, str]) -> bytes:
         os.close(main)
     assert done.returncode == 1, done.stdout[-2000:]
     return b"".join(chunks)
+
+
+# -- 5. places a reviewer can find ------------------------------------------------------------
+
+
+def test_a_gap_names_its_predicate_and_place_and_links_it(proj: Path, tmp_path: Path) -> None:
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=proj, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    url = "https://git.example/tab/blob/{commit}/{path}#L{line}"
+    site = tmp_path / "site"
+    done = dg(
+        proj,
+        *("diff", "HEAD~1", "HEAD", "--no-confirm", "--source-url", url, "--html", str(site)),
+        *("--markdown", str(tmp_path / "comment.md"), "--json", str(tmp_path / "diff.json")),
+        *PYTEST,
+    )
+    assert done.returncode == 1, done.stderr
+    # Head's `if align == "center":` is line 2 of proj/tab/core.py; its true side ran in no test.
+    [line] = [x for x in done.stdout.splitlines() if "decision outcome never observed" in x]
+    assert re.fullmatch(
+        r"    decision outcome never observed: py:tab\.core\.segment/if\[[0-9a-f]{10}\] "
+        r"`align == .center.` true  proj/tab/core\.py:2",
+        line,
+    ), line
+    link = f"https://git.example/tab/blob/{head}/proj/tab/core.py#L2"
+    comment = (tmp_path / "comment.md").read_text()
+    assert f"true`` at [proj/tab/core\\.py\\:2]({link})" in comment, comment
+    index = (site / "index.html").read_text()
+    assert f'<a href="{link}"><code>proj/tab/core.py:2</code></a>' in index
+    assert re.search(r"<code>align == (&#x27;|&quot;)center(&#x27;|&quot;)</code> true", index)
+    # The place is for people: the identity of the site holds no line.
+    document = json.loads((tmp_path / "diff.json").read_text())
+    [segment] = [c for c in document["code_changes"] if c["symbol"] == "py:tab.core.segment"]
+    assert (segment["path"], segment["line"]) == ("proj/tab/core.py", 1)
+    [center] = [s for s in segment["sites"] if "center" in s["predicate"]]
+    assert center["line"] == 2 and re.fullmatch(
+        r"py:tab\.core\.segment/if\[[0-9a-f]{10}\]", center["site"]
+    )

@@ -14,7 +14,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
-from diffgenome.analysis.models import Cause, Change, DiffDocument, DiffSide, TestDiff
+from diffgenome.analysis.models import (
+    Cause,
+    Change,
+    CodeChange,
+    DiffDocument,
+    DiffSide,
+    TestDiff,
+)
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 STATUS_ORDER = (
@@ -249,3 +256,64 @@ def tests_with(diff: DiffDocument, status: str) -> list[TestDiff]:
 def renamed_line(base_id: str) -> str:
     """What a report says of a test paired under a new id (``TestDiff.base_id``)."""
     return f"was {base_id} in base (pytest numbers such cases by position; paired by values)"
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A gap of changed code as a reviewer looks it up: the diff's words for it, the
+    decision's predicate when it is one, and where it is at the revision the entry reports
+    (head's file, base's when the symbol was removed)."""
+
+    text: str
+    predicate: str | None
+    path: str | None
+    line: int | None
+    commit: str | None
+
+    def place(self) -> str | None:
+        """``tab/core.py:118``, as coverage.py and tracebacks name a line."""
+        if self.path is None:
+            return None
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+    def url(self, template: str | None) -> str | None:
+        """The line in the repository's web view: ``template`` with ``{commit}``, ``{path}``
+        and ``{line}`` filled in (``--source-url``); None without a commit to point at."""
+        if not template or self.path is None or self.commit is None:
+            return None
+        return (
+            template.replace("{commit}", self.commit)
+            .replace("{path}", self.path)
+            .replace("{line}", str(self.line or 1))
+        )
+
+    def words(self) -> str:
+        """The gap with its predicate, without the place (``… if[3f2a] `x > 0` true``)."""
+        if self.predicate and self.text.startswith(OUTCOME_GAP):
+            head, _, outcome = self.text.rpartition(" ")
+            return f"{head} `{self.predicate}` {outcome}"
+        return self.text
+
+
+#: How the differ words a decision outcome no test observed (``diff/exercised.py``).
+OUTCOME_GAP = "decision outcome never observed: "
+
+
+def gaps_of(entry: CodeChange, diff: DiffDocument) -> list[Gap]:
+    """``entry``'s gaps with their places: a decision's at its condition, the others at the
+    symbol's definition."""
+    side = diff.base if entry.change == "removed" else diff.head
+    commit = side.commit if side.commit and side.rev != "WORKTREE" else None
+    out = []
+    for text in entry.gaps:
+        predicate, line = None, entry.line
+        if text.startswith(OUTCOME_GAP):
+            site_id = text[len(OUTCOME_GAP) :].rpartition(" ")[0]
+            for site in entry.sites:
+                if site.get("site") == site_id:
+                    found = site.get("predicate")
+                    predicate = found if isinstance(found, str) else None
+                    at = site.get("line")
+                    line = at if isinstance(at, int) else line
+        out.append(Gap(text, predicate, entry.path, line, commit))
+    return out

@@ -35,7 +35,6 @@ from diffgenome.analysis.diff.describe import (
 )
 from diffgenome.analysis.models import (
     Change,
-    CodeChange,
     DiffDocument,
     DiffSide,
     Run,
@@ -43,8 +42,11 @@ from diffgenome.analysis.models import (
     TestRecord,
 )
 from diffgenome.analysis.report.common import (
+    OUTCOME_GAP,
+    Gap,
     cause_text,
     causes_worth_showing,
+    gaps_of,
     summary_text,
     tier,
 )
@@ -163,11 +165,13 @@ def diff_site(
     diff: DiffDocument,
     base_tests: Mapping[str, TestRecord] | None = None,
     head_tests: Mapping[str, TestRecord] | None = None,
+    source_url: str | None = None,
 ) -> Site:
     """The site of a diff: ``index.html`` and one page per test that is not unchanged.
 
     ``base_tests``/``head_tests``: the recordings of those tests, for their call trees; a test
-    missing there gets its page without a tree (and says so).
+    missing there gets its page without a tree (and says so). ``source_url``: how to link a
+    file's line in the repository's web view (``{commit}``, ``{path}``, ``{line}``).
     """
     base_tests = base_tests or {}
     head_tests = head_tests or {}
@@ -186,7 +190,7 @@ def diff_site(
     for test in with_page:
         base, head = base_tests.get(test.base_id or test.id), head_tests.get(test.id)
         site[pages[test.id]] = _diff_test_page(diff, test, base, head, labels, around[test.id])
-    site[INDEX] = _diff_index(diff, pages, labels)
+    site[INDEX] = _diff_index(diff, pages, labels, source_url)
     return dict(sorted(site.items()))
 
 
@@ -210,7 +214,12 @@ def _causes_section(diff: DiffDocument, pages: Mapping[str, str]) -> str:
     )
 
 
-def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabels) -> bytes:
+def _diff_index(
+    diff: DiffDocument,
+    pages: Mapping[str, str],
+    labels: ValueLabels,
+    source_url: str | None = None,
+) -> bytes:
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
     rows = Counter[str](test.status for test in diff.tests)  # the rows the boxes act on
@@ -256,7 +265,7 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
     if not diff.tests:
         parts.append('<p class="empty">no tests</p>\n')
     parts.append("</section>\n")
-    parts.append(_code_section(diff.code_changes, pages))
+    parts.append(_code_section(diff, pages, source_url))
     parts.append(_drift_section(diff, pages))
     parts.append("</main>\n")
     return _page(title, "".join(parts), root="", kind="index")
@@ -294,7 +303,30 @@ def _outcome(test: TestDiff) -> str:
     return f"{base or '-'} {ARROW} {head or '-'}"
 
 
-def _code_section(entries: Sequence[CodeChange], pages: Mapping[str, str]) -> str:
+def _gap_words(gap: Gap) -> str:
+    """A gap's words, its predicate as code."""
+    if gap.predicate and gap.text.startswith(OUTCOME_GAP):
+        head, _, outcome = gap.text.rpartition(" ")
+        return f"{esc(head)} <code>{esc(gap.predicate)}</code> {esc(outcome)}"
+    return esc(gap.text)
+
+
+def _place(gap: Gap, source_url: str | None) -> str:
+    """Where a gap is (``tab/core.py:118``), linked to that line when the report knows how."""
+    place = gap.place()
+    if place is None:
+        return ""
+    url = gap.url(source_url)
+    shown = f"<code>{esc(place)}</code>"
+    if url and url.startswith(("https://", "http://")):
+        shown = f'<a href="{esc(url)}">{shown}</a>'
+    return f' <span class="place">at {shown}</span>'
+
+
+def _code_section(
+    diff: DiffDocument, pages: Mapping[str, str], source_url: str | None = None
+) -> str:
+    entries = diff.code_changes
     if not entries:
         return ""
     parts = [
@@ -313,7 +345,10 @@ def _code_section(entries: Sequence[CodeChange], pages: Mapping[str, str]) -> st
         )
         if entry.gaps:
             parts.append('<ul class="gaps">\n')
-            parts.extend(f"<li>{esc(gap)}</li>\n" for gap in entry.gaps)
+            parts.extend(
+                f"<li>{_gap_words(gap)}{_place(gap, source_url)}</li>\n"
+                for gap in gaps_of(entry, diff)
+            )
             parts.append("</ul>\n")
         if entry.sites:
             parts.append(

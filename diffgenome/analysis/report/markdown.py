@@ -31,11 +31,13 @@ from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     STATUS_ORDER,
     Block,
+    Gap,
     Selection,
     cause_text,
     causes_worth_showing,
     count,
     failing_text,
+    gaps_of,
     outcome_text,
     renamed_line,
     side_text,
@@ -224,7 +226,25 @@ def _drift_entry(drift: Drift, max_lines: int | None, opened: bool) -> _Entry:
     return _Entry(_DRIFT, "drift", _details(summary, items, opened))
 
 
-def _gaps_entry(entry: CodeChange, max_lines: int | None, opened: bool) -> _Entry:
+def _gap_item(gap: Gap, source_url: str | None) -> str:
+    """A gap as a comment line: its words (predicate included) as code, then its place,
+    linked to the line where ``--source-url`` says how."""
+    item = code(_short(gap.words()))
+    place = gap.place()
+    if place is None:
+        return item
+    url = gap.url(source_url)
+    where = f"[{plain(place)}]({_url(url)})" if url else code(_short(place))
+    return f"{item} at {where}"
+
+
+def _gaps_entry(
+    entry: CodeChange,
+    max_lines: int | None,
+    opened: bool,
+    diff: DiffDocument,
+    source_url: str | None,
+) -> _Entry:
     summary = DOT.join(
         [
             "gaps",
@@ -232,7 +252,8 @@ def _gaps_entry(entry: CodeChange, max_lines: int | None, opened: bool) -> _Entr
             count(len(entry.gaps), "gap"),
         ]
     )
-    items = _more_lines([code(_short(gap)) for gap in entry.gaps], max_lines, "gaps")
+    items = [_gap_item(gap, source_url) for gap in gaps_of(entry, diff)]
+    items = _more_lines(items, max_lines, "gaps")
     return _Entry(_GAPS, "gaps", _details(summary, items, opened))
 
 
@@ -242,6 +263,7 @@ def _entries(
     selection: Selection,
     max_lines: int,
     opened: bool = False,
+    source_url: str | None = None,
 ) -> list[_Entry]:
     """Every block of the report in reading order; the cut keeps a prefix of this list."""
     labels = ValueLabels()  # labels follow the reading order, so a cut never renames a value
@@ -257,7 +279,11 @@ def _entries(
     out = [_test_entry(_CHANGED, block, labels, lines, opened) for block in changed]
     if selection.pattern is None:
         out += [_drift_entry(drift, lines, opened) for drift in diff.drift]
-        out += [_gaps_entry(entry, lines, opened) for entry in diff.code_changes if entry.gaps]
+        out += [
+            _gaps_entry(entry, lines, opened, diff, source_url)
+            for entry in diff.code_changes
+            if entry.gaps
+        ]
     out += [_test_entry(_UNVERIFIED, block, labels, lines, opened) for block in unverified]
     out += [_test_entry(_OTHER, block, labels, brief, opened) for block in other]
     return out
@@ -399,6 +425,7 @@ def render_markdown(
     written: Sequence[str] = (),
     notes: Sequence[str] = (),
     max_changes: int = MAX_LINES,
+    source_url: str | None = None,
 ) -> str:
     """The comment, at most ``limit`` characters (:func:`comment_length`).
 
@@ -410,9 +437,9 @@ def render_markdown(
     :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
     blocks = test_blocks(diff, selection)
     lead = _lead(diff, selection, blocks, notes, limit, link)
-    entries = _entries(diff, blocks, selection, max_changes)
+    entries = _entries(diff, blocks, selection, max_changes, source_url=source_url)
     if len(entries) <= OPEN_UP_TO:
-        entries = _entries(diff, blocks, selection, max_changes, opened=True)
+        entries = _entries(diff, blocks, selection, max_changes, True, source_url)
     if not entries and selection.pattern is None:
         lead += ["", "No test behaves differently."]
     text = _assemble(lead, entries, len(entries), None)
