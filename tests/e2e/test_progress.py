@@ -202,7 +202,8 @@ def test_export_says_what_it_loads_and_exports(recorded: Recorded, tmp_path: Pat
     assert b"\r" not in done.stderr and b"\x1b" not in done.stderr
     # Read, checked and written test by test: one step.
     assert re.fullmatch(
-        rf"diffgenome: exported run {run}: 6 tests and the <import> record, a diffgenome-genome/2 document of \d+ kB "
+        rf"diffgenome: exported run {run}: 6 tests and the <import> record, "
+        rf"a diffgenome-genome/2 document of \d+ kB "
         rf"in {DURATION}",
         lines[0],
     ), lines

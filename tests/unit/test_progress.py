@@ -363,23 +363,21 @@ def test_the_live_line_fits_the_width_and_keeps_every_count(width: int) -> None:
     console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
     renderer = LiveRenderer(console, clock)
     progress = Progress(renderer, clock)
-    with progress.step("confirming", "confirmed", "42 tests that differ"):
-        with progress.step(
-            "recording", "recorded", "base main~1 (f708a96631af) again (1 of 2)"
-        ) as a:
-            with progress.step(
-                "recording", "recorded", "head main (fa79e9cadda5) again (1 of 2)"
-            ) as b:
-                a.advance(total=42, done=17)
-                b.advance(total=42, done=23)
-                clock.advance(3)
-                # Printed on a console of its own: the live one redraws meanwhile.
-                other = Console(file=io.StringIO(), width=width, color_system=None)
-                with other.capture() as captured:
-                    other.print(renderer._render())
-                shown = captured.get()
-                b.result = "42 tests"
-            a.result = "42 tests"
+    with (
+        progress.step("confirming", "confirmed", "42 tests that differ"),
+        progress.step("recording", "recorded", "base main~1 (f708a96631af) again (1 of 2)") as a,
+    ):
+        with progress.step("recording", "recorded", "head main (fa79e9cadda5) again (1 of 2)") as b:
+            a.advance(total=42, done=17)
+            b.advance(total=42, done=23)
+            clock.advance(3)
+            # Printed on a console of its own: the live one redraws meanwhile.
+            other = Console(file=io.StringIO(), width=width, color_system=None)
+            with other.capture() as captured:
+                other.print(renderer._render())
+            shown = captured.get()
+            b.result = "42 tests"
+        a.result = "42 tests"
     progress.close()
     [line] = shown.splitlines()
     assert len(line) < width, line

@@ -504,7 +504,21 @@ def _diff_test_page(
         "side only (structure)</span></span></p>\n"
         '<div class="sides">\n'
     )
-    for side, record in (("base", base), ("head", head)):
+    sides = {"base": base, "head": head}
+    marks = {
+        side: _marks(
+            test.changes, side, _one_sided_symbols(diff, side) if test.structure else frozenset()
+        )
+        for side in sides
+    }
+    # Both trees open at the same nodes: what leads to a change on either side is opened on
+    # both (before: base stayed collapsed where only head had the new call).
+    opened: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for side, record in sides.items():
+        if record is not None:
+            for phase, found in _opened(record, marks[side]).items():
+                opened[phase] |= found
+    for side, record in sides.items():
         parts.append(f'<div class="side" data-side="{side}">\n<h3>{side}</h3>\n')
         if record is None:
             missing = {
@@ -517,8 +531,7 @@ def _diff_test_page(
             note = missing[test.status] if gone else "recording not available"
             parts.append(f'<p class="empty">{esc(note)}</p>\n')
         else:
-            moved = _one_sided_symbols(diff, side) if test.structure else frozenset()
-            parts.append(_record_tree(record, _marks(test.changes, side, moved)))
+            parts.append(_record_tree(record, marks[side], opened))
         parts.append("</div>\n")
     parts.append("</div>\n</section>\n</main>\n")
     return _page(title, "".join(parts), root="../", kind="test")
@@ -603,7 +616,30 @@ def _compact(value: object) -> str:
 # -- call trees ----------------------------------------------------------------------------
 
 
-def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
+def _opened(record: TestRecord, marks: _Marks) -> dict[str, set[tuple[str, ...]]]:
+    """By phase, the nodes of ``record``'s tree that are open: those on the way to what
+    ``marks`` marks (a change, a decision that changed, a call of one-sided code)."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for phase, genome in record.phases.items():
+        index = index_phase(genome.model_dump(mode="json"))
+        on_way: set[tuple[str, ...]] = set()
+        for path in marks.nodes.get(phase, {}):
+            on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+        if marks.moved:
+            for path, node in index.nodes.items():
+                if node.get("symbol") in marks.moved:
+                    on_way.update(path[:cut] for cut in range(1, len(path)))
+        for path, _site in marks.branches.get(phase, {}):  # inside the node: open it too
+            on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+        out[phase] = on_way
+    return out
+
+
+def _record_tree(
+    record: TestRecord,
+    marks: _Marks | None = None,
+    opened: Mapping[str, set[tuple[str, ...]]] | None = None,
+) -> str:
     parts: list[str] = []
     if not record.verified:
         parts.append('<ul class="reasons unverified">')
@@ -628,7 +664,11 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
             f"{esc(_count(len(genome.branches), 'decision'))}</span></summary>\n"
         )
         moved = marks.moved if marks else frozenset()
-        parts.append(_phase_tree(index_phase(raw), marked, marked_branches, moved))
+        index = index_phase(raw)
+        is_opened = (opened or {}).get(phase)
+        if is_opened is None and marks is not None:
+            is_opened = _opened(record, marks).get(phase, set())
+        parts.append(_phase_tree(index, marked, marked_branches, moved, is_opened or set(), phase))
         parts.append("</details>\n")
     if record.warnings:
         parts.append('<details class="warnings"><summary>warnings</summary><ul>')
@@ -644,30 +684,32 @@ def _phase_tree(
     marked: Mapping[tuple[str, ...], str],
     marked_branches: Mapping[tuple[tuple[str, ...], str], str],
     moved: frozenset[str] = frozenset(),
+    opened: set[tuple[str, ...]] | None = None,
+    phase: str = "call",
 ) -> str:
-    """Nested ``<details>`` per node with children (open on the way to a change), in the
-    recorded order; decisions under the node they were taken in; calls of one-sided code
-    (``moved``) drawn as structure, and open on the way to them as well."""
+    """Nested ``<details>`` per node with children, in the recorded order, open at
+    ``opened`` (the way to a change on either side, so that both trees open alike);
+    decisions under the node they were taken in; calls of one-sided code (``moved``) drawn as
+    structure. Each node and decision carries ``data-key`` (its phase and call path, as a
+    digest), which is the same in both trees: the page keeps them open and scrolled alike."""
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
     for path in index.nodes:
         children[path[:-1]].append(path)
     decisions: dict[tuple[str, ...], list[tuple[str, Mapping[str, object]]]] = defaultdict(list)
     for (path, site), branch in index.branches.items():
         decisions[path if path in index.nodes else ()].append((site, branch))
-    on_way: set[tuple[str, ...]] = set()
-    for path in marked:
-        on_way.update(path[:cut] for cut in range(1, len(path)))
-    if moved:
-        for path, node in index.nodes.items():
-            if node.get("symbol") in moved:
-                on_way.update(path[:cut] for cut in range(1, len(path)))
-    for path, _site in marked_branches:  # the decision is inside the node: open it too
-        on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+    if opened is None:
+        opened = set()
+        for path in marked:
+            opened.update(path[:cut] for cut in range(1, len(path) + 1))
+        for path, _site in marked_branches:
+            opened.update(path[:cut] for cut in range(1, len(path) + 1))
+    on_way = opened
     if not index.nodes and not index.branches:
         return '<p class="empty">nothing recorded</p>\n'
 
     out: list[str] = ['<ul class="tree">\n']
-    out.extend(_decision(site, b, (), marked_branches) for site, b in decisions[()])
+    out.extend(_decision(site, b, (), marked_branches, phase) for site, b in decisions[()])
     # (path, closing) items: closing=True closes the node opened for path.
     stack: list[tuple[tuple[str, ...], bool]] = [(p, False) for p in reversed(children[()])]
     while stack:
@@ -680,13 +722,17 @@ def _phase_tree(
         label = _node_label(node)
         kids = children.get(path, [])
         mine = decisions.get(path, [])
+        key = _key(phase, path)
         attr = f' class="node {cls}"' if cls else ' class="node"'
         if not kids and not mine:
-            out.append(f"<li><span{attr}>{label}</span></li>\n")
+            out.append(f'<li><span{attr} data-key="{key}">{label}</span></li>\n')
             continue
-        is_open = " open" if len(path) == 1 or path in on_way or path in marked else ""
-        out.append(f"<li><details{is_open}><summary><span{attr}>{label}</span></summary><ul>\n")
-        out.extend(_decision(site, b, path, marked_branches) for site, b in mine)
+        is_open = " open" if len(path) == 1 or path in on_way else ""
+        out.append(
+            f'<li><details{is_open} data-key="{key}"><summary><span{attr} data-key="{key}">'
+            f"{label}</span></summary><ul>\n"
+        )
+        out.extend(_decision(site, b, path, marked_branches, phase) for site, b in mine)
         stack.append((path, True))
         stack.extend((child, False) for child in reversed(kids))
     out.append("</ul>\n")
@@ -730,11 +776,19 @@ def _node_label(node: Mapping[str, object]) -> str:
     )
 
 
+def _key(phase: str, path: tuple[str, ...], site: str = "") -> str:
+    """A node's (or a decision's) name on both trees of a test page: the same call path
+    has the same key on base and head."""
+    text = "\x1f".join((phase, *path, site))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 def _decision(
     site: str,
     branch: Mapping[str, object],
     path: tuple[str, ...],
     marked: Mapping[tuple[tuple[str, ...], str], str],
+    phase: str = "call",
 ) -> str:
     symbol = str(branch.get("symbol") or "")
     short = site[len(symbol) + 1 :] if symbol and site.startswith(symbol + "/") else site
@@ -745,10 +799,12 @@ def _decision(
     mark = marked.get((path, site))
     cls = f"decision {mark}" if mark else "decision"
     counts = esc(_outcomes(outcomes))
+    # One way only is not a change: drawn as plain text (amber is for what changed).
     shown = f'<span class="one-sided">{counts}</span>' if one_sided else counts
+    key = _key(phase, path, site)
     return (
-        f'<li><span class="{cls}">◇ {esc(short)} <code>{esc(branch.get("predicate"))}</code>: '
-        f"{shown}</span></li>\n"
+        f'<li class="d"><span class="{cls}" data-key="{key}">◇ {esc(short)} '
+        f'<code class="predicate">{esc(branch.get("predicate"))}</code>: {shown}</span></li>\n'
     )
 
 
