@@ -45,6 +45,9 @@ REACHES = "reaches the changed code"
 
 
 def _more(hidden: int, what: str, indent: str = "  ", how: str = "") -> Text:
+    """``… and 3 more lines``; one is ``1 more line``."""
+    if hidden == 1 and what.endswith("s"):
+        what = what[:-1]
     return Text(f"{indent}{ELLIPSIS} and {hidden} more {what}{how}", style="dim")
 
 
@@ -181,7 +184,8 @@ def _loud_blocks(
         return []
     reaching = sum(1 for block in blocks if block.reaches_changed_code)
     heading = f"to review ({count(len(blocks), 'test')}"
-    heading += f", {reaching} {REACHES})" if reaching else ")"
+    verb = REACHES if reaching == 1 else REACHES.replace("reaches", "reach", 1)
+    heading += f", {reaching} {verb})" if reaching else ")"
     parts: list[RenderableType] = [Text(""), Text(heading, style="bold cyan")]
     shown = blocks[:max_tests] if collapse else blocks
     for block in shown:
