@@ -42,8 +42,14 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
-from diffgenome.analysis.report import render_affected, render_markdown, render_terminal
-from diffgenome.analysis.report.common import Selection, matches, now_failing
+from diffgenome.analysis.record.process import Interrupted
+from diffgenome.analysis.report import (
+    render_affected,
+    render_ids,
+    render_markdown,
+    render_terminal,
+)
+from diffgenome.analysis.report.common import Selection, now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import (
     DEFAULT_MARKDOWN_LIMIT,
@@ -60,17 +66,28 @@ from diffgenome.analysis.report.runs import (
     size_text,
 )
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import RunSummary, StoreReader, UnknownRunError, stored_phases
+from diffgenome.analysis.store import (
+    RunSummary,
+    StoreReader,
+    UnknownRunError,
+    is_recording,
+    stored_phases,
+)
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.store import (
     DEFAULT_DIR,
+    KEY_BYTES,
     STATUS_RUNNING,
+    OpenedStore,
     compact,
     delete_runs,
+    live_holds,
+    new_key_file,
     one_line,
+    runs_over_cap,
     set_keep_runs,
 )
 from diffgenome.protocol.store import open_store as open_store_for_writing
@@ -123,6 +140,12 @@ def open_store(args: argparse.Namespace) -> StoreReader:
     return StoreReader.open(store_path(args))
 
 
+def _git_prefix(repo: str | None) -> str:
+    """Where the folder the tests run from (``--repo``, else here) is in its git repository
+    (``proj/``), as ``git rev-parse --show-prefix`` says; empty at the top or outside git."""
+    return (git_output(repo or os.getcwd(), "rev-parse", "--show-prefix") or "").strip()
+
+
 def _git_commit(spec: str) -> str | None:
     if not spec or spec.startswith("-"):
         return None
@@ -155,8 +178,9 @@ def validation_message(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
-def write_output(text: str, output: str | None) -> None:
-    """Write to stdout for None or "-", else to ``output`` atomically (never half a file)."""
+def write_output(text: str, output: str | None, option: str = "-o") -> None:
+    """Write to stdout for None or "-", else to ``output`` atomically (never half a file);
+    ``option`` names the argument that gave it, for the error."""
     data = text.encode("utf-8")
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
@@ -172,7 +196,7 @@ def write_output(text: str, output: str | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise CliError(
-            f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
+            f"cannot write {output}: {exc.strerror or exc}; choose another {option} path"
         ) from None
 
 
@@ -296,16 +320,47 @@ def _run_prune(args: argparse.Namespace) -> int:
     kept: set[str] = set()
     if rules:
         if args.keep_last is not None:
-            kept.update(run.id for run in runs[: args.keep_last])
+            # The newest complete recordings: an interrupted run or a diff's confirmation
+            # of a few tests is not what "the last N runs" are kept for.
+            recordings = [run for run in runs if run.complete and is_recording(run)]
+            kept.update(run.id for run in recordings[: args.keep_last])
         kept.update(run.id for run in runs if run.commit is not None and run.commit in commits)
         if since is not None:
             kept.update(run.id for run in runs if run.started_at >= since)
     else:
         kept.update(run.id for run in runs)
-    if args.cap:
-        over = {run.id for run in runs[args.cap :]}
-        kept -= over
-    gone = [run for run in runs if run.id not in kept and run.status != STATUS_RUNNING]
+    # A dry run asks the writer too (which runs a diff under way holds, what the cap would
+    # take), and rolls back.
+    opened = _open_for_pruning(store_dir)
+    conn = opened.conn
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if args.cap:
+                over = set(runs_over_cap(conn, args.cap))
+                kept = (kept if rules else {run.id for run in runs}) - over
+            # A run still being recorded, or one a diff under way uses, is never removed.
+            held = live_holds(conn)
+            gone = [
+                run
+                for run in runs
+                if run.id not in kept and run.status != STATUS_RUNNING and run.id not in held
+            ]
+            if args.cap is not None:
+                set_keep_runs(conn, args.cap)
+            delete_runs(conn, [run.id for run in gone])
+            conn.execute("ROLLBACK" if args.dry_run else "COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if gone and not args.dry_run:
+            with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
+                compact(conn)
+    except sqlite3.Error as exc:
+        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
+    finally:
+        conn.close()
     verb = "would remove" if args.dry_run else "removed"
     out = console()
     for run in reversed(gone):  # oldest first
@@ -313,25 +368,6 @@ def _run_prune(args: argparse.Namespace) -> int:
             f"{verb} {run.id}  {short_commit(run.commit, run.dirty)}  {run.origin or '-'}  "
             f"{size_text(run.size)}"
         )
-    if not args.dry_run:
-        opened = open_store_for_writing(store_dir)
-        try:
-            opened.conn.execute("BEGIN IMMEDIATE")
-            try:
-                if args.cap is not None:
-                    set_keep_runs(opened.conn, args.cap)
-                delete_runs(opened.conn, [run.id for run in gone])
-                opened.conn.execute("COMMIT")
-            except BaseException:
-                opened.conn.execute("ROLLBACK")
-                raise
-            if gone:
-                with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
-                    compact(opened.conn)
-        except sqlite3.Error as exc:
-            raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
-        finally:
-            opened.conn.close()
     freed = sum(run.size for run in gone)
     summary = (
         f"{verb} {len(gone)} of {len(runs)} runs ({size_text(freed)} of recordings); "
@@ -342,6 +378,13 @@ def _run_prune(args: argparse.Namespace) -> int:
         summary += f"; the store {'would keep' if args.dry_run else 'keeps'} {cap} from now on"
     out.print(summary)
     return EXIT_OK
+
+
+def _open_for_pruning(store_dir: str) -> OpenedStore:
+    try:
+        return open_store_for_writing(store_dir)
+    except sqlite3.Error as exc:
+        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
 
 
 def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:
@@ -427,15 +470,19 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     _add_quiet(parser)
 
 
-def _check_output(output: str | None) -> None:
+def _check_output(output: str | None, option: str = "-o") -> None:
     """Fail before any work when ``output`` cannot be written (its folder is missing): a
-    run can take a while to load and check, and the error should not wait for that."""
+    run can take a while to load and check (a diff, to record), and the error should not
+    wait for that."""
     if output in (None, "-"):
         return
     assert output is not None
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise CliError(f"cannot write {output}: No such file or directory; choose another -o path")
+        raise CliError(
+            f"cannot write {output}: the folder {folder} does not exist; create it or choose "
+            f"another {option} path"
+        )
 
 
 def _run_export(args: argparse.Namespace) -> int:
@@ -458,7 +505,12 @@ def _run_export(args: argparse.Namespace) -> int:
             else:
                 tests, size = _export_to_file(reader, run_id, args, args.output)
             kind = "JSON Lines" if args.format == "jsonl" else f"a {GENOME_FORMAT} document"
-            step.result = f"{tests} tests, {kind} of {size // 1024} kB"
+            # As pytest and `runs` count them; the <import> record is written too, and said.
+            imported = IMPORT_TEST_ID in reader.test_ids(run_id)
+            step.result = (
+                f"{tests} test{'' if tests == 1 else 's'}"
+                f"{' and the <import> record' if imported else ''}, {kind} of {size // 1024} kB"
+            )
     # Standard output once the document is whole (an error half-way prints no half a
     # document) and the progress is closed (nothing of it mixes with the document).
     if to_stdout:
@@ -659,6 +711,13 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
     parser.add_argument(
+        "--source-url",
+        metavar="TEMPLATE",
+        help="how to link a line of the repository's code in the Markdown and HTML reports, "
+        "with {commit}, {path} and {line} filled in, e.g. "
+        "https://github.com/OWNER/REPO/blob/{commit}/{path}#L{line}",
+    )
+    parser.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default="changed",
@@ -680,8 +739,10 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     shown.add_argument(
         "--test",
         metavar="PATTERN",
-        help="report only the tests whose id matches PATTERN (the id, a part of it, or a glob "
-        "with * and ?), each with all its changes",
+        help="report only the tests PATTERN names, each with all its changes: a node id "
+        "(tests/a.py::test_x, from the git top or from here) that test, with its parametrized "
+        "cases and subtests, as pytest selects them; a glob with * or ?; else any test whose "
+        "id contains it",
     )
     shown.add_argument(
         "--all",
@@ -784,7 +845,11 @@ def _run_diff(args: argparse.Namespace) -> int:
         )
     if args.html is not None:
         check_directory(args.html)
-    selection = Selection(pattern=args.test, everything=args.everything)
+    _check_output(args.json, "--json")
+    _check_output(args.markdown, "--markdown")
+    selection = Selection(
+        pattern=args.test, everything=args.everything, prefix=_git_prefix(args.repo)
+    )
 
     def json_text() -> str:
         return diff.model_dump_json(indent=2) + "\n"
@@ -798,6 +863,7 @@ def _run_diff(args: argparse.Namespace) -> int:
                 link=args.markdown_link,
                 written=[path for path in (args.html, args.json) if path not in (None, "-")],
                 notes=notes,
+                source_url=args.source_url,
             )
         except MarkdownTooLong as exc:
             raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
@@ -806,9 +872,9 @@ def _run_diff(args: argparse.Namespace) -> int:
     with _progress(args) as progress:
         with _terminate_as_interrupt():
             diff, notes = pipeline.run_diff(_diff_options(args, progress, store, args.repeat))
-        if args.test is not None and not any(matches(t.id, args.test) for t in diff.tests):
+        if args.test is not None and not any(selection.selects(t.id) for t in diff.tests):
             raise CliError(
-                f"no test of the diff matches --test {args.test!r} ({diff.summary.tests} tests "
+                f"no test of the diff matches --test {args.test!r} ({test_count(diff)} tests "
                 "compared); give a part of a test id, or --all"
             )
         # Reports to files are a step; what goes to standard output is written after the
@@ -822,11 +888,11 @@ def _run_diff(args: argparse.Namespace) -> int:
             what = f"the {_and(kinds)} report{'s' if len(kinds) > 1 else ''}"
             with progress.step("writing", "wrote", what):
                 if args.json not in (None, "-"):
-                    write_output(json_text(), args.json)
+                    write_output(json_text(), args.json, "--json")
                 if args.markdown not in (None, "-"):
-                    write_output(markdown_text(), args.markdown)
+                    write_output(markdown_text(), args.markdown, "--markdown")
                 if args.html is not None:
-                    write_diff_html(diff, args.html, store)
+                    write_diff_html(diff, args.html, store, args.source_url)
     if args.json == "-":
         write_output(json_text(), "-")
     if args.markdown == "-":
@@ -852,7 +918,19 @@ def _and(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
+def _configure_affected(parser: argparse.ArgumentParser) -> None:
+    _configure_sides(parser)
+    parser.add_argument(
+        "--ids",
+        action="store_true",
+        help="print only the tests, one pytest node id per line as pytest takes them here "
+        "(for `pytest $(diffgenome affected main HEAD --ids)`); notes go to standard error",
+    )
+
+
 def _run_affected(args: argparse.Namespace) -> int:
+    if args.ids and args.json == "-":
+        raise CliError("--ids and --json - both want standard output; give --json a FILE")
     with _progress(args) as progress, _terminate_as_interrupt():
         options = _diff_options(args, progress, store_path(args))
         prepared = pipeline.prepare(options, need_head_recording=False)
@@ -864,6 +942,12 @@ def _run_affected(args: argparse.Namespace) -> int:
     base = prepared.base.document
     module_of = module_namer([base])
     found = affected_tests(base, prepared.code_changes, module_of)
+    if args.ids:
+        # Only the ids: for `pytest $(diffgenome affected main HEAD --ids)` where this runs.
+        write_output(render_ids(found, _git_prefix(args.repo)), None)
+        for note in prepared.notes:
+            sys.stderr.write(f"{PROG}: note: {note}\n")
+        return EXIT_OK
     if args.json is not None:
         text = json.dumps([item.as_json() for item in found], indent=2, ensure_ascii=False)
         write_output(text + "\n", args.json)
@@ -872,6 +956,29 @@ def _run_affected(args: argparse.Namespace) -> int:
         text = render_affected(found, total, args.base, args.head)
         text += "".join(f"note: {note}\n" for note in prepared.notes)
         write_output(text, None)
+    return EXIT_OK
+
+
+def _configure_key(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("new",), help="new: write a new key file")
+    parser.add_argument("file", metavar="FILE", help="the key file to write (never overwritten)")
+    parser.epilog = (
+        "A digest key is what makes value digests comparable: every store makes its own, and "
+        "runs recorded into different stores compare only when they share one. Give the same "
+        "FILE to every shard (pytest --genome --genome-key-file=FILE; in CI, keep its bytes as "
+        "a secret), see docs/ci.md."
+    )
+
+
+def _run_key(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        raise CliError("key new writes FILE and reads no store; drop --store")
+    new_key_file(args.file)
+    write_output(
+        f"wrote a new digest key to {args.file} ({KEY_BYTES} random bytes, readable by you "
+        f"only); record with it: pytest --genome --genome-key-file={args.file}\n",
+        None,
+    )
     return EXIT_OK
 
 
@@ -941,9 +1048,15 @@ COMMANDS: list[Command] = [
         _run_combine,
     ),
     Command(
+        "key",
+        "make the digest key that shards (or stores) share: key new FILE",
+        _configure_key,
+        _run_key,
+    ),
+    Command(
         "affected",
         "list the tests whose BASE recording reaches code changed in HEAD",
-        _configure_sides,
+        _configure_affected,
         _run_affected,
     ),
 ]
@@ -971,6 +1084,33 @@ def build_parser(commands: list[Command] | None = None) -> argparse.ArgumentPars
         command.configure(sub)
         sub.set_defaults(handler=command.run)
     return parser
+
+
+#: The arguments that name a file or folder, by ``argparse`` destination: each is read from
+#: where the user is, as git and pytest read theirs (``diff`` records in a disposable
+#: worktree, and the target interpreter's probe runs there).
+PATH_ARGUMENTS = ("store", "repo", "json", "markdown", "html", "output", "inputs", "file")
+
+
+def _from_here(path: str) -> str:
+    """``path`` made absolute from the current folder, symlinks left as they are (a
+    virtual environment's ``python`` is a symlink whose target is another environment's).
+    ``-`` (standard input or output) stays ``-``."""
+    return path if path == "-" else os.path.abspath(path)
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path the user typed, absolute from where they are (see :data:`PATH_ARGUMENTS`);
+    ``--python`` only when it names a path (``--python python3.12`` is looked up on PATH)."""
+    for name in PATH_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, _from_here(value))
+        elif isinstance(value, list):
+            setattr(args, name, [_from_here(v) if isinstance(v, str) else v for v in value])
+    python = getattr(args, "python", None)
+    if isinstance(python, str) and (os.sep in python or (os.altsep or os.sep) in python):
+        args.python = _from_here(python)
 
 
 def _fail(message: str) -> int:
@@ -1009,6 +1149,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"see `{PROG} {args.command} --help`"
                 )
             args.pytest_args = pytest_args
+        absolute_paths(args)
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except SystemExit as exc:  # --help and --version
@@ -1020,7 +1161,12 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # One line, as pytest ends with its own: what was going on, and what is left of it.
+        message = exc.message if isinstance(exc, Interrupted) else "interrupted"
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"{PROG}: {message}\n")
+            sys.stderr.flush()
         return 130
 
 

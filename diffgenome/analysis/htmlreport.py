@@ -61,13 +61,15 @@ def _side_tests(side: DiffSide, wanted: set[str], store: str) -> dict[str, TestR
         return {}  # a run removed since: the pages say so
 
 
-def write_diff_html(diff: DiffDocument, directory: str, store: str) -> str:
+def write_diff_html(
+    diff: DiffDocument, directory: str, store: str, source_url: str | None = None
+) -> str:
     """The site of ``diff``, with the call trees of its tests read from ``store`` (the store
-    the diff used) or from the genome files its sides were."""
+    the diff used) or from the genome files its sides were; ``source_url`` links places."""
     wanted = {test.id for test in diff.tests if test.status != "unchanged" or test.changes}
     base = _side_tests(diff.base, wanted, store)
     head = _side_tests(diff.head, wanted, store)
-    return _written(write_site(diff_site(diff, base, head), directory))
+    return _written(write_site(diff_site(diff, base, head, source_url), directory))
 
 
 def write_run_html(reader: StoreReader, run: Run, directory: str, test_id: str | None) -> str:

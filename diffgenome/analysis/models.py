@@ -394,8 +394,21 @@ class CodeChange(_Model):
     change: Literal["added", "removed", "modified"]
     tests_base: list[str] = []
     tests_head: list[str] = []
-    sites: list[dict[str, object]] = []
+    sites: list[dict[str, object]] = Field(
+        default=[],
+        description="its changed decisions: site, change, predicate, line (where the condition "
+        "is at the reported revision, for people), and each side's outcomes",
+    )
     gaps: list[str] = []
+    path: str | None = Field(
+        default=None,
+        description="the file it is in, from the repository's top (head's; base's when removed)",
+    )
+    line: int | None = Field(
+        default=None,
+        description="where its definition starts in path at the reported revision (head, base "
+        "when removed); for people and links only: no identity holds a line",
+    )
 
 
 class Drift(_Model):

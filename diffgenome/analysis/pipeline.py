@@ -11,7 +11,8 @@ the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,8 +21,10 @@ from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.record.git import Repository
+from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.runner import Options, Runner, Side
 from diffgenome.protocol.formats import check_comparable, naming_of, values_of
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 
 @dataclass
@@ -37,8 +40,10 @@ class Prepared:
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
     """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    with Runner(options) as runner:
-        return _prepare(runner, need_head_recording=need_head_recording)
+    with Runner(options) as runner, _said_when_interrupted(runner):
+        prepared = _prepare(runner, need_head_recording=need_head_recording)
+        runner.finish()  # the store's cap, once the sides are read (its note joins the notes)
+        return prepared
 
 
 def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
@@ -48,8 +53,24 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     on each side, and whatever differs between recordings of one commit is masked as
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
-    with Runner(options) as runner:
-        return _diff(runner, options)
+    with Runner(options) as runner, _said_when_interrupted(runner):
+        diff, notes = _diff(runner, options)
+        runner.finish()  # the store's cap, once everything is read (its note joins the notes)
+        return diff, notes
+
+
+@contextlib.contextmanager
+def _said_when_interrupted(runner: Runner) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) becomes :class:`Interrupted`, which says in one line what
+    happened, once everything below it was cleaned up on the way out."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        with sigint_ignored():
+            message = runner.interruption()
+        raise Interrupted(message) from None
 
 
 def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
@@ -86,7 +107,7 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
     progress = options.progress
     with progress.step("diffing", "diffed") as step:
         diff = compare()
-        step.result = f"{diff.summary.tests} tests"
+        step.result = _tests_text(diff)
     differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
     differing = [t.id for t in differing_tests]
     if options.confirm and differing:
@@ -103,7 +124,7 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
-                step.result = f"{diff.summary.tests} tests"
+                step.result = _tests_text(diff)
     return diff, prepared.notes
 
 
@@ -116,6 +137,12 @@ def _recordable(side: Side) -> Side:
     if side.kind in ("run", "file") and side.code is not None:
         return replace(side, kind="revision", sha=side.code)
     return side
+
+
+def _tests_text(diff: DiffDocument) -> str:
+    """``9 tests``, as the report counts them (``<import>`` is not one)."""
+    n = sum(1 for test in diff.tests if test.id != IMPORT_TEST_ID)
+    return f"{n} test{'' if n == 1 else 's'}"
 
 
 def _prepare(

@@ -18,7 +18,7 @@ import sqlite3
 import stat
 import threading
 import zlib
-from collections.abc import Callable, Collection, Generator, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self
@@ -34,6 +34,7 @@ from diffgenome.protocol.store import (
     BUSY_TIMEOUT_S,
     DB_FILE,
     META_FORMAT_KEY,
+    ORIGIN_CONFIRMATION,
     REASON_INTERRUPTED,
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
@@ -43,9 +44,9 @@ from diffgenome.protocol.store import (
     header_problem,
     one_line,
     phase_address,
-    process_token,
+    process_alive,
 )
-from diffgenome.protocol.vocab import PHASES, SYMBOL_PREFIX
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, SYMBOL_PREFIX
 
 __all__ = [
     "RunSummary",
@@ -84,6 +85,7 @@ class RunSummary:
     dirty: bool | None
     status: str
     reasons: tuple[str, ...]
+    #: Its tests as pytest counts them: the ``<import>`` record is not one.
     tests: int
     python: str
     platform: str
@@ -114,6 +116,21 @@ class TestSummary:
     unverified_reasons: tuple[str, ...]
 
 
+def is_recording(run: RunSummary) -> bool:
+    """A recording of a selection in its own right: not a confirmation run, which holds
+    only the few tests a diff recorded again (docs/diffing.md, "Confirmation")."""
+    return run.origin != ORIGIN_CONFIRMATION
+
+
+def latest(runs: Sequence[RunSummary]) -> RunSummary:
+    """What ``latest`` (and a commit) names among ``runs`` (newest first): the newest
+    complete recording, not a confirmation run; else the newest recording, whatever its
+    state; else the newest run."""
+    recordings = [run for run in runs if is_recording(run)]
+    complete = [run for run in recordings if run.complete]
+    return (complete or recordings or list(runs))[0]
+
+
 class StoreReader:
     """Read-only access to one store; open with :meth:`open`."""
 
@@ -129,10 +146,19 @@ class StoreReader:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str, timeout: float = BUSY_TIMEOUT_S) -> StoreReader:
-        """Open the store folder ``path`` (or a ``genome.sqlite`` file directly) for reading."""
+    def open(
+        cls, path: str, timeout: float = BUSY_TIMEOUT_S, *, header_checked: bool = False
+    ) -> StoreReader:
+        """Open the store folder ``path`` (or a ``genome.sqlite`` file directly) for reading.
+
+        ``header_checked``: this process holds the store open for writing (which checked the
+        file): its header is not read again through a descriptor of its own, whose closing
+        would drop every POSIX lock this process holds on the file, the writer's included
+        (SQLite's locks are per process; a recording in another process could then reset
+        the write-ahead log under the writer, and the file is damaged)."""
         db_path = _locate(path)
-        _check_header(db_path)
+        if not header_checked:
+            _check_header(db_path)
         conn = _connect(db_path, timeout, immutable=False)
         try:
             _check_format(conn, db_path)
@@ -175,8 +201,9 @@ class StoreReader:
             counts: dict[object, tuple[int, int]] = {
                 run_id: (int(n), int(size or 0))
                 for run_id, n, size in self._conn.execute(
-                    "SELECT run_id, COUNT(*), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
-                    f" + LENGTH(unverified_reasons){self._sizes()}) FROM tests GROUP BY run_id"
+                    "SELECT run_id, SUM(id != ?), SUM(LENGTH(phases) + LENGTH(extra) + LENGTH(id)"
+                    f" + LENGTH(unverified_reasons){self._sizes()}) FROM tests GROUP BY run_id",
+                    (IMPORT_TEST_ID,),
                 )
             }
             symbols: dict[object, int] = {
@@ -204,8 +231,7 @@ class StoreReader:
         if spec in by_id:
             return spec
         if spec == "latest":
-            complete = [run for run in runs if run.complete]
-            return (complete or runs)[0].id
+            return latest(runs).id
         candidates: dict[str, str] = {}
         for run in runs:
             if spec and run.id.startswith(spec):
@@ -219,7 +245,7 @@ class StoreReader:
                     "give more characters of the commit"
                 )
             for commit in commits:
-                newest = next(r for r in runs if r.commit == commit)  # runs are newest first
+                newest = latest([r for r in runs if r.commit == commit])
                 candidates.setdefault(newest.id, f"commit {commit[:12]} (run {newest.id})")
         if len(candidates) == 1:
             return next(iter(candidates))
@@ -237,7 +263,7 @@ class StoreReader:
         with self._snapshot():
             row = self._run_row(run_id)
             (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM tests WHERE run_id = ?", (run_id,)
+                "SELECT COUNT(*) FROM tests WHERE run_id = ? AND id != ?", (run_id, IMPORT_TEST_ID)
             ).fetchone()
             return self._summary(row, int(count))
 
@@ -661,6 +687,7 @@ class StoreHandle:
         self.path = path
         self._reader: StoreReader | None = None
         self._lock = threading.RLock()
+        self._header_checked = False
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[StoreReader]:
@@ -669,12 +696,16 @@ class StoreHandle:
         again."""
         with self._lock:
             if self._reader is None:
-                self._reader = StoreReader.open(self.path)
+                self._reader = StoreReader.open(self.path, header_checked=self._header_checked)
             yield self._reader
 
-    def forget(self) -> None:
-        """Drop the reader (the store was opened for writing): the next use opens it anew."""
+    def forget(self, *, writing: bool = False) -> None:
+        """Drop the reader (the store is being opened for writing): the next use opens it
+        anew. ``writing``: this process holds the store open for writing from now on, so
+        the next reader does not check the file's header itself
+        (:meth:`StoreReader.open`)."""
         with self._lock:
+            self._header_checked = self._header_checked or writing
             reader, self._reader = self._reader, None
             if reader is not None:
                 reader.close()
@@ -1017,25 +1048,4 @@ def _few(items: list[str], limit: int = 4) -> str:
 
 def _alive(pid: object, host: object, token: object) -> bool:
     """Whether a recorded writer process may still be running; unknown counts as alive."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if host != os.uname().nodename:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    except OSError:
-        return True
-    if isinstance(token, str):
-        current = process_token(pid)
-        if current is not None and current != token:
-            return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read(4096).rpartition(b")")[2].split()[:1]
-    except OSError:
-        return True
-    return state not in ([b"Z"], [b"X"])  # a zombie has finished writing
+    return process_alive(pid, host, token)

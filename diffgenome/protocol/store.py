@@ -24,12 +24,14 @@ from os import O_CREAT, O_EXCL, O_RDONLY, O_WRONLY
 from os import close as _close
 from os import fsync as _fsync
 from os import getpid as _getpid
+from os import kill as _kill
 from os import link as _link
 from os import makedirs as _makedirs
 from os import open as _open
 from os import read as _read
 from os import sep as _sep
 from os import stat as _stat
+from os import uname as _uname
 from os import unlink as _unlink
 from os import urandom as _urandom
 from os import write as _write
@@ -154,6 +156,17 @@ CREATE TABLE IF NOT EXISTS tests (
     PRIMARY KEY (run_id, id)
 ) WITHOUT ROWID;
 
+-- The runs a ``diffgenome diff`` under way uses (its sides, its confirmations): the store's
+-- cap never removes them while the process that holds them lives.
+CREATE TABLE IF NOT EXISTS holds (
+    holder TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    pid    INTEGER,
+    host   TEXT,
+    token  TEXT,
+    PRIMARY KEY (holder, run_id)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS genomes (
     hash          TEXT PRIMARY KEY,
     body          BLOB NOT NULL,
@@ -246,6 +259,32 @@ def process_token(pid: int) -> str | None:
     if len(fields) < 20:
         return None
     return f"{boot}:{fields[19]}"
+
+
+def process_alive(pid: object, host: object, token: object) -> bool:
+    """Whether a process that wrote to the store (a recording's writer, a diff that holds
+    runs) may still be running; unknown counts as alive."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if host != _uname().nodename:
+        return True
+    try:
+        _kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    except OSError:
+        return True
+    if isinstance(token, str):
+        current = process_token(pid)
+        if current is not None and current != token:
+            return False
+    try:
+        stat = _read_file(f"/proc/{pid}/stat", 4096)
+    except OSError:
+        return True
+    return stat.rpartition(b")")[2].split()[:1] not in ([b"Z"], [b"X"])  # a zombie is done
 
 
 def recording_key(
@@ -498,8 +537,8 @@ def _load_key(path: str, given: bool) -> bytes:
         if not given:
             raise
         raise StoreError(
-            f"the key file {path} does not exist; pass an existing key file "
-            f"(at least {KEY_MIN_BYTES} random bytes)"
+            f"the key file {path} does not exist; make one with `diffgenome key new {path}` "
+            f"(or pass an existing key file of at least {KEY_MIN_BYTES} random bytes)"
         ) from None
     except OSError as exc:
         raise StoreError(
@@ -541,6 +580,29 @@ def _create_key(path: str) -> None:
     finally:
         with suppress(OSError):
             _unlink(tmp)
+
+
+def new_key_file(path: str) -> None:
+    """Write a new digest key to ``path`` (``diffgenome key new``): :data:`KEY_BYTES` random
+    bytes, readable by the owner only; an existing file is never overwritten (its digests
+    would no longer compare with anything recorded under it)."""
+    key = _urandom(KEY_BYTES)
+    try:
+        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    except FileExistsError:
+        raise StoreError(
+            f"{path} exists; a key file is never overwritten (what was recorded with it would "
+            "no longer compare): choose another FILE, or remove this one first"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write {path}: {exc.strerror or exc}; choose another FILE"
+        ) from None
+    try:
+        _write(fd, key)
+        _fsync(fd)
+    finally:
+        _close(fd)
 
 
 def _create_in_place(path: str, key: bytes) -> None:
@@ -779,15 +841,125 @@ def set_keep_runs(conn: sqlite3.Connection, cap: int) -> None:
     )
 
 
-def runs_over_cap(conn: sqlite3.Connection, cap: int) -> list[str]:
-    """Ids of the runs beyond the ``cap`` newest, oldest last; a run still marked running is
-    never one of them (it counts towards the cap). ``cap`` 0: none."""
+#: ``run.origin`` of the recordings ``diffgenome diff`` makes to confirm a difference.
+ORIGIN_CONFIRMATION: Final = "confirmation"
+#: Set by ``diffgenome diff`` for the recordings it makes: the diff that holds them. Such a
+#: recording does not apply the store's cap (the diff applies it once, at its end).
+HOLDER_ENV: Final = "DIFFGENOME_DIFF"
+
+
+def runs_over_cap(conn: sqlite3.Connection, cap: int, protected: Iterable[str] = ()) -> list[str]:
+    """Ids of the runs the store's cap removes, newest first (the oldest last).
+
+    - A confirmation run (``origin`` confirmation) belongs to the diff it confirms: it does
+      not count against the cap, stays while that diff lives, and goes, first, once the diff
+      is over.
+    - Of the other runs, those beyond the ``cap`` newest go, except a run still being
+      recorded, a run a live diff holds (or ``protected``: the runs the diff that applies
+      the cap used), and the newest complete run of each commit recorded from a clean tree
+      (what ``diff`` reuses for that commit): the cap removes older, repeated, interrupted
+      and uncommitted recordings; ``diffgenome prune`` removes the rest when asked.
+
+    ``cap`` 0 keeps every run."""
     if cap <= 0:
         return []
+    held = live_holds(conn) | set(protected)
     rows = conn.execute(
-        "SELECT id, status FROM runs ORDER BY started_at DESC, rowid DESC"
+        "SELECT id, status, commit_sha, dirty, extra, owner_pid, owner_host, owner_token"
+        " FROM runs ORDER BY started_at DESC, rowid DESC"
     ).fetchall()
-    return [str(run_id) for run_id, status in rows[cap:] if status != STATUS_RUNNING]
+    out: list[str] = []
+    counted = 0
+    stands_for: set[str] = set()  # commits whose newest complete clean run was seen
+    for run_id, status, commit, dirty, extra, *owner in rows:
+        if status == STATUS_RUNNING and not _still_running(conn, run_id, owner):
+            status = STATUS_INCOMPLETE  # its writers are gone: an interrupted run
+        confirmation = _origin(extra) == ORIGIN_CONFIRMATION
+        newest_of_commit = (
+            not confirmation
+            and status == STATUS_COMPLETE
+            and commit is not None
+            and not dirty
+            and commit not in stands_for
+        )
+        if newest_of_commit:
+            stands_for.add(commit)
+        if status == STATUS_RUNNING or run_id in held:
+            counted += not confirmation
+            continue
+        if confirmation:
+            out.append(str(run_id))
+            continue
+        counted += 1
+        if counted > cap and not newest_of_commit:
+            out.append(str(run_id))
+    return out
+
+
+def _still_running(conn: sqlite3.Connection, run_id: object, owner: list[object]) -> bool:
+    """Whether a run marked running has a writer that may still write (the process that
+    began it, or a worker that has not left it)."""
+    if process_alive(*owner):
+        return True
+    return any(
+        process_alive(pid, host, token)
+        for pid, host, token in conn.execute(
+            "SELECT pid, host, token FROM workers WHERE run_id = ? AND left_at IS NULL",
+            (run_id,),
+        )
+    )
+
+
+def _origin(extra: object) -> str | None:
+    try:
+        value = json.loads(extra) if isinstance(extra, str) else None
+    except ValueError:
+        return None
+    origin = value.get("origin") if isinstance(value, dict) else None
+    return origin if isinstance(origin, str) else None
+
+
+def live_holds(conn: sqlite3.Connection) -> set[str]:
+    """The runs held by a diff whose process still lives."""
+    held: set[str] = set()
+    for run_id, pid, host, token in conn.execute("SELECT run_id, pid, host, token FROM holds"):
+        if process_alive(pid, host, token):
+            held.add(str(run_id))
+    return held
+
+
+def hold_runs(conn: sqlite3.Connection, holder: str, run_ids: Iterable[str]) -> None:
+    """``holder`` (a diff, this process) uses ``run_ids``: no cap removes them while it
+    lives."""
+    pid = _getpid()
+    host, token = _uname().nodename, process_token(pid)
+    conn.executemany(
+        "INSERT OR REPLACE INTO holds (holder, run_id, pid, host, token) VALUES (?, ?, ?, ?, ?)",
+        [(holder, run_id, pid, host, token) for run_id in run_ids],
+    )
+
+
+def release_holds(conn: sqlite3.Connection, holder: str) -> None:
+    """``holder`` is over; holds of processes that are gone are dropped too."""
+    conn.execute("DELETE FROM holds WHERE holder = ?", (holder,))
+    gone = [
+        (str(other), str(run_id))
+        for other, run_id, pid, host, token in conn.execute(
+            "SELECT holder, run_id, pid, host, token FROM holds"
+        )
+        if not process_alive(pid, host, token)
+    ]
+    conn.executemany("DELETE FROM holds WHERE holder = ? AND run_id = ?", gone)
+
+
+def cap_notice(cap: int, removed: list[str]) -> str:
+    """What is said when the cap removed runs (by the recorder, or as a diff's note)."""
+    which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"
+    return (
+        f"removed {len(removed)} older run{'s' if len(removed) != 1 else ''} ({which}): the "
+        f"store keeps its {cap} newest runs and the newest complete run of each commit; "
+        "`diffgenome prune --cap N` changes that (0: keep all)"
+    )
 
 
 def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
@@ -797,6 +969,7 @@ def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
             ("tests", "run_id"),
             ("symbols", "run_id"),
             ("workers", "run_id"),
+            ("holds", "run_id"),
             ("runs", "id"),
         ):
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (run_id,))

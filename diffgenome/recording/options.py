@@ -89,7 +89,7 @@ def read_options(config: pytest.Config) -> Options:
             else None
         ),
         store_path=store_path,
-        key_file=config.getoption("genome_key_file"),
+        key_file=_from_invocation(config, config.getoption("genome_key_file")),
         egress_policy=_effective_egress(config, asked),
         source_roots=list(config.getoption("genome_source_root"))
         + [str(p) for p in config.getini("genome_source_roots")],
@@ -134,6 +134,14 @@ def _only(config: pytest.Config) -> frozenset[str] | None:
             return frozenset(line.rstrip("\n") for line in listed if line.strip())
     except (OSError, UnicodeDecodeError) as exc:
         raise pytest.UsageError(f"diffgenome: --genome-only {path}: {exc}") from None
+
+
+def _from_invocation(config: pytest.Config, path: str | None) -> str | None:
+    """A path the user gave, read from the folder pytest was started in (as pytest reads its
+    own arguments), whatever folder a conftest later moves to."""
+    if not path or path.startswith("/"):
+        return path
+    return str(config.invocation_params.dir / path)
 
 
 def default_store(invocation_dir: str, rootdir: str) -> str:

@@ -31,8 +31,10 @@ from diffgenome.protocol.formats import (
     VALUES,
 )
 from diffgenome.protocol.store import (
+    HOLDER_ENV,
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
+    cap_notice,
     is_run_id,
     new_run_id,
     one_line,
@@ -103,6 +105,8 @@ class Recorder:
         self.is_worker = options.is_worker
         self.is_controller = options.is_controller
         self.store_path = options.store_path
+        # Read before any test can change the environment.
+        self._for_a_diff = bool(os.environ.get(HOLDER_ENV))
         self.egress_policy = options.egress_policy
         sources, tests = discover_roots(
             self.rootdir, options.testpaths, options.source_roots, options.test_roots
@@ -463,7 +467,14 @@ class Recorder:
             f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
             f"into {self.store_path}; "
         )
-        if unverified:
+        if not tests:
+            # pytest collected nothing, or everything was deselected: a run of no test is
+            # said as such (its <import> record is no test), and no diff reuses it.
+            line = (
+                f"run {self.run_id} recorded no tests into {self.store_path}: the selection "
+                "is empty"
+            )
+        elif unverified:
             line += f"{unverified} unverified (most: {top}, {top_count})"
         else:
             line += "none unverified"
@@ -471,15 +482,11 @@ class Recorder:
             more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
             line += f"; the run is incomplete ({incomplete[0]}{more})"
         self.summary_line = PREFIX + line
+        if self._for_a_diff:
+            return  # a recording of ``diffgenome diff``: the diff applies the cap at its end
         cap, removed = self.store.apply_cap()
         if removed:
-            which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"
-            say(
-                self.config,
-                f"removed {len(removed)} older run{'s' if len(removed) != 1 else ''} ({which}): "
-                f"the store keeps its {cap} newest runs; `diffgenome prune --cap N` changes "
-                "that (0: keep all)",
-            )
+            say(self.config, cap_notice(cap, removed))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The session's last word from diffgenome: one line (see :meth:`_summarise`)."""

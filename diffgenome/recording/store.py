@@ -309,8 +309,11 @@ class StoreWriter:
         return tests, unverified, top, reasons[top]
 
     def apply_cap(self) -> tuple[int, list[str]]:
-        """Remove the runs beyond the store's cap (oldest first) and give their space back;
-        the cap and the ids removed."""
+        """Remove what the store's cap removes (``protocol.store.runs_over_cap``: confirmation
+        runs of diffs that are over first, then runs beyond the cap, never one a live diff
+        holds nor the newest complete run of a commit) and give their space back; the cap and
+        the ids removed. A session recorded for ``diffgenome diff`` does not call this: the
+        diff applies the cap once, at its end."""
         with self._tx("remove runs beyond the store's cap") as conn:
             cap = keep_runs(conn)
             removed = runs_over_cap(conn, cap)

@@ -12,16 +12,22 @@ to ``true``) a missing browser fails them, so CI can never pass without running 
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,6 +107,129 @@ def screenshot(page: Path, out: Path, width: int = 1280, height: int = 900) -> b
     url = page.resolve().as_uri()
     _run("--hide-scrollbars", f"--window-size={width},{height}", f"--screenshot={out}", url)
     return out.read_bytes()
+
+
+# -- a page to act on: the DevTools protocol over a pipe ----------------------------------
+
+
+class Tab:
+    """One page of a headless Chromium driven through the DevTools protocol over
+    ``--remote-debugging-pipe`` (JSON messages separated by NUL bytes on file descriptors 3
+    and 4): the standard library only, no network. :meth:`evaluate` runs JavaScript in the
+    page as a user's script would and returns its value; :meth:`screenshot` is a PNG of what
+    the page shows."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], send_fd: int, recv_fd: int) -> None:
+        self._proc, self._send_fd, self._recv_fd = proc, send_fd, recv_fd
+        self._buffer = b""
+        self._next = 0
+        self._session: str | None = None
+        self.console: list[str] = []
+
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+        self._next += 1
+        message: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
+        if self._session is not None and not method.startswith("Target."):
+            message["sessionId"] = self._session
+        os.write(self._send_fd, json.dumps(message).encode() + b"\0")
+        answer = self._wait(lambda m: m.get("id") == self._next, timeout)
+        assert "error" not in answer, (method, answer["error"])
+        return answer.get("result", {})
+
+    def _wait(self, wanted: Any, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self._buffer:
+                raw, self._buffer = self._buffer.split(b"\0", 1)
+                message: dict[str, Any] = json.loads(raw)
+                if message.get("method") == "Runtime.consoleAPICalled":
+                    args = message["params"].get("args", [])
+                    self.console.append(" ".join(str(a.get("value", "")) for a in args))
+                if message.get("method") == "Runtime.exceptionThrown":
+                    self.console.append(json.dumps(message["params"]["exceptionDetails"]))
+                if wanted(message):
+                    return message
+            assert time.monotonic() < deadline, "no answer from the browser"
+            chunk = os.read(self._recv_fd, 1 << 20)
+            assert chunk, "the browser went away"
+            self._buffer += chunk
+
+    def open(self, page: Path, width: int, height: int) -> None:
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self._session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        self.call("Page.navigate", {"url": page.resolve().as_uri()})
+        self._wait(lambda m: m.get("method") == "Page.loadEventFired", 60)
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of ``expression`` in the page (awaited when it is a promise)."""
+        result = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def settle(self) -> None:
+        """Let the page handle what just happened (scroll and toggle events are queued):
+        two animation frames."""
+        self.evaluate(
+            "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(1))))"
+        )
+
+    def screenshot(self, out: Path) -> bytes:
+        data = base64.b64decode(self.call("Page.captureScreenshot", {"format": "png"})["data"])
+        out.write_bytes(data)
+        return data
+
+
+@contextmanager
+def tab(page: Path, width: int = 1280, height: int = 900) -> Iterator[Tab]:
+    """``page`` open in a headless Chromium of its own, ready for :meth:`Tab.evaluate`."""
+    theirs_in, ours_out = os.pipe()  # what we send: the browser reads it on fd 3
+    ours_in, theirs_out = os.pipe()  # what it answers on fd 4
+
+    def descriptors() -> None:
+        read, write = os.dup(theirs_in), os.dup(theirs_out)
+        os.dup2(read, 3)
+        os.dup2(write, 4)
+
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        command = [
+            arg for arg in _command("--remote-debugging-pipe", profile=profile) if arg != "--v=0"
+        ]
+        proc = subprocess.Popen(
+            [*command, "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=descriptors,
+            close_fds=False,
+            env={**os.environ, "HOME": profile},
+        )
+        os.close(theirs_in)
+        os.close(theirs_out)
+        driven = Tab(proc, ours_out, ours_in)
+        try:
+            driven.open(page, width, height)
+            yield driven
+        finally:
+            with suppress(AssertionError, OSError):
+                driven.call("Browser.close", timeout=10)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            os.close(ours_out)
+            os.close(ours_in)
 
 
 # -- reading what the browser left ---------------------------------------------------------

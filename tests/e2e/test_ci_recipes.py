@@ -240,11 +240,13 @@ def test_the_yaml_reader_reads_what_the_recipes_use() -> None:
 def project(tmp_path: Path) -> tuple[Path, str, str]:
     """A repository with two commits: zero is no longer positive, so ``test_sign_of_zero``
     changes (it passes on both sides, through another exit of ``sign``), and ``test_double``
-    does not. Returns the repository, the base commit and the head commit."""
-    repo = make_project(tmp_path, CALC)
+    does not. The project is ``proj/``, a subfolder of the repository (a monorepo, whose job
+    runs its steps there: #25). Returns the project's folder, the base commit and the head
+    commit."""
+    repo = make_project(tmp_path, {f"proj/{name}": text for name, text in CALC.items()})
     base = GitRepo(repo).rev()
-    write_files(repo, {"calc/core.py": CORE_HEAD})
-    return repo, base, GitRepo(repo).commit_all("zero")
+    write_files(repo, {"proj/calc/core.py": CORE_HEAD})
+    return repo / "proj", base, GitRepo(repo).commit_all("zero")
 
 
 def _diffgenome_on_path(folder: Path) -> dict[str, str]:
@@ -273,18 +275,22 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-def _check_comment(comment: Path, head: str) -> str:
+def _check_comment(comment: Path, base: str, head: str) -> str:
     assert comment.is_file(), "the diff step wrote no comment"
     text = comment.read_text()
     assert comment_length(text) <= DEFAULT_MARKDOWN_LIMIT < GITHUB_COMMENT_LIMIT
-    assert head[:12] in text.splitlines()[0]  # the real head commit was compared
+    # The real head commit was compared, named short as git names it.
+    assert text.splitlines()[0] == f"### diffgenome: `{base[:12]}` → `{head[:12]}`"
+    # One block per changed test: open (a small comment), or one line.
     assert re.search(
-        r"^<details><summary>changed · <code>tests/test_core.py::test_sign_of_zero</code>",
+        r"^(<details open><summary>)?changed · <code>proj/tests/test_core.py::test_sign_of_zero"
+        r"</code>",
         text,
         re.MULTILINE,
     ), text
-    assert text.count("<details>") == text.count("</details>")
-    assert text.count("<summary>changed · ") == 1 and "test_double" not in text  # unchanged
+    assert text.count("<details") == text.count("</details>")
+    assert len(re.findall(r"^(?:<details open><summary>)?changed · ", text, re.M)) == 1
+    assert "test_double" not in text  # unchanged
     return text
 
 
@@ -352,8 +358,15 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
     assert "status=1\n" in output.read_text()
     assert gate is not None and gate.returncode == 1
 
-    _check_comment(repo / "comment.md", head)
-    assert "[the whole report]" not in (repo / "comment.md").read_text()  # nothing was cut
+    text = _check_comment(repo / "comment.md", base, head)
+    # Changed code no test exercised is linked to its line in the repository's web view.
+    assert f"](https://github.example/owner/calc/blob/{head}/proj/calc/core.py#L" in text, text
+    # Not cut, and linked all the same: the whole report is the run's artifacts.
+    assert "Cut to fit" not in text
+    assert (
+        "[the whole report](https://github.example/owner/calc/actions/runs/1234): every test, "
+        "both call trees, the JSON."
+    ) in text.splitlines()
     # What the upload step uploads is what the diff step wrote.
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
@@ -389,11 +402,13 @@ def test_the_gitlab_job_runs_and_exits_with_the_gate_s_status(
         CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
         CI_COMMIT_SHA=head,
         CI_JOB_URL="https://gitlab.example/calc/-/jobs/1",
+        CI_PROJECT_URL="https://gitlab.example/calc",
     )
     done = _bash("\n".join(run), repo, env)
     assert done.returncode == 1, done.stderr  # `exit $status`: the change fails the job
-    text = _check_comment(repo / "comment.md", head)
-    assert "https://gitlab.example" not in text  # the link is only for a cut report
+    text = _check_comment(repo / "comment.md", base, head)
+    assert "[the whole report](https://gitlab.example/calc/-/jobs/1/artifacts/browse)" in text
+    assert f"](https://gitlab.example/calc/-/blob/{head}/proj/calc/core.py#L" in text, text
     for path in job["artifacts"]["paths"]:
         assert (repo / path).exists(), path
     assert job["artifacts"]["when"] == "always"

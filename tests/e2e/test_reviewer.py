@@ -153,10 +153,10 @@ def test_test_and_all_select_what_the_report_shows(pricing: Path) -> None:
     everything = cli_run(pricing, *DIFF, "--all", *PYTEST)
     assert "tests/test_core.py::test_same  unchanged" in everything.stdout
     markdown = cli_run(pricing, *DIFF, "--markdown", "-", "--test", "test_price", *PYTEST)
-    assert "#### Changed (1)" in markdown.stdout
+    assert "#### Changed (1, all reaching the changed code)" in markdown.stdout
     assert (
-        "<summary>changed · <code>tests/test_core.py::test_price</code> · 1 change · "
-        "reaches the changed code</summary>"
+        "\nchanged · <code>tests/test_core.py::test_price</code> · 1 change: "
+        "`py:pricing.core.price results: int (value A) → int (value B)`\n"
     ) in markdown.stdout
     none = cli_run(pricing, *DIFF, "--test", "no_such_test", *PYTEST)
     assert none.returncode == 2
@@ -332,6 +332,11 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     assert diff.returncode == 1, diff.stderr
     document = json.loads(diff.stdout)
     assert document["base"]["run"] == pytest_run["id"]  # reused, not recorded again
+    # runs --json: every field, the whole selection (the confirmation's node ids); the
+    # confirmation runs of the last diff stay until the next recording.
+    listed = json.loads(cli_run(top, "runs", "--json", "-").stdout)
+    confirming = [run for run in listed if run["origin"] == "confirmation"]
+    assert confirming and all(any("::" in arg for arg in run["selection"]) for run in confirming)
     # A different selection is another recording.
     narrow = cli_run(proj, *DIFF, "--json", "-", "--", "-k", "test_label")
     assert json.loads(narrow.stdout)["base"]["run"] != pytest_run["id"]
@@ -344,17 +349,15 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     )
     found = [row.match(line) for line in runs[1:]]
     assert all(found), runs
-    assert {m.group(1) for m in found if m} == {"pytest", "diff", "confirmation"}
+    # The confirmations of the diffs before went with the last diff's end (#25.2).
+    assert {m.group(1) for m in found if m} == {"pytest", "diff"}
     selections = {m.group(2) for m in found if m}
     # -q -v --tb=short -rA and -p no:cacheprovider are not the selection; the rest is (with
     # the seeds diff adds after it).
     assert f"{' '.join(same)} --genome-random-seed=0" in selections
     assert "-k test_label --hypothesis-seed=0 --genome-random-seed=0" in selections
-    # runs --json: every field, the whole selection (the confirmation's node ids).
     listed = json.loads(cli_run(top, "runs", "--json", "-").stdout)
     assert [run["id"] for run in listed] == [line.split()[0] for line in runs[1:]]
-    confirming = [run for run in listed if run["origin"] == "confirmation"]
-    assert confirming and all(any("::" in arg for arg in run["selection"]) for run in confirming)
 
 
 # -- 6. prune and the cap ------------------------------------------------------------------------

@@ -220,13 +220,14 @@ def test_markdown_ranks_and_labels_like_the_terminal() -> None:
     """The comment's own order and limit are tested in test_markdown_report.py; here, that it
     ranks the changed tests and names values as the terminal does."""
     markdown = render_markdown(ranked_diff())
-    assert "#### Changed (2)" in markdown and "#### Unverified (1)" in markdown
+    assert "#### Changed (2, 1 reaching the changed code)" in markdown
+    assert "#### Unverified (1)" in markdown
     assert "**1 test now fails (tests/test_b.py::test_far); 4 tests:" in markdown
     entries = markdown.split("#### Changed", 1)[1]
     assert entries.index("test_far") < entries.index("test_near") < entries.index("test_net")
     assert "`py:pkg.name results: str (value A) → str (value B)`" in markdown
     everything = render_markdown(ranked_diff(), selection=Selection(everything=True))
-    assert "<summary>unchanged · <code>tests/test_c.py::test_same</code>" in everything
+    assert "\nunchanged · <code>tests/test_c.py::test_same</code> · 0 changes\n" in everything
 
 
 def test_markdown_code_spans_survive_backticks() -> None:

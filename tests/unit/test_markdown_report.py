@@ -44,9 +44,14 @@ from diffgenome.analysis.report.markdown import (
     comment_length,
 )
 
-SUMMARY = re.compile(r"^<details><summary>(\w+) · (.*?)</summary>$", re.MULTILINE)
+#: A block: a ``<details>`` element (open in a small comment), or one line when it has one.
+SUMMARY = re.compile(
+    r"^(?:<details(?: open)?><summary>)?(\w+) · (.*?)"
+    r"(?:</summary>|: (?:`|_|outcome |structure: |used by ).*)$",
+    re.MULTILINE,
+)
 CUT = re.compile(r"^\*\*Cut to fit ([\d,]+) characters\*\*: left out (.*); (.*)\.$", re.MULTILINE)
-HEADING = re.compile(r"^#### (.+) \((\d+)\)$", re.MULTILINE)
+HEADING = re.compile(r"^#### (.+?) \((\d+)(?:[,;] [^)]*)?\)$", re.MULTILINE)
 
 
 def gfm() -> MarkdownIt:
@@ -165,7 +170,7 @@ def shown(text: str) -> list[tuple[str, str]]:
 
 def blocks_of(text: str) -> list[str]:
     """The text of every ``<details>`` block, from its opening tag to its closing tag."""
-    return re.findall(r"^<details>.*?^</details>$", text, flags=re.MULTILINE | re.DOTALL)
+    return re.findall(r"^<details(?: open)?>.*?^</details>$", text, flags=re.MULTILINE | re.DOTALL)
 
 
 # -- order ----------------------------------------------------------------------------------
@@ -209,29 +214,61 @@ def test_the_comment_leads_with_the_summary_then_changed_drift_gaps_unverified_r
     assert "CUT" not in text and "Cut to fit" not in text
 
 
-def test_each_test_is_one_details_block_that_github_renders_as_markdown() -> None:
+def test_each_test_is_one_block_that_github_renders_as_markdown() -> None:
+    """A block of several lines is a ``<details>`` element; a block of one line is that line
+    (five identical one-line tests are five lines, not five clicks, #25 point 12)."""
     diff = review_diff()
     text = render_markdown(diff)
-    assert text.count("<details>") == text.count("</details>") == 10
+    assert len(shown(text)) == 10
+    assert text.count("<details>") == text.count("</details>") == 2  # drift, test_same_reasons
     for block in blocks_of(text):
         # A blank line after </summary> and before </details>, or GitHub shows the Markdown
         # inside as raw text.
         assert re.match(r"<details><summary>[^\n]*</summary>\n\n- ", block), block
         assert block.endswith("\n\n</details>"), block
     rendered = gfm().render(text)
-    assert rendered.count("<details>") == rendered.count("</details>") == 10
+    assert rendered.count("<details>") == rendered.count("</details>") == 2
     # Markdown inside each block became a list, and the summary's id is code.
-    assert len(re.findall(r"</summary>\n<ul>\n<li>", rendered)) == 10
+    assert len(re.findall(r"</summary>\n<ul>\n<li>", rendered)) == 2
     assert "<code>tests/test_z.py::test_near</code>" in rendered
-    near = next(b for b in blocks_of(text) if "test_near" in b)
-    assert near.splitlines()[0] == (
-        "<details><summary>changed · <code>tests/test_z.py::test_near</code> · "
-        "1 change · reaches the changed code</summary>"
+    # A one-line block renders as one paragraph: its summary, then its line as code.
+    assert (
+        "<p>changed · <code>tests/test_z.py::test_near</code> · 1 change: "
+        "<code>py:pkg.price exits returned 1 → raised:py:builtins.ValueError 1</code></p>"
+    ) in rendered
+    # That a test reaches the changed code is said once, by its section.
+    assert "#### Changed (2, 1 reaching the changed code)" in text.splitlines()
+    assert "reaches the changed code" not in text
+    lines = text.splitlines()
+    incomplete = next(line for line in lines if "test_incomplete" in line)
+    assert "0 changes · 1 reason · may hide a change: _`head run incomplete" in incomplete
+    added = next(line for line in lines if "test_new" in line)
+    assert added.endswith("0 changes: outcome `passed` (head only)")
+
+
+def test_a_small_comment_has_its_blocks_open() -> None:
+    """Up to eight blocks, a reviewer reads them without a click."""
+    many = [exit_change(f"py:pkg.f{i}") for i in range(3)]
+    small = diff_of([a_test(f"tests/t.py::test_{n}", "changed", *many) for n in range(8)])
+    text = render_markdown(small)
+    assert text.count("<details open>") == 8 and "<details>" not in text
+    rendered = gfm().render(text)
+    assert rendered.count("<details open>") == 8
+    large = diff_of([a_test(f"tests/t.py::test_{n}", "changed", *many) for n in range(9)])
+    assert render_markdown(large).count("<details>") == 9
+
+
+def test_full_shas_are_short_and_a_given_link_is_always_there() -> None:
+    diff = review_diff().model_copy(deep=True)
+    diff.base.rev, diff.head.rev = "a" * 40, "b" * 40
+    text = render_markdown(diff, link="https://ci.example/run/1")
+    assert text.splitlines()[0] == "### diffgenome: `aaaaaaaaaaaa` → `bbbbbbbbbbbb`"
+    assert "a" * 13 not in text
+    assert (
+        "[the whole report](https://ci.example/run/1): every test, both call trees, the JSON."
+        in text.splitlines()
     )
-    incomplete = next(b for b in blocks_of(text) if "test_incomplete" in b)
-    assert "0 changes · 1 reason · may hide a change</summary>" in incomplete
-    added = next(b for b in blocks_of(text) if "test_new" in b)
-    assert "- outcome `passed` (head only)" in added
+    assert "Cut to fit" not in text  # not cut, and linked all the same
 
 
 def test_changes_come_in_the_fixed_order_with_the_terminal_s_value_labels() -> None:
@@ -262,7 +299,7 @@ def test_changes_come_in_the_fixed_order_with_the_terminal_s_value_labels() -> N
     )
     diff = diff_of([test, near])
     text = render_markdown(diff)
-    [_, far] = blocks_of(text)
+    [far] = blocks_of(text)  # test_near has one line: a line, not a block
     items = [line[3:-1] for line in far.splitlines() if line.startswith("- `")]
     assert items == [
         "outcome passed → failed",
@@ -349,9 +386,11 @@ def hostile_diff() -> DiffDocument:
 def test_ids_and_values_cannot_format_the_comment_or_inject_html() -> None:
     text = render_markdown(hostile_diff(), notes=[HOSTILE_LINE])
     rendered = gfm().render(text)
-    # Four blocks, each closed where it should be: nothing recorded opened or closed one.
-    assert rendered.count("<details>") == rendered.count("</details>") == 4
-    assert text.count("\n<details>") == 4
+    # Four blocks (two of one line, two open: a small comment), each closed where it should
+    # be: nothing recorded opened or closed one.
+    assert len(shown(text)) == 4
+    assert rendered.count("<details open>") == rendered.count("</details>") == 2
+    assert text.count("\n<details open>") == 2 and "<details>" not in rendered
     assert "<script" not in rendered and "<img" not in rendered
     # No emphasis, table or link came from recorded text: only the report's own bold.
     assert "<em>" not in rendered.replace("<em><code>", "")  # reasons are italic code spans
@@ -362,7 +401,9 @@ def test_ids_and_values_cannot_format_the_comment_or_inject_html() -> None:
     collapsed = " ".join(HOSTILE_LINE.split())
     ids = [
         html.unescape(m.group(1))
-        for m in re.finditer(r"<summary>changed · <code>(.*?)</code>", text)
+        for m in re.finditer(
+            r"^(?:<details open><summary>)?changed · <code>(.*?)</code>", text, re.M
+        )
     ]
     assert ids == [HOSTILE_ID, "tests/t.py::test_z_after"]
     # In the HTML of a summary, which a renderer that looked for Markdown there might format,
@@ -370,8 +411,10 @@ def test_ids_and_values_cannot_format_the_comment_or_inject_html() -> None:
     for summary in re.findall(r"<summary>.*</summary>", text):
         assert not set("`*|\\~@") & set(summary), summary
     assert rendered.count(escape_html(collapsed)) >= 4  # predicate, reason, evidence, gap
-    # The block after the hostile one is whole: its summary, then its list.
-    assert re.search(r"<code>tests/t.py::test_z_after</code>[^\n]*</summary>\n<ul>", rendered)
+    # The block after the hostile one is whole: its summary, then its line.
+    assert re.search(
+        r"<p>changed · <code>tests/t.py::test_z_after</code> · 1 change: <code>", rendered
+    )
     note = next(line for line in text.splitlines() if line.startswith("> note: "))
     rendered_note = gfm().render(note)
     assert "<img" not in rendered_note and "<details>" not in rendered_note
@@ -500,10 +543,10 @@ def test_one_huge_line_is_shortened_inside_its_code_span() -> None:
     huge = "py:pkg.f results: " + "dict[str, " * 2000
     diff = diff_of([a_test("tests/t.py::test_a", "changed", Change(kind="x", base=huge, head=1))])
     text = render_markdown(diff)
-    [block] = blocks_of(text)
-    [item] = [line for line in block.splitlines() if line.startswith("- ")]
-    assert item.startswith("- `") and item.endswith("…`")
-    assert len(item) == len("- ``") + MAX_ITEM_CHARS
+    [line] = [line for line in text.splitlines() if "tests/t.py::test_a" in line]
+    item = line.split(" · 1 change: ", 1)[1]  # one line: the block is that line
+    assert item.startswith("`") and item.endswith("…`")
+    assert len(item) == len("``") + MAX_ITEM_CHARS
 
 
 @pytest.mark.parametrize(
@@ -531,7 +574,7 @@ def test_notes_lead_and_a_lead_that_cannot_fit_is_an_error() -> None:
     text = render_markdown(review_diff(), notes=["code changes skipped: <b>x</b>"])
     lines = text.splitlines()
     assert lines.index("> note: code changes skipped\\: \\<b\\>x\\</b\\>") < lines.index(
-        "#### Changed (2)"
+        "#### Changed (2, 1 reaching the changed code)"
     )
     with pytest.raises(MarkdownTooLong, match="more than the limit of 2,000"):
         render_markdown(review_diff(), limit=MIN_MARKDOWN_LIMIT, notes=["n" * 900] * 3)

@@ -353,3 +353,33 @@ def test_the_live_line_shows_step_side_count_and_elapsed_time() -> None:
     assert "diffgenome: recording base HEAD~1 (f921860f1ebf)" in shown
     assert "45/412 tests" in shown and "12.0 s" in shown
     assert "diffgenome: recorded base HEAD~1 (f921860f1ebf): 412 tests in 12.0 s" in out.getvalue()
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_live_line_fits_the_width_and_keeps_every_count(width: int) -> None:
+    """Two recordings side by side on a narrow terminal: the titles are shortened, never a
+    count (#25 point 10: a confirmation line was cut at the width, losing its count)."""
+    clock = Clock()
+    console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    renderer = LiveRenderer(console, clock)
+    progress = Progress(renderer, clock)
+    with (
+        progress.step("confirming", "confirmed", "42 tests that differ"),
+        progress.step("recording", "recorded", "base main~1 (f708a96631af) again (1 of 2)") as a,
+    ):
+        with progress.step("recording", "recorded", "head main (fa79e9cadda5) again (1 of 2)") as b:
+            a.advance(total=42, done=17)
+            b.advance(total=42, done=23)
+            clock.advance(3)
+            # Printed on a console of its own: the live one redraws meanwhile.
+            other = Console(file=io.StringIO(), width=width, color_system=None)
+            with other.capture() as captured:
+                other.print(renderer._render())
+            shown = captured.get()
+            b.result = "42 tests"
+        a.result = "42 tests"
+    progress.close()
+    [line] = shown.splitlines()
+    assert len(line) < width, line
+    assert "17/42 tests" in line and "23/42 tests" in line and "3.0 s" in line, line
+    assert line.startswith("diffgenome: "), line

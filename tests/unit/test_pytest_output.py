@@ -155,7 +155,23 @@ def test_the_percentage_bounds_a_count_that_letters_got_wrong() -> None:
     seen.feed("tests/test_a.py ..E..E..E..E " + " " * 40 + "[  4%]\n")  # 12 letters, 8 tests
     assert seen.done == 9  # 4% of 200 is 8 or 9 tests done; 12 is impossible
     seen.feed("tests/test_b.py .")
-    assert seen.done == 9  # still within 4%: at most 9
+    assert seen.done == 10  # one more test after the 4%: the line being written counts
+
+
+def test_a_long_file_counts_as_its_letters_come() -> None:
+    """The percentage at the end of a short file's line does not hold back the letters of
+    the long file after it (#25 point 10: 5/284 for ten seconds, then 243/286)."""
+    seen = PytestProgress()
+    seen.feed("collected 284 items\n\ntest/test_api.py ..... " + " " * 40 + "[  1%]\n")
+    assert seen.done == 5
+    seen.feed("test/test_output.py ")
+    counts = []
+    for _ in range(238):
+        seen.feed(".")
+        counts.append(seen.done)
+    assert counts == list(range(6, 244))
+    seen.feed(" " * 10 + "[ 85%]\n")
+    assert seen.done == 243
 
 
 def test_what_is_no_progress_is_not_counted() -> None:

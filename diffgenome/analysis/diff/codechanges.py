@@ -47,6 +47,8 @@ class SiteChange:
     site: str
     change: ChangeKind
     predicate: str
+    #: Where it is for people (head's line, base's when removed); never part of its id.
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,8 @@ class SymbolChange:
     # For an added or removed function or class: a digest of its code without its own name,
     # so that a rename (the same code under another name) can be told from new code.
     body: str | None = None
+    #: Where its definition starts in ``path``, for people only (no identity holds a line).
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,9 @@ class _ScopeFacts:
     statements: dict[str, list[ast.stmt]] | None = None
     # functions: every name and attribute name their code reads
     loads: frozenset[str] = frozenset()
+    # where the scope starts, and each site's condition, for people (never compared)
+    line: int | None = None
+    lines: dict[str, int] = field(default_factory=dict)
 
 
 def code_changes_from_sources(
@@ -150,14 +157,16 @@ def _compare_files(
     for symbol in sorted(set(base) | set(head)):
         b, h = base.get(symbol), head.get(symbol)
         if b is None:
-            sites = _site_changes({}, h.sites if h else {})
-            yield SymbolChange(symbol, "added", sites, path, body=h.body if h else None)
+            sites = _site_changes({}, h.sites if h else {}, {}, h.lines if h else {})
+            yield SymbolChange(
+                symbol, "added", sites, path, body=h.body if h else None, line=h.line if h else None
+            )
         elif h is None:
-            yield SymbolChange(symbol, "removed", (), path, body=b.body)
+            yield SymbolChange(symbol, "removed", (), path, body=b.body, line=b.line)
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
-            sites = _site_changes(b.sites, h.sites)
+            sites = _site_changes(b.sites, h.sites, b.lines, h.lines)
             if b.statements is None or h.statements is None:
-                yield SymbolChange(symbol, "modified", sites, path)
+                yield SymbolChange(symbol, "modified", sites, path, line=h.line)
                 continue
             changed = _changed_statements(b.statements, h.statements)
             bound: set[str] = set()
@@ -183,6 +192,7 @@ def _compare_files(
                 readers=tuple(dict.fromkeys(readers)),
                 opaque=opaque,
                 one_sided_names=tuple(sorted(sides[0] ^ sides[1])),
+                line=h.line,
             )
 
 
@@ -310,19 +320,22 @@ def _binds(stmt: ast.stmt, bound: set[str]) -> bool:
 
 
 def _site_changes(
-    base: Mapping[str, tuple[str, str | None]], head: Mapping[str, tuple[str, str | None]]
+    base: Mapping[str, tuple[str, str | None]],
+    head: Mapping[str, tuple[str, str | None]],
+    base_lines: Mapping[str, int],
+    head_lines: Mapping[str, int],
 ) -> tuple[SiteChange, ...]:
     out: list[SiteChange] = []
     for site in sorted(set(base) | set(head)):
         b, h = base.get(site), head.get(site)
         if b is None and h is not None:
-            out.append(SiteChange(site, "added", h[0]))
+            out.append(SiteChange(site, "added", h[0], head_lines.get(site)))
         elif h is None and b is not None:
-            out.append(SiteChange(site, "removed", b[0]))
+            out.append(SiteChange(site, "removed", b[0], base_lines.get(site)))
         elif b is not None and h is not None and (b[0] != h[0] or b[1] is None or b[1] != h[1]):
             # A site whose code could not be matched is taken as changed: better a gap too
             # many than a changed decision nobody looks at.
-            out.append(SiteChange(site, "modified", h[0]))
+            out.append(SiteChange(site, "modified", h[0], head_lines.get(site)))
     return tuple(out)
 
 
@@ -354,6 +367,7 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             _body_digest(scope_node),
             statements=_own_statements(scope_node),
             loads=_loads(scope_node),
+            line=_first_line(scope_node),
         )
         tops[scope.symbol] = scope_node
     for site in names.sites:
@@ -361,11 +375,18 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
         # A site whose scope's code could not be found still counts, by its text: taken as
         # changed (fingerprint None) rather than guessed.
         fingerprint = _fp(*site.parts, top=top) if top is not None else None
-        facts.setdefault(site.symbol, _ScopeFacts(None)).sites[site.id] = (
-            site.predicate,
-            fingerprint,
-        )
+        scope_facts = facts.setdefault(site.symbol, _ScopeFacts(None))
+        scope_facts.sites[site.id] = (site.predicate, fingerprint)
+        line = _first_line(site.parts[0]) if site.parts else None
+        if line is not None:
+            scope_facts.lines[site.id] = line
     return facts
+
+
+def _first_line(node: object) -> int | None:
+    """Where a definition (its ``def``, after any decorators) or a condition starts."""
+    line = getattr(node, "lineno", None)
+    return line if isinstance(line, int) else None
 
 
 def _own_statements(top: ast.AST) -> dict[str, list[ast.stmt]] | None:

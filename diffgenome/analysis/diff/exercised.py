@@ -97,6 +97,7 @@ def code_change_entries(
                     "site": site.site,
                     "change": site.change,
                     "predicate": site.predicate,
+                    "line": site.line,
                     "base": dict(b_out) if b_out is not None else None,
                     "head": dict(h_out) if h_out is not None else None,
                 }
@@ -129,6 +130,8 @@ def code_change_entries(
                 tests_head=sorted(tests_head),
                 sites=sites,
                 gaps=gaps,
+                path=change.path,
+                line=change.line,
             )
         )
     return entries

@@ -178,6 +178,20 @@ class Repository:
             base_paths, head_paths = _parse_name_status(out)
         return base_paths, head_paths
 
+    def uncommitted(self) -> list[str]:
+        """The paths (from the top) whose state in the working tree no commit holds:
+        modified, staged, deleted or untracked (what git does not ignore)."""
+        out = self.git("status", "--porcelain", "-z", "--untracked-files=all", check=False).stdout
+        paths = []
+        entries = iter(out.split("\0"))
+        for entry in entries:
+            if len(entry) < 4:
+                continue
+            paths.append(entry[3:])
+            if entry[0] in "RC":  # a rename's old path follows
+                next(entries, None)
+        return paths
+
     def _untracked(self) -> list[str]:
         out = self.git("ls-files", "-z", "--others", "--exclude-standard").stdout
         return [path for path in out.split("\0") if path]

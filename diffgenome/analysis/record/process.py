@@ -30,6 +30,15 @@ class DiffError(UserError):
     """A user or input error of ``diff``/``affected`` found while resolving or recording a side."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) ended a diff, once everything it made is cleaned up: ``message``
+    says in one line what happened to it (what was being recorded, and where it is)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def run_child(
     cmd: list[str],
     *,
@@ -125,4 +134,4 @@ def sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-__all__ = ["DiffError", "interrupt_children", "run_child", "sigint_ignored"]
+__all__ = ["DiffError", "Interrupted", "interrupt_children", "run_child", "sigint_ignored"]

@@ -68,11 +68,12 @@ class PytestProgress:
         counted = self._counted + _letters(self._partial)
         if self.total is None:
             return counted if counted or self.percent is not None else None
-        low, high = 0, self.total
-        if self.percent is not None:
-            low = math.ceil(self.percent * self.total / 100)
-            high = min(self.total, max(low, math.ceil((self.percent + 1) * self.total / 100) - 1))
-        return max(low, min(high, counted))
+        # The last percentage bounds the lines it ended (``_counted`` was kept within it
+        # then), not the line being written after it: the letters of a file of 238 tests
+        # count as they come, not once its line ends (before: stuck at 5/284 for the
+        # whole file, then a jump to 243).
+        low = math.ceil(self.percent * self.total / 100) if self.percent is not None else 0
+        return max(low, min(self.total, counted))
 
     def feed(self, text: str) -> None:
         """Take the next chunk of output (any size, lines cut anywhere)."""
@@ -147,7 +148,7 @@ def pytest_error(output: str) -> str:
                 return text
     for line in lines:
         if line.startswith(("ERROR", "E ")) or "Error" in line:
-            return line.lstrip("E ").strip()
+            return (line[2:] if line.startswith("E ") else line).strip()
     return lines[-1].strip("= ") if lines else "no output"
 
 

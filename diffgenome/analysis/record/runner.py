@@ -22,7 +22,9 @@ import contextlib
 import gc
 import json
 import os
+import sqlite3
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -53,12 +55,23 @@ from diffgenome.protocol.formats import (
 )
 from diffgenome.protocol.selection import ORIGIN_ENV
 from diffgenome.protocol.store import (
+    HOLDER_ENV,
     KEY_FILE,
+    ORIGIN_CONFIRMATION,
     RUN_ID_ENV,
+    OpenedStore,
     StoreError,
+    cap_notice,
+    compact,
+    delete_runs,
+    hold_runs,
+    keep_runs,
     key_fingerprint,
     new_run_id,
+    one_line,
     open_store,
+    release_holds,
+    runs_over_cap,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -72,8 +85,6 @@ CONFIRMATIONS = 2
 # pytest's exit codes that mean "the tests could not be run as asked".
 _PYTEST_FAILED_TO_RUN = {2: "was interrupted", 3: "hit an internal error", 4: "usage error"}
 _NO_TESTS = 5
-#: How the recorder's notice of runs removed by the store's cap begins.
-CAP_NOTICE_START = "diffgenome: removed "
 
 
 @dataclass(frozen=True)
@@ -130,10 +141,99 @@ class Runner:
         self._defer = False
         self._key_fingerprint: str | None = None
         self.progress = options.progress
+        #: This diff, as the holder of the runs it uses (``protocol.store.hold_runs``): no
+        #: recording removes them while it runs, and its recordings leave the store's cap to
+        #: it (:meth:`finish`).
+        self.holder = new_run_id()
+        self._writer: OpenedStore | None = None
+        self._writer_lock = threading.Lock()
+        #: The runs the sides are (recorded, reused or named), which the cap keeps.
+        self.used: set[str] = set()
+        #: Every recording this diff started, by run id: what it records (for Ctrl-C's word).
+        self.started: dict[str, str] = {}
+        self._confirmations: set[str] = set()
 
     def close(self) -> None:
-        """Close the store's reader; the sides' documents stay as read."""
+        """Close the store's reader and let go of the runs this diff held; the sides'
+        documents stay as read."""
         self.handle.close()
+        with self._writer_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(sqlite3.Error):
+                release_holds(writer.conn, self.holder)
+            writer.conn.close()
+
+    def finish(self) -> None:
+        """Apply the store's cap once, at the end of a diff that recorded into the store (its
+        recordings leave that to it): the confirmation runs of diffs that are over go first,
+        then runs beyond the cap, never a run this diff used, one another diff under way
+        holds, nor the newest complete run of a commit. What goes is a note."""
+        with self._writer_lock:
+            writer = self._writer
+            if writer is None:
+                return
+            conn = writer.conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    cap = keep_runs(conn)
+                    removed = runs_over_cap(conn, cap, self.used | self._confirmations)
+                    delete_runs(conn, removed)
+                    release_holds(conn, self.holder)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                if removed:
+                    with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
+                        compact(conn, at_least=0.25)
+            except sqlite3.Error as exc:
+                self.notes.append(f"the store's cap could not be applied ({one_line(exc)})")
+                return
+        if removed:
+            self.notes.append(cap_notice(cap, removed))
+        self.handle.forget()
+
+    def interruption(self) -> str:
+        """The one line Ctrl-C ends this diff with, once its worktrees, temp folders and
+        children are gone: which of its recordings the store keeps as incomplete."""
+        said = "interrupted; the worktrees, temp folders and test processes are removed"
+        incomplete: list[str] = []
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            with self.handle.reader() as reader:
+                present = {run.id: run for run in reader.runs()}
+            for run_id, subject in self.started.items():
+                run = present.get(run_id)
+                if run is not None and not run.complete:
+                    incomplete.append(f"{run_id} ({subject})")
+        if incomplete:
+            runs = ", ".join(incomplete)
+            one = len(incomplete) == 1
+            said += (
+                f"; run{'' if one else 's'} {runs} {'is' if one else 'are'} stored as incomplete"
+            )
+        elif self.started:
+            said += "; every recording it made is complete"
+        return said
+
+    def _hold(self, run_id: str, *, used: bool = True) -> None:
+        """This diff uses ``run_id`` (a side when ``used``, else a confirmation): the cap of
+        any recording made meanwhile keeps it."""
+        if used:
+            self.used.add(run_id)
+        else:
+            self._confirmations.add(run_id)
+        with self._writer_lock:
+            if self._writer is None:
+                return
+            try:
+                hold_runs(self._writer.conn, self.holder, [run_id])
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"cannot write to the store {self.store}: {one_line(exc)}; check that it "
+                    "is writable"
+                ) from None
 
     def __enter__(self) -> Self:
         return self
@@ -160,11 +260,28 @@ class Runner:
         try:
             base = self._side(options.base, "base", workspace, record=True)
             head = self._side(options.head, "head", workspace, record=need_head_recording)
+            self._hint_uncommitted(base, head)
         finally:
             with sigint_ignored():
                 workspace.close()
             self._defer = False
         return base, head
+
+    def _hint_uncommitted(self, base: Side, head: Side) -> None:
+        """One note when a side is the checked-out commit and the working tree has edits
+        that no commit holds: like git, the revision leaves them out; WORKTREE has them."""
+        if self.repo is None or head.kind != "revision" or base.kind == "worktree":
+            return
+        if head.sha is None or head.sha != self.repo.head():
+            return
+        edited = self.repo.uncommitted()
+        if edited:
+            files = f"{len(edited)} file{'' if len(edited) == 1 else 's'}"
+            self.notes.append(
+                f"{files} of the working tree {'has' if len(edited) == 1 else 'have'} "
+                f"uncommitted changes, which {head.spec} leaves out, as git does; `diffgenome "
+                f"diff {base.spec} WORKTREE` compares them too"
+            )
 
     def load(self, side: Side, unread: frozenset[str] = frozenset()) -> None:
         """Read the document of a side whose stored run was left unread (``Side.deferred``),
@@ -272,6 +389,7 @@ class Runner:
             except UnknownRunError:
                 return None
         subject = f"{name} {spec}"
+        self._hold(run_id)
         document = self._first_document(run_id, subject)
         code = self._code_of(document, f"run {run_id}")
         deferred = (run_id, subject) if self._defer else None
@@ -330,6 +448,7 @@ class Runner:
                 f"{reused.origin or 'an earlier recording'})"
             )
             first = (reused.id, subject)
+            self._hold(reused.id)
             documents.append(self._first_document(reused.id, subject))
         repeat = self.options.repeat
         try:
@@ -399,12 +518,15 @@ class Runner:
         """Create the store (and its digest key) before anything records into it: both
         sides pass that key, so their digests compare."""
         if self._key_fingerprint is None:
-            opened = open_store(self.store)
-            opened.conn.close()
-            self._key_fingerprint = key_fingerprint(opened.key)
-            # The writer may have created the store or upgraded its layout: a reader opened
-            # before (a side that is a stored run) reads it anew.
+            # The writer may create the store or upgrade its layout: a reader opened before
+            # (a side that is a stored run) reads it anew, and is closed before the writer
+            # reads the file's header (closing that descriptor would drop the reader's locks).
             self.handle.forget()
+            opened = open_store(self.store)
+            with self._writer_lock:
+                self._writer = opened
+            self._key_fingerprint = key_fingerprint(opened.key)
+            self.handle.forget(writing=True)
         return self.store
 
     def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
@@ -446,6 +568,8 @@ class Runner:
                 "from a folder that exists in both revisions"
             )
         run_id = new_run_id()
+        self.started[run_id] = subject
+        self._hold(run_id, used=origin != ORIGIN_CONFIRMATION)
         with self.progress.step("recording", "recorded", subject) as step:
             seen = PytestProgress()
 
@@ -456,7 +580,12 @@ class Runner:
             code, output = run_child(
                 [self._target.python, "-m", "pytest", *selection],
                 cwd=cwd,
-                env={**self._env(workspace, tree), ORIGIN_ENV: origin, RUN_ID_ENV: run_id},
+                env={
+                    **self._env(workspace, tree),
+                    ORIGIN_ENV: origin,
+                    RUN_ID_ENV: run_id,
+                    HOLDER_ENV: self.holder,
+                },
                 on_output=on_output,
             )
             self._check_recorded(spec, code, output, run_id)
@@ -485,12 +614,6 @@ class Runner:
                 f"pytest ran the tests of {spec} but recorded nothing ({pytest_error(output)}); "
                 "check that no -p no:diffgenome is among the pytest arguments"
             )
-        # The recorder's word that the store's cap removed older runs reaches the user as a
-        # note: their pytest output is not shown.
-        for line in output.splitlines():
-            line = line.strip()
-            if line.startswith(CAP_NOTICE_START) and line[len("diffgenome: ") :] not in self.notes:
-                self.notes.append(line[len("diffgenome: ") :])
 
     def _run_ids(self) -> list[str]:
         with self.handle.reader() as reader:

@@ -7,8 +7,8 @@ pull-request comment; both read only the document, so they render a saved diff a
 
 from __future__ import annotations
 
-from diffgenome.analysis.report.affected import render_affected
+from diffgenome.analysis.report.affected import render_affected, render_ids
 from diffgenome.analysis.report.markdown import render_markdown
 from diffgenome.analysis.report.terminal import render_terminal
 
-__all__ = ["render_affected", "render_markdown", "render_terminal"]
+__all__ = ["render_affected", "render_ids", "render_markdown", "render_terminal"]

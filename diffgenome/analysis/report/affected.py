@@ -1,43 +1,115 @@
-"""The plain-text report of ``diffgenome affected``: one block per test, one line per reason.
+"""The plain-text report of ``diffgenome affected``: by changed symbol, the tests that reach
+it and how; or, with ``--ids``, one pytest node id per line.
 
 Plain text rather than rich, because its main reader is a script or a CI log that selects
-tests from it; the data it shows comes from :mod:`diffgenome.analysis.diff.affected`.
+tests from it; the data it shows comes from :mod:`diffgenome.analysis.diff.affected`, whose
+JSON (``--json``) keeps every path and decision of every test.
 """
 
 from __future__ import annotations
 
-from diffgenome.analysis.diff.affected import Affected
+from collections.abc import Iterable
+
+from diffgenome.analysis.diff.affected import Affected, Reason
+
+#: How a test reaches a changed symbol, by ``via``, after "N tests" (the verb agrees).
+_HOW = {
+    "call": "run{s} it",
+    "stand-in": "replace{s} it with a stand-in",
+    "module": "run{s} code of the changed module",
+    "class": "run{s} code of the changed class",
+    "unparsed": "run{s} code of an unparsable changed file",
+    "reads": "read{s} {names}, bound by a changed statement",
+}
 
 
 def render_affected(affected: list[Affected], total: int, base: str, head: str) -> str:
-    """The plain-text list for people: one block per test, one line per reason."""
+    """The list for people, grouped by changed symbol: how many tests reach it, each way
+    they reach it with its tests (one a line), and its changed decisions with how the tests
+    that ran them went; a test reaching three symbols is under each."""
     lines = [
         f"diffgenome affected {base} \u2192 {head}: {len(affected)} of {total} "
         f"test{'s' if total != 1 else ''} reach changed code"
     ]
+    by_symbol: dict[tuple[str, str], list[tuple[Affected, Reason]]] = {}
     for item in affected:
-        lines.append("")
-        lines.append(f"{item.test}  ({item.outcome})")
         for reason in item.reasons:
-            how = {
-                "call": "runs",
-                "stand-in": "replaces with a stand-in",
-                "module": "runs code of the changed module",
-                "class": "runs code of the changed class",
-                "unparsed": "runs code of an unparsable changed file",
-                "reads": "reads " + ", ".join(reason.names) + ", bound by a changed statement",
-            }.get(reason.via, reason.via)
-            lines.append(f"  {reason.symbol} {reason.change}: {how}")
-            lines.append(f"    via {' \u2192 '.join(reason.path)} ({reason.phase} phase)")
-            for site in reason.sites:
-                seen = site.get("observed")
-                seen_text = (
-                    f"seen true {seen.get('true', 0)}, false {seen.get('false', 0)}"
-                    if isinstance(seen, dict)
-                    else "not reached on this path"
-                )
-                lines.append(
-                    f"    decision {site['site']} ({site['predicate']}) {site['change']}; "
-                    f"{seen_text}"
-                )
+            by_symbol.setdefault((reason.symbol, reason.change), []).append((item, reason))
+    for (symbol, change), reached in sorted(by_symbol.items()):
+        tests = {item.test for item, _ in reached}
+        lines.append("")
+        lines.append(f"{symbol} ({change}): {_count(len(tests))}")
+        by_how: dict[str, list[Affected]] = {}
+        for item, reason in reached:
+            how = _HOW.get(reason.via, reason.via + "{s}").replace(
+                "{names}", ", ".join(reason.names)
+            )
+            listed = by_how.setdefault(how, [])
+            if item not in listed:
+                listed.append(item)
+        for how, items in by_how.items():
+            verb = how.replace("{s}", "s" if len(items) == 1 else "")
+            lines.append(f"  {_count(len(items))} {verb}:")
+            lines.extend(f"    {item.test}  ({item.outcome})" for item in items)
+        lines.extend(_sites(reason for _, reason in reached))
     return "\n".join(lines) + "\n"
+
+
+def _sites(reasons: Iterable[Reason]) -> list[str]:
+    """One line per changed decision of a symbol: in how many of the tests that reach it it
+    went each way, or was not reached."""
+    seen: dict[tuple[str, str, str], list[int]] = {}
+    for reason in reasons:
+        for site in reason.sites:
+            key = (str(site["site"]), str(site.get("predicate") or ""), str(site["change"]))
+            tally = seen.setdefault(key, [0, 0, 0])
+            observed = site.get("observed")
+            if isinstance(observed, dict):
+                tally[0] += observed.get("true", 0) > 0
+                tally[1] += observed.get("false", 0) > 0
+            else:
+                tally[2] += 1
+    out = []
+    for (name, predicate, change), tally in sorted(seen.items()):
+        shown = f" `{predicate}`" if predicate else ""
+        went = ", ".join(
+            f"{what} in {_count(n)}"
+            for what, n in zip(("true", "false", "not reached"), tally, strict=True)
+            if n
+        )
+        out.append(f"  decision {name}{shown} {change}: {went}")
+    return out
+
+
+def render_ids(affected: list[Affected], prefix: str) -> str:
+    """``--ids``: one pytest node id per line, as pytest takes them where diffgenome runs
+    (``prefix``, the folder below the git top, is cut off), ready for ``pytest $(...)``; a
+    subtest is its test, and each test is there once."""
+    out: dict[str, None] = {}
+    for item in affected:
+        node = node_id(item.test)
+        if prefix and node.startswith(prefix):
+            node = node[len(prefix) :]
+        out[node] = None
+    return "".join(f"{node}\n" for node in out)
+
+
+def node_id(test_id: str) -> str:
+    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
+    the first space outside brackets (parametrize ids may hold spaces of their own)."""
+    depth = 0
+    for i, ch in enumerate(test_id):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            return test_id[:i]
+    return test_id
+
+
+def _count(n: int) -> str:
+    return f"{n} test{'' if n == 1 else 's'}"
+
+
+__all__ = ["node_id", "render_affected", "render_ids"]

@@ -10,10 +10,19 @@ tests that reach the changed code come first."""
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
-from diffgenome.analysis.models import Cause, Change, DiffDocument, DiffSide, TestDiff
+from diffgenome.analysis.models import (
+    Cause,
+    Change,
+    CodeChange,
+    DiffDocument,
+    DiffSide,
+    TestDiff,
+)
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 STATUS_ORDER = (
     "changed",
@@ -87,6 +96,19 @@ class Selection:
 
     pattern: str | None = None
     everything: bool = False
+    #: Where the user is in the repository (``proj/``): a node id given from there names the
+    #: recorded id ``proj/<node id>``, as pytest run there would.
+    prefix: str = ""
+
+    def selects(self, test_id: str) -> bool:
+        """Whether ``--test`` names ``test_id`` (:func:`matches`, also from :attr:`prefix`)."""
+        if self.pattern is None:
+            return True
+        return matches(test_id, self.pattern) or (
+            bool(self.prefix)
+            and is_node_id(self.pattern)
+            and matches(test_id, self.prefix + self.pattern)
+        )
 
     @property
     def collapses(self) -> bool:
@@ -97,33 +119,61 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def test_count(diff: DiffDocument) -> int:
+    """The tests of a diff as pytest counts them, in every report and progress line:
+    ``<import>`` (what importing the test modules did) is a record, not a test."""
+    return sum(1 for test in diff.tests if test.id != IMPORT_TEST_ID)
+
+
 def summary_text(diff: DiffDocument) -> str:
+    """``9 tests: 3 changed, 6 unchanged``, the tests as :func:`test_count` counts them;
+    ``<import>`` is named after them when it is not unchanged (``; <import> changed``)."""
     s = diff.summary
-    counts = [(status, getattr(s, status)) for status in STATUS_ORDER]
-    shown = ", ".join(f"{n} {status}" for status, n in counts if n)
-    text = f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
+    statuses: Counter[str] = Counter(
+        str(test.status) for test in diff.tests if test.id != IMPORT_TEST_ID
+    )
+    shown = ", ".join(f"{statuses[status]} {status}" for status in STATUS_ORDER if statuses[status])
+    tests = count(test_count(diff), "test")
+    text = f"{tests}: {shown}" if shown else tests
+    imported = next((test.status for test in diff.tests if test.id == IMPORT_TEST_ID), None)
+    if imported not in (None, "unchanged"):
+        text += f"; {IMPORT_TEST_ID} {imported}"
     if s.confirmed:
         text += f" ({s.confirmed} confirmed by recording them again)"
     return text
 
 
 def side_text(side: DiffSide) -> str:
+    """``HEAD~1 (f921860f1ebf)``; a side given as a full commit (CI passes 40 characters)
+    is its first 12, as git shortens them."""
+    rev = side.rev
+    if side.commit and len(rev) > 12 and side.commit.startswith(rev.lower()):
+        return rev[:12]
     commit = f" ({side.commit[:12]})" if side.commit and side.commit != side.rev else ""
-    return f"{side.rev}{commit}"
+    return f"{rev}{commit}"
 
 
 #: Everything that is not unchanged, collapsed.
 DEFAULT_SELECTION = Selection()
 
 
+def is_node_id(pattern: str) -> bool:
+    """A ``--test`` pattern that is a pytest node id (``tests/a.py::test_x``), not a glob."""
+    return "::" in pattern and "*" not in pattern and "?" not in pattern
+
+
 def matches(test_id: str, pattern: str) -> bool:
-    """``--test PATTERN``: the exact id, a glob when the pattern has ``*`` or ``?`` (brackets
-    are literal, as in parametrized ids), else any part of the id."""
+    """``--test PATTERN``: a node id (with ``::``) selects that test, with its parametrized
+    cases and subtests when it names a function, as ``pytest NODE_ID`` does
+    (``tests/a.py::test_pipe`` is not ``test_pipe_headerless``); a glob when the pattern has
+    ``*`` or ``?`` (brackets are literal, as in parametrized ids); else any part of the id."""
     if test_id == pattern:
         return True
     if "*" in pattern or "?" in pattern:
         glob = pattern.replace("[", "[[]")
         return fnmatch.fnmatchcase(test_id, glob)
+    if is_node_id(pattern):
+        return test_id.startswith((pattern + "[", pattern + " ", pattern + "::"))
     return pattern in test_id
 
 
@@ -156,7 +206,7 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
     blocks = []
     for test in diff.tests:
         if selection.pattern is not None:
-            if not matches(test.id, selection.pattern):
+            if not selection.selects(test.id):
                 continue
         elif test.status == "unchanged" and not selection.everything:
             continue
@@ -206,3 +256,64 @@ def tests_with(diff: DiffDocument, status: str) -> list[TestDiff]:
 def renamed_line(base_id: str) -> str:
     """What a report says of a test paired under a new id (``TestDiff.base_id``)."""
     return f"was {base_id} in base (pytest numbers such cases by position; paired by values)"
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A gap of changed code as a reviewer looks it up: the diff's words for it, the
+    decision's predicate when it is one, and where it is at the revision the entry reports
+    (head's file, base's when the symbol was removed)."""
+
+    text: str
+    predicate: str | None
+    path: str | None
+    line: int | None
+    commit: str | None
+
+    def place(self) -> str | None:
+        """``tab/core.py:118``, as coverage.py and tracebacks name a line."""
+        if self.path is None:
+            return None
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+    def url(self, template: str | None) -> str | None:
+        """The line in the repository's web view: ``template`` with ``{commit}``, ``{path}``
+        and ``{line}`` filled in (``--source-url``); None without a commit to point at."""
+        if not template or self.path is None or self.commit is None:
+            return None
+        return (
+            template.replace("{commit}", self.commit)
+            .replace("{path}", self.path)
+            .replace("{line}", str(self.line or 1))
+        )
+
+    def words(self) -> str:
+        """The gap with its predicate, without the place (``… if[3f2a] `x > 0` true``)."""
+        if self.predicate and self.text.startswith(OUTCOME_GAP):
+            head, _, outcome = self.text.rpartition(" ")
+            return f"{head} `{self.predicate}` {outcome}"
+        return self.text
+
+
+#: How the differ words a decision outcome no test observed (``diff/exercised.py``).
+OUTCOME_GAP = "decision outcome never observed: "
+
+
+def gaps_of(entry: CodeChange, diff: DiffDocument) -> list[Gap]:
+    """``entry``'s gaps with their places: a decision's at its condition, the others at the
+    symbol's definition."""
+    side = diff.base if entry.change == "removed" else diff.head
+    commit = side.commit if side.commit and side.rev != "WORKTREE" else None
+    out = []
+    for text in entry.gaps:
+        predicate, line = None, entry.line
+        if text.startswith(OUTCOME_GAP):
+            site_id = text[len(OUTCOME_GAP) :].rpartition(" ")[0]
+            for site in entry.sites:
+                if site.get("site") == site_id:
+                    found = site.get("predicate")
+                    predicate = found if isinstance(found, str) else None
+                    at = site.get("line")
+                    line = at if isinstance(at, int) else line
+        out.append(Gap(text, predicate, entry.path, line, commit))
+    return out

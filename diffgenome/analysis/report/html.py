@@ -36,14 +36,21 @@ from diffgenome.analysis.diff.describe import (
 )
 from diffgenome.analysis.models import (
     Change,
-    CodeChange,
     DiffDocument,
     DiffSide,
     Run,
     TestDiff,
     TestRecord,
 )
-from diffgenome.analysis.report.common import cause_text, causes_worth_showing, tier
+from diffgenome.analysis.report.common import (
+    OUTCOME_GAP,
+    Gap,
+    cause_text,
+    causes_worth_showing,
+    gaps_of,
+    summary_text,
+    tier,
+)
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.vocab import PHASES
 
@@ -159,11 +166,13 @@ def diff_site(
     diff: DiffDocument,
     base_tests: Mapping[str, TestRecord] | None = None,
     head_tests: Mapping[str, TestRecord] | None = None,
+    source_url: str | None = None,
 ) -> Site:
     """The site of a diff: ``index.html`` and one page per test that is not unchanged.
 
     ``base_tests``/``head_tests``: the recordings of those tests, for their call trees; a test
-    missing there gets its page without a tree (and says so).
+    missing there gets its page without a tree (and says so). ``source_url``: how to link a
+    file's line in the repository's web view (``{commit}``, ``{path}``, ``{line}``).
     """
     base_tests = base_tests or {}
     head_tests = head_tests or {}
@@ -182,7 +191,7 @@ def diff_site(
     for test in with_page:
         base, head = base_tests.get(test.base_id or test.id), head_tests.get(test.id)
         site[pages[test.id]] = _diff_test_page(diff, test, base, head, labels, around[test.id])
-    site[INDEX] = _diff_index(diff, pages, labels)
+    site[INDEX] = _diff_index(diff, pages, labels, source_url)
     return dict(sorted(site.items()))
 
 
@@ -206,7 +215,12 @@ def _causes_section(diff: DiffDocument, pages: Mapping[str, str]) -> str:
     )
 
 
-def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabels) -> bytes:
+def _diff_index(
+    diff: DiffDocument,
+    pages: Mapping[str, str],
+    labels: ValueLabels,
+    source_url: str | None = None,
+) -> bytes:
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
     rows = Counter[str](test.status for test in diff.tests)  # the rows the boxes act on
@@ -215,7 +229,7 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
     hidden = _HIDDEN_AT_FIRST if any(n for st, n in counts if st not in _HIDDEN_AT_FIRST) else ()
     parts = [
         f"<header>\n<h1>{esc(title)}</h1>\n",
-        f'<p class="summary">{esc(_summary(diff))}</p>\n',
+        f'<p class="summary">{esc(summary_text(diff))}</p>\n',
         _runs_line(diff),
         _nav(diff),
         "</header>\n<main>\n",
@@ -252,7 +266,7 @@ def _diff_index(diff: DiffDocument, pages: Mapping[str, str], labels: ValueLabel
     if not diff.tests:
         parts.append('<p class="empty">no tests</p>\n')
     parts.append("</section>\n")
-    parts.append(_code_section(diff.code_changes, pages))
+    parts.append(_code_section(diff, pages, source_url))
     parts.append(_drift_section(diff, pages))
     parts.append("</main>\n")
     return _page(title, "".join(parts), root="", kind="index")
@@ -262,15 +276,6 @@ def _index_order(tests: Sequence[TestDiff]) -> list[TestDiff]:
     """In the reading order of every report (tests that now fail, behaviour changed, ...,
     same behaviour last), then by id."""
     return sorted(tests, key=lambda t: (tier(t), t.id))
-
-
-def _summary(diff: DiffDocument) -> str:
-    s = diff.summary
-    shown = ", ".join(f"{getattr(s, st)} {st}" for st in DIFF_STATUSES if getattr(s, st))
-    text = f"{s.tests} tests: {shown}" if shown else f"{s.tests} tests"
-    if s.confirmed:
-        text += f" ({s.confirmed} confirmed by recording them again)"
-    return text
 
 
 def _runs_line(diff: DiffDocument) -> str:
@@ -299,7 +304,30 @@ def _outcome(test: TestDiff) -> str:
     return f"{base or '-'} {ARROW} {head or '-'}"
 
 
-def _code_section(entries: Sequence[CodeChange], pages: Mapping[str, str]) -> str:
+def _gap_words(gap: Gap) -> str:
+    """A gap's words, its predicate as code."""
+    if gap.predicate and gap.text.startswith(OUTCOME_GAP):
+        head, _, outcome = gap.text.rpartition(" ")
+        return f"{esc(head)} <code>{esc(gap.predicate)}</code> {esc(outcome)}"
+    return esc(gap.text)
+
+
+def _place(gap: Gap, source_url: str | None) -> str:
+    """Where a gap is (``tab/core.py:118``), linked to that line when the report knows how."""
+    place = gap.place()
+    if place is None:
+        return ""
+    url = gap.url(source_url)
+    shown = f"<code>{esc(place)}</code>"
+    if url and url.startswith(("https://", "http://")):
+        shown = f'<a href="{esc(url)}">{shown}</a>'
+    return f' <span class="place">at {shown}</span>'
+
+
+def _code_section(
+    diff: DiffDocument, pages: Mapping[str, str], source_url: str | None = None
+) -> str:
+    entries = diff.code_changes
     if not entries:
         return ""
     parts = [
@@ -318,7 +346,10 @@ def _code_section(entries: Sequence[CodeChange], pages: Mapping[str, str]) -> st
         )
         if entry.gaps:
             parts.append('<ul class="gaps">\n')
-            parts.extend(f"<li>{esc(gap)}</li>\n" for gap in entry.gaps)
+            parts.extend(
+                f"<li>{_gap_words(gap)}{_place(gap, source_url)}</li>\n"
+                for gap in gaps_of(entry, diff)
+            )
             parts.append("</ul>\n")
         if entry.sites:
             parts.append(
@@ -474,7 +505,21 @@ def _diff_test_page(
         "side only (structure)</span></span></p>\n"
         '<div class="sides">\n'
     )
-    for side, record in (("base", base), ("head", head)):
+    sides = {"base": base, "head": head}
+    marks = {
+        side: _marks(
+            test.changes, side, _one_sided_symbols(diff, side) if test.structure else frozenset()
+        )
+        for side in sides
+    }
+    # Both trees open at the same nodes: what leads to a change on either side is opened on
+    # both (before: base stayed collapsed where only head had the new call).
+    opened: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for side, record in sides.items():
+        if record is not None:
+            for phase, found in _opened(record, marks[side]).items():
+                opened[phase] |= found
+    for side, record in sides.items():
         parts.append(f'<div class="side" data-side="{side}">\n<h3>{side}</h3>\n')
         if record is None:
             missing = {
@@ -487,8 +532,7 @@ def _diff_test_page(
             note = missing[test.status] if gone else "recording not available"
             parts.append(f'<p class="empty">{esc(note)}</p>\n')
         else:
-            moved = _one_sided_symbols(diff, side) if test.structure else frozenset()
-            parts.append(_record_tree(record, _marks(test.changes, side, moved)))
+            parts.append(_record_tree(record, marks[side], opened))
         parts.append("</div>\n")
     parts.append("</div>\n</section>\n</main>\n")
     return _page(title, "".join(parts), root="../", kind="test")
@@ -573,7 +617,30 @@ def _compact(value: object) -> str:
 # -- call trees ----------------------------------------------------------------------------
 
 
-def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
+def _opened(record: TestRecord, marks: _Marks) -> dict[str, set[tuple[str, ...]]]:
+    """By phase, the nodes of ``record``'s tree that are open: those on the way to what
+    ``marks`` marks (a change, a decision that changed, a call of one-sided code)."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for phase, genome in record.phases.items():
+        index = index_phase(genome.model_dump(mode="json"))
+        on_way: set[tuple[str, ...]] = set()
+        for path in marks.nodes.get(phase, {}):
+            on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+        if marks.moved:
+            for path, node in index.nodes.items():
+                if node.get("symbol") in marks.moved:
+                    on_way.update(path[:cut] for cut in range(1, len(path)))
+        for path, _site in marks.branches.get(phase, {}):  # inside the node: open it too
+            on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+        out[phase] = on_way
+    return out
+
+
+def _record_tree(
+    record: TestRecord,
+    marks: _Marks | None = None,
+    opened: Mapping[str, set[tuple[str, ...]]] | None = None,
+) -> str:
     parts: list[str] = []
     if not record.verified:
         parts.append('<ul class="reasons unverified">')
@@ -598,7 +665,11 @@ def _record_tree(record: TestRecord, marks: _Marks | None = None) -> str:
             f"{esc(_count(len(genome.branches), 'decision'))}</span></summary>\n"
         )
         moved = marks.moved if marks else frozenset()
-        parts.append(_phase_tree(index_phase(raw), marked, marked_branches, moved))
+        index = index_phase(raw)
+        is_opened = (opened or {}).get(phase)
+        if is_opened is None and marks is not None:
+            is_opened = _opened(record, marks).get(phase, set())
+        parts.append(_phase_tree(index, marked, marked_branches, moved, is_opened or set(), phase))
         parts.append("</details>\n")
     if record.warnings:
         parts.append('<details class="warnings"><summary>warnings</summary><ul>')
@@ -614,30 +685,32 @@ def _phase_tree(
     marked: Mapping[tuple[str, ...], str],
     marked_branches: Mapping[tuple[tuple[str, ...], str], str],
     moved: frozenset[str] = frozenset(),
+    opened: set[tuple[str, ...]] | None = None,
+    phase: str = "call",
 ) -> str:
-    """Nested ``<details>`` per node with children (open on the way to a change), in the
-    recorded order; decisions under the node they were taken in; calls of one-sided code
-    (``moved``) drawn as structure, and open on the way to them as well."""
+    """Nested ``<details>`` per node with children, in the recorded order, open at
+    ``opened`` (the way to a change on either side, so that both trees open alike);
+    decisions under the node they were taken in; calls of one-sided code (``moved``) drawn as
+    structure. Each node and decision carries ``data-key`` (its phase and call path, as a
+    digest), which is the same in both trees: the page keeps them open and scrolled alike."""
     children: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
     for path in index.nodes:
         children[path[:-1]].append(path)
     decisions: dict[tuple[str, ...], list[tuple[str, Mapping[str, object]]]] = defaultdict(list)
     for (path, site), branch in index.branches.items():
         decisions[path if path in index.nodes else ()].append((site, branch))
-    on_way: set[tuple[str, ...]] = set()
-    for path in marked:
-        on_way.update(path[:cut] for cut in range(1, len(path)))
-    if moved:
-        for path, node in index.nodes.items():
-            if node.get("symbol") in moved:
-                on_way.update(path[:cut] for cut in range(1, len(path)))
-    for path, _site in marked_branches:  # the decision is inside the node: open it too
-        on_way.update(path[:cut] for cut in range(1, len(path) + 1))
+    if opened is None:
+        opened = set()
+        for path in marked:
+            opened.update(path[:cut] for cut in range(1, len(path) + 1))
+        for path, _site in marked_branches:
+            opened.update(path[:cut] for cut in range(1, len(path) + 1))
+    on_way = opened
     if not index.nodes and not index.branches:
         return '<p class="empty">nothing recorded</p>\n'
 
     out: list[str] = ['<ul class="tree">\n']
-    out.extend(_decision(site, b, (), marked_branches) for site, b in decisions[()])
+    out.extend(_decision(site, b, (), marked_branches, phase) for site, b in decisions[()])
     # (path, closing) items: closing=True closes the node opened for path.
     stack: list[tuple[tuple[str, ...], bool]] = [(p, False) for p in reversed(children[()])]
     while stack:
@@ -650,13 +723,17 @@ def _phase_tree(
         label = _node_label(node)
         kids = children.get(path, [])
         mine = decisions.get(path, [])
+        key = _key(phase, path)
         attr = f' class="node {cls}"' if cls else ' class="node"'
         if not kids and not mine:
-            out.append(f"<li><span{attr}>{label}</span></li>\n")
+            out.append(f'<li><span{attr} data-key="{key}">{label}</span></li>\n')
             continue
-        is_open = " open" if len(path) == 1 or path in on_way or path in marked else ""
-        out.append(f"<li><details{is_open}><summary><span{attr}>{label}</span></summary><ul>\n")
-        out.extend(_decision(site, b, path, marked_branches) for site, b in mine)
+        is_open = " open" if len(path) == 1 or path in on_way else ""
+        out.append(
+            f'<li><details{is_open} data-key="{key}"><summary><span{attr} data-key="{key}">'
+            f"{label}</span></summary><ul>\n"
+        )
+        out.extend(_decision(site, b, path, marked_branches, phase) for site, b in mine)
         stack.append((path, True))
         stack.extend((child, False) for child in reversed(kids))
     out.append("</ul>\n")
@@ -700,11 +777,19 @@ def _node_label(node: Mapping[str, object]) -> str:
     )
 
 
+def _key(phase: str, path: tuple[str, ...], site: str = "") -> str:
+    """A node's (or a decision's) name on both trees of a test page: the same call path
+    has the same key on base and head."""
+    text = "\x1f".join((phase, *path, site))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 def _decision(
     site: str,
     branch: Mapping[str, object],
     path: tuple[str, ...],
     marked: Mapping[tuple[tuple[str, ...], str], str],
+    phase: str = "call",
 ) -> str:
     symbol = str(branch.get("symbol") or "")
     short = site[len(symbol) + 1 :] if symbol and site.startswith(symbol + "/") else site
@@ -715,10 +800,12 @@ def _decision(
     mark = marked.get((path, site))
     cls = f"decision {mark}" if mark else "decision"
     counts = esc(_outcomes(outcomes))
+    # One way only is not a change: drawn as plain text (amber is for what changed).
     shown = f'<span class="one-sided">{counts}</span>' if one_sided else counts
+    key = _key(phase, path, site)
     return (
-        f'<li><span class="{cls}">◇ {esc(short)} <code>{esc(branch.get("predicate"))}</code>: '
-        f"{shown}</span></li>\n"
+        f'<li class="d"><span class="{cls}" data-key="{key}">◇ {esc(short)} '
+        f'<code class="predicate">{esc(branch.get("predicate"))}</code>: {shown}</span></li>\n'
     )
 
 

@@ -4,8 +4,10 @@ A reviewer reads the comment top down and stops early, so it leads with what nee
 the summary line, then the tests that ``changed`` (those that reach the changed code first,
 ranked as the terminal report ranks them), mock ``drift``, changed code with ``gaps``, the
 ``unverified`` tests (those whose missing evidence could hide a change first), then the other
-differences more briefly. Every entry is one collapsed ``<details>`` block, so that hundreds
-of tests still make a comment one can scroll.
+differences more briefly. Every entry of several lines is one collapsed ``<details>`` block,
+so that hundreds of tests still make a comment one can scroll; an entry of one line is that
+line, and a small comment (:data:`OPEN_UP_TO` entries) has its blocks open. Both commits are
+named short, and the whole report is linked whenever a link is given.
 
 A comment has a hard size limit (GitHub refuses a body over :data:`GITHUB_COMMENT_LIMIT`
 characters and the job that posts it fails), so the report is cut to ``limit``: whole blocks,
@@ -29,11 +31,13 @@ from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     STATUS_ORDER,
     Block,
+    Gap,
     Selection,
     cause_text,
     causes_worth_showing,
     count,
     failing_text,
+    gaps_of,
     outcome_text,
     renamed_line,
     side_text,
@@ -59,6 +63,9 @@ MAX_LINES_BRIEF = 3
 #: One recorded line (a change, a value shape, an id) is shortened beyond this, so that no
 #: single test can take the whole comment.
 MAX_ITEM_CHARS = 1_000
+#: A comment of at most this many blocks has them open: a reviewer of a small change reads
+#: it without a click per test. A block of one line is never collapsed.
+OPEN_UP_TO = 8
 
 #: The section that a test of each status goes to; the order of sections is the reading
 #: order of a review.
@@ -150,13 +157,22 @@ class _Entry:
     section: int
     kind: str
     text: str
+    #: A test that reaches the changed code (the section's heading counts them, once).
+    reaching: bool = False
 
 
-def _details(summary: str, items: Sequence[str]) -> str:
+def _details(summary: str, items: Sequence[str], opened: bool = False) -> str:
+    """A block: one line when it has one item (five identical one-line tests are five lines,
+    not five clicks), else a ``<details>`` element, open in a small comment."""
+    if not items:
+        return summary
+    if len(items) == 1:
+        return f"{summary}: {items[0]}"
     # GitHub renders the Markdown inside <details> only after a blank line that ends the
     # HTML block the tags open; the same before </details>.
-    body = "\n".join(f"- {item}" for item in items) if items else "- (nothing listed)"
-    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+    body = "\n".join(f"- {item}" for item in items)
+    tag = "<details open>" if opened else "<details>"
+    return f"{tag}<summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
 def _more_lines(items: list[str], max_lines: int | None, hint: str) -> list[str]:
@@ -166,13 +182,13 @@ def _more_lines(items: list[str], max_lines: int | None, hint: str) -> list[str]
     return [*items[:max_lines], f"{ELLIPSIS} and {hidden} more {hint}"]
 
 
-def _test_entry(section: int, block: Block, labels: ValueLabels, max_lines: int | None) -> _Entry:
+def _test_entry(
+    section: int, block: Block, labels: ValueLabels, max_lines: int | None, opened: bool
+) -> _Entry:
     test = block.test
     parts = [test.status, f"<code>{html_text(test.id)}</code>", count(len(block.changes), "change")]
     if block.reasons:
         parts.append(count(len(block.reasons), "reason"))
-    if block.reaches_changed_code:
-        parts.append("reaches the changed code")
     if test.status == "unverified" and test.may_hide_change:
         parts.append("may hide a change")
     items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
@@ -188,10 +204,11 @@ def _test_entry(section: int, block: Block, labels: ValueLabels, max_lines: int 
     items = _more_lines(
         items, max_lines, "lines (`diffgenome diff --test` with this test id shows them)"
     )
-    return _Entry(section, test.status, _details(DOT.join(parts), items))
+    reaching = block.reaches_changed_code
+    return _Entry(section, test.status, _details(DOT.join(parts), items, opened), reaching)
 
 
-def _drift_entry(drift: Drift, max_lines: int | None) -> _Entry:
+def _drift_entry(drift: Drift, max_lines: int | None, opened: bool) -> _Entry:
     summary = DOT.join(
         [
             "drift",
@@ -206,10 +223,28 @@ def _drift_entry(drift: Drift, max_lines: int | None) -> _Entry:
     items = [f"used by {users}"] if users else []
     evidence = [code(_short(line)) for line in drift.evidence]
     items += _more_lines(evidence, max_lines, "items")
-    return _Entry(_DRIFT, "drift", _details(summary, items))
+    return _Entry(_DRIFT, "drift", _details(summary, items, opened))
 
 
-def _gaps_entry(entry: CodeChange, max_lines: int | None) -> _Entry:
+def _gap_item(gap: Gap, source_url: str | None) -> str:
+    """A gap as a comment line: its words (predicate included) as code, then its place,
+    linked to the line where ``--source-url`` says how."""
+    item = code(_short(gap.words()))
+    place = gap.place()
+    if place is None:
+        return item
+    url = gap.url(source_url)
+    where = f"[{plain(place)}]({_url(url)})" if url else code(_short(place))
+    return f"{item} at {where}"
+
+
+def _gaps_entry(
+    entry: CodeChange,
+    max_lines: int | None,
+    opened: bool,
+    diff: DiffDocument,
+    source_url: str | None,
+) -> _Entry:
     summary = DOT.join(
         [
             "gaps",
@@ -217,12 +252,18 @@ def _gaps_entry(entry: CodeChange, max_lines: int | None) -> _Entry:
             count(len(entry.gaps), "gap"),
         ]
     )
-    items = _more_lines([code(_short(gap)) for gap in entry.gaps], max_lines, "gaps")
-    return _Entry(_GAPS, "gaps", _details(summary, items))
+    items = [_gap_item(gap, source_url) for gap in gaps_of(entry, diff)]
+    items = _more_lines(items, max_lines, "gaps")
+    return _Entry(_GAPS, "gaps", _details(summary, items, opened))
 
 
 def _entries(
-    diff: DiffDocument, blocks: list[Block], selection: Selection, max_lines: int
+    diff: DiffDocument,
+    blocks: list[Block],
+    selection: Selection,
+    max_lines: int,
+    opened: bool = False,
+    source_url: str | None = None,
 ) -> list[_Entry]:
     """Every block of the report in reading order; the cut keeps a prefix of this list."""
     labels = ValueLabels()  # labels follow the reading order, so a cut never renames a value
@@ -235,12 +276,16 @@ def _entries(
     unverified.sort(key=lambda block: not block.test.may_hide_change)
     other = [block for block in blocks if block.test.status not in ("changed", "unverified")]
 
-    out = [_test_entry(_CHANGED, block, labels, lines) for block in changed]
+    out = [_test_entry(_CHANGED, block, labels, lines, opened) for block in changed]
     if selection.pattern is None:
-        out += [_drift_entry(drift, lines) for drift in diff.drift]
-        out += [_gaps_entry(entry, lines) for entry in diff.code_changes if entry.gaps]
-    out += [_test_entry(_UNVERIFIED, block, labels, lines) for block in unverified]
-    out += [_test_entry(_OTHER, block, labels, brief) for block in other]
+        out += [_drift_entry(drift, lines, opened) for drift in diff.drift]
+        out += [
+            _gaps_entry(entry, lines, opened, diff, source_url)
+            for entry in diff.code_changes
+            if entry.gaps
+        ]
+    out += [_test_entry(_UNVERIFIED, block, labels, lines, opened) for block in unverified]
+    out += [_test_entry(_OTHER, block, labels, brief, opened) for block in other]
     return out
 
 
@@ -250,6 +295,7 @@ def _lead(
     blocks: list[Block],
     notes: Sequence[str],
     limit: int = DEFAULT_MARKDOWN_LIMIT,
+    link: str | None = None,
 ) -> list[str]:
     s = diff.summary
     lines = [
@@ -258,6 +304,9 @@ def _lead(
         "",
         f"**{failing_text(diff)}{summary_text(diff)}**",
     ]
+    if link:
+        # Whether or not the comment is cut: the call trees and every value are there.
+        lines += ["", f"{_where(link, ())}: every test, both call trees, the JSON."]
     if s.unverified:
         lines += [
             "",
@@ -332,16 +381,35 @@ def _cut_line(left_out: Sequence[_Entry], limit: int, where: str) -> str:
     return f"**Cut to fit {limit:,} characters**: left out {'; '.join(parts)}; {where}."
 
 
-def _assemble(lead: list[str], entries: Sequence[_Entry], kept: int, cut: str | None) -> str:
+def _headings(entries: Sequence[_Entry]) -> dict[int, str]:
+    """Each section's heading, with how many of its blocks there are in all (a cut keeps
+    fewer) and how many of its tests reach the changed code (ranked first after those that
+    now fail): said once here, not on every block."""
     totals: dict[int, int] = {}
+    reaching: dict[int, int] = {}
     for entry in entries:
         totals[entry.section] = totals.get(entry.section, 0) + 1
+        reaching[entry.section] = reaching.get(entry.section, 0) + entry.reaching
+    out = {}
+    for section, total in totals.items():
+        n = reaching[section]
+        if n == 0:
+            out[section] = f"#### {_HEADINGS[section]} ({total})"
+        elif n == total:
+            out[section] = f"#### {_HEADINGS[section]} ({total}, all reaching the changed code)"
+        else:
+            out[section] = f"#### {_HEADINGS[section]} ({total}, {n} reaching the changed code)"
+    return out
+
+
+def _assemble(lead: list[str], entries: Sequence[_Entry], kept: int, cut: str | None) -> str:
+    headings = _headings(entries)
     lines = list(lead)
     section = None
     for entry in entries[:kept]:
         if entry.section != section:
             section = entry.section
-            lines += ["", f"#### {_HEADINGS[section]} ({totals[section]})"]
+            lines += ["", headings[section]]
         lines += ["", entry.text]
     if cut is not None:
         lines += ["", cut]
@@ -357,6 +425,7 @@ def render_markdown(
     written: Sequence[str] = (),
     notes: Sequence[str] = (),
     max_changes: int = MAX_LINES,
+    source_url: str | None = None,
 ) -> str:
     """The comment, at most ``limit`` characters (:func:`comment_length`).
 
@@ -367,8 +436,10 @@ def render_markdown(
     ``selection`` with a pattern or ``everything`` lists them all. Raises
     :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
     blocks = test_blocks(diff, selection)
-    lead = _lead(diff, selection, blocks, notes, limit)
-    entries = _entries(diff, blocks, selection, max_changes)
+    lead = _lead(diff, selection, blocks, notes, limit, link)
+    entries = _entries(diff, blocks, selection, max_changes, source_url=source_url)
+    if len(entries) <= OPEN_UP_TO:
+        entries = _entries(diff, blocks, selection, max_changes, True, source_url)
     if not entries and selection.pattern is None:
         lead += ["", "No test behaves differently."]
     text = _assemble(lead, entries, len(entries), None)
@@ -386,14 +457,11 @@ def render_markdown(
     reserve = comment_length(_cut_line(entries, limit, where))
     budget = limit - comment_length(_assemble(lead, entries, 0, None)) - 2 - reserve
     kept, section = 0, None
-    totals: dict[int, int] = {}
-    for entry in entries:
-        totals[entry.section] = totals.get(entry.section, 0) + 1
+    headings = _headings(entries)
     for entry in entries:
         cost = comment_length(entry.text) + 2
         if entry.section != section:
-            cost += comment_length(f"#### {_HEADINGS[entry.section]} ({totals[entry.section]})")
-            cost += 2
+            cost += comment_length(headings[entry.section]) + 2
         if cost > budget:
             break  # lowest priority first: nothing after a block that does not fit is kept
         budget -= cost

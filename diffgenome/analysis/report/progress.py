@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -188,27 +189,96 @@ class LiveRenderer:
             return Text("")
         now = self._clock()
         inner = steps[-1]
+        counts = [step.counted() for step in steps]
+        elapsed = duration_text(now - inner.started)
+        titles = [step.title() for step in steps]
+        has_bar = inner.total is not None or inner.percent is not None
+        # Everything but the titles keeps its width, however narrow the terminal: the
+        # counts are what the line is for (before: two recordings side by side were one
+        # cell, cut at the width with the first one's count). One column is left free, so
+        # that the terminal never wraps the line.
+        room = self._console.width - 1
+        fixed = _fixed_width(counts, elapsed, bar=has_bar)
+        if has_bar and fixed + sum(len(title) for title in _shortest(titles)) > room:
+            has_bar = False  # the titles, shortened, before the bar
+            fixed = _fixed_width(counts, elapsed, bar=False)
+        titles = _fit(titles, max(room - fixed, _MIN_TITLE * len(titles)))
         grid = Table.grid(padding=(0, 1))
         title = Text(f"{PROG}: ")
-        before = "".join(f"{_title_and_count(step)}; " for step in steps[:-1])
-        title.append(before + inner.title(), style="bold")
-        grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
-        cells: list[RenderableType] = [title]
-        if inner.total is not None or inner.percent is not None:
-            grid.add_column(width=20, no_wrap=True)
-            if inner.total is not None:
-                bar = ProgressBar(total=max(inner.total, 1), completed=inner.done or 0, width=20)
-            else:
-                bar = ProgressBar(total=100, completed=inner.percent or 0, width=20)
-            cells.append(bar)
-        counted = inner.counted()
-        if counted is not None:
-            grid.add_column(no_wrap=True)
-            cells.append(Text(counted, style="cyan"))
+        before = "".join(
+            f"{text}: {count}; " if count else f"{text}; "
+            for text, count in zip(titles[:-1], counts[:-1], strict=True)
+        )
+        title.append(before + titles[-1], style="bold")
         grid.add_column(no_wrap=True)
-        cells.append(Text(duration_text(now - inner.started), style="dim"))
+        cells: list[RenderableType] = [title]
+        if has_bar:
+            grid.add_column(width=_BAR, no_wrap=True)
+            if inner.total is not None:
+                bar = ProgressBar(total=max(inner.total, 1), completed=inner.done or 0, width=_BAR)
+            else:
+                bar = ProgressBar(total=100, completed=inner.percent or 0, width=_BAR)
+            cells.append(bar)
+        if counts[-1] is not None:
+            grid.add_column(no_wrap=True)
+            cells.append(Text(counts[-1], style="cyan"))
+        grid.add_column(no_wrap=True)
+        cells.append(Text(elapsed, style="dim"))
         grid.add_row(*cells)
         return grid
+
+
+#: The live line's bar, and the least of a step's title that is kept however narrow.
+_BAR = 20
+_MIN_TITLE = 4
+
+
+def _fixed_width(counts: list[str | None], elapsed: str, *, bar: bool) -> int:
+    """The columns of the live line that are not titles: the prefix, each earlier step's
+    count and separator, the bar, the last step's count and the time (cells one apart)."""
+    width = len(PROG) + 2
+    for count in counts[:-1]:
+        width += (len(count) + 2 if count else 0) + 2  # ": N/M tests" and "; "
+    width += (_BAR + 1) if bar else 0
+    width += (len(counts[-1]) + 1) if counts[-1] else 0
+    return width + 1 + len(elapsed)
+
+
+#: How a title is made shorter, in turn, until the line fits: a commit's sha goes first (the
+#: step's last line keeps it), then the verb (the bar and the count say it), then ``again``.
+_SHORTER: tuple[Callable[[str], str], ...] = (
+    lambda title: re.sub(r" \([0-9a-f]{12}\)", "", title),
+    lambda title: title.split(" ", 1)[1] if " " in title else title,
+    lambda title: title.replace(" again", ""),
+)
+
+
+def _shortest(titles: list[str]) -> list[str]:
+    """``titles`` with all that :data:`_SHORTER` spares taken out."""
+    for shorter in _SHORTER:
+        titles = [shorter(title) for title in titles]
+    return titles
+
+
+def _fit(titles: list[str], room: int) -> list[str]:
+    """``titles`` within ``room`` columns together: first without what the line can spare
+    (:data:`_SHORTER`: ``base main~1 (1 of 2)`` still says which side and which round),
+    then each longer than its share loses its middle."""
+    for shorter in (None, *_SHORTER):
+        if shorter is not None:
+            titles = [shorter(title) for title in titles]
+        if sum(len(title) for title in titles) <= room:
+            return titles
+    share = max(_MIN_TITLE, room // len(titles))
+    out = []
+    for title in titles:
+        if len(title) <= share:
+            out.append(title)
+            continue
+        head = (share - 1) // 2
+        tail = share - 1 - head
+        out.append(title[:head] + "\u2026" + (title[-tail:] if tail else ""))
+    return out
 
 
 class _Live:

@@ -29,7 +29,7 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.store import RunSummary, TestSummary
 from diffgenome.protocol.store import STATUS_COMPLETE, STATUS_RUNNING
-from diffgenome.protocol.vocab import PHASES
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES
 
 TIMES = "\u00d7"  # multiplication sign, as in "symbol x3"
 _STATUS_STYLE = {STATUS_COMPLETE: "green", STATUS_RUNNING: "yellow"}
@@ -133,7 +133,13 @@ def run_tests_table(run: Run, tests: Sequence[TestSummary]) -> RenderableType:
             Text(test.outcome, style=_OUTCOME_STYLE.get(test.outcome, "")),
             verified,
         )
-    count = Text(f"{len(tests)} tests", style="dim")
+    real = sum(1 for test in tests if test.id != IMPORT_TEST_ID)
+    count = Text(
+        f"{real} test{'' if real == 1 else 's'}"
+        + (" and the <import> record" if real != len(tests) else "")
+        + ("" if real else ": the selection is empty"),
+        style="dim",
+    )
     return Group(run_header(run), table if tests else Text("no tests", style="dim"), count)
 
 

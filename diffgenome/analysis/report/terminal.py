@@ -21,6 +21,7 @@ from diffgenome.analysis.report.common import (
     causes_worth_showing,
     count,
     failing_text,
+    gaps_of,
     outcome_text,
     renamed_line,
     side_text,
@@ -44,6 +45,9 @@ REACHES = "reaches the changed code"
 
 
 def _more(hidden: int, what: str, indent: str = "  ", how: str = "") -> Text:
+    """``… and 3 more lines``; one is ``1 more line``."""
+    if hidden == 1 and what.endswith("s"):
+        what = what[:-1]
     return Text(f"{indent}{ELLIPSIS} and {hidden} more {what}{how}", style="dim")
 
 
@@ -145,8 +149,9 @@ def render_terminal(
         parts.append(Text(f"changed code not fully exercised ({len(gaps)})", style="bold yellow"))
         for entry in gaps[:max_tests]:
             parts.append(Text.assemble("  ", (entry.symbol, "bold"), f" ({entry.change})"))
-            for gap in entry.gaps[:max_changes]:
-                parts.append(Text(f"    {gap}"))
+            for gap in gaps_of(entry, diff)[:max_changes]:
+                place = gap.place()
+                parts.append(Text(f"    {gap.words()}" + (f"  {place}" if place else "")))
             if len(entry.gaps) > max_changes:
                 parts.append(_more(len(entry.gaps) - max_changes, "gaps", "    "))
         if len(gaps) > max_tests:

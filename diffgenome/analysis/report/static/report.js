@@ -155,6 +155,70 @@
         });
       });
     });
+    var panels = all("#trees .side");
+    if (panels.length !== 2) {
+      return;
+    }
+    // The same node has the same data-key in both trees: opening or closing it on one side
+    // does the same on the other, so that the trees stay open at the same nodes.
+    panels.forEach(function (panel, i) {
+      var other = panels[1 - i];
+      all("details[data-key]", panel).forEach(function (details) {
+        details.addEventListener("toggle", function () {
+          var twin = other.querySelector(
+            'details[data-key="' + details.getAttribute("data-key") + '"]'
+          );
+          if (twin && twin.open !== details.open) {
+            twin.open = details.open;
+          }
+        });
+      });
+    });
+    // Scrolling one tree scrolls the other to the same node: the first node shown at the top
+    // of the scrolled panel is put at the top of the other (where the other has it), else the
+    // other is scrolled by the same share of its height.
+    var syncing = null;
+    function firstShown(panel) {
+      var top = panel.getBoundingClientRect().top;
+      var nodes = all("span[data-key]", panel);
+      for (var i = 0; i < nodes.length; i += 1) {
+        var box = nodes[i].getBoundingClientRect();
+        if (box.height > 0 && box.bottom > top) {
+          return nodes[i];
+        }
+      }
+      return null;
+    }
+    panels.forEach(function (panel, i) {
+      var other = panels[1 - i];
+      panel.addEventListener("scroll", function () {
+        if (syncing === other) {
+          syncing = null;
+          return;
+        }
+        var anchor = firstShown(panel);
+        var twin =
+          anchor &&
+          other.querySelector('span[data-key="' + anchor.getAttribute("data-key") + '"]');
+        var target;
+        if (twin && twin.getBoundingClientRect().height > 0) {
+          var offset = anchor.getBoundingClientRect().top - panel.getBoundingClientRect().top;
+          target =
+            other.scrollTop +
+            (twin.getBoundingClientRect().top - other.getBoundingClientRect().top) -
+            offset;
+        } else {
+          var share = panel.scrollTop / Math.max(1, panel.scrollHeight - panel.clientHeight);
+          target = share * (other.scrollHeight - other.clientHeight);
+        }
+        target = Math.round(target);
+        if (Math.abs(other.scrollTop - target) >= 1 || other.scrollLeft !== panel.scrollLeft) {
+          syncing = panel;
+          other.scrollTop = target;
+          other.scrollLeft = panel.scrollLeft;
+        }
+      });
+    });
   }
 
   setupIndex();
