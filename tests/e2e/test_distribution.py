@@ -159,6 +159,19 @@ def test_a_missing_init_is_said_before_the_recorder_fails_to_import(
     ]
 
 
+def test_the_cli_says_a_missing_init_in_one_line(tmp_path: Path, project: Path) -> None:
+    """The same layout, the command: one line and exit 2, never an ImportError of a module
+    that reads the version from the missing ``__init__.py`` while the CLI is imported."""
+    site = _site(tmp_path, None, other_installed=False)
+    done = _run(site, project, "-m", "diffgenome.analysis.cli", "runs")
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [
+        "diffgenome: error: the `diffgenome` package in "
+        f"{site / 'diffgenome'} has no __init__.py (uninstalling another project that shares "
+        "the name removes it); `pip install --force-reinstall pytest-diffgenome`"
+    ]
+
+
 def test_ours_installed_over_the_other_records_and_says_the_risk(
     tmp_path: Path, project: Path
 ) -> None:
