@@ -12,6 +12,9 @@ from setuptools import Extension, setup
 _CORE = "diffgenome/recording/collect"
 # GCC and clang flags; MSVC (Windows wheels) would only warn about them, so it gets its own.
 FLAGS = ["/O2"] if sys.platform == "win32" else ["-O2", "-Wall", "-Wno-missing-field-initializers"]
+# The interpreter's own flags add debug information (-g): 315 KB on Linux, 65 KB without.
+# macOS keeps it out of the linked file anyway, and MSVC writes it only when asked.
+LINK = ["-s"] if sys.platform not in ("win32", "darwin") else []
 
 setup(
     ext_modules=[
@@ -22,6 +25,7 @@ setup(
             depends=[f"{_CORE}/_accel.h", f"{_CORE}/_accel_values.c"],
             optional=True,
             extra_compile_args=FLAGS,
+            extra_link_args=LINK,
         )
     ]
 )
