@@ -97,7 +97,21 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
                 step.result = f"{diff.summary.tests} tests"
-    return diff, prepared.notes
+    return diff, [*prepared.notes, *core_notes(diff)]
+
+
+def core_notes(diff: DiffDocument) -> list[str]:
+    """One note per side that the pure-Python core recorded (slower, the same genomes), with
+    the run's reason: a slow diff says why, and what makes it fast."""
+    notes = []
+    for name, side in (("base", diff.base), ("head", diff.head)):
+        if side.core == "python":
+            commit = f", {side.commit[:12]}" if side.commit and side.commit != side.rev else ""
+            notes.append(
+                f"{name} ({side.rev}{commit}) was recorded with the pure-Python core (slower, "
+                f"the same genomes): {side.core_reason or 'no reason recorded'}"
+            )
+    return notes
 
 
 def _prepare(

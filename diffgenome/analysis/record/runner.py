@@ -461,8 +461,18 @@ class Runner:
             )
             self._check_recorded(spec, code, output, run_id)
             count = self._test_count(run_id)
-            step.result = f"{count} test{'' if count == 1 else 's'}"
+            step.result = f"{count} test{'' if count == 1 else 's'} {self._core_text(run_id)}"
         return run_id
+
+    def _core_text(self, run_id: str) -> str:
+        """Which core recorded the run, and why the pure-Python one (progress says it)."""
+        with self.handle.reader() as reader:
+            run = reader.run(run_id)
+        if run.get("core") == "c":
+            return "with the compiled core"
+        if run.get("core") == "python":
+            return f"with the pure-Python core ({run.get('core_reason') or 'no reason recorded'})"
+        return "(the core is not said)"
 
     def _check_recorded(self, spec: str, code: int, output: str, run_id: str) -> None:
         """Nothing when pytest recorded ``run_id``; else the one-line error that says why."""
