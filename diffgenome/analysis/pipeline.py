@@ -18,7 +18,7 @@ from typing import Any
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
 from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.models import DiffDocument
+from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.runner import Options, Runner, Side
 from diffgenome.protocol.formats import check_comparable, naming_of
@@ -101,17 +101,23 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
 
 
 def core_notes(diff: DiffDocument) -> list[str]:
-    """One note per side that the pure-Python core recorded (slower, the same genomes), with
-    the run's reason: a slow diff says why, and what makes it fast."""
-    notes = []
-    for name, side in (("base", diff.base), ("head", diff.head)):
-        if side.core == "python":
-            commit = f", {side.commit[:12]}" if side.commit and side.commit != side.rev else ""
-            notes.append(
-                f"{name} ({side.rev}{commit}) was recorded with the pure-Python core (slower, "
-                f"the same genomes): {side.core_reason or 'no reason recorded'}"
-            )
-    return notes
+    """A note on each side the pure-Python core recorded (slower, the same genomes), with the
+    run's reason (once when both sides share it): a slow diff says why, and what fixes it."""
+    slow = [
+        (f"{name} ({side.rev}{_commit(side)})", side.core_reason or "no reason recorded")
+        for name, side in (("base", diff.base), ("head", diff.head))
+        if side.core == "python"
+    ]
+    if len(slow) == 2 and slow[0][1] == slow[1][1]:
+        slow = [(f"{slow[0][0]} and {slow[1][0]}", slow[0][1])]
+    return [
+        f"{sides} recorded with the pure-Python core (slower, the same genomes): {reason}"
+        for sides, reason in slow
+    ]
+
+
+def _commit(side: DiffSide) -> str:
+    return f", {side.commit[:12]}" if side.commit and side.commit != side.rev else ""
 
 
 def _prepare(

@@ -31,7 +31,6 @@ IMPORT_NAME = "diffgenome"
 MARKER = "__distribution__"
 
 
-
 @dataclass(frozen=True)
 class Finding:
     """What is wrong, in one line with what to do."""

@@ -29,6 +29,7 @@ from typing import Any, Self
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.record.core import provide as provide_core
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
 from diffgenome.analysis.record.interpreter import (
     PLUGIN_MODULE,
@@ -420,6 +421,11 @@ class Runner:
         if self._target is None:
             env = self._env(workspace, None)
             self._target = probe(self.options.python, env, workspace.root)
+            # The copy of the recording side gets a compiled core for that interpreter.
+            target = self._target
+            provide_core(
+                workspace.recorder_path(), target.python, target.version, env, self.progress
+            )
         return self._target
 
     def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
@@ -471,7 +477,9 @@ class Runner:
         if run.get("core") == "c":
             return "with the compiled core"
         if run.get("core") == "python":
-            return f"with the pure-Python core ({run.get('core_reason') or 'no reason recorded'})"
+            # The reason in full is the report's note (pipeline.core_notes): here its word.
+            reason = str(run.get("core_reason") or "no reason recorded").split(":", 1)[0]
+            return f"with the pure-Python core ({reason})"
         return "(the core is not said)"
 
     def _check_recorded(self, spec: str, code: int, output: str, run_id: str) -> None:

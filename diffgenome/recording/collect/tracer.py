@@ -102,7 +102,7 @@ def _load_accelerator() -> tuple[Any, str | None]:
     if wanted == "python":
         return None, f"{CORE_ENV}=python"
     if not CAPABILITIES.tested:
-        version = "%d.%d" % CAPABILITIES.version
+        version = ".".join(map(str, CAPABILITIES.version))
         return None, f"untested-interpreter: the compiled core is not yet tested on {version}"
     try:
         from diffgenome.recording.collect import _accel
