@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
+import platform
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import venv
 import zipfile
@@ -319,17 +324,29 @@ def _other_wheel(folder: Path) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("build", reason="`build` (the test extra) makes the release artifacts")
-    monkeypatch.chdir(tmp_path)  # not the repository: `python -m` would import its diffgenome
-    clone, dist = tmp_path / "clone", tmp_path / "dist"
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sdist and the wheel ``python -m build`` makes from a clean clone (what the release
+    workflow builds from its checkout), once for the module."""
+    pytest.importorskip("build", reason="`build` (the dev group) makes the release artifacts")
+    if not (REPO / ".git").exists():
+        pytest.skip("the release artifacts are built from a git clone; this tree is none")
+    folder = tmp_path_factory.mktemp("artifacts")
+    clone, dist = folder / "clone", folder / "dist"
     GitRepo(REPO).clone(clone)
-    _ok(_sh(sys.executable, "-m", "build", "--outdir", dist, clone))
+    # Not from the repository: `python -m` would put its diffgenome on the path.
+    _ok(_sh(sys.executable, "-m", "build", "--outdir", dist, clone, cwd=folder))
     [sdist] = dist.glob("pytest_diffgenome-*.tar.gz")
     [wheel] = dist.glob("pytest_diffgenome-*.whl")
+    return sdist, wheel
+
+
+@pytest.mark.slow
+def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, artifacts: tuple[Path, Path]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # not the repository: `python -m` would import its diffgenome
+    sdist, wheel = artifacts
     # The wheel carries the compiled core for this interpreter, so it is tagged for it.
     assert wheel.name.startswith(f"pytest_diffgenome-0.1.0-{PY_TAG}-{PY_TAG}-")
     with zipfile.ZipFile(wheel) as archive:
@@ -377,7 +394,11 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
     site = Path(_ok(_sh(sdist_bin / "python", "-c", where, env=sdist_env)).strip())
     assert not list(site.rglob("_accel.*.so")) and not list(site.rglob("_accel.*.pyd"))
     _records_and_diffs(
-        sdist_bin, sdist_env, shop, "recording with the pure-Python core (not-built)"
+        sdist_bin,
+        sdist_env,
+        shop,
+        "recording with the pure-Python core (not-built: this installation has no compiled "
+        "core (pip leaves it out when no C compiler works at install time))",
     )
 
     # The other project installed over ours by pip, then uninstalled, then ours reinstalled.
@@ -397,8 +418,9 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
         "diffgenome: recording is off for this session: the `diffgenome` package imported from "
     )
     assert "its __init__.py is diffgenome 0.1.11, another project's" in said
+    # The repair reinstalls from where pip installed ours (PEP 610): here the wheel's file.
     assert said.endswith(
-        "`pip uninstall diffgenome`, then `pip install --force-reinstall pytest-diffgenome`"
+        f"`pip uninstall diffgenome`, then `pip install --force-reinstall {wheel}`"
     )
     # What the plugin warns about: the command is the other project's now.
     other = _ok(_sh(wheel_bin / "diffgenome", "runs", env=wheel_env))
@@ -411,17 +433,262 @@ def test_sdist_and_wheel_from_a_clean_clone_install_record_and_diff(
     gone = _sh(*record, cwd=shop, env=wheel_env)
     assert "INTERNALERROR" not in gone.stdout + gone.stderr
     [said] = diffgenome_notices(gone.stdout + gone.stderr)
-    assert "has no __init__.py" in said and said.endswith(
-        "`pip install --force-reinstall pytest-diffgenome`"
-    )
+    assert "has no __init__.py" in said
+    [repair] = re.findall(r"`(pip install [^`]*)`$", said)
+    assert repair == f"pip install --force-reinstall {wheel}"
+    # The command says the same in one line (it crashed on an ImportError while importing).
+    refused = _sh(wheel_bin / "python", "-m", "diffgenome.analysis.cli", "runs", env=wheel_env)
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+    finding = said.removeprefix("diffgenome: recording is off for this session: ")
+    assert refused.stderr.splitlines() == [f"diffgenome: error: {finding}"]
 
-    # The repair the notices name works (here from the built wheel rather than the index).
-    _ok(_sh(*pip, "install", "-q", "--no-deps", "--force-reinstall", wheel, env=wheel_env))
+    # The repair the notices name, run as it is written (with this venv's pip).
+    _ok(_sh(wheel_bin / "python", "-m", *shlex.split(repair), "--no-deps", env=wheel_env))
     repaired = _sh(*record, cwd=shop, env=wheel_env)
     assert diffgenome_notices(repaired.stdout + repaired.stderr) == []
     assert "diffgenome: recording with the compiled core" in repaired.stdout.splitlines()
     version = _ok(_sh(wheel_bin / "diffgenome", "--version", env=wheel_env))
     assert version == "pytest-diffgenome 0.1.0\n"
+
+
+def _metadata(text: str) -> dict[str, list[str]]:
+    """The header fields of a METADATA or PKG-INFO file, each with all its values."""
+    fields: dict[str, list[str]] = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        name, _, value = line.partition(": ")
+        fields.setdefault(name, []).append(value)
+    return fields
+
+
+@pytest.mark.slow
+def test_the_artifacts_carry_what_a_packager_checks(artifacts: tuple[Path, Path]) -> None:
+    """The license in both, the C sources and tests only in the sdist, a stripped core that
+    names its sources, and the metadata an index shows (classifiers, URLs, dependencies)."""
+    sdist, wheel = artifacts
+    license_text = (REPO / "LICENSE").read_text()
+    assert license_text.startswith("MIT License\n")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = "pytest_diffgenome-0.1.0.dist-info"
+        assert archive.read(f"{info}/licenses/LICENSE").decode() == license_text
+        metadata = _metadata(archive.read(f"{info}/METADATA").decode())
+        [core] = [n for n in names if n.startswith("diffgenome/recording/collect/_accel.")
+                  and n.endswith((".so", ".pyd"))]  # fmt: skip
+        core_bytes = archive.read(core)
+    assert not [n for n in names if n.endswith((".c", ".h"))], "C sources in the wheel"
+    assert not [n for n in names if n.startswith(("tests/", "docs/", "experiments/"))]
+    assert "diffgenome/recording/collect/_accel.pyi" in names
+    assert "diffgenome/py.typed" in names
+    if sys.platform.startswith("linux"):
+        # Stripped: no symbol table, no debug information (315 KB unstripped, 65 KB here).
+        assert core_bytes.startswith(b"\x7fELF")
+        assert b".symtab" not in core_bytes and b".debug_info" not in core_bytes
+    # The core names the sources it was built from, as the analysis side computes it.
+    from diffgenome.analysis.record.core import SOURCE_PREFIX, source_digest
+
+    digest = source_digest(REPO / "diffgenome" / "recording" / "collect")
+    assert SOURCE_PREFIX + (digest or "?").encode() in core_bytes
+
+    assert metadata["Name"] == ["pytest-diffgenome"]
+    assert metadata["License-Expression"] == ["MIT"]
+    assert metadata["License-File"] == ["LICENSE"]
+    assert metadata["Author"] == ["the diffgenome maintainers"]
+    assert metadata["Requires-Python"] == [">=3.12"]
+    classifiers = set(metadata["Classifier"])
+    assert {
+        "Framework :: Pytest",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "Programming Language :: Python :: Implementation :: CPython",
+        "Operating System :: POSIX :: Linux",
+        "Operating System :: MacOS",
+        "Operating System :: Microsoft :: Windows",
+        "Typing :: Typed",
+    } <= classifiers
+    assert not any(c.startswith("License ::") for c in classifiers)  # PEP 639: the expression
+    assert "Programming Language :: Python :: 3.14" not in classifiers  # not tested yet
+    urls = dict(url.split(", ", 1) for url in metadata["Project-URL"])
+    assert urls["Homepage"] == "https://pypi.org/project/pytest-diffgenome/"
+    requires = metadata["Requires-Dist"]
+    assert [r for r in requires if "extra ==" not in r] == [
+        "pytest>=7.4",
+        "pydantic>=2.5",
+        "rich>=13",
+    ]
+    extras = {r.split(";")[0].split(">")[0].split("=")[0].strip() for r in requires if "extra" in r}
+    assert {"hypothesis", "pytest-xdist", "jsonschema"} <= extras
+    assert not extras & {"build", "cibuildwheel", "ruff", "mypy"}  # the dev group's
+    assert metadata["Provides-Extra"] == ["test"]
+
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[1] for m in archive.getmembers() if "/" in m.name}
+        pkg_info = _metadata(archive.extractfile(f"{sdist.name[:-7]}/PKG-INFO").read().decode())
+    for needed in (
+        "LICENSE",
+        "CHANGELOG.md",
+        "README.md",
+        "setup.py",
+        "MANIFEST.in",
+        "Makefile",
+        "docs/schema/diffgenome-genome-2.schema.json",
+        "docs/schema/diffgenome-diff-3.schema.json",
+        "diffgenome/recording/collect/_accel.c",
+        "diffgenome/recording/collect/_accel.h",
+        "diffgenome/recording/collect/_accel_values.c",
+        "tests/conftest.py",
+        "tests/unit/test_architecture.py",
+        "tests/e2e/test_distribution.py",
+        "tests/projects/shop/shop/pricing.py",
+        "experiments/demo/shop_v2/shop/pricing.py",
+        ".github/scripts/check_wheel.py",
+    ):
+        assert needed in members, needed
+    assert not [m for m in members if m.endswith((".so", ".pyd", ".pyc"))]
+    assert not [m for m in members if m.startswith(("experiments/results/", ".git/"))]
+    assert pkg_info["License-Expression"] == ["MIT"]
+    assert pkg_info["Classifier"] == metadata["Classifier"]
+
+
+@pytest.mark.slow
+def test_the_unit_tests_pass_from_the_unpacked_sdist(
+    tmp_path: Path, artifacts: tuple[Path, Path]
+) -> None:
+    """What a distribution does with the sdist: unpack it, install it with its test extra
+    (the compiled core built in place) and run its tests there. The unit layer runs here; the
+    whole suite was run so by hand (docs/distribution.md)."""
+    sdist, _ = artifacts
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    tree = tmp_path / sdist.name[: -len(".tar.gz")]
+    bin_dir, env = _fresh_venv(tmp_path / "venv-tests")
+    _ok(_sh(bin_dir / "python", "-m", "pip", "install", "-q", "-e", f"{tree}[test]", env=env))
+    done = _sh(bin_dir / "python", "-m", "pytest", "-q", "-p", "no:randomly", "tests/unit",
+               cwd=tree, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"^\d+ passed", done.stdout.splitlines()[-1]), done.stdout[-500:]
+    assert " failed" not in done.stdout.splitlines()[-1]
+
+
+def _other_python() -> str | None:
+    """A CPython >= 3.12 of another minor version than this one (scripts/find-python)."""
+    found = _sh("sh", REPO / "scripts" / "find-python", "--all")
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for python in found.stdout.split():
+        version = _sh(python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])")
+        if version.returncode == 0 and version.stdout.strip() != mine:
+            return python
+    return None
+
+
+def _project_venv(folder: Path, python: str) -> tuple[Path, dict[str, str]]:
+    """A virtualenv of ``python`` with pytest and nothing of diffgenome: the project's."""
+    _ok(_sh(python, "-m", "venv", folder))
+    bin_dir = folder / "bin"
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "COLUMNS": "200"}
+    _ok(_sh(bin_dir / "python", "-m", "pip", "install", "-q", "pytest", env=env))
+    return bin_dir, env
+
+
+def _diff_with(command: Path, shop: Path, python: Path, env: dict[str, str], store: Path
+               ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """``diffgenome diff`` of the shop's two commits, recorded with ``python``; the JSON
+    report beside the store."""
+    return _sh(command, "diff", "HEAD~1", "HEAD", "--python", python, "--store", store,
+               "--json", f"{store}.json", "--", *PYTEST_ARGS, cwd=shop, env=env)  # fmt: skip
+
+
+def _recorded_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("diffgenome: recorded ")]
+
+
+@pytest.mark.slow
+def test_an_isolated_install_records_another_python_s_project_and_says_with_which_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, artifacts: tuple[Path, Path]
+) -> None:
+    """pipx-style: the wheel in a virtualenv of its own on this Python, the project on
+    another. The wheel carries no C sources and the target has no diffgenome, so nothing can
+    give the copied recorder a core for that Python: both sides record with the pure-Python
+    core, and the progress and the report say so, with the command that fixes it. Run as
+    written, that command installs pytest-diffgenome (its sdist, built with the compiler
+    there) into the project's environment; the next diff finds its core there (the same
+    sources) and records both sides with the compiled core."""
+    other = _other_python()
+    if other is None:
+        pytest.skip("needs a CPython >= 3.12 of another minor version (scripts/find-python)")
+    monkeypatch.chdir(tmp_path)
+    _, wheel = artifacts
+    tool_bin, tool_env = _fresh_venv(tmp_path / "tool")
+    _ok(_sh(tool_bin / "python", "-m", "pip", "install", "-q", wheel, env=tool_env))
+    project_bin, _ = _project_venv(tmp_path / "project-venv", other)
+    version = _ok(_sh(project_bin / "python", "-c", "import platform; "
+                      "print(platform.python_version())")).strip()  # fmt: skip
+    shop = _shop(tmp_path)
+    env = {**tool_env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    slow = _diff_with(tool_bin / "diffgenome", shop, project_bin / "python", env, tmp_path / "s1")
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    recorded = _recorded_lines(slow.stderr)
+    assert len(recorded) >= 2, slow.stderr
+    assert all("with the pure-Python core (other-interpreter)" in line for line in recorded)
+    notes = [line for line in slow.stdout.splitlines() if line.startswith("note: ")]
+    [note] = [line for line in notes if "pure-Python core" in line]
+    assert note.startswith("note: base (HEAD~1, ")
+    assert ") and head (HEAD, " in note  # one note: both sides have the same reason
+    assert (
+        "recorded with the pure-Python core (slower, the same genomes): other-interpreter: "
+        f"this diffgenome's compiled core is built for CPython {platform.python_version()} "
+        f"only, and none for CPython {version} from the same sources was found"
+    ) in note
+    [fix] = re.findall(r"`([^`]*)`$", note)
+    sdist = wheel.parent / "pytest_diffgenome-0.1.0.tar.gz"
+    assert fix == f"{project_bin / 'python'} -m pip install {sdist}"
+    sides = json.loads((tmp_path / "s1.json").read_text())
+    for side in (sides["base"], sides["head"]):
+        assert side["core"] == "python"
+        assert side["core_reason"].startswith("other-interpreter: ")
+        assert side["core_reason"].endswith(f"`{fix}`")
+
+    # The fix, as the note writes it.
+    _ok(_sh(*shlex.split(fix), "-q", env=env))
+    fast = _diff_with(tool_bin / "diffgenome", shop, project_bin / "python", env, tmp_path / "s2")
+    assert fast.returncode == 1, fast.stdout + fast.stderr
+    recorded = _recorded_lines(fast.stderr)
+    assert len(recorded) >= 2 and all("with the compiled core in" in r for r in recorded)
+    assert "pure-Python" not in fast.stdout + fast.stderr
+    assert "diffgenome: built " not in fast.stderr  # found in that environment, not built
+
+
+@pytest.mark.slow
+def test_a_source_install_builds_the_core_for_another_python_once(tmp_path: Path) -> None:
+    """This development install has the C sources: for a project on another Python, diff
+    builds the core for it into the per-user cache (keyed by the sources' digest and the
+    interpreter), records both sides with it, and the next diff takes it from the cache."""
+    other = _other_python()
+    if other is None:
+        pytest.skip("needs a CPython >= 3.12 of another minor version (scripts/find-python)")
+    project_bin, _ = _project_venv(tmp_path / "project-venv", other)
+    shop = _shop(tmp_path)
+    cache = tmp_path / "cache"
+    env = {"XDG_CACHE_HOME": str(cache), "COLUMNS": "200"}
+    diffgenome = Path(sys.executable).parent / "diffgenome"
+
+    first = _diff_with(diffgenome, shop, project_bin / "python", env, tmp_path / "s1")
+    assert first.returncode == 1, first.stdout + first.stderr
+    [built] = [line for line in first.stderr.splitlines() if line.startswith("diffgenome: built")]
+    assert built.startswith("diffgenome: built the compiled core for CPython 3.1")
+    suffix = _ok(_sh(project_bin / "python", "-c", "import sysconfig; "
+                     "print(sysconfig.get_config_var('EXT_SUFFIX'))")).strip()  # fmt: skip
+    [core] = cache.glob(f"diffgenome/cores/*/_accel{suffix}")
+    assert f"into {core.parent} in " in built
+    recorded = _recorded_lines(first.stderr)
+    assert len(recorded) >= 2 and all("with the compiled core in" in r for r in recorded)
+    assert "pure-Python" not in first.stdout
+
+    again = _diff_with(diffgenome, shop, project_bin / "python", env, tmp_path / "s2")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "diffgenome: built" not in again.stderr  # the cache's
+    recorded = _recorded_lines(again.stderr)
+    assert len(recorded) >= 2 and all("with the compiled core in" in r for r in recorded)
 
 
 # -- the binary wheel configuration ---------------------------------------------------------
