@@ -691,11 +691,66 @@ def test_a_source_install_builds_the_core_for_another_python_once(tmp_path: Path
     assert len(recorded) >= 2 and all("with the compiled core in" in r for r in recorded)
 
 
+def _readme_install_blocks() -> list[str]:
+    """The ```sh blocks of README.md's "Install" section, in order."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("\n## Install\n") :]
+    section = section[: section.index("\n## ", 1)]
+    return re.findall(r"^```sh\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.slow
+def test_the_readme_install_commands_run_as_written(tmp_path: Path) -> None:
+    """README.md's install commands, each block as one shell script, with `<this repository>`
+    made a ``file://`` address of this repository: into the environment that runs a
+    project's tests (straight from the repository, from a clone, from a wheel built from it;
+    ``diffgenome doctor`` then says the compiled core and the plugin), then the isolated
+    install diffing a project recorded with that project's own interpreter."""
+    install, isolated = _readme_install_blocks()
+    assert "<this repository>" in install
+    home = tmp_path / "home"
+    home.mkdir()
+    bin_dir, env = _fresh_venv(tmp_path / "tests-venv")
+    env = {**env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    address = f"file://{REPO}"
+
+    def sh(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        command = ["bash", "--noprofile", "--norc", "-eu", "-c", script]
+        return _sh(*command, cwd=cwd, env=env)
+
+    done = sh(install.replace("<this repository>", address), tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [built] = (tmp_path / "diffgenome" / "dist").glob("pytest_diffgenome-*.whl")
+    assert built.name.startswith(f"pytest_diffgenome-0.1.0-{PY_TAG}-")
+    doctor = done.stdout[done.stdout.index("diffgenome doctor\n") :]
+    assert re.search(r"^  core +compiled \(_accel\.", doctor, re.MULTILINE), doctor
+    assert re.search(r"^  plugin +registered: pytest loads it by itself", doctor, re.MULTILINE)
+    assert f"in {bin_dir.parent}" in doctor  # the environment's own, not this checkout
+
+    # The isolated install: its first command where the clone is, the diff in a project
+    # (two commits, `main` and a branch) whose own virtualenv has pytest.
+    first, second = isolated.strip().splitlines()
+    shop = _shop(tmp_path)
+    repo = GitRepo(shop)
+    repo.git("branch", "-f", "main", "HEAD~1")
+    repo.git("checkout", "-q", "-b", "feature")
+    _project_venv(shop / ".venv", sys.executable)
+    done = sh(first, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (home / ".diffgenome" / "bin" / "diffgenome").is_file()
+    diffed = sh(second, shop)
+    assert diffed.returncode == 1, diffed.stdout[-3000:] + diffed.stderr[-3000:]  # it changed
+    assert diffed.stdout.startswith("diffgenome main ("), diffed.stdout
+    assert "10 tests:" in diffed.stdout.splitlines()[0]
+    recorded = _recorded_lines(diffed.stderr)
+    assert len(recorded) >= 2 and all("with the compiled core in" in r for r in recorded)
+
+
 # -- the binary wheel configuration ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("platform", "archs", "expected"),
+    ("system", "archs", "expected"),
     [
         ("linux", "x86_64", "cp3{}-manylinux_x86_64 cp3{}-musllinux_x86_64"),
         ("linux", "aarch64", "cp3{}-manylinux_aarch64 cp3{}-musllinux_aarch64"),
@@ -703,17 +758,18 @@ def test_a_source_install_builds_the_core_for_another_python_once(tmp_path: Path
         ("windows", None, "cp3{}-win_amd64"),
     ],
 )
-def test_cibuildwheel_builds_312_and_313_on_each_system(
-    platform: str, archs: str | None, expected: str
+def test_cibuildwheel_builds_312_313_and_314_on_each_system(
+    system: str, archs: str | None, expected: str
 ) -> None:
-    """[tool.cibuildwheel] selects exactly CPython 3.12 and 3.13 wheels for the runners of
-    .github/workflows/wheels.yml (Linux x86_64 and aarch64, macOS, Windows)."""
+    """[tool.cibuildwheel] selects exactly CPython 3.12, 3.13 and 3.14 wheels (no
+    free-threaded ones) for the runners of .github/workflows/wheels.yml (Linux x86_64 and
+    aarch64, macOS, Windows)."""
     pytest.importorskip("cibuildwheel", reason="cibuildwheel (the test extra) reads the config")
-    command = [sys.executable, "-m", "cibuildwheel", "--platform", platform]
+    command = [sys.executable, "-m", "cibuildwheel", "--platform", system]
     command += ["--archs", archs] if archs else []
     done = _sh(*command, "--print-build-identifiers", REPO, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
-    wanted = {name.format(minor) for minor in (12, 13) for name in expected.split()}
+    wanted = {name.format(minor) for minor in (12, 13, 14) for name in expected.split()}
     assert set(done.stdout.split()) == wanted
 
 
@@ -731,3 +787,28 @@ def test_the_workflow_builds_with_the_configuration_it_names() -> None:
         assert runner in workflow
     assert "uses: pypa/cibuildwheel@v" in workflow
     assert "https://pypi.org/project/pytest-diffgenome/" in workflow
+    # The tag check comes first in the publish job, before anything is uploaded.
+    publish = workflow[workflow.index("\n  publish:\n") :]
+    check = publish.index('run: python3 .github/scripts/check_tag.py "$GITHUB_REF_NAME"')
+    assert check < publish.index("uses: pypa/gh-action-pypi-publish@")
+
+
+@pytest.mark.parametrize(
+    ("tag", "status", "said"),
+    [
+        ("v0.1.0", 0, "check_tag: ok: v0.1.0 is diffgenome 0.1.0"),
+        ("refs/tags/v0.1.0", 0, "check_tag: ok: v0.1.0 is diffgenome 0.1.0"),
+        ("v0.1.1", 1, "check_tag: FAILED: the tag v0.1.1 is not the version being published"),
+        ("0.1.0", 1, "check_tag: FAILED: the tag 0.1.0 is not the version being published"),
+        ("v0.1.0rc1", 1, "check_tag: FAILED: the tag v0.1.0rc1 is not the version"),
+    ],
+)
+def test_the_publish_step_refuses_a_tag_that_is_not_the_version(
+    tag: str, status: int, said: str
+) -> None:
+    """What the publish job runs first, run here with the tag it would be given."""
+    done = _sh(sys.executable, REPO / ".github" / "scripts" / "check_tag.py", tag)
+    assert done.returncode == status, done.stdout + done.stderr
+    assert (done.stdout + done.stderr).startswith(said)
+    version = _sh(sys.executable, "-c", "import diffgenome; print(diffgenome.__version__)")
+    assert version.stdout.strip() == "0.1.0"  # the version the cases are written against
