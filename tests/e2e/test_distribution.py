@@ -208,6 +208,37 @@ def test_our_package_alone_says_nothing(tmp_path: Path, project: Path) -> None:
     )
 
 
+def test_doctor_says_what_records_and_exits_1_on_the_slow_core(tmp_path: Path) -> None:
+    """``diffgenome doctor``: the core (asked of the recording side, as pytest imports it),
+    the interpreter, the plugin's registration, the store and its key; exit 1 with the reason
+    when the pure-Python core would record."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "test_a.py").write_text(TESTS["test_a.py"])
+    command = [sys.executable, "-m", "diffgenome.analysis.cli", "doctor"]
+    before = _sh(*command, cwd=project)
+    assert before.returncode == 0, before.stdout + before.stderr
+    lines = before.stdout.splitlines()
+    assert lines[0] == "diffgenome doctor"
+    fields = {line[2:14].strip(): line[15:] for line in lines[1:]}
+    assert list(fields) == ["distribution", "interpreter", "core", "plugin", "store", "key"]
+    assert fields["distribution"].startswith("pytest-diffgenome 0.1.0 in ")
+    assert fields["interpreter"] == f"CPython {platform.python_version()} at {sys.executable}"
+    assert re.fullmatch(r"compiled \(_accel\..+, from sources [0-9a-f]{12}\)", fields["core"])
+    assert fields["plugin"] == "registered: pytest loads it by itself (pytest11 `diffgenome`)"
+    assert fields["store"].startswith(f"{project / STORE}: not there yet")
+    recorded = _sh(sys.executable, "-m", "pytest", *BASE_ARGS, "--genome", cwd=project)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+
+    slow = _sh(*command, cwd=project, env={"DIFFGENOME_CORE": "python"})
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    fields = {line[2:14].strip(): line[15:] for line in slow.stdout.splitlines()[1:]}
+    assert fields["core"] == "pure-Python, slower (the same genomes): DIFFGENOME_CORE=python"
+    assert fields["store"] == f"{project / STORE}: 1 run"
+    assert re.fullmatch(rf"hmac-sha256:[0-9a-f]{{16}} \({project / STORE / 'secret.key'}\)",
+                        fields["key"])  # fmt: skip
+
+
 # -- release artifacts, from a clean clone to a fresh virtualenv ----------------------------
 
 
