@@ -243,7 +243,10 @@ def test_doctor_says_what_records_and_exits_1_on_the_slow_core(tmp_path: Path) -
 
 
 def _sh(
-    *args: str | Path, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(arg) for arg in args],
@@ -251,7 +254,7 @@ def _sh(
         env=clean_env(env),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
 
@@ -593,8 +596,9 @@ def test_the_unit_tests_pass_from_the_unpacked_sdist(
     tree = tmp_path / sdist.name[: -len(".tar.gz")]
     bin_dir, env = _fresh_venv(tmp_path / "venv-tests")
     _ok(_sh(bin_dir / "python", "-m", "pip", "install", "-q", "-e", f"{tree}[test]", env=env))
+    # About 5 minutes on a loaded 2-core machine: the timeout only stops a hung run.
     done = _sh(bin_dir / "python", "-m", "pytest", "-q", "-p", "no:randomly", "tests/unit",
-               cwd=tree, env=env)  # fmt: skip
+               cwd=tree, env=env, timeout=3600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"^\d+ passed", done.stdout.splitlines()[-1]), done.stdout[-500:]
     assert " failed" not in done.stdout.splitlines()[-1]
@@ -763,8 +767,8 @@ def test_the_readme_install_commands_run_as_written(tmp_path: Path) -> None:
     first, second = isolated.strip().splitlines()
     shop = _shop(tmp_path)
     repo = GitRepo(shop)
-    repo.git("branch", "-f", "main", "HEAD~1")
     repo.git("checkout", "-q", "-b", "feature")
+    repo.git("branch", "-f", "main", "HEAD~1")
     _project_venv(shop / ".venv", sys.executable)
     done = sh(first, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -83,7 +83,8 @@ print(json.dumps(info))
 
 @dataclass(frozen=True)
 class CoreSupply:
-    """What the recorder's copy got for the target interpreter."""
+    """What the recorder's copy got for the target interpreter (:func:`apply` gives another
+    copy of the same workspace kind the same)."""
 
     #: ``loads`` (the copy's core works there), ``cached``, ``found`` (the target's own
     #: installation), ``built``, ``absent``; or left to the recorder, which says why it has
@@ -92,6 +93,18 @@ class CoreSupply:
     how: str
     #: Why there is none, and the command that fixes it (``absent`` only).
     reason: str | None = None
+    #: The core file put into the copy (``cached``, ``found``, ``built``).
+    file: str | None = None
+
+
+def apply(recorder: str, supply: CoreSupply) -> None:
+    """Give another copy of the recording side (a confirmation's workspace) what
+    :func:`provide` gave the first: the same core file, or the same reason for none."""
+    target = Path(recorder, "diffgenome", *_COLLECT)
+    if supply.file is not None and not (target / os.path.basename(supply.file)).exists():
+        shutil.copy2(supply.file, target / os.path.basename(supply.file))
+    elif supply.reason is not None:
+        (target / ABSENT_FILE).write_text(supply.reason + "\n", encoding="utf-8")
 
 
 def source_digest(folder: Path) -> str | None:
@@ -186,12 +199,12 @@ def provide(
     cached = cache_folder() / digest[:32] / name
     if core_digest(cached) == digest:
         shutil.copy2(cached, target / name)
-        return CoreSupply("cached")
+        return CoreSupply("cached", file=str(cached))
     found_there = info.get("found")
     for found in found_there if isinstance(found_there, list) else ():
         if core_digest(Path(str(found))) == digest:
-            shutil.copy2(found, target / name)
-            return CoreSupply("found")
+            shutil.copy2(str(found), target / name)
+            return CoreSupply("found", file=str(found))
     sources = _own_collect()
     if source_digest(sources) != digest:
         return _absent(
@@ -212,7 +225,7 @@ def provide(
             f"pytest-diffgenome into that environment: {fix}",
         )
     shutil.copy2(cached, target / name)
-    return CoreSupply("built")
+    return CoreSupply("built", file=str(cached))
 
 
 def _own_version() -> str:
@@ -296,4 +309,12 @@ def _build(sources: Path, digest: str, info: dict[str, object], out: Path) -> st
             os.unlink(temporary)
 
 
-__all__ = ["ABSENT_FILE", "CoreSupply", "cache_folder", "core_digest", "provide", "source_digest"]
+__all__ = [
+    "ABSENT_FILE",
+    "CoreSupply",
+    "apply",
+    "cache_folder",
+    "core_digest",
+    "provide",
+    "source_digest",
+]

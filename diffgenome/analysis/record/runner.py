@@ -29,6 +29,8 @@ from typing import Any, Self
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.record.core import CoreSupply
+from diffgenome.analysis.record.core import apply as apply_core
 from diffgenome.analysis.record.core import provide as provide_core
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
 from diffgenome.analysis.record.interpreter import (
@@ -127,6 +129,7 @@ class Runner:
         #: The one reader of the store for the whole diff (:meth:`close` closes it).
         self.handle = StoreHandle(self.store)
         self._target: Target | None = None
+        self._core: CoreSupply | None = None  # what the probe's workspace got (record/core.py)
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
         self._key_fingerprint: str | None = None
@@ -423,7 +426,7 @@ class Runner:
             self._target = probe(self.options.python, env, workspace.root)
             # The copy of the recording side gets a compiled core for that interpreter.
             target = self._target
-            provide_core(
+            self._core = provide_core(
                 workspace.recorder_path(), target.python, target.version, env, self.progress
             )
         return self._target
@@ -452,6 +455,8 @@ class Runner:
                 "from a folder that exists in both revisions"
             )
         run_id = new_run_id()
+        if self._core is not None:  # a confirmation's workspace has a copy of its own
+            apply_core(workspace.recorder_path(), self._core)
         with self.progress.step("recording", "recorded", subject) as step:
             seen = PytestProgress()
 
