@@ -35,8 +35,12 @@ _CORE_CHECK = """
 import json
 from diffgenome.recording.collect import tracer
 core = tracer._ACCEL
-print(json.dumps({"core": "c" if core is not None else "python", "reason": tracer._ACCEL_ABSENT,
-                  "file": getattr(core, "__file__", None), "source": getattr(core, "SOURCE", None)}))
+print(json.dumps({
+    "core": "c" if core is not None else "python",
+    "reason": tracer._ACCEL_ABSENT,
+    "file": getattr(core, "__file__", None),
+    "source": getattr(core, "SOURCE", None),
+}))
 """
 
 
