@@ -588,8 +588,8 @@ def test_the_unit_tests_pass_from_the_unpacked_sdist(
     tmp_path: Path, artifacts: tuple[Path, Path]
 ) -> None:
     """What a distribution does with the sdist: unpack it, install it with its test extra
-    (the compiled core built in place) and run its tests there. The unit layer runs here; the
-    whole suite was run so by hand (docs/distribution.md)."""
+    (the compiled core built in place) and run its tests there: the unit layer (the end-to-end
+    layer would take this machine most of an hour more)."""
     sdist, _ = artifacts
     with tarfile.open(sdist) as archive:
         archive.extractall(tmp_path, filter="data")
