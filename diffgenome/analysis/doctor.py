@@ -144,6 +144,7 @@ def _target(out: Checkup, python: str) -> None:
     with Workspace(None) as workspace:
         env = environment(workspace, None, "")
         target = probe(python, env, workspace.root)
+        python = target.python
         plugin = "by itself" if target.has_entry_point else f"with -p {PLUGIN_MODULE}"
         out.say("--python", f"{target.version} at {python} (pytest loads the plugin {plugin})")
         supply = provide(workspace.recorder_path(), python, target.version, env, Progress())

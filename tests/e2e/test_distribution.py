@@ -238,6 +238,17 @@ def test_doctor_says_what_records_and_exits_1_on_the_slow_core(tmp_path: Path) -
     assert re.fullmatch(rf"hmac-sha256:[0-9a-f]{{16}} \({project / STORE / 'secret.key'}\)",
                         fields["key"])  # fmt: skip
 
+    # --python as README writes it, relative to here: what a diff would record with there.
+    relative = os.path.relpath(sys.executable, project)
+    target = _sh(*command, "--python", relative, cwd=project)
+    assert target.returncode == 0, target.stdout + target.stderr
+    fields = {line[2:14].strip(): line[15:] for line in target.stdout.splitlines()[1:]}
+    where = os.path.abspath(os.path.join(project, relative))
+    assert fields["--python"] == (
+        f"CPython {platform.python_version()} at {where} (pytest loads the plugin by itself)"
+    )
+    assert fields["its core"].startswith("compiled (_accel.")
+
 
 # -- release artifacts, from a clean clone to a fresh virtualenv ----------------------------
 
