@@ -190,3 +190,52 @@ def test_the_report_notes_the_sides_the_pure_python_core_recorded() -> None:
         f"head (HEAD, {'b' * 12}) recorded with the pure-Python core (slower, the same "
         "genomes): not-built: no compiler"
     ]
+
+
+def _build_info(**build: str) -> dict[str, object]:
+    """What the core probe reports of this interpreter, some of its build settings replaced."""
+    import sysconfig
+
+    names = ("LDSHARED", "CCSHARED", "CFLAGS", "INCLUDEPY")
+    settings = {k: str(sysconfig.get_config_var(k) or "") for k in names}
+    return {"platform": sys.platform, "build": {**settings, **build}}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="builds for another interpreter: POSIX")
+def test_a_build_that_cannot_work_says_why_in_one_line(tmp_path: Path) -> None:
+    digest = core.source_digest(COLLECT)
+    assert digest is not None
+    out = tmp_path / "cache" / "_accel.so"
+    headers = core._build(COLLECT, digest, _build_info(INCLUDEPY=str(tmp_path)), out)
+    assert headers == f"no Python.h in {tmp_path}: its headers are not installed"
+    failing = core._build(COLLECT, digest, _build_info(LDSHARED="false"), out)
+    assert failing is not None and failing.startswith("false exited 1")
+    assert not out.exists() and list(out.parent.iterdir()) == []  # nothing half-written
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="builds for another interpreter: POSIX")
+def test_a_build_with_an_interpreter_s_settings_is_a_core_of_these_sources(
+    tmp_path: Path,
+) -> None:
+    """What diff builds for another interpreter, built here for this one (its settings are
+    what the core probe reports): a loadable core that names the sources it came from."""
+    import sysconfig
+
+    digest = core.source_digest(COLLECT)
+    assert digest is not None
+    out = tmp_path / "cache" / f"_accel{sysconfig.get_config_var('EXT_SUFFIX')}"
+    assert core._build(COLLECT, digest, _build_info(), out) is None
+    assert core.core_digest(out) == digest
+    package = tmp_path / "pkg" / "diffgenome" / "recording" / "collect"
+    package.mkdir(parents=True)
+    shutil.copy2(out, package / out.name)
+    for folder in (package.parent.parent, package.parent, package):
+        (folder / "__init__.py").touch()
+    loaded = subprocess.run(
+        [sys.executable, "-c", "from diffgenome.recording.collect import _accel as a\n"
+         "print(a.VERSION, a.SOURCE)"],
+        cwd=tmp_path / "pkg", capture_output=True, text=True, check=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "pkg")},
+    )  # fmt: skip
+    assert loaded.stdout.split() == [str(tracer.CORE_VERSION), digest]

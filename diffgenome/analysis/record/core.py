@@ -272,9 +272,12 @@ def _build(sources: Path, digest: str, info: dict[str, object], out: Path) -> st
         str(build.get("CCSHARED") or "")
     )
     strip = ["-s"] if info.get("platform") not in ("darwin",) else []
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".build-", suffix=out.suffix, dir=out.parent)
-    os.close(handle)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".build-", suffix=out.suffix, dir=out.parent)
+        os.close(handle)
+    except OSError as exc:
+        return f"the cache {out.parent} cannot be written: {exc.strerror or exc}"
     command = [
         *link,
         *flags,
