@@ -1027,6 +1027,24 @@ def _run_combine(args: argparse.Namespace) -> int:
     return EXIT_OK if result.complete else EXIT_FOUND
 
 
+def _configure_doctor(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--python",
+        metavar="PY",
+        help="also say what `diffgenome diff --python PY` records with in that interpreter",
+    )
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    """Exit 0 when recording would run with the compiled core and the plugin is found; 1
+    when something would make it slow or not happen (the lines say what)."""
+    from diffgenome.analysis.doctor import checkup
+
+    result = checkup(store_path(args), args.python)
+    write_output("".join(f"{line}\n" for line in result.lines), None)
+    return EXIT_OK if result.ok else EXIT_FOUND
+
+
 COMMANDS: list[Command] = [
     Command("runs", "list the recorded runs, newest first", _configure_runs, _run_runs),
     Command("show", "show a run's tests, or one test's genome", _configure_show, _run_show),
@@ -1058,6 +1076,13 @@ COMMANDS: list[Command] = [
         "list the tests whose BASE recording reaches code changed in HEAD",
         _configure_affected,
         _run_affected,
+    ),
+    Command(
+        "doctor",
+        "say which core records, with which interpreter, store and key, and whether pytest "
+        "loads the plugin",
+        _configure_doctor,
+        _run_doctor,
     ),
 ]
 

@@ -66,6 +66,14 @@ class Run(_Model):
         None, description="fingerprint of the digest key: digests compare only when equal"
     )
     tool: str | None = Field(None, description="the recorder that wrote the run")
+    core: Literal["c", "python"] | None = Field(
+        None,
+        description="which callbacks recorded (both record the same genomes; the pure-Python "
+        "ones are slower): the compiled core or the pure-Python one; absent: not said",
+    )
+    core_reason: str | None = Field(
+        None, description="why the pure-Python core recorded, in words (null for the compiled one)"
+    )
 
 
 class Collector(_Model):
@@ -299,6 +307,10 @@ class DiffSide(_Model):
     run: str | None
     commit: str | None
     rev: str
+    core: Literal["c", "python"] | None = Field(
+        None, description="the core that recorded this side's run (Run.core); absent: not said"
+    )
+    core_reason: str | None = Field(None, description="why the pure-Python core (Run.core_reason)")
 
 
 class DiffSummary(_Model):

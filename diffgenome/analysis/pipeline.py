@@ -19,7 +19,7 @@ from typing import Any
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
 from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.models import DiffDocument
+from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.runner import Options, Runner, Side
@@ -125,7 +125,27 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
                 step.result = _tests_text(diff)
-    return diff, prepared.notes
+    return diff, [*prepared.notes, *core_notes(diff)]
+
+
+def core_notes(diff: DiffDocument) -> list[str]:
+    """A note on each side the pure-Python core recorded (slower, the same genomes), with the
+    run's reason (once when both sides share it): a slow diff says why, and what fixes it."""
+    slow = [
+        (f"{name} ({side.rev}{_commit(side)})", side.core_reason or "no reason recorded")
+        for name, side in (("base", diff.base), ("head", diff.head))
+        if side.core == "python"
+    ]
+    if len(slow) == 2 and slow[0][1] == slow[1][1]:
+        slow = [(f"{slow[0][0]} and {slow[1][0]}", slow[0][1])]
+    return [
+        f"{sides} recorded with the pure-Python core (slower, the same genomes): {reason}"
+        for sides, reason in slow
+    ]
+
+
+def _commit(side: DiffSide) -> str:
+    return f", {side.commit[:12]}" if side.commit and side.commit != side.rev else ""
 
 
 def _recordable(side: Side) -> Side:

@@ -30,8 +30,6 @@ IMPORT_NAME = "diffgenome"
 #: The attribute of our ``diffgenome/__init__.py`` that says it is ours.
 MARKER = "__distribution__"
 
-_REINSTALL = f"pip install --force-reinstall {DISTRIBUTION}"
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -72,16 +70,18 @@ def _check() -> Finding | None:
     try:
         import diffgenome as package
     except Exception as exc:  # pragma: no cover - the caller itself was imported from it
-        return Finding(f"cannot import the `{IMPORT_NAME}` package ({exc}); {_REINSTALL}", True)
+        return Finding(f"cannot import the `{IMPORT_NAME}` package ({exc}); {_reinstall()}", True)
     folders = [os.path.abspath(str(entry)) for entry in getattr(package, "__path__", [])]
     where = folders[0] if folders else IMPORT_NAME
-    rivals = _rivals({os.path.dirname(folder) for folder in folders})
+    sites = {os.path.dirname(folder) for folder in folders}
+    rivals = _rivals(sites)
+    reinstall = _reinstall(sites)
     uninstall = "".join(f"`pip uninstall {name}`, then " for name, _ in rivals)
     owners = ", ".join(f"{name} {version}" for name, version in rivals)
     if getattr(package, "__file__", None) is None:
         return Finding(
             f"the `{IMPORT_NAME}` package in {where} has no __init__.py (uninstalling another "
-            f"project that shares the name removes it); {uninstall}`{_REINSTALL}`",
+            f"project that shares the name removes it); {uninstall}`{reinstall}`",
             True,
         )
     if getattr(package, MARKER, None) != DISTRIBUTION:
@@ -89,7 +89,7 @@ def _check() -> Finding | None:
         return Finding(
             f"the `{IMPORT_NAME}` package imported from {where} is not {DISTRIBUTION}'s: its "
             f"__init__.py is {owner}'s, installed over ours under the same import name; "
-            f"{uninstall}`{_REINSTALL}`",
+            f"{uninstall}`{reinstall}`",
             True,
         )
     if rivals:
@@ -97,9 +97,100 @@ def _check() -> Finding | None:
             f"{owners} (another project) also installs the `{IMPORT_NAME}` package in "
             f"{os.path.dirname(where)}; whichever is installed last replaces the other's "
             f"`{IMPORT_NAME}/__init__.py` and `{IMPORT_NAME}` command: {uninstall}"
-            f"`{_REINSTALL}`",
+            f"`{reinstall}`",
             False,
         )
+    return None
+
+
+def _reinstall(sites: set[str] | None = None) -> str:
+    """The command that puts our package back in place: pip from where it was installed."""
+    return f"pip install --force-reinstall {install_spec(sites)}"
+
+
+def install_spec(sites: set[str] | None = None, *, other_interpreter: bool = False) -> str:
+    """How pip installs this diffgenome again: from where it was installed (PEP 610's
+    ``direct_url.json`` in our ``*.dist-info``: a git URL, a folder, an sdist or a wheel), else
+    by name from the package index. ``other_interpreter``: for another Python, which cannot
+    take a wheel built for this one: an sdist beside that wheel, else the name and version.
+    ``sites``: the site folders of the imported package (default: its own)."""
+    try:
+        found = _direct_url(sites)
+    except Exception:
+        found = None
+    pinned = f"{DISTRIBUTION}=={version()}"
+    if found is None:
+        return pinned if other_interpreter else DISTRIBUTION
+    url, info = found
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    local = unquote(parts.path) if parts.scheme == "file" else None
+    subdirectory = info.get("subdirectory")
+    tail = f"#subdirectory={subdirectory}" if isinstance(subdirectory, str) else ""
+    vcs = info.get("vcs_info")
+    if isinstance(vcs, dict):
+        revision = vcs.get("requested_revision") or vcs.get("commit_id")
+        return f"{vcs.get('vcs', 'git')}+{url}{f'@{revision}' if revision else ''}{tail}"
+    directory = info.get("dir_info")
+    if isinstance(directory, dict):
+        where = local or url
+        return f"-e {where}" if directory.get("editable") and not other_interpreter else where
+    where = local or url
+    if other_interpreter and where.endswith(".whl"):
+        name = DISTRIBUTION.replace("-", "_")
+        sdist = os.path.join(os.path.dirname(where), f"{name}-{version()}.tar.gz")
+        return sdist if local and os.path.isfile(sdist) else pinned
+    return where
+
+
+def _direct_url(sites: set[str] | None) -> tuple[str, dict[str, object]] | None:
+    """The URL our distribution was installed from and its PEP 610 details, or None (from an
+    index, or no metadata beside the package)."""
+    import json
+
+    if sites is None:
+        import diffgenome as package
+
+        sites = {os.path.dirname(os.path.abspath(str(f))) for f in package.__path__}
+    for site in sorted(sites):
+        try:
+            names = sorted(e.name for e in os.scandir(site) if e.name.endswith(".dist-info"))
+        except OSError:
+            continue
+        for name in names:
+            if _normal(name[: -len(".dist-info")].rsplit("-", 1)[0]) != _normal(DISTRIBUTION):
+                continue
+            try:
+                with open(os.path.join(site, name, "direct_url.json"), encoding="utf-8") as f:
+                    info = json.load(f)
+            except (OSError, ValueError):
+                return None
+            return _url_of(info)
+    # Not beside the package: an editable install keeps its metadata in site-packages, and
+    # names the folder that holds the package (anything else is another installation's).
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = distribution(DISTRIBUTION).read_text("direct_url.json")
+        found = _url_of(json.loads(text)) if text else None
+    except (PackageNotFoundError, ValueError):
+        return None
+    if found is None:
+        return None
+    parts = urlsplit(found[0])
+    here = {os.path.normcase(os.path.abspath(site)) for site in sites}
+    if parts.scheme == "file" and os.path.normcase(os.path.abspath(unquote(parts.path))) in here:
+        return found
+    return None
+
+
+def _url_of(info: object) -> tuple[str, dict[str, object]] | None:
+    if isinstance(info, dict) and isinstance(info.get("url"), str):
+        return info["url"], info
     return None
 
 

@@ -52,10 +52,17 @@ class Run:
         self.joined = False  # this process is a writer of the run
 
     def begin(
-        self, rootdir: str, config: dict[str, Any], selection: list[str], invocation_dir: str
+        self,
+        rootdir: str,
+        config: dict[str, Any],
+        selection: list[str],
+        invocation_dir: str,
+        core: tuple[str, str | None],
     ) -> None:
         """Create the run, described by the commit and interpreter it records, by what chose
-        its tests and by who asked for it."""
+        its tests, by who asked for it and by which core records it (``c`` or ``python``, and
+        why the latter: both record the same genomes, but the user comparing timings or
+        reading a slow diff should know)."""
         commit = _git(rootdir, "rev-parse", "HEAD")
         status = _git(rootdir, "status", "--porcelain")
         # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
@@ -83,6 +90,8 @@ class Run:
                 "key_fingerprint": self.store.key_fingerprint,
                 "tool": f"diffgenome {__version__}",
                 "collectors": COLLECTORS,
+                "core": core[0],
+                "core_reason": core[1],
             }
         )
         self.begun = True

@@ -287,7 +287,8 @@ class Recorder:
         if not self.is_worker:
             selection = [str(a) for a in self.config.invocation_params.args]
             invoked = str(self.config.invocation_params.dir)
-            self.run.begin(self.rootdir, self.run_config(), selection, invoked)
+            core = (self.tracer.core, self.tracer.core_reason)
+            self.run.begin(self.rootdir, self.run_config(), selection, invoked, core)
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
         self.run.join()

@@ -8,9 +8,11 @@ names but the diff step does not write, a gate that does not return diffgenome's
 GitHub expressions (``${{ github.sha }}``, ...) and GitLab's predefined variables are replaced
 with that repository's real commits and harmless placeholders; ``GITHUB_OUTPUT`` is a file, as
 on a runner, and the gate step exits with what the diff step wrote there. Installing
-(``pip install``: this interpreter already has diffgenome) and posting the comment
-(``gh pr comment``, ``curl``: that needs a forge and a token) are **not** run; the test checks
-instead that the posting step posts the file the diff step wrote.
+(``pip install``) runs as written in the slow variant of each test, into a fresh virtualenv,
+with the repository's address made a ``file://`` one of this checkout; the fast variant puts
+this checkout's ``diffgenome`` on the path instead. Posting the comment (``gh pr comment``,
+``curl``: that needs a forge and a token) is **not** run; the test checks instead that the
+posting step posts the file the diff step wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 import shlex
 import stat
 import subprocess
+import venv
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,15 @@ from e2e.helpers import PY, REPO, GitRepo, clean_env, make_project, write_files
 DOC = REPO / "docs" / "ci.md"
 
 CALC = {
+    # Installable, as the recipes' `pip install -e .` needs.
+    "pyproject.toml": """
+        [project]
+        name = "calc"
+        version = "0"
+
+        [tool.setuptools]
+        packages = ["calc"]
+    """,
     "calc/__init__.py": "",
     "calc/core.py": """
         def sign(x):
@@ -249,6 +261,27 @@ def project(tmp_path: Path) -> tuple[Path, str, str]:
     return repo / "proj", base, GitRepo(repo).commit_all("zero")
 
 
+#: What the recipes write for the address diffgenome is installed from (docs/ci.md).
+THIS_REPOSITORY = "<this repository>"
+
+
+def _installing(folder: Path) -> dict[str, str]:
+    """A fresh virtualenv first on the path, in which the recipe's own install step will put
+    the project and diffgenome (``python`` and ``diffgenome`` are then the job's)."""
+    venv.create(folder, with_pip=True, symlinks=True)
+    env = clean_env()
+    env["PATH"] = f"{folder / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(folder)
+    env["TMPDIR"] = str(folder.parent)
+    return env
+
+
+def _install_script(script: str) -> str:
+    """The recipe's install command with the repository's address made this checkout's."""
+    assert f'"git+{THIS_REPOSITORY}"' in script, script
+    return script.replace(THIS_REPOSITORY, f"file://{REPO}")
+
+
 def _diffgenome_on_path(folder: Path) -> dict[str, str]:
     """An environment whose ``diffgenome`` is this checkout's, run by this interpreter (what
     ``pip install pytest-diffgenome`` gives a CI job)."""
@@ -294,11 +327,14 @@ def _check_comment(comment: Path, base: str, head: str) -> str:
     return text
 
 
+@pytest.mark.parametrize("install", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
-    project: tuple[Path, str, str], tmp_path: Path
+    project: tuple[Path, str, str], tmp_path: Path, install: bool
 ) -> None:
     """The `run:` steps of .github/workflows/diffgenome.yml in docs/ci.md, in order, with the
-    expressions of a pull_request event substituted; install and post are not run."""
+    expressions of a pull_request event substituted; the post is not run. ``install``: the
+    install step runs as written, into a fresh virtualenv; else it is skipped and this
+    checkout's ``diffgenome`` is on the path."""
     repo, base, head = project
     workflow = recipe("# .github/workflows/diffgenome.yml")
     assert "pull_request" in workflow["on"]
@@ -310,7 +346,7 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
     assert any(s.get("uses", "").startswith("actions/setup-python@") for s in steps)
     assert steps[-1]["name"] == "Gate"  # the gate's status comes last
 
-    env = _diffgenome_on_path(tmp_path / "bin")
+    env = _installing(tmp_path / "venv") if install else _diffgenome_on_path(tmp_path / "bin")
     output = tmp_path / "github_output"
     output.write_text("")
     env["GITHUB_OUTPUT"] = str(output)
@@ -341,7 +377,11 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
         if script is None:
             continue
         if "pip install" in script:
-            assert "pytest-diffgenome" in script  # the distribution's name on PyPI
+            command = _install_script(script)  # diffgenome from its repository
+            if install:
+                done = _bash(command, repo, env)
+                assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+                ran.append(step["name"])
             continue
         if "gh pr comment" in script:
             post = step
@@ -352,7 +392,11 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
             gate = done
         else:
             assert done.returncode == 0, done.stderr  # `set +e`: the step itself succeeds
-    assert ran == ["Record base and head and compare them", "Gate"]
+    installed = ["Install the project, its test dependencies and diffgenome"] if install else []
+    assert ran == [*installed, "Record base and head and compare them", "Gate"]
+    if install:  # the job's own diffgenome recorded, from this repository
+        where = _bash("command -v diffgenome", repo, env).stdout.strip()
+        assert where == str(tmp_path / "venv" / "bin" / "diffgenome")
 
     # The verdict: a test changed, so diffgenome exited 1, and the gate fails the job with it.
     assert "status=1\n" in output.read_text()
@@ -382,11 +426,12 @@ def test_the_github_workflow_runs_and_its_gate_fails_on_a_change(
     assert post["run"].endswith('|| gh pr comment "$PR" --body-file comment.md')
 
 
+@pytest.mark.parametrize("install", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_gitlab_job_runs_and_exits_with_the_gate_s_status(
-    project: tuple[Path, str, str], tmp_path: Path
+    project: tuple[Path, str, str], tmp_path: Path, install: bool
 ) -> None:
     """The `script:` of the .gitlab-ci.yml job in docs/ci.md as one shell script, with the
-    merge-request variables set; install and the note (curl) are not run."""
+    merge-request variables set; the note (curl) is not posted. ``install`` as for GitHub."""
     repo, base, head = project
     config = recipe("# .gitlab-ci.yml")
     job = config["diffgenome"]
@@ -395,9 +440,13 @@ def test_the_gitlab_job_runs_and_exits_with_the_gate_s_status(
     script: list[str] = job["script"]
     post = [line for line in script if "curl" in line]
     assert len(post) == 1 and '"body@comment.md"' in post[0] and "[ -f comment.md ]" in post[0]
-    run = [line for line in script if "pip install" not in line and "curl" not in line]
-
-    env = _diffgenome_on_path(tmp_path / "bin")
+    run = [line for line in script if "curl" not in line]
+    if install:
+        run = [_install_script(line) if "pip install" in line else line for line in run]
+        env = _installing(tmp_path / "venv")
+    else:
+        run = [line for line in run if "pip install" not in line]
+        env = _diffgenome_on_path(tmp_path / "bin")
     env.update(
         CI_MERGE_REQUEST_DIFF_BASE_SHA=base,
         CI_COMMIT_SHA=head,

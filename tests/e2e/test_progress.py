@@ -30,6 +30,9 @@ from e2e.helpers import (
     write_files,
 )
 
+#: How the progress says which core recorded a side: the development install's, compiled.
+CORE = "with the compiled core"
+
 PROJECT = {
     "calc/__init__.py": "",
     "calc/core.py": """
@@ -156,13 +159,19 @@ def test_a_log_gets_plain_step_lines_with_durations(repo: Path, tmp_path: Path) 
     base = f"base HEAD~1 {SHA}"
     head = f"head HEAD {SHA}"
     order = [
-        one(rf"diffgenome: recorded {base}: 6 tests in {DURATION}", lines),
-        one(rf"diffgenome: recorded {head}: 6 tests in {DURATION}", lines),
+        one(rf"diffgenome: recorded {base}: 6 tests {CORE} in {DURATION}", lines),
+        one(rf"diffgenome: recorded {head}: 6 tests {CORE} in {DURATION}", lines),
         one(rf"diffgenome: loaded {base}: run \S+, 6 tests{ALIKE} in {DURATION}", lines),
         one(rf"diffgenome: loaded {head}: run \S+, 6 tests{ALIKE} in {DURATION}", lines),
         one(rf"diffgenome: diffed 6 tests in {DURATION}", lines),  # as pytest counts them
-        one(rf"diffgenome: recorded {base} again \(1 of 2\): 3 tests in {DURATION}", lines),
-        one(rf"diffgenome: recorded {head} again \(2 of 2\): 3 tests in {DURATION}", lines),
+        one(
+            rf"diffgenome: recorded {base} again \(1 of 2\): 3 tests {CORE} in {DURATION}",
+            lines,
+        ),
+        one(
+            rf"diffgenome: recorded {head} again \(2 of 2\): 3 tests {CORE} in {DURATION}",
+            lines,
+        ),
         one(
             "diffgenome: confirmed 3 tests that differ: recorded them twice more on each side "
             f"in {DURATION}",
@@ -269,7 +278,7 @@ def test_a_terminal_gets_a_live_line_and_the_last_line_of_each_step(
         r"diffgenome: reusing run \S+ of HEAD~1 \([0-9a-f]{12}, recorded by diff\)",
         rf"diffgenome: loaded base HEAD~1 {SHA}: run \S+, 6 tests{ALIKE} in {DURATION}",
         rf"diffgenome: diffed 6 tests in {DURATION}",
-        rf"diffgenome: recorded head HEAD {SHA} again \(2 of 2\): 3 tests in {DURATION}",
+        rf"diffgenome: recorded head HEAD {SHA} again \(2 of 2\): 3 tests {CORE} in {DURATION}",
         rf"diffgenome: confirmed 3 tests that differ: .* in {DURATION}",
     ):
         assert re.search(pattern, shown), (pattern, shown)

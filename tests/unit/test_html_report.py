@@ -292,3 +292,15 @@ def test_write_site_into_a_file_is_a_user_error(tmp_path: Path) -> None:
     blocked.write_text("x")
     with pytest.raises(SiteError, match="cannot write the HTML report to"):
         write_site({"index.html": b""}, str(blocked / "sub"))
+
+
+def test_the_index_says_which_core_recorded_each_side() -> None:
+    """The run line names each side's core, the pure-Python one with its reason (escaped)."""
+    diff, base, head = evil_diff()
+    diff.base.core = "c"
+    diff.head.core, diff.head.core_reason = "python", f"other-interpreter: {EVIL}"
+    index = diff_site(diff, records(base), records(head))[INDEX]
+    tags = parsed(index)
+    assert f"; head run {diff.head.run}, pure-Python core: other-interpreter: {EVIL}" in tags.text
+    assert f"base run {diff.base.run}, compiled core; " in tags.text
+    assert tags.tags <= TAGS and not tags.handlers

@@ -434,8 +434,8 @@ def diff_documents(
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
     return DiffDocument(
-        base=DiffSide(run=b_run.get("id"), commit=b_run.get("commit"), rev=base_rev),
-        head=DiffSide(run=h_run.get("id"), commit=h_run.get("commit"), rev=head_rev),
+        base=_side(b_run, base_rev),
+        head=_side(h_run, head_rev),
         summary=summary,
         causes=find_causes(diffs, (c.symbol for c in entries), one_sided_sites),
         tests=diffs,
@@ -572,3 +572,17 @@ def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[
     base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()
     head = set(h.record.get("unverified_reasons") or ()) if not h.record.get("verified") else set()
     return base != head
+
+
+def _side(run: dict[str, Any], rev: str) -> DiffSide:
+    """One side of the diff: its run, commit, and the core that recorded it (as the run
+    says: a run recorded before runs said it has none)."""
+    core = run.get("core")
+    reason = run.get("core_reason")
+    return DiffSide(
+        run=run.get("id"),
+        commit=run.get("commit"),
+        rev=rev,
+        core=core if core in ("c", "python") else None,
+        core_reason=reason if isinstance(reason, str) and core == "python" else None,
+    )

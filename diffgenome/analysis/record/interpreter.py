@@ -65,7 +65,10 @@ print(json.dumps(info))
 def probe(python: str, env: dict[str, str], cwd: str) -> Target:
     """What ``python`` is and has (pytest, the plugin's entry point, hypothesis' plugin), run
     in ``env`` (:func:`environment` of no tree); what makes it unusable is a :class:`DiffError`
-    that says which ``--python`` to pass."""
+    that says which ``--python`` to pass. A path relative to here (``.venv/bin/python``) is
+    made absolute: the recordings run it from other folders (worktrees)."""
+    if os.sep in python or (os.altsep and os.altsep in python):
+        python = os.path.abspath(python)
     try:
         done = subprocess.run(
             [python, "-c", _PROBE],

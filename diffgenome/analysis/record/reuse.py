@@ -13,10 +13,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from diffgenome import __version__
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
+from diffgenome.protocol import identity
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import recording_key
 
@@ -53,7 +53,7 @@ def reusable_run(
         raw = reader.run(summary.id).get("config")
         config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
         config.pop("recording_key", None)
-        if config.get("recorder") != f"diffgenome {__version__}":
+        if config.get("recorder") != f"diffgenome {identity.version()}":
             continue
         if config.get("hash_seed") != seed:
             continue

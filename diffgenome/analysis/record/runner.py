@@ -31,6 +31,9 @@ from typing import Any, Self
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.record.core import CoreSupply
+from diffgenome.analysis.record.core import apply as apply_core
+from diffgenome.analysis.record.core import provide as provide_core
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
 from diffgenome.analysis.record.interpreter import (
     PLUGIN_MODULE,
@@ -137,6 +140,7 @@ class Runner:
         #: The one reader of the store for the whole diff (:meth:`close` closes it).
         self.handle = StoreHandle(self.store)
         self._target: Target | None = None
+        self._core: CoreSupply | None = None  # what the probe's workspace got (record/core.py)
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
         self._key_fingerprint: str | None = None
@@ -542,6 +546,11 @@ class Runner:
         if self._target is None:
             env = self._env(workspace, None)
             self._target = probe(self.options.python, env, workspace.root)
+            # The copy of the recording side gets a compiled core for that interpreter.
+            target = self._target
+            self._core = provide_core(
+                workspace.recorder_path(), target.python, target.version, env, self.progress
+            )
         return self._target
 
     def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
@@ -570,6 +579,8 @@ class Runner:
         run_id = new_run_id()
         self.started[run_id] = subject
         self._hold(run_id, used=origin != ORIGIN_CONFIRMATION)
+        if self._core is not None:  # a confirmation's workspace has a copy of its own
+            apply_core(workspace.recorder_path(), self._core)
         with self.progress.step("recording", "recorded", subject) as step:
             seen = PytestProgress()
 
@@ -590,8 +601,20 @@ class Runner:
             )
             self._check_recorded(spec, code, output, run_id)
             count = self._test_count(run_id)
-            step.result = f"{count} test{'' if count == 1 else 's'}"
+            step.result = f"{count} test{'' if count == 1 else 's'} {self._core_text(run_id)}"
         return run_id
+
+    def _core_text(self, run_id: str) -> str:
+        """Which core recorded the run, and why the pure-Python one (progress says it)."""
+        with self.handle.reader() as reader:
+            run = reader.run(run_id)
+        if run.get("core") == "c":
+            return "with the compiled core"
+        if run.get("core") == "python":
+            # The reason in full is the report's note (pipeline.core_notes): here its word.
+            reason = str(run.get("core_reason") or "no reason recorded").split(":", 1)[0]
+            return f"with the pure-Python core ({reason})"
+        return "(the core is not said)"
 
     def _check_recorded(self, spec: str, code: int, output: str, run_id: str) -> None:
         """Nothing when pytest recorded ``run_id``; else the one-line error that says why."""

@@ -279,7 +279,11 @@ def _index_order(tests: Sequence[TestDiff]) -> list[TestDiff]:
 
 
 def _runs_line(diff: DiffDocument) -> str:
-    runs = [f"{name} run {side.run}" for name, side in (("base", diff.base), ("head", diff.head))]
+    """Each side's run and the core that recorded it (the pure-Python one with its reason)."""
+    runs = []
+    for name, side in (("base", diff.base), ("head", diff.head)):
+        core = {"c": ", compiled core", "python": f", pure-Python core: {side.core_reason}"}
+        runs.append(f"{name} run {side.run}{core.get(side.core or '', '')}")
     return f'<p class="meta">{esc("; ".join(runs))}</p>\n'
 
 

@@ -1432,6 +1432,15 @@ static struct PyModuleDef accel_module = {
     .m_size = -1,
 };
 
+/* -DDIFFGENOME_CORE_SOURCE=<hex digest>, unquoted (MSVC mangles quotes in defines). */
+#ifndef DIFFGENOME_CORE_SOURCE
+#define DIFFGENOME_CORE_SOURCE unknown
+#endif
+#define SOURCE_TEXT_(x) #x
+#define SOURCE_TEXT(x) SOURCE_TEXT_(x)
+#define SOURCE_PREFIX "diffgenome-core-source:"
+static const char SOURCE_MARK[] = SOURCE_PREFIX SOURCE_TEXT(DIFFGENOME_CORE_SOURCE);
+
 PyMODINIT_FUNC
 PyInit__accel(void)
 {
@@ -1457,6 +1466,13 @@ PyInit__accel(void)
         return NULL;
     }
     if (PyModule_AddIntConstant(module, "ABI", PY_VERSION_HEX >> 16) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    /* The digest of the C sources this file was built from (setup.py computes it, and so does
+     * the analysis side when it builds the core for another interpreter): the marker lets a
+     * core be matched to its sources from its bytes, without loading it. */
+    if (PyModule_AddStringConstant(module, "SOURCE", SOURCE_MARK + sizeof(SOURCE_PREFIX) - 1) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -91,20 +91,55 @@ _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 CORE_VERSION = 15
 
 
+#: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
+#: the target interpreter (analysis/record/core.py): why, and the command that fixes it.
+CORE_ABSENT_FILE = "_accel.absent"
+
+
 def _load_accelerator() -> tuple[Any, str | None]:
     """The compiled core's module, or None and why the Python callbacks are used instead."""
     wanted = os.environ.get(CORE_ENV, "").strip().lower()
     if wanted == "python":
         return None, f"{CORE_ENV}=python"
     if not CAPABILITIES.tested:
-        return None, "untested-interpreter"
+        version = ".".join(map(str, CAPABILITIES.version))
+        return None, f"untested-interpreter: the compiled core is not yet tested on {version}"
     try:
         from diffgenome.recording.collect import _accel
-    except ImportError:
-        return None, "not-built"
+    except ImportError as exc:
+        return None, _absent_reason(exc)
     if getattr(_accel, "VERSION", None) != CORE_VERSION:
         return None, "stale-build: rebuild it with pip install -e ."
     return _accel, None
+
+
+def _absent_reason(exc: ImportError) -> str:
+    """Why this interpreter has no compiled core, in words: never built, built only for other
+    interpreters (a copy of an install made with another Python), or there and unloadable."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(here, CORE_ABSENT_FILE), encoding="utf-8") as said:
+            return " ".join(said.read().split())
+    except OSError:
+        pass
+    try:
+        built = [n[len("_accel") :] for n in sorted(os.listdir(here)) if n.startswith("_accel.")]
+    except OSError:
+        built = []
+    if any(suffix in built for suffix in EXTENSION_SUFFIXES):
+        return f"import-failed: {exc}"
+    others = [suffix for suffix in built if suffix.endswith((".so", ".pyd"))]
+    if others:
+        return (
+            f"other-interpreter: the compiled core here is built for {', '.join(others)}, "
+            f"not for this interpreter ({EXTENSION_SUFFIXES[0]})"
+        )
+    return (
+        "not-built: this installation has no compiled core (pip leaves it out when no C "
+        "compiler works at install time)"
+    )
 
 
 _ACCEL, _ACCEL_ABSENT = _load_accelerator()
