@@ -54,9 +54,9 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
     with Runner(options) as runner, _said_when_interrupted(runner):
-        diff, notes = _diff(runner, options)
+        diff = _diff(runner, options)
         runner.finish()  # the store's cap, once everything is read (its note joins the notes)
-        return diff, notes
+        return diff, [*runner.notes, *core_notes(diff)]
 
 
 @contextlib.contextmanager
@@ -73,8 +73,9 @@ def _said_when_interrupted(runner: Runner) -> Iterator[None]:
         raise Interrupted(message) from None
 
 
-def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
-    """:func:`run_diff` with the runner of its sides (which run_diff closes)."""
+def _diff(runner: Runner, options: Options) -> DiffDocument:
+    """:func:`run_diff` with the runner of its sides (which run_diff closes and whose notes
+    it says)."""
     prepared = _prepare(runner, skip_same=True)
     base, head = prepared.base, prepared.head
     base_config = (base.document.get("run") or {}).get("config")
@@ -125,7 +126,7 @@ def _diff(runner: Runner, options: Options) -> tuple[DiffDocument, list[str]]:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
                 step.result = _tests_text(diff)
-    return diff, [*prepared.notes, *core_notes(diff)]
+    return diff
 
 
 def core_notes(diff: DiffDocument) -> list[str]:
