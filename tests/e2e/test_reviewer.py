@@ -325,7 +325,8 @@ def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path
     assert "recorded by pytest)" in shown
     # The head is recorded under a live line, which ends in the step's last line.
     assert "diffgenome: recording head HEAD (" in shown
-    assert re.search(r"diffgenome: recorded head HEAD \([0-9a-f]{12}\): \d+ tests with the \w+ core in ", shown)
+    recorded = r"diffgenome: recorded head HEAD \([0-9a-f]{12}\): \d+ tests with the \w+ core in "
+    assert re.search(recorded, shown)
     # test_label and the long-named test changed.
     assert "diffgenome: confirmed 2 tests that differ: recorded them twice more" in shown
     diff = cli_run(proj, "diff", "HEAD~1", "HEAD", "--json", "-", "--", *same)
