@@ -182,6 +182,10 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{micro['coverage']['ns_per_decision']} ns per decision; plain call "
             f"{micro['plain']['ns_per_call_return']} ns."
         )
+        if "floor_c" in micro:
+            lines.append(_floor_line(micro))
+        elif "floor_error" in micro:
+            lines.append(f"  - the floor was not measured: {micro['floor_error']}")
     lines += ["", "## diffgenome diff", ""]
     diff = doc.get("diff") or {}
     if not diff.get("available"):
@@ -225,3 +229,22 @@ def write(doc: dict[str, Any], out: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     md_path.write_text(markdown(doc))
     return json_path, md_path
+
+
+def _floor_line(micro: dict[str, Any]) -> str:
+    """The floor (an empty callback on the same events) and every mode as a multiple of it."""
+    c, py = micro["floor_c"], micro["floor_py"]
+
+    def times(mode: str) -> str:
+        over = micro[mode]["over_floor"]
+        cells = [over["ns_per_call_return"], over["ns_per_call_return_same_arg"]]
+        return " / ".join("n/a" if x is None else f"{x}x" for x in cells)
+
+    return (
+        f"  - floor (sys.monitoring, PY_START+PY_RETURN+BRANCH on the same functions): empty C "
+        f"callback {c['ns_per_call_return']} ns per call+return, {c['ns_per_decision']} ns per "
+        f"decision; empty Python callback {py['ns_per_call_return']} / "
+        f"{py['ns_per_decision']} ns. As multiples of the C floor (new argument / same "
+        f"argument): `--genome` {times('genome')}, coverage.py {times('coverage')}, the "
+        f"empty Python callback {times('floor_py')}."
+    )

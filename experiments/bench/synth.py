@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.envs import Env, log
+from bench.floor import build as build_floor
 from bench.runner import BASE_ARGS, MODES, command, measured, pytest_args
 
 _PYPROJECT = """\
@@ -98,17 +99,32 @@ def micro_benchmark(env: Env, n: int, reps: int, timeout: float) -> dict[str, An
     the store write at session end are excluded. Per call: (ident under mode - ident plain) / N.
     Per decision: the extra cost of ``branchy`` over ``ident`` under the mode, minus the same
     difference in plain, / N.
+
+    Two more modes give the floor (``bench/floor``): sys.monitoring delivering the same
+    events on the same functions to an empty C callback (``floor_c``) and to an empty Python
+    function (``floor_py``). Every figure of ``--genome`` and coverage.py is also given as a
+    multiple of the C floor: what the machinery costs before a recorder does anything.
     """
     with tempfile.TemporaryDirectory(prefix="bench-micro-") as name:
         root = write_micro_project(Path(name) / "micro")
-        times: dict[str, dict[str, list[float]]] = {m: {} for m in MODES}
+        floor_dir, floor_error = build_floor(env.exe, Path(name) / "floor")
+        modes = [*MODES, *(("floor_c", "floor_py") if floor_dir is not None else ())]
+        times: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
         for rep in range(reps):
-            for mode in MODES[rep % 3 :] + MODES[: rep % 3]:
+            turn = rep % len(modes)
+            for mode in modes[turn:] + modes[:turn]:
                 with tempfile.TemporaryDirectory(prefix=f"bench-micro-{mode}-") as t:
                     tmp = Path(t)
                     out = tmp / "micro.jsonl"
-                    cmd = command(mode, env.exe, env.bin, list(BASE_ARGS), tmp)
                     extra = {"BENCH_MICRO_N": str(n), "BENCH_MICRO_OUT": str(out)}
+                    if mode.startswith("floor_"):
+                        cmd = [*command("plain", env.exe, env.bin, list(BASE_ARGS), tmp)]
+                        cmd += ["-p", "bench_floor"]
+                        extra["BENCH_FLOOR"] = mode.removeprefix("floor_")
+                        extra["BENCH_FLOOR_DIR"] = str(floor_dir)
+                        extra["BENCH_FLOOR_MODULE"] = "hot"
+                    else:
+                        cmd = command(mode, env.exe, env.bin, list(BASE_ARGS), tmp)
                     m, _, tail = measured(cmd, root, tmp, timeout, extra)
                     if m["returncode"] != 0 or not out.exists():
                         raise RuntimeError(f"micro-benchmark under {mode} failed:\n{tail}")
@@ -118,7 +134,7 @@ def micro_benchmark(env: Env, n: int, reps: int, timeout: float) -> dict[str, An
         med = {m: {c: statistics.median(v) for c, v in cases.items()} for m, cases in times.items()}
     result: dict[str, Any] = {"n": n, "reps": reps, "median_s": med}
     plain = med["plain"]
-    for mode in ("genome", "coverage"):
+    for mode in modes[1:]:
         cur = med[mode]
         call = (cur["ident"] - plain["ident"]) / n * 1e9
         decision = ((cur["branchy"] - cur["ident"]) - (plain["branchy"] - plain["ident"])) / n * 1e9
@@ -134,8 +150,26 @@ def micro_benchmark(env: Env, n: int, reps: int, timeout: float) -> dict[str, An
         "ns_per_call_return": round((plain["ident"] - plain["loop"]) / n * 1e9, 1),
         "ns_per_decision": round((plain["branchy"] - plain["ident"]) / n * 1e9, 1),
     }
+    if floor_dir is None:
+        result["floor_error"] = floor_error
+    else:
+        floor = result["floor_c"]
+        for mode in ("genome", "coverage", "floor_py"):
+            result[mode]["over_floor"] = {
+                key: _multiple(result[mode][key], floor[key])
+                for key in ("ns_per_call_return", "ns_per_call_return_same_arg", "ns_per_decision")
+            }
     log(f"  micro n={n}: genome {result['genome']}  coverage {result['coverage']}")
+    if "floor_c" in result:
+        log(f"  micro floor: C {result['floor_c']}  Python {result['floor_py']}")
     return result
+
+
+def _multiple(value: float, floor: float) -> float | None:
+    """``value`` as a multiple of the floor; None when either is lost in the noise (a
+    difference of timings that came out at or below a nanosecond, or below zero, as the
+    per-decision estimate can: see docs/performance.md, has no ratio)."""
+    return round(value / floor, 1) if floor > 1.0 and value > 0 else None
 
 
 def _module_source(k: int, variant: int) -> str:

@@ -50,6 +50,11 @@ def test_quick_mode_end_to_end() -> None:
         micro = doc["micro"][row["python"]]
         assert {"genome", "coverage", "plain"} <= set(micro)
         assert isinstance(micro["genome"]["ns_per_call_return"], float)
+        # The floor: an empty C callback on the same events, built with this machine's
+        # compiler (as the core is), and every figure also as a multiple of it.
+        assert "floor_error" not in micro, micro.get("floor_error")
+        assert isinstance(micro["floor_c"]["ns_per_call_return"], float)
+        assert "ns_per_call_return" in micro["genome"]["over_floor"]
         diff = doc["diff"]
         if diff["available"]:
             assert diff["generated"]["returncodes"] == [0]
@@ -57,6 +62,7 @@ def test_quick_mode_end_to_end() -> None:
             assert diff["note"].startswith("not available yet")
         text = (out / json_file.name.replace(".json", ".md")).read_text()
         assert "| project | python | core | tests |" in text
+        assert "floor (sys.monitoring, PY_START+PY_RETURN+BRANCH" in text
         # The row says which callbacks recorded; a clean clone builds the compiled core.
         core = row["core"]
         assert core == "c" or core.startswith("python (untested-interpreter: "), core
