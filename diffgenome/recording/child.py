@@ -24,6 +24,7 @@ import os
 import sys
 from typing import Any
 
+from diffgenome.recording.collect import childhook as _hook
 from diffgenome.recording.collect import children as _children
 
 _tried = False
@@ -42,12 +43,12 @@ def start() -> None:
 
 
 def _start() -> None:
-    value = os.environ.get(_children.ENV) or ""
-    token, folder = _children.parse_value(value)
+    value = os.environ.get(_hook.ENV) or ""
+    token, folder = _hook.parse_value(value)
     if not token or not folder:
         return
     try:
-        with open(f"{folder}/{_children.CONFIG_NAME}", encoding="utf-8") as stream:
+        with open(f"{folder}/{_hook.CONFIG_NAME}", encoding="utf-8") as stream:
             config: dict[str, Any] = json.load(stream)
     except FileNotFoundError:
         # The session that named this folder has ended (a variable left in an environment

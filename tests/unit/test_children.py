@@ -18,7 +18,7 @@ from test_tracer import core as core  # the fixtures: each core, and the recorde
 from test_tracer import project as project
 
 from diffgenome.protocol.vocab import OS_SUBPROCESS, OUTCOME_UNTRACED_CHILD
-from diffgenome.recording.collect import children
+from diffgenome.recording.collect import childhook, children, childwire
 from diffgenome.recording.collect.contract import Bounds, Node, PhaseCapture
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.tracer import Tracer
@@ -46,7 +46,7 @@ def _recorded(project: Path, core: str) -> PhaseCapture:
 
 
 def _wire(root: Node) -> list[list[Any]]:
-    entries, _ = children.dump_tree(root)
+    entries, _ = childwire.dump_tree(root)
     loaded: list[list[Any]] = json.loads(json.dumps(entries))
     return loaded
 
@@ -55,7 +55,7 @@ def test_a_tree_sent_by_a_child_exports_as_it_would_have_there(project: Path, co
     capture = _recorded(project, core)
     wire = _wire(capture.root)  # before export, which marks thread work with its ``via``
     there = export_phase(capture, DIGESTER)
-    rebuilt = children.load_tree(wire, _tracer(project), Bounds())
+    rebuilt = childwire.load_tree(wire, _tracer(project), Bounds())
     here = export_phase(PhaseCapture(rebuilt, []), DIGESTER)
     assert here == there
     assert any(b for b in here["branches"]), "decisions survive the trip"
@@ -134,7 +134,7 @@ def test_the_variable_is_stable_text(value: str) -> None:
     assert stable.stable_text(f"{{'DIFFGENOME_CHILD': '{value}'}}") == (
         "{'DIFFGENOME_CHILD': 'diffgenome-child:<token>'}"
     )
-    assert children.parse_value(value)[0] == value.split(":")[1].split("|")[0]
+    assert childhook.parse_value(value)[0] == value.split(":")[1].split("|")[0]
 
 
 def test_a_session_that_cannot_write_its_hook_leaves_nothing_behind(
@@ -144,12 +144,12 @@ def test_a_session_that_cannot_write_its_hook_leaves_nothing_behind(
     import os
     import tempfile
 
-    monkeypatch.setattr(children, "site_folders", lambda: ["/nonexistent/site-packages"])
-    before = os.environ.get(children.ENV)
-    mine = f"{children.FOLDER_PREFIX}{os.getpid()}-"
+    monkeypatch.setattr(childhook, "site_folders", lambda: ["/nonexistent/site-packages"])
+    before = os.environ.get(childhook.ENV)
+    mine = f"{childhook.FOLDER_PREFIX}{os.getpid()}-"
     with pytest.raises(OSError, match="cannot write the child-process hook"):
         children.open_session(_tracer(project), Bounds(), {})
-    assert os.environ.get(children.ENV) == before
+    assert os.environ.get(childhook.ENV) == before
     assert children._ACTIVE is None
     assert [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(mine)] == []
 
@@ -180,11 +180,11 @@ def test_a_variable_left_behind_by_an_ended_session_is_silent(tmp_path: Path) ->
     import subprocess
     import sys
 
-    from diffgenome.recording.collect import children
+    from diffgenome.recording.collect import childhook
 
     gone = tmp_path / "ended-session"
     code = "from diffgenome.recording import child; child.start(); print('ran')"
-    env = {"DIFFGENOME_CHILD": f"{children.VALUE_PREFIX}1.call.0|{gone}", "PATH": "/usr/bin"}
+    env = {"DIFFGENOME_CHILD": f"{childhook.VALUE_PREFIX}1.call.0|{gone}", "PATH": "/usr/bin"}
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )

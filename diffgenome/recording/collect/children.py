@@ -60,51 +60,32 @@ from diffgenome.protocol.vocab import (
     OUTCOME_UNTRACED_CHILD,
     VIA_PROCESS,
 )
+from diffgenome.recording.collect.childhook import (
+    CONFIG_NAME,
+    ENV,
+    FOLDER_PREFIX,
+    VALUE_PREFIX,
+    install_hook,
+    parse_value,
+    remove_stale_folders,
+)
+from diffgenome.recording.collect.childwire import (
+    dump_tree,
+    load_tree,
+    read_file,
+    try_remove,
+    write_file,
+)
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
     NODE_OS_EVENT,
     Bounds,
-    CodeInfo,
     Node,
     PhaseCapture,
-    StateSet,
 )
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.tracer import Tracer
-
-ENV: Final = "DIFFGENOME_CHILD"
-CONFIG_NAME: Final = "config.json"
-#: The capture folder's name in the temporary folder: ``<prefix><session pid>-<random>``.
-FOLDER_PREFIX: Final = "diffgenome-children-"
-#: Sorted after every other ``.pth`` (site processes them in name order), so that the paths
-#: an editable install adds are in place when the line imports diffgenome.
-PTH_PREFIX: Final = "zz-diffgenome-child-"
-PTH_LINE: Final = (
-    "import os, sys; exec("
-    + repr(
-        f"if {ENV!r} in os.environ:\n"
-        " try:\n"
-        "  from diffgenome.recording.child import start\n"
-        "  start()\n"
-        " except Exception as exc:\n"
-        "  sys.stderr.write('diffgenome: this Python child process is not recorded: %r\\n'"
-        " % (exc,))\n"
-    )
-    + ")\n"
-)
-#: What the variable's value starts with: stable.py makes the value itself stable text
-#: (a test that copies ``os.environ`` into a value must not digest a pid or a folder).
-VALUE_PREFIX: Final = "diffgenome-child:"
-
-
-def parse_value(value: str) -> tuple[str, str]:
-    """``(token, folder)`` of a ``DIFFGENOME_CHILD`` value; empty strings when malformed."""
-    if not value.startswith(VALUE_PREFIX):
-        return "", ""
-    token, _, folder = value[len(VALUE_PREFIX) :].partition("|")
-    return token, folder
-
 
 #: Reasons a child gives about itself are the test's too, under this prefix.
 CHILD_REASON_PREFIX: Final = "child:"
@@ -132,119 +113,6 @@ _READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 #: keeps the pid (a fork that becomes Python sends two captures).
 _IMAGE: Final = os.urandom(4).hex()
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
-
-
-# -- the tree on the wire ------------------------------------------------------------------
-
-
-def dump_tree(root: Node) -> tuple[list[list[Any]], set[str]]:
-    """A phase tree as a flat list (parents first, so no recursion either way) and the
-    symbols it names. Call nodes are named by symbol and path: the parent maps them again."""
-    entries: list[list[Any]] = []
-    symbols: set[str] = set()
-    stack: list[tuple[Node, int, str]] = [(root, -1, "")]
-    while stack:
-        node, parent, via = stack.pop()
-        index = len(entries)
-        key = node.key
-        if node.ntype == NODE_CALL:
-            if key is None:
-                wire_key: Any = None
-            else:
-                symbols.add(key.symbol)
-                wire_key = [key.symbol, key.origin, key.kind, key.line, key.path]
-        else:
-            wire_key = list(key)
-        state = node.state
-        entries.append(
-            [
-                parent,
-                via,
-                node.ntype,
-                wire_key,
-                node.count,
-                node.returned,
-                node.yielded,
-                node.exits,
-                _dump_values(node.args),
-                _dump_values(node.results),
-                None if state is None else [sorted(state.facts), state.overflow],
-                sorted(node.branches.items()),
-                sorted(node.flags) if node.flags else None,
-            ]
-        )
-        for child in node.children.values():
-            stack.append((child, index, ""))
-        for side in node.thread_roots:
-            stack.append((side, index, side.via or "thread"))
-    return entries, symbols
-
-
-def _dump_values(bounded: Any) -> list[Any]:
-    seen = [[shape, None if form is None else form.hex()] for shape, form in bounded._seen]
-    return [seen, bounded._count, bounded._sum]
-
-
-def _load_values(bounded: Any, wire: list[Any]) -> None:
-    seen, count, total = wire
-    bounded._seen = {
-        (str(shape), None if form is None else bytes.fromhex(form)): None for shape, form in seen
-    }
-    bounded._count = int(count)
-    bounded._sum = int(total)
-
-
-def load_tree(entries: list[list[Any]], tracer: Tracer, bounds: Bounds) -> Node:
-    """The tree ``dump_tree`` wrote, with call nodes keyed by this process's stand-ins for
-    the child's code objects (``Tracer.surrogate_info``)."""
-    nodes: list[Node] = []
-    infos: dict[tuple[Any, ...], CodeInfo] = {}
-    rootdir = tracer.scope.rootdir
-    for entry in entries:
-        (parent, via, ntype, key, count, returned, yielded, exits, args, results, state) = entry[
-            :11
-        ]
-        branches, flags = entry[11], entry[12]
-        node_key: Any
-        if key is None:
-            node_key = None
-        elif ntype == NODE_CALL:
-            symbol, origin, kind, line, path = key
-            ident = (symbol, path)
-            info = infos.get(ident)
-            if info is None:
-                info = infos[ident] = tracer.surrogate_info(
-                    str(symbol), rootdir + str(path), str(origin), str(kind), int(line), str(path)
-                )
-            node_key = info
-        else:
-            node_key = tuple(key)
-        node = Node(int(ntype), node_key, bounds)
-        node.count = int(count)
-        node.returned = int(returned)
-        node.yielded = int(yielded)
-        node.exits = {str(k): int(v) for k, v in exits.items()}
-        _load_values(node.args, args)
-        _load_values(node.results, results)
-        if state is not None:
-            node.state = StateSet(bounds.state)
-            node.state.facts = {(str(a), str(b), str(c)) for a, b, c in state[0]}
-            node.state.overflow = int(state[1])
-        node.branches = {int(k): int(v) for k, v in branches}
-        node.flags = set(flags) if flags else None
-        if parent >= 0:
-            above = nodes[parent]
-            if via:
-                node.via = str(via)
-                above.thread_roots.append(node)
-            else:
-                above.children[len(nodes)] = node
-        elif nodes:
-            raise ValueError("a capture has two roots")
-        nodes.append(node)
-    if not nodes:
-        raise ValueError("an empty capture")
-    return nodes[0]
 
 
 # -- the process's one recorder of children --------------------------------------------------
@@ -487,7 +355,7 @@ class Children:
             if rest.endswith(".started"):
                 if token in table or token == self.base or token.startswith(self.base + "."):
                     markers[token] = markers.get(token, 0) + 1
-                    _try_remove(self.folder, name)
+                    try_remove(self.folder, name)
                 continue
             if not rest.endswith(".json"):
                 continue
@@ -495,7 +363,7 @@ class Children:
                 captures.setdefault(token, []).append(name)
             elif token.startswith(mine):
                 self.late += 1  # its phase ended while it ran: disclosed there
-                _try_remove(self.folder, name)
+                try_remove(self.folder, name)
         reasons = set(capture.reasons)
         recorded: dict[int, Node] = {}
         missing: dict[int, Node] = {id(node): node for node in unreachable}
@@ -569,12 +437,12 @@ class Children:
         for name in names:
             path = f"{self.folder}/{name}"
             try:
-                data = _json_loads(_read_file(path))
+                data = _json_loads(read_file(path))
             except (OSError, ValueError):
                 reasons.add("child-unreadable")
                 continue
             finally:
-                _try_remove(self.folder, name)
+                try_remove(self.folder, name)
             read.append((_json_dumps(data.get("tree"), sort_keys=True), data))
         read.sort(key=lambda item: item[0])
         roots: list[tuple[Node, tuple[str, ...] | None, int]] = []
@@ -602,7 +470,7 @@ class Children:
     # -- in a recorded child -----------------------------------------------------------
 
     def _started(self, token: str) -> None:
-        _write_file(self.folder, f"{token}~{self.pid}-{_IMAGE}.started", b"")
+        write_file(self.folder, f"{token}~{self.pid}-{_IMAGE}.started", b"")
 
     def enter_child(self, token: str) -> None:
         """This process is a recorded child: mark it started, send its tree at exit."""
@@ -647,7 +515,7 @@ class Children:
             "tree": tree,
         }
         name = f"{token}~{pid}-{_IMAGE}.json"
-        _write_file(self.folder, name + ".part", _json_dumps(data).encode("utf-8"))
+        write_file(self.folder, name + ".part", _json_dumps(data).encode("utf-8"))
         _replace(f"{self.folder}/{name}.part", f"{self.folder}/{name}")
 
     # -- session end -------------------------------------------------------------------
@@ -717,37 +585,6 @@ def _os_event_nodes(root: Node) -> set[int]:
 def _identity(node: Node) -> str:
     """The program a spawn event names (``?`` for the truncation sink, which has none)."""
     return str(node.key[2]) if node.ntype == NODE_OS_EVENT else "?"
-
-
-def _try_remove(folder: str, name: str) -> None:
-    with contextlib.suppress(OSError):
-        _remove(f"{folder}/{name}")
-
-
-def _read_file(path: str) -> bytes:
-    """The whole file, through ``os`` functions bound at import (a test's fixture may still
-    have ``open`` patched when its phase ends)."""
-    fd = _open(path, _READ_FLAGS)
-    try:
-        chunks: list[bytes] = []
-        while True:
-            chunk = _read(fd, 1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        _close(fd)
-
-
-def _write_file(folder: str, name: str, data: bytes, mode: int = 0o600) -> None:
-    fd = _open(f"{folder}/{name}", _WRITE_FLAGS, mode)
-    try:
-        view = memoryview(data)
-        while view:
-            written = _write(fd, view)
-            view = view[written:]
-    finally:
-        _close(fd)
 
 
 def _process_token() -> str | None:
@@ -824,90 +661,16 @@ def _install_exit_hooks() -> None:
         _EXIT_WRAPPED = True
 
 
-# -- the session's hook into new interpreters ------------------------------------------------
-
-
-def install_pth(site_packages: str) -> str:
-    """Write the ``.pth`` line for this session (and remove those of sessions that died
-    without removing theirs); its path."""
-    pid = _getpid()
-    try:
-        for name in _listdir(site_packages):
-            if name.startswith(PTH_PREFIX) and name.endswith(".pth"):
-                other = name[len(PTH_PREFIX) : -4]
-                if other.isdigit() and int(other) != pid and not _alive(int(other)):
-                    _try_remove(site_packages, name)
-    except OSError:
-        pass
-    name = f"{PTH_PREFIX}{pid}.pth"
-    # Readable by all, like any .pth: a child run as another user must not fail to start.
-    _write_file(site_packages, name, PTH_LINE.encode("utf-8"), 0o644)
-    return f"{site_packages}/{name}"
-
-
-def _alive(pid: int) -> bool:
-    if sys.platform == "win32":
-        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there: never guess
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _remove_stale_folders(tmp: str) -> None:
-    """Capture folders of sessions that died without removing theirs: they may hold a
-    child's values (canonical forms), so they do not outlive the next session's start."""
-    import shutil
-
-    try:
-        names = _listdir(tmp)
-    except OSError:
-        return
-    for name in names:
-        if name.startswith(FOLDER_PREFIX):
-            pid = name[len(FOLDER_PREFIX) :].partition("-")[0]
-            if pid.isdigit() and int(pid) != _getpid() and not _alive(int(pid)):
-                shutil.rmtree(f"{tmp}/{name}", ignore_errors=True)
-
-
-def site_folders() -> list[str]:
-    """Where the interpreters of this environment read ``.pth`` files from, in the order
-    tried: the environment's site-packages, then (a system Python one may not write to) the
-    user's, when it is enabled and exists (it is never created)."""
-    import site
-    import sysconfig
-
-    folders = [sysconfig.get_path("purelib")]
-    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    if user and os.path.isdir(user):
-        folders.append(user)
-    return folders
-
-
-def install_hook() -> str:
-    """Write the ``.pth`` into the first folder that takes it; its path."""
-    problems: list[str] = []
-    for folder in site_folders():
-        try:
-            return install_pth(folder)
-        except OSError as exc:
-            problems.append(f"{folder}: {exc.strerror or exc}")
-    raise OSError("cannot write the child-process hook into " + "; ".join(problems))
-
-
 def open_session(tracer: Tracer, bounds: Bounds, config: dict[str, Any]) -> Children:
     """Make the capture folder and the hook for this session's children, and become the
     process's recorder of children. Undone by ``Children.close``."""
     import tempfile
 
-    _remove_stale_folders(tempfile.gettempdir())
+    remove_stale_folders(tempfile.gettempdir())
     folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{_getpid()}-")
     children = Children(tracer, folder, bounds)
     try:
-        _write_file(folder, CONFIG_NAME, _json_dumps(config).encode("utf-8"))
+        write_file(folder, CONFIG_NAME, _json_dumps(config).encode("utf-8"))
         children.pth = install_hook()
         children.activate()
     except BaseException:
