@@ -143,3 +143,31 @@ def test_a_relative_key_file_is_read_from_where_pytest_was_started(monorepo: Pat
     from diffgenome.protocol.store import key_fingerprint
 
     assert fingerprint == key_fingerprint(key.read_bytes())
+
+
+def test_a_project_installed_editable_is_diffed_from_its_tests_folder(tmp_path: Path) -> None:
+    """The most common set-up: the project at the repository's top, installed editable into
+    its virtual environment (a ``.pth`` line naming the checkout, as setuptools writes), the
+    reviewer in ``tests/``. Each side must import its own revision's modules: with the folder
+    the user stands in first on ``PYTHONPATH``, the install won and every test was
+    ``unverified`` (``foreign-module:shop=<checkout>``)."""
+    files = {name.removeprefix("proj/"): text for name, text in SHOP.items()}
+    top = make_project(tmp_path, files, name="top")
+    write_files(top, {"shop/pricing.py": files["shop/pricing.py"].replace("5", "7")})
+    git_in(top, "add", "-A")
+    git_in(top, "commit", "-qm", "change")
+    venv = top / ".venv"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    (site / "outer.pth").write_text("".join(f"{path}\n" for path in sys.path if path))
+    (site / "__editable__.shop.pth").write_text(f"{top}\n")
+    here = top / "tests"
+    done = diffgenome(
+        here,
+        *("diff", "HEAD~1", "HEAD", "--no-confirm", "--json", "diff.json"),
+        *("--python", "../.venv/bin/python", "--", "-p", "no:randomly"),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "foreign-module" not in done.stdout, done.stdout
+    summary = json.loads((here / "diff.json").read_text())["summary"]
+    assert summary["changed"] == 1 and summary["unverified"] == 0, summary

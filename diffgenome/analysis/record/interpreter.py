@@ -109,18 +109,41 @@ def probe(python: str, env: dict[str, str], cwd: str) -> Target:
     )
 
 
+#: Files that make a folder a Python project's root (where its modules are imported from).
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def source_root(tree: str, prefix: str) -> str:
+    """Where the recorded tree's own modules are imported from: the nearest folder from where
+    the user stands (``prefix`` of the repository) up to the tree's top that holds a project
+    file, or its ``src/`` when it has one; where the user stands when none does.
+
+    Not simply where the user stands: a reviewer in ``tests/`` of a project installed
+    editable would otherwise record the checkout's code on both sides (pytest found it
+    through the install), which the recorder can only disclose as ``foreign-module``."""
+    here = os.path.join(tree, prefix) if prefix else tree
+    top = os.path.normpath(tree)
+    folder = os.path.normpath(here)
+    while not any(os.path.isfile(os.path.join(folder, name)) for name in PROJECT_FILES):
+        if folder == top or os.path.dirname(folder) == folder:
+            folder = os.path.normpath(here)
+            break
+        folder = os.path.dirname(folder)
+    src = os.path.join(folder, "src")
+    return src if os.path.isdir(src) else folder
+
+
 def environment(workspace: Workspace, tree: str | None, prefix: str) -> dict[str, str]:
     """The environment of a recording in ``tree`` (None: the probe's), where the user stands
-    at ``prefix`` of the repository: the recorded tree's source root first on ``PYTHONPATH``,
+    at ``prefix`` of the repository: the recorded tree's source root (:func:`source_root`)
+    first on ``PYTHONPATH``,
     then the copy of the recording side, then the user's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
     paths: list[str] = []
     if tree is not None:
-        here = os.path.join(tree, prefix) if prefix else tree
-        src = os.path.join(here, "src")
         # The recorded tree first: an editable install of the user's checkout must not
         # win over the revision being recorded.
-        paths.append(src if os.path.isdir(src) else here)
+        paths.append(source_root(tree, prefix))
     paths.append(workspace.recorder_path())
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
