@@ -241,3 +241,62 @@ def test_a_changed_generator_expression_is_behaviour_not_structure(
     assert statuses["test_subtotal_skips_empty_lines"] == "changed", document["tests"]
     assert "restructured" not in statuses.values(), statuses
     assert code == 1
+
+
+CONVERT = {
+    "conv/__init__.py": "",
+    "conv/fields.py": """
+        def convert(pairs, converters):
+            out = []
+            for name, text in pairs:
+                out.append(converters[name](text.strip()))
+            return out
+    """,
+    "tests/test_fields.py": """
+        from conv.fields import convert
+
+
+        def test_two_callbacks():
+            def number(text):
+                return int(text)
+
+            def word(text):
+                return text.upper()
+
+            got = convert([("n", " 4 "), ("w", " Ab ")], {"n": number, "w": word})
+            assert got == [4, "AB"]
+    """,
+}
+
+
+def test_an_extraction_above_two_test_callbacks_is_structure(tmp_path: Path) -> None:
+    """A function that calls two callbacks the test made (two stand-ins that look alike:
+    neither claims a target) gets a helper extracted (parse 1.20.2's ``_split_field``, whose
+    caller runs its converters). The contraction merged the two stand-ins into one, could not
+    do it exactly and gave up: the refactor was ``changed``."""
+    repo = make_project(tmp_path, CONVERT, name="conv")
+    git_in(repo, "branch", "-M", "main")
+    git_in(repo, "checkout", "-q", "-b", "extract")
+    path = repo / "conv" / "fields.py"
+    call = "        out.append(converters[name](text.strip()))\n"
+    assert path.read_text().count(call) == 1
+    path.write_text(
+        path.read_text().replace(call, "        out.append(_one(converters, name, text))\n")
+        + "\n\ndef _one(converters, name, text):\n    return converters[name](text.strip())\n"
+    )
+    git_in(repo, "commit", "-qam", "extract _one")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "extract")
+    assert _statuses(document)["test_two_callbacks"] == "restructured", document["tests"]
+    assert code == 0
+    # The same extraction that also lower-cases what a callback is given: the test still
+    # passes (word upper-cases it), but a callback receives another value: changed.
+    git_in(repo, "checkout", "-q", "-b", "extract-lower")
+    path.write_text(
+        path.read_text().replace("[name](text.strip())", "[name](text.strip().lower())")
+    )
+    git_in(repo, "commit", "-qam", "lower")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "extract-lower")
+    [test] = [t for t in document["tests"] if t["id"].endswith("test_two_callbacks")]
+    assert test["status"] == "changed" and test["outcome"]["head"] == "passed", test
+    assert [change["kind"] for change in test["changes"]] == ["stand_in_changed"], test
+    assert code == 1

@@ -169,14 +169,17 @@ def _in_parent_order(nodes: Sequence[NodeDict]) -> list[NodeDict]:
 
 def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
-    by_key: dict[tuple[int | None, str], int] = {}
+    by_key: dict[tuple[int | None, str], list[int]] = {}
     # Old id -> the new id it now is (a kept node) or hangs under (a contracted one).
     mapping: dict[Any, int | None] = {}
+    contracted: set[Any] = set()  # old ids of the calls contracted out
+    joined: set[Any] = set()  # old ids of the nodes folded into a node already there
     known = {node.get("id") for node in genome.get("nodes") or ()}
     for node in _in_parent_order(list(genome.get("nodes") or ())):
         parent = node.get("parent")
         new_parent = mapping.get(parent) if parent is not None and parent in known else None
         if node.get("type") == TYPE_CALL and node.get("symbol") in region.one_sided:
+            contracted.add(node.get("id"))
             mapping[node.get("id")] = new_parent
             if new_parent is not None:
                 _lift_state(nodes[new_parent], node)
@@ -186,13 +189,23 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
             )
             continue
         key = (new_parent, element(node))
-        index = by_key.get(key)
-        if index is None:
-            index = len(nodes)
-            by_key[key] = index
-            nodes.append({**node, "id": index, "parent": new_parent})
-        else:
+        same = by_key.setdefault(key, [])
+        # Only a node lifted out of a contracted call joins a node it now falls on, its twin;
+        # siblings the recording kept apart stay apart although they look alike (two
+        # test-local callbacks called by one function are two stand-ins with one element),
+        # and a lifted node with several twins cannot say which one it is.
+        lifted = parent in contracted or parent in joined
+        twins = [i for i in same if _twin(nodes[i], node)] if lifted else []
+        if len(twins) > 1:
+            raise _CannotMerge
+        if twins:
+            index = twins[0]
             _merge(nodes[index], node)
+            joined.add(node.get("id"))
+        else:
+            index = len(nodes)
+            same.append(index)
+            nodes.append({**node, "id": index, "parent": new_parent})
         mapping[node.get("id")] = index
     branches: dict[tuple[int, str], dict[str, Any]] = {}
     for branch in genome.get("branches") or ():
@@ -217,6 +230,14 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
             for outcome, n in (branch.get("outcomes") or {}).items():
                 existing["outcomes"][outcome] = existing["outcomes"].get(outcome, 0) + int(n or 0)
     return {**genome, "nodes": nodes, "branches": list(branches.values())}
+
+
+def _twin(kept: Mapping[str, Any], node: NodeDict) -> bool:
+    """Whether ``node``, lifted onto a sibling ``kept`` of the same element, is that sibling:
+    a stand-in is the same one only when the same code stands in (its ``substitute``)."""
+    if node.get("type") == TYPE_SUBSTITUTION:
+        return bool(kept.get("substitute") == node.get("substitute"))
+    return True
 
 
 def _merge(into: dict[str, Any], node: NodeDict) -> None:
