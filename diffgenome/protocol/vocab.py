@@ -105,3 +105,8 @@ RUN_ENDED_EARLY: Final = "session-ended-early"
 # The store failed while the run was recorded (disk full, deleted, read-only): recording
 # stopped, and the reason says the store's own words.
 RUN_STORE_FAILED: Final = "store-failed"
+
+# A test's unverified reason when a project module was imported from outside the recorded
+# tree (``foreign-module:<name>=<path>``): the run recorded another tree's code, so no diff
+# reuses it.
+REASON_FOREIGN_MODULE: Final = "foreign-module"

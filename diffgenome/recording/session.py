@@ -42,6 +42,7 @@ from diffgenome.protocol.store import (
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     ORIGIN_REPO,
+    REASON_FOREIGN_MODULE,
     RUN_ENDED_EARLY,
     RUN_INTERNAL_ERROR,
     RUN_INTERRUPTED,
@@ -694,7 +695,7 @@ class Recorder:
         user's checkout: recording a worktree there can silently run the checkout's code.
         """
         for name, where in _foreign_modules(self.repo_modules, self.scope.rootdir):
-            reason = f"foreign-module:{name}={where}"
+            reason = f"{REASON_FOREIGN_MODULE}:{name}={where}"
             if reason not in self._session_reasons:
                 self._session_reasons.append(reason)
 

@@ -428,3 +428,30 @@ def test_the_store_cap_removes_the_oldest_runs_and_says_so(tmp_path: Path) -> No
         assert conn.execute(
             "SELECT COUNT(*) FROM tests WHERE run_id = ?", (oldest,)
         ).fetchone() == (0,)
+
+
+def test_a_run_that_recorded_another_tree_is_never_reused(tmp_path: Path) -> None:
+    """A recording whose tests imported the project from outside the recorded tree
+    (``foreign-module``: another copy first on the path, as an older diffgenome's worktree
+    recordings from ``tests/`` of an editable install did) stands for that other tree, not
+    its commit: ``diff`` records the commit again instead of reusing it (it did reuse it,
+    and every test stayed ``unverified``)."""
+    import shutil
+
+    project = make_project(tmp_path, PRICING)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(project / "pricing", elsewhere / "pricing")
+    # PYTHONSAFEPATH: ``python -m pytest`` does not put the checkout first on the path.
+    seed = {"PYTHONHASHSEED": "0", "PYTHONPATH": str(elsewhere), "PYTHONSAFEPATH": "1"}
+    done = run_pytest(project, "--genome", "-q", "--genome-random-seed=0", env=seed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "foreign-module:pricing" in done.stdout, done.stdout
+    stale = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    write_files(project, {"pricing/labels.json": '{"label": "newer"}\n'})
+    commit_all(project, "data")
+    same = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-W", "ignore::DeprecationWarning")
+    diffed = cli(project, "diff", "HEAD~1", "HEAD", "--no-confirm", "--", *same)
+    assert diffed.returncode == 1, diffed.stdout + diffed.stderr
+    assert f"reusing run {stale}" not in diffed.stderr, diffed.stderr
+    assert "recorded base HEAD~1" in diffed.stderr, diffed.stderr
+    assert "unverified" not in diffed.stdout.splitlines()[0], diffed.stdout

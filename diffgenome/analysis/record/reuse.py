@@ -19,6 +19,7 @@ from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import recording_key
+from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
 
 
 def reusable_run(
@@ -58,9 +59,21 @@ def reusable_run(
         if config.get("hash_seed") != seed:
             continue
         key = recording_key(sha, False, summary.python, chosen, config)
-        if key == summary.recording_key:
+        if key == summary.recording_key and not _recorded_elsewhere(reader, summary.id):
             return summary
     return None
+
+
+def _recorded_elsewhere(reader: StoreReader, run_id: str) -> bool:
+    """Whether a test of the run imported project code from outside the recorded tree
+    (``foreign-module``): the run stands for another tree than its commit's, so a new
+    recording must replace it (an older diffgenome, or another environment, made it)."""
+    prefix = REASON_FOREIGN_MODULE + ":"
+    return any(
+        reason.startswith(prefix)
+        for test in reader.test_summaries(run_id)
+        for reason in test.unverified_reasons
+    )
 
 
 __all__ = ["reusable_run"]
