@@ -952,6 +952,18 @@ def release_holds(conn: sqlite3.Connection, holder: str) -> None:
     conn.executemany("DELETE FROM holds WHERE holder = ? AND run_id = ?", gone)
 
 
+def said_removals(conn: sqlite3.Connection, run_ids: list[str]) -> list[str]:
+    """The runs among ``run_ids`` (before they are deleted) that a notice of the cap names:
+    not the confirmation runs of diffs that are over, which were that diff's own evidence and
+    went when it had reported (said after every diff, that line was mostly noise)."""
+    out = []
+    for run_id in run_ids:
+        row = conn.execute("SELECT extra FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None or _origin(row[0]) != ORIGIN_CONFIRMATION:
+            out.append(run_id)
+    return out
+
+
 def cap_notice(cap: int, removed: list[str]) -> str:
     """What is said when the cap removed runs (by the recorder, or as a diff's note)."""
     which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"

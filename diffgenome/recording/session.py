@@ -486,9 +486,9 @@ class Recorder:
         self.summary_line = PREFIX + line
         if self._for_a_diff:
             return  # a recording of ``diffgenome diff``: the diff applies the cap at its end
-        cap, removed = self.store.apply_cap()
-        if removed:
-            say(self.config, cap_notice(cap, removed))
+        cap, _, said = self.store.apply_cap()
+        if said:
+            say(self.config, cap_notice(cap, said))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The session's last word from diffgenome: one line (see :meth:`_summarise`)."""

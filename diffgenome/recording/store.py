@@ -42,6 +42,7 @@ from diffgenome.protocol.store import (
     release_reserve,
     run_genome_format,
     runs_over_cap,
+    said_removals,
     sql_error,
     store_file,
 )
@@ -308,15 +309,17 @@ class StoreWriter:
         top = min(reasons, key=lambda reason: (-reasons[reason], reason))
         return tests, unverified, top, reasons[top]
 
-    def apply_cap(self) -> tuple[int, list[str]]:
+    def apply_cap(self) -> tuple[int, list[str], list[str]]:
         """Remove what the store's cap removes (``protocol.store.runs_over_cap``: confirmation
         runs of diffs that are over first, then runs beyond the cap, never one a live diff
-        holds nor the newest complete run of a commit) and give their space back; the cap and
-        the ids removed. A session recorded for ``diffgenome diff`` does not call this: the
-        diff applies the cap once, at its end."""
+        holds nor the newest complete run of a commit) and give their space back; the cap, the
+        ids removed, and those of them a notice names (``said_removals``). A session recorded
+        for ``diffgenome diff`` does not call this: the diff applies the cap once, at its
+        end."""
         with self._tx("remove runs beyond the store's cap") as conn:
             cap = keep_runs(conn)
             removed = runs_over_cap(conn, cap)
+            said = said_removals(conn, removed)
             delete_runs(conn, removed)
         if removed:
             with self._lock:
@@ -325,7 +328,7 @@ class StoreWriter:
                         # The file shrinks once a quarter of it is free: not a whole rewrite
                         # at the end of every session.
                         compact(self._conn, at_least=0.25)
-        return cap, removed
+        return cap, removed, said
 
     def make_room(self) -> bool:
         """Before the last words of a failed store: give back the space the store kept in

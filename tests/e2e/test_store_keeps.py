@@ -148,8 +148,10 @@ def test_diffs_keep_what_they_reuse_and_confirmations_do_not_count(tmp_path: Pat
         assert said.count("diffgenome: reusing run ") == 2, said
         assert not re.search(r"recorded (base|head) \S+ \([0-9a-f]{12}\): ", said), said
         assert "no run" not in said
-        # The confirmations of the diff before went; those of this one are there.
+        # The confirmations of the diff before went; those of this one are there. Their
+        # going is not announced under every report: they were that diff's own evidence.
         assert len([run for run in runs(project) if run["origin"] == "confirmation"]) == 4
+        assert "note: removed" not in again.stdout, again.stdout
     by_commit = [run["commit"] for run in recordings(project)]
     assert sorted(by_commit) == sorted([commit(project, "HEAD"), commit(project, "HEAD~1")])
     assert user_run["id"] in [run["id"] for run in recordings(project)]
@@ -157,6 +159,9 @@ def test_diffs_keep_what_they_reuse_and_confirmations_do_not_count(tmp_path: Pat
     plain = run_pytest(project, "--genome", "-q")
     assert plain.returncode == 0
     assert [run for run in runs(project) if run["origin"] == "confirmation"] == []
+    # What it says names the recording it removed (the cap is 2), not the confirmations.
+    [notice] = [line for line in plain.stdout.splitlines() if "older run" in line]
+    assert notice.startswith("diffgenome: removed 1 older run ("), notice
 
 
 def test_the_cap_keeps_the_newest_complete_run_of_each_commit(tmp_path: Path) -> None:

@@ -248,8 +248,8 @@ def test_removing_runs_removes_the_bodies_only_they_used(store: Path) -> None:
     with StoreWriter.open(str(store)) as writer:
         with writer._tx("set the cap") as conn:
             set_keep_runs(conn, 1)
-        cap, removed = writer.apply_cap()
-    assert (cap, removed) == (1, ["run-1"])
+        cap, removed, said = writer.apply_cap()
+    assert (cap, removed, said) == (1, ["run-1"], ["run-1"])
     conn = sqlite3.connect(store / DB_FILE)
     (after,) = conn.execute("SELECT COUNT(*) FROM genomes").fetchone()
     conn.close()

@@ -75,6 +75,7 @@ from diffgenome.protocol.store import (
     open_store,
     release_holds,
     runs_over_cap,
+    said_removals,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -183,6 +184,7 @@ class Runner:
                 try:
                     cap = keep_runs(conn)
                     removed = runs_over_cap(conn, cap, self.used | self._confirmations)
+                    said = said_removals(conn, removed)
                     delete_runs(conn, removed)
                     release_holds(conn, self.holder)
                     conn.execute("COMMIT")
@@ -195,8 +197,8 @@ class Runner:
             except sqlite3.Error as exc:
                 self.notes.append(f"the store's cap could not be applied ({one_line(exc)})")
                 return
-        if removed:
-            self.notes.append(cap_notice(cap, removed))
+        if said:
+            self.notes.append(cap_notice(cap, said))
         self.handle.forget()
 
     def interruption(self) -> str:
