@@ -189,7 +189,8 @@ def test_the_comment_leads_with_the_summary_then_changed_drift_gaps_unverified_r
         "Mock drift",
         "Changed code not fully exercised",
         "Unverified",
-        "Other differences",
+        "Added and removed tests",
+        "Same behaviour",
     ]
     order = [
         (kind, html.unescape(re.sub("</?code>", "", rest)).split(" · ")[0])

@@ -69,13 +69,16 @@ OPEN_UP_TO = 8
 
 #: The section that a test of each status goes to; the order of sections is the reading
 #: order of a review.
-_CHANGED, _DRIFT, _GAPS, _UNVERIFIED, _OTHER = range(5)
+_CHANGED, _DRIFT, _GAPS, _UNVERIFIED, _ADDED, _SAME = range(6)
 _HEADINGS = {
     _CHANGED: "Changed",
     _DRIFT: "Mock drift",
     _GAPS: "Changed code not fully exercised",
     _UNVERIFIED: "Unverified",
-    _OTHER: "Other differences",
+    _ADDED: "Added and removed tests",
+    # As the terminal says it: restructured, touched and unstable tests are no differences
+    # to act on (they were under "Other differences", beside added tests).
+    _SAME: "Same behaviour",
 }
 
 
@@ -274,7 +277,9 @@ def _entries(
     unverified = [block for block in blocks if block.test.status == "unverified"]
     # Stable: within each half, the ranking of test_blocks.
     unverified.sort(key=lambda block: not block.test.may_hide_change)
-    other = [block for block in blocks if block.test.status not in ("changed", "unverified")]
+    added = [block for block in blocks if block.test.status in ("added", "removed")]
+    loud = ("changed", "unverified", "added", "removed")
+    same = [block for block in blocks if block.test.status not in loud]
 
     out = [_test_entry(_CHANGED, block, labels, lines, opened) for block in changed]
     if selection.pattern is None:
@@ -285,7 +290,8 @@ def _entries(
             if entry.gaps
         ]
     out += [_test_entry(_UNVERIFIED, block, labels, lines, opened) for block in unverified]
-    out += [_test_entry(_OTHER, block, labels, brief, opened) for block in other]
+    out += [_test_entry(_ADDED, block, labels, brief, opened) for block in added]
+    out += [_test_entry(_SAME, block, labels, brief, opened) for block in same]
     return out
 
 
