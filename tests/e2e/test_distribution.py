@@ -716,14 +716,28 @@ def test_a_source_install_builds_the_core_for_another_python_once(tmp_path: Path
     shop = _shop(tmp_path)
     cache = tmp_path / "cache"
     env = {"XDG_CACHE_HOME": str(cache), "COLUMNS": "200"}
-    diffgenome = Path(sys.executable).parent / "diffgenome"
+    suffix = _ok(_sh(project_bin / "python", "-c", "import sysconfig; "
+                     "print(sysconfig.get_config_var('EXT_SUFFIX'))")).strip()  # fmt: skip
+    # This checkout's sources, less a core already built here for the other Python (CI
+    # makes a virtualenv per Python in one tree: the second finds the first's core, rightly,
+    # and builds nothing); the command runs from that copy.
+    sources = tmp_path / "sources"
+    shutil.copytree(
+        REPO / "diffgenome",
+        sources / "diffgenome",
+        ignore=shutil.ignore_patterns("__pycache__", f"_accel{suffix}"),
+    )
+    diffgenome = tmp_path / "diffgenome"
+    diffgenome.write_text(
+        f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(sources))} exec "
+        f'{shlex.quote(sys.executable)} -m diffgenome.analysis.cli "$@"\n'
+    )
+    diffgenome.chmod(0o755)
 
     first = _diff_with(diffgenome, shop, project_bin / "python", env, tmp_path / "s1")
     assert first.returncode == 1, first.stdout + first.stderr
     [built] = [line for line in first.stderr.splitlines() if line.startswith("diffgenome: built")]
     assert built.startswith("diffgenome: built the compiled core for CPython 3.1")
-    suffix = _ok(_sh(project_bin / "python", "-c", "import sysconfig; "
-                     "print(sysconfig.get_config_var('EXT_SUFFIX'))")).strip()  # fmt: skip
     [core] = cache.glob(f"diffgenome/cores/*/_accel{suffix}")
     assert f"into {core.parent} in " in built
     recorded = _recorded_lines(first.stderr)

@@ -333,6 +333,12 @@ def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...],
     return known
 
 
+#: Instructions that push one local, and those that push two (3.13's superinstructions;
+#: the BORROW forms are 3.14's, behind the capability table and untested here).
+_LOAD_ONE = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW"))
+_LOAD_PAIR = frozenset(("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"))
+
+
 def _read_state_reads(
     code: CodeType, receiver: str | None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -345,8 +351,13 @@ def _read_state_reads(
             globals_read.append(instruction.argval)
         if previous_self and opname == "LOAD_ATTR" and isinstance(instruction.argval, str):
             attrs.append(instruction.argval)
-        previous_self = receiver is not None and (
-            opname in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST")
-            and instruction.argval == receiver
+        argval = instruction.argval
+        if opname in _LOAD_PAIR:
+            # 3.13 fuses two loads (``amount * self.rate``): the second is on top of the stack.
+            argval = argval[-1] if isinstance(argval, tuple) and argval else None
+        previous_self = (
+            receiver is not None
+            and (opname in _LOAD_ONE or opname in _LOAD_PAIR)
+            and argval == receiver
         )
     return tuple(sorted(set(attrs))), tuple(sorted(set(globals_read)))
