@@ -697,9 +697,7 @@ class Recorder:
             return
         self._reports[report.when] = report
         if self._effects_on and report.when in PHASES:
-            self.effects.add_output(
-                report.when, report.sections, self._own_capture, self._capture
-            )
+            self.effects.add_output(report.when, report.sections, self._own_capture, self._capture)
 
     def _finish_subtest(self, report: pytest.TestReport) -> None:
         """A subtest's report: its block's capture becomes a test of its own."""
