@@ -76,10 +76,12 @@ def _side(record: Mapping[str, Any], digests: bool) -> tuple[Side, frozenset[str
     return out, unseen
 
 
-def _entries(forms: Counter[tuple[tuple[str, Any], ...]], kind: str) -> list[dict[str, Any]]:
+def _entries(
+    forms: Counter[tuple[tuple[str, Any], ...]], kind: str, phase: str
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for form, times in sorted(forms.items(), key=lambda item: repr(item[0])):
-        entry = {"type": kind, **dict(form)}
+        entry = {"type": kind, "phase": phase, **dict(form)}
         out.extend(dict(entry) for _ in range(times))
     return out
 
@@ -115,8 +117,8 @@ def effects_diff(
                     (
                         KIND_OF[kind],
                         phase,
-                        None if b_forms is None else _entries(b_forms, kind),
-                        None if h_forms is None else _entries(h_forms, kind),
+                        None if b_forms is None else _entries(b_forms, kind, phase),
+                        None if h_forms is None else _entries(h_forms, kind, phase),
                     )
                 )
             continue
@@ -126,8 +128,8 @@ def effects_diff(
             (
                 KIND_OF[kind],
                 phase,
-                _entries(b_forms - h_forms, kind),
-                _entries(h_forms - b_forms, kind),
+                _entries(b_forms - h_forms, kind, phase),
+                _entries(h_forms - b_forms, kind, phase),
             )
         )
     return out
