@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import sys
 import warnings
 from collections.abc import Callable
@@ -426,6 +427,7 @@ class Effects:
             return  # a file descriptor: opened before, by whoever opened it
         if path.endswith((".pyc", ".pyc.tmp")) or "/__pycache__/" in path:
             return  # the import system's bytecode cache
+        path = os.path.abspath(path)  # now: the test may change folders before it ends
         files = self._files
         if path in files or not self._from_project(sys._getframe(2)):
             return
@@ -447,17 +449,26 @@ class Effects:
         return False
 
     def _end_files(self, phase: str) -> None:
-        for path, mode in self._files.items():
-            full = os.path.abspath(path)
-            if full.startswith(_NOT_FILES) or os.path.isdir(full):
+        for full, mode in self._files.items():
+            if full.startswith(_NOT_FILES):
                 continue
+            try:
+                regular = stat.S_ISREG(os.stat(full).st_mode)
+            except FileNotFoundError:
+                content: Entry = {"digest": None, "state": "removed"}
+            except OSError:
+                content = {"digest": None, "state": "unreadable"}
+            else:
+                if not regular:
+                    continue  # a folder, a FIFO (reading would block), a device, a socket
+                content = self._file_digest(full)
             entry: Entry = {
                 "type": "file",
                 "phase": phase,
                 "path": self._clear(stable.stable_text(full)),
                 "mode": "append" if "a" in mode else "write",
             }
-            entry.update(self._file_digest(full))
+            entry.update(content)
             self._entries.append(entry)
         if self._files_dropped:
             self._entries.append(

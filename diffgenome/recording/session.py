@@ -204,6 +204,7 @@ class Recorder:
         )
         self._effects_on = False
         self._own_capture = False
+        self._sections: dict[str, object] = {}
         self._capture = str(getattr(config.option, "capture", "fd"))
 
     def _warnings_seen(self) -> WarningsSeen:
@@ -697,7 +698,9 @@ class Recorder:
             return
         self._reports[report.when] = report
         if self._effects_on and report.when in PHASES:
-            self.effects.add_output(report.when, report.sections, self._own_capture, self._capture)
+            # Read when the test finishes, from the phase's last report (a plugin that runs
+            # a phase again reports it again).
+            self._sections[report.when] = report.sections
 
     def _finish_subtest(self, report: pytest.TestReport) -> None:
         """A subtest's report: its block's capture becomes a test of its own."""
@@ -741,7 +744,10 @@ class Recorder:
         )
         if self._params:
             extra["params"] = self._params
+        sections, self._sections = self._sections, {}
         if self._effects_on and test_id != IMPORT_TEST_ID:
+            for phase, found in sections.items():
+                self.effects.add_output(phase, found, self._own_capture, self._capture)
             effects, unrecorded = self.effects.take()
             extra["effects"] = effects
             if unrecorded:
