@@ -118,7 +118,27 @@ class _LogTap(logging.Handler):
     def handle(self, record: logging.LogRecord) -> bool:  # no lock, no filters: only read
         with contextlib.suppress(Exception):
             self._sink(record)
+            self._last_resort(record)
         return True
+
+    def _last_resort(self, record: logging.LogRecord) -> None:
+        """What ``logging`` does with a record no handler takes (writes it to stderr through
+        ``logging.lastResort``), done still: this handler must not make the program say less
+        (pytest's own handlers are on the root during its phases; under ``-p no:logging``
+        they are not)."""
+        root = logging.getLogger()
+        logger: logging.Logger | None = (
+            root if record.name == root.name else logging.getLogger(record.name)
+        )
+        while logger is not None:
+            if any(handler is not self for handler in logger.handlers):
+                return
+            if not logger.propagate:
+                break
+            logger = logger.parent
+        last = logging.lastResort
+        if last is not None and record.levelno >= last.level:
+            last.handle(record)
 
     def emit(self, record: logging.LogRecord) -> None:  # pragma: no cover - handle() does it
         return None

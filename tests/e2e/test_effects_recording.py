@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import make_project, record, test_genome
+from e2e.helpers import make_project, record, record_full, test_genome
 
 FILES = {
     "pkg/__init__.py": "",
@@ -111,3 +111,36 @@ def test_output_under_dash_s_is_said_not_seen(tmp_path: Path) -> None:
     assert test["effects_unrecorded"] == ["output:capture-off"]
     assert [e for e in test["effects"] if e["type"] == "output"] == []
     assert _effects(doc, "::test_run", "log")  # the other kinds are still seen
+
+
+def test_the_log_reader_never_makes_the_program_say_less(tmp_path: Path) -> None:
+    """Under ``-p no:logging`` no handler is on the root: ``logging`` writes a warning to
+    stderr itself (its last resort). The recorder's reader must not take that away."""
+    project = make_project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/loud.py": """
+                import logging
+
+
+                def careful():
+                    logging.getLogger("pkg.loud").warning("careful")
+            """,
+            "tests/test_loud.py": """
+                from pkg.loud import careful
+
+
+                def test_careful():
+                    careful()
+                    assert False, "fail, so that pytest shows what was captured"
+            """,
+        },
+    )
+    recording = record_full(project, "-p", "no:logging", "-p", "no:randomly", returncode=1)
+    assert "Captured stderr call" in recording.proc.stdout, recording.proc.stdout
+    test = test_genome(recording.doc, "::test_careful")
+    streams = [e["stream"] for e in test["effects"] if e["type"] == "output"]
+    assert streams == ["stderr"]
+    [log] = [e for e in test["effects"] if e["type"] == "log"]
+    assert (log["logger"], log["level"]) == ("pkg.loud", "WARNING")
