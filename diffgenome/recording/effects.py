@@ -81,12 +81,15 @@ Entry = dict[str, Any]
 
 
 class _State:
-    """What the process-wide hooks look at: the session recording now, or None."""
+    """What the process-wide audit hook looks at: the sessions in a phase now (more than one
+    when a test runs pytest in its own process, as ``pytester`` does: what the inner session
+    writes is also the outer test's effect). A tuple, replaced whole: a thread may be reading
+    it."""
 
-    __slots__ = ("current",)
+    __slots__ = ("active",)
 
     def __init__(self) -> None:
-        self.current: Effects | None = None
+        self.active: tuple[Effects, ...] = ()
 
 
 # One per process: audit hooks stay for the process's life, and a pytester run inside a test
@@ -99,13 +102,11 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     """The audit hook: a string compare for every other event, and never an exception."""
     if event != "open":
         return
-    effects = _STATE.current
-    if effects is None:
-        return
-    try:
-        effects.opened(args)
-    except Exception:
-        effects.errors += 1
+    for effects in _STATE.active:
+        try:
+            effects.opened(args)
+        except Exception:
+            effects.errors += 1
 
 
 class _LogTap(logging.Handler):
@@ -206,10 +207,9 @@ class Effects:
         original = getattr(warnings, "_showwarnmsg", None)
         if callable(original) and self._original_showwarnmsg is None:
             seen = self._warned
-            state = _STATE
 
             def _showwarnmsg(msg: Any) -> Any:
-                if state.current is not None:
+                if self._phase is not None:
                     try:
                         seen(msg)
                     except Exception:
@@ -221,8 +221,7 @@ class Effects:
         self._installed = True
 
     def uninstall(self) -> None:
-        if _STATE.current is self:
-            _STATE.current = None
+        _STATE.active = tuple(e for e in _STATE.active if e is not self)
         original = self._original_showwarnmsg
         if original is not None:
             warnings._showwarnmsg = original  # type: ignore[attr-defined]
@@ -244,13 +243,13 @@ class Effects:
         self._outer_impl = getattr(warnings, "_showwarnmsg_impl", None)
         self._outer_show = getattr(warnings, "showwarning", None)
         logging.getLogger().addHandler(self._tap)
-        _STATE.current = self
+        _STATE.active = (*_STATE.active, self)
 
     def end_phase(self) -> None:
         phase = self._phase
         if phase is None:
             return
-        _STATE.current = None
+        _STATE.active = tuple(e for e in _STATE.active if e is not self)
         self._phase = None
         try:
             logging.getLogger().removeHandler(self._tap)
