@@ -609,7 +609,8 @@ def _write_export(
 
 def without_previews(test: dict[str, Any]) -> dict[str, Any]:
     """A test record without the previews ``--genome-preview`` kept (the ``preview`` of
-    value entries, the ``message`` of a warning that has its digest): an export is data to
+    value entries, the ``message`` of a warning that has its digest, the ``template`` of a
+    log effect): an export is data to
     pass on, and what a reviewer reads in a report need not travel with it."""
     phases = test.get("phases")
     if isinstance(phases, dict):
@@ -622,6 +623,9 @@ def without_previews(test: dict[str, Any]) -> dict[str, Any]:
     for warning in test.get("warnings") or ():
         if isinstance(warning, dict) and isinstance(warning.get("message_digest"), str):
             warning.pop("message", None)
+    for effect in test.get("effects") or ():
+        if isinstance(effect, dict) and isinstance(effect.get("template_digest"), str):
+            effect.pop("template", None)  # a log template's preview
     return test
 
 

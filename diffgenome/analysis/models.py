@@ -261,6 +261,95 @@ class WarningFact(_Model):
     count: int
 
 
+_DIGEST = "keyed digest (HMAC-SHA256 under the store's key, 128 bits, hex)"
+_BOUND = (
+    "set on the one entry that says a bound cut: how many more were not kept "
+    "('count'), all other fields absent"
+)
+
+
+class _Effect(_Model):
+    phase: Phase
+    bound: str | None = Field(None, description=_BOUND)
+
+
+class OutputEffect(_Effect):
+    """What a phase printed, per stream, as pytest captured it."""
+
+    type: Literal["output"]
+    stream: Literal["stdout", "stderr"] | None = None
+    digest: str | None = Field(
+        None,
+        description=f"{_DIGEST} of the captured text with locations, addresses and temp "
+        "names replaced and the secret rules applied",
+    )
+    lines: int | None = None
+    cut: bool | None = Field(None, description="true: only the first 4 Mi characters")
+
+
+class LogEffect(_Effect):
+    """Log records that reached the root logger, counted by what they are."""
+
+    type: Literal["log"]
+    logger: str | None = None
+    level: str | None = None
+    template_digest: str | None = Field(None, description=f"{_DIGEST} of record.msg")
+    args_digest: str | None = Field(
+        None,
+        description=f"{_DIGEST} of record.args (null: none; 'unknown': a repr naming an address)",
+    )
+    template: str | None = Field(
+        None, description="a preview of the template, only under --genome-preview; not compared"
+    )
+    count: int | None = None
+
+
+class WarningEffect(_Effect):
+    """Every warning shown while the phase ran, caught by the test or not."""
+
+    type: Literal["warning"]
+    category: str
+    origin: str = Field(
+        description="the symbol of the code the warning is attributed to (after stacklevel), "
+        "else its file with locations replaced; never a line number"
+    )
+    message_digest: str
+    escaped: bool = Field(
+        description="true: it reached pytest's capture (also in the test's 'warnings'); "
+        "false: the test caught it (pytest.warns, catch_warnings)"
+    )
+    count: int
+
+
+class FileEffect(_Effect):
+    """A file project or test code opened for writing during the phase."""
+
+    type: Literal["file"]
+    path: str | None = Field(None, description="absolute path with locations as markers")
+    mode: Literal["write", "append"] | None = None
+    digest: str | None = Field(
+        None, description=f"{_DIGEST} of its content at the phase's end (text made stable)"
+    )
+    state: Literal["removed", "unreadable"] | None = None
+    cut: bool | None = Field(None, description="true: only its first MiB was digested")
+    count: int | None = None
+
+
+class EnvironEffect(_Effect):
+    """A variable of os.environ that differs between the phase's start and its end."""
+
+    type: Literal["environ"]
+    name: str
+    change: Literal["set", "unset", "changed"]
+    digest: str | None = Field(None, description=f"{_DIGEST} of the new value; null: unset")
+
+
+Effect = Annotated[
+    OutputEffect | LogEffect | WarningEffect | FileEffect | EnvironEffect,
+    Field(discriminator="type"),
+]
+
+
 class TestRecord(_Model):
     id: str = Field(description="pytest node id relative to the repository root")
     outcome: Outcome
@@ -278,6 +367,17 @@ class TestRecord(_Model):
         description="warnings pytest caught while the test ran (collection's for "
         "'<import>'); absent: not recorded (pytest's warnings plugin was off, or a "
         "recorder before warnings were recorded), which is never read as 'none'",
+    )
+    effects: list[Effect] | None = Field(
+        None,
+        description="what each phase printed, logged, warned, wrote and set "
+        "(docs/protocol.md, 'Effects'); absent: not recorded (a recorder before effects, "
+        "'<import>', a subtest), which is never read as 'none'",
+    )
+    effects_unrecorded: list[str] = Field(
+        [],
+        description="kinds of effect this test's recording could not see, as "
+        "'<kind>:<why>': 'output:capture-off' (-s), 'output:test-captures' (capsys, capfd)",
     )
     params: dict[str, str | None] | None = Field(
         None,

@@ -82,6 +82,22 @@ SECRET_RULES = 1
 VALUES = 2
 
 
+# What a test's code did to the world through the standard library, per phase (its
+# ``effects``: output, log records, warnings, files written, environment changes;
+# recording/effects.py). 1 (added 2026-12-02): the first; runs that do not say recorded none,
+# and a test record without ``effects`` is read as "not recorded", never as "no effects".
+EFFECTS = 1
+
+
+def effects_of(run_config: object) -> int | None:
+    """The effects revision a run was recorded with (None: it recorded no effects)."""
+    if isinstance(run_config, dict):
+        value = run_config.get("effects")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
 def values_of(run_config: object) -> int:
     """The values revision a run was recorded with (runs that do not say: 1)."""
     if isinstance(run_config, dict):

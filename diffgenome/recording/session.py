@@ -24,6 +24,7 @@ import pytest
 
 from diffgenome import __version__
 from diffgenome.protocol.formats import (
+    EFFECTS,
     GENOME_FORMAT,
     NAMING,
     SECRET_RULES,
@@ -42,6 +43,7 @@ from diffgenome.protocol.store import (
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     ORIGIN_REPO,
+    PHASES,
     REASON_FOREIGN_MODULE,
     RUN_ENDED_EARLY,
     RUN_INTERNAL_ERROR,
@@ -58,6 +60,7 @@ from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
+from diffgenome.recording.effects import OWN_CAPTURE, Effects
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
@@ -191,6 +194,19 @@ class Recorder:
         # ``<import>`` waits likewise for collection's warnings, until the first test starts.
         self._import_warned = self._warnings_seen() if self.warned is not None else None
         self._held_import: _Finished | None = None
+        #: What each phase's code printed, logged, warned, wrote and set (recording/effects.py).
+        codes = self.tracer.codes
+        self.effects = Effects(
+            self.digester,
+            self.redactor.text,
+            self.scope,
+            lambda code: getattr(codes.get(id(code)), "symbol", None),
+            self.options.preview,
+        )
+        self._effects_on = False
+        self._own_capture = False
+        self._sections: dict[str, object] = {}
+        self._capture = str(getattr(config.option, "capture", "fd"))
 
     def _warnings_seen(self) -> WarningsSeen:
         return WarningsSeen(self.digester, self.redactor.text, self.options.preview)
@@ -213,6 +229,8 @@ class Recorder:
             "values": VALUES,
             "random_seed": self.options.random_seed,
             "warnings": "pytest" if self.warned is not None else "not-captured",
+            # The revision of recording/effects.py: runs that do not say recorded no effects.
+            "effects": EFFECTS,
             # Warning messages are keyed digests; a text preview only when asked for.
             "preview": self.options.preview,
             # The revision of collect/redact.py's rules: text kept in clear (test ids among
@@ -278,6 +296,8 @@ class Recorder:
         with contextlib.suppress(Exception):
             self.tempfile_names.uninstall()
         with contextlib.suppress(Exception):
+            self.effects.uninstall()
+        with contextlib.suppress(Exception):
             self.tracer.stop()
         self.run.abandon(f"recorder-start-failed: {detail}")
         with contextlib.suppress(Exception):
@@ -310,6 +330,8 @@ class Recorder:
             self.standins.install()
             self.subtests = SubtestCapture(self.tracer)
             self.subtests.install()
+            self.effects.install()
+            self._effects_on = True
         if self._tracing:
             self.children = self._open_children()
         if self.egress_policy != "allow":
@@ -425,6 +447,8 @@ class Recorder:
         if self.subtests is not None:
             self.subtests.uninstall()
         self.tempfile_names.uninstall()
+        self.effects.uninstall()
+        self._effects_on = False
         self.tracer.stop()
         self._close_children()
         self._say_first_errors()
@@ -635,15 +659,22 @@ class Recorder:
             # what the next one draws (google-auth's retry jitter, cachetools' RRCache).
             _seed_random(self.options.random_seed)
         self._begin()
+        if self._effects_on:
+            self.effects.begin_phase(phase)
         try:
             return (yield)
         finally:
+            self.effects.end_phase()
             self._end(phase)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         self.tracer.test_serial += 1
         self._params = _param_digests(item, self.digester)
+        try:
+            self._own_capture = not OWN_CAPTURE.isdisjoint(getattr(item, "fixturenames", ()))
+        except Exception:
+            self._own_capture = False
         return (yield from self._phase("setup"))
 
     @pytest.hookimpl(wrapper=True)
@@ -667,6 +698,10 @@ class Recorder:
                 self._finish_subtest(report)
             return
         self._reports[report.when] = report
+        if self._effects_on and report.when in PHASES:
+            # Read when the test finishes, from the phase's last report (a plugin that runs
+            # a phase again reports it again).
+            self._sections[report.when] = report.sections
 
     def _finish_subtest(self, report: pytest.TestReport) -> None:
         """A subtest's report: its block's capture becomes a test of its own."""
@@ -710,6 +745,17 @@ class Recorder:
         )
         if self._params:
             extra["params"] = self._params
+        sections, self._sections = self._sections, {}
+        if self._effects_on and test_id != IMPORT_TEST_ID:
+            for phase, found in sections.items():
+                self.effects.add_output(phase, found, self._own_capture, self._capture)
+            effects, unrecorded = self.effects.take()
+            extra["effects"] = effects
+            if unrecorded:
+                extra["effects_unrecorded"] = unrecorded
+            if self.effects.errors:
+                self._phase_reasons.append(f"recorder-error:effects:{self.effects.errors}")
+                self.effects.errors = 0
         self._params = None
         self._phases = {}
         self._phase_reasons = []

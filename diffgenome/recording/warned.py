@@ -8,9 +8,10 @@ on ``warnings``: tests replace ``warnings.showwarning`` and ``catch_warnings`` f
 pytest is the one party that sees every warning that escapes the test.
 
 Messages are stored as keyed digests, never as text (docs/protocol.md, ``warnings``).
-Not seen, and said so in docs/protocol.md: warnings the test catches itself
-(``pytest.warns``, ``recwarn``, ``catch_warnings(record=True)``; the test's own assertions
-judge those), warnings the project's filters ignore, and everything under
+Not seen here, and said so in docs/protocol.md: warnings the test catches itself
+(``pytest.warns``, ``recwarn``, ``catch_warnings(record=True)``: those are recorded per phase
+by recording/effects.py, with whether they escaped), warnings the project's filters ignore,
+and everything under
 ``-p no:warnings`` (then the test record has no ``warnings`` field at all, which the differ
 reads as "not recorded", never as "none").
 """

@@ -437,6 +437,47 @@ def test_genome_tree_nests_nodes_and_keeps_brackets_literal() -> None:
     assert depth["⇄ stand-in"] > depth["py:pkg.mod.f \u00d74"] == depth["py:pkg.orphan"]
 
 
+def test_genome_tree_lists_the_effects_and_what_was_not_seen() -> None:
+    """#29: ``diffgenome show RUN TEST`` lists a test's effects after its phases."""
+    test = models.TestRecord.model_validate(
+        {
+            "id": "t::test",
+            "outcome": "passed",
+            "verified": True,
+            "phases": {},
+            "effects": [
+                {"type": "environ", "phase": "call", "name": "APP_MODE", "change": "unset"},
+                {
+                    "type": "file",
+                    "phase": "setup",
+                    "path": "<root>/out",
+                    "mode": "append",
+                    "digest": None,
+                    "state": "removed",
+                },
+            ],
+            "effects_unrecorded": ["output:capture-off"],
+        }
+    )
+    run = Run.model_validate(
+        {
+            "id": "r",
+            "commit": None,
+            "dirty": None,
+            "python": "CPython",
+            "platform": "linux",
+            "started_at": "now",
+            "config": {},
+        }
+    )
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None).print(genome_tree(run, test))
+    out = buffer.getvalue()
+    assert "[call] unset APP_MODE" in out
+    assert "[setup] append <root>/out (removed)" in out
+    assert "not seen: output:capture-off" in out
+
+
 def test_a_git_revision_resolves_to_the_run_of_its_commit(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     git = GitRepo.init(repo)

@@ -304,3 +304,39 @@ def test_the_index_says_which_core_recorded_each_side() -> None:
     assert f"; head run {diff.head.run}, pure-Python core: other-interpreter: {EVIL}" in tags.text
     assert f"base run {diff.base.run}, compiled core; " in tags.text
     assert tags.tags <= TAGS and not tags.handlers
+
+
+def test_a_tests_page_lists_its_effects_as_text() -> None:
+    """#29: what a phase printed, logged, wrote and set, each side on its page; recorded
+    names (a logger's, a path) are text, never markup."""
+
+    def doc(digest: str) -> dict[str, Any]:
+        record = genomes.test_record(TEST_ID, {"call": genomes.phase([call(0, None, "t")])})
+        record["effects"] = [
+            {"type": "output", "phase": "call", "stream": "stdout", "digest": digest, "lines": 2},
+            {"type": "log", "phase": "setup", "logger": EVIL, "level": "INFO", "count": 1},
+            {
+                "type": "file",
+                "phase": "call",
+                "path": "<root>/out.txt",
+                "mode": "write",
+                "digest": digest,
+            },
+        ]
+        record["effects_unrecorded"] = ["output:test-captures"]
+        return genomes.document([record])
+
+    base, head = doc("a" * 32), doc("b" * 32)
+    diff = diff_documents(base, head, base_rev="b", head_rev="h")
+    # Output was not seen (the test captures it itself): only the file is claimed.
+    assert [c.kind for c in diff.tests[0].changes] == ["file_changed"]
+    site = diff_site(diff, records(base), records(head))
+    page = site[page_name(TEST_ID)]
+    tags = parsed(page)
+    assert tags.tags <= TAGS and tags.handlers == []
+    assert b"<x-evil" not in page
+    text = tags.text
+    assert "[call] stdout #aaaaaaaa (2 lines)" in text
+    assert "[call] stdout #bbbbbbbb (2 lines)" in text
+    assert f"[setup] {EVIL} INFO template (no digest) \u00d71" in text
+    assert "not seen: output:test-captures" in text

@@ -616,3 +616,36 @@ def test_diff_writes_a_comment_within_markdown_limit(
     capsys.readouterr()
     assert main([*args, "--markdown-limit", "100"]) == 2
     assert "--markdown-limit must be at least 2000, not 100" in capsys.readouterr().err
+
+
+def test_effect_changes_read_alike_in_markdown_and_the_terminal() -> None:
+    """#29: each effect kind is one line of its own in every report."""
+    out = {"type": "output", "phase": "call", "stream": "stdout", "lines": 1}
+    env = {"type": "environ", "phase": "call", "name": "APP_MODE", "change": "set"}
+    test = a_test(
+        "tests/test_cli.py::test_run",
+        "changed",
+        Change(
+            kind="output_changed",
+            phase="call",
+            base=[{**out, "digest": "a" * 32}],
+            head=[{**out, "digest": "b" * 32}],
+        ),
+        Change(
+            kind="environ_changed",
+            phase="call",
+            base=[],
+            head=[{**env, "digest": "c" * 32}],
+        ),
+    )
+    diff = diff_of([test])
+    markdown = render_markdown(diff)
+    console = Console(record=True, width=200)
+    console.print(render_terminal(diff))
+    terminal = console.export_text()
+    for line in (
+        "output: stdout #aaaaaaaa (1 line) \u2192 stdout #bbbbbbbb (1 line)",
+        "environment: nothing \u2192 set APP_MODE = #cccccccc",
+    ):
+        assert line in markdown, markdown
+        assert line in terminal, terminal

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffgenome.analysis.diff.describe import ARROW, describe, fields_text, said
+from diffgenome.analysis.diff.effects import EFFECT_KINDS, describe_effect
 from diffgenome.analysis.models import Cause, Change, TestDiff
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
@@ -148,6 +149,8 @@ def signature(change: Change) -> str:
         site = change.site or "?"
         predicate = f" `{change.predicate}`" if change.predicate else ""
         return f"{site}{predicate}: {_ways(base)} {ARROW} {_ways(head)}"
+    if kind in EFFECT_KINDS:
+        return describe_effect(kind, change.phase, base, head)
     at = change.path[-1] if change.path else "(test)"
     if change.phase not in (None, "call"):
         at = f"[{change.phase}] {at}"

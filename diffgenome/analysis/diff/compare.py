@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from diffgenome.analysis.diff.align import NodeDict, Path, PhaseIndex, TestIndex
+from diffgenome.analysis.diff.effects import EFFECT_KINDS, effects_diff
 from diffgenome.analysis.models import Change
 from diffgenome.protocol.vocab import (
     EXIT_RUNNING,
@@ -60,6 +61,7 @@ CHANGE_KINDS: tuple[str, ...] = (
     EGRESS_REMOVED,
     STATE_CHANGED,
     WARNINGS_CHANGED,
+    *EFFECT_KINDS,
 )
 
 # Kinds that say a node exists on one side only: instability of such a node covers its subtree.
@@ -140,6 +142,10 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
                         timing=FINALIZER if timed else None,
                     )
                 )
+    for kind, phase, b_effects, h_effects in effects_diff(
+        base.record, head.record, digests=digests
+    ):
+        found.append(Found(kind, phase, (), base=b_effects, head=h_effects))
     if base.record.get("phases") == head.record.get("phases"):
         return found  # the common case, decided at C speed
     empty = PhaseIndex()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from diffgenome.analysis.diff.effects import EFFECT_KINDS, describe_effect
 from diffgenome.analysis.models import Change
 
 ARROW = "\u2192"
@@ -174,6 +175,8 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
     at = where(change)
     if kind == "outcome_changed":
         return f"outcome {base} {ARROW} {head}"
+    if kind in EFFECT_KINDS:
+        return describe_effect(kind, change.phase, base, head)
     if kind in ("call_added", "stand_in_added", "egress_added"):
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{_noun(kind)} added: {at}{_node(head)}{parent}"

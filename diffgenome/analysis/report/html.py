@@ -34,6 +34,7 @@ from diffgenome.analysis.diff.describe import (
     warning_text,
     where,
 )
+from diffgenome.analysis.diff.effects import effect_text
 from diffgenome.analysis.models import (
     Change,
     DiffDocument,
@@ -680,6 +681,15 @@ def _record_tree(
         parts.extend(
             f"<li>{esc(warning_text(w.model_dump(mode='json')))}</li>" for w in record.warnings
         )
+        parts.append("</ul></details>\n")
+    if record.effects or record.effects_unrecorded:
+        parts.append('<details class="effects"><summary>effects</summary><ul>')
+        parts.extend(
+            f"<li>[{esc(e.phase)}] {esc(effect_text(e.model_dump(mode='json', exclude_none=True)))}"
+            "</li>"
+            for e in record.effects or ()
+        )
+        parts.extend(f"<li>not seen: {esc(why)}</li>" for why in record.effects_unrecorded)
         parts.append("</ul></details>\n")
     return "".join(parts)
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from diffgenome.analysis.diff.effects import effect_text
 from diffgenome.analysis.models import (
     Branch,
     CallNode,
@@ -159,6 +160,13 @@ def genome_tree(run: Run, test: TestRecord) -> RenderableType:
             _phase_tree(root.add(Text(phase, style="bold cyan")), genome)
     if not test.phases:
         root.add(Text("no phases recorded", style="dim"))
+    if test.effects or test.effects_unrecorded:
+        effects = root.add(Text("effects", style="bold cyan"))
+        for effect in test.effects or ():
+            shown = effect_text(effect.model_dump(mode="json", exclude_none=True))
+            effects.add(Text(f"[{effect.phase}] {shown}"))
+        for why in test.effects_unrecorded:
+            effects.add(Text(f"not seen: {why}", style="dim"))
     parts.append(root)
     return Group(*parts)
 

@@ -1,0 +1,91 @@
+"""End-to-end: what a test's code prints, logs, warns, writes and sets is behaviour (#29).
+
+``tests/projects/report`` is a tool whose functions return the same values whatever they
+print, log, write, warn or set: before effects were recorded, every change below read as
+``touched`` (same behaviour through changed code). Each change is reported as its own kind,
+in its own test; a change of none of them reports nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import cli_json, make_project
+
+CLI = "report/cli.py"
+
+
+def _edit(repo: Path, old: str, new: str) -> None:
+    path = repo / CLI
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
+
+
+# One edit per effect, each reached by one test only.
+EDITS = {
+    "test_summary": ('print(f"total: {total}")', 'print(f"total = {total}")', "output_changed"),
+    "test_publish": (
+        'out.write(f"items: {len(items)}\\n")',
+        'out.write(f"n={len(items)}\\n")',
+        "file_changed",
+    ),
+    "test_check": ('"%d items is many"', '"many items: %d"', "log_changed"),
+    "test_legacy": ('"legacy() is deprecated"', '"legacy() goes away in 2.0"', "warning_changed"),
+    "test_configure": ('"REPORT_MODE"] = "fast"', '"REPORT_MODE"] = "slow"', "environ_changed"),
+}
+
+
+def _by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+
+
+def test_each_effect_that_changes_is_its_own_kind_of_change(tmp_path: Path) -> None:
+    repo = make_project(tmp_path, {}, base="report")
+    for old, new, _ in EDITS.values():
+        _edit(repo, old, new)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    tests = _by_id(document)
+    for name, (_, _, kind) in EDITS.items():
+        test = tests[name]
+        assert test["status"] == "changed", (name, test)
+        kinds = [c["kind"] for c in test["changes"]]
+        assert kinds == [kind], (name, test["changes"])
+        [change] = test["changes"]
+        assert change["phase"] == "call"
+        assert change["base"] and change["head"], change  # both sides saw it, differently
+        assert change["base"] != change["head"]
+    assert tests["test_quiet"]["status"] == "unchanged"
+    assert code == 1
+    # What each change says, as the report shows it.
+    [output] = tests["test_summary"]["changes"]
+    assert output["base"][0]["stream"] == "stdout"
+    [written] = tests["test_publish"]["changes"]
+    assert written["head"][0]["path"].endswith("/test_publish0/report.txt"), written
+    assert "/tmp/" not in written["head"][0]["path"]  # made location-independent
+    [logged] = tests["test_check"]["changes"]
+    assert {e["logger"] for e in logged["base"] + logged["head"]} == {"report.cli"}
+    [warned] = tests["test_legacy"]["changes"]
+    assert [w["origin"] for w in warned["head"]] == ["py:tests.test_cli.test_legacy"]
+    assert warned["head"][0]["escaped"] is False  # caught by pytest.warns
+    [environ] = tests["test_configure"]["changes"]
+    assert [e["name"] for e in environ["head"]] == ["REPORT_MODE"]
+
+
+def test_a_change_of_no_effect_reports_nothing(tmp_path: Path) -> None:
+    """The same tree, then a rewording that prints, logs, writes, warns and sets the same:
+    effects add no noise (paths under tmp dirs, pytest's own files, its per-phase variable)."""
+    repo = make_project(tmp_path, {}, base="report")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    assert {t["status"] for t in document["tests"]} == {"unchanged"}, document["tests"]
+    assert code == 0
+    _edit(
+        repo,
+        "    total = sum(items)\n",
+        "    total = 0\n    for item in items:\n        total += item\n",
+    )
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    assert {t["status"] for t in document["tests"]} <= {"unchanged", "touched"}, document
+    assert [c for t in document["tests"] for c in t["changes"]] == []
+    assert code == 0
