@@ -846,6 +846,12 @@ ORIGIN_CONFIRMATION: Final = "confirmation"
 #: Set by ``diffgenome diff`` for the recordings it makes: the diff that holds them. Such a
 #: recording does not apply the store's cap (the diff applies it once, at its end).
 HOLDER_ENV: Final = "DIFFGENOME_DIFF"
+#: Set by ``diffgenome diff`` for the recordings it makes: the fingerprint of the environment
+#: it records in (every variable, the folder, the ignored files copied in), which the
+#: recorder keeps in ``run.config`` under :data:`ENVIRONMENT_CONFIG_KEY`; a diff reuses such
+#: a run only where its own fingerprint is the same.
+ENVIRONMENT_ENV: Final = "DIFFGENOME_ENVIRONMENT"
+ENVIRONMENT_CONFIG_KEY: Final = "environment"
 
 
 def runs_over_cap(conn: sqlite3.Connection, cap: int, protected: Iterable[str] = ()) -> list[str]:

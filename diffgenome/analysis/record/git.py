@@ -178,6 +178,35 @@ class Repository:
             base_paths, head_paths = _parse_name_status(out)
         return base_paths, head_paths
 
+    def edited(self) -> list[str]:
+        """The paths (from the top) where the working tree differs from HEAD, staged or not,
+        and the untracked files git does not ignore: what a copy of HEAD needs laid over it
+        to be the working tree (a deleted path is among them and absent from the tree)."""
+        paths: dict[str, None] = {}
+        for args in (
+            ("diff", "--name-only", "--no-renames", "-z", "HEAD", "--"),
+            ("ls-files", "-z", "--others", "--exclude-standard"),
+        ):
+            out = self.git(*args, check=False).stdout
+            paths.update((path, None) for path in out.split("\0") if path)
+        return list(paths)
+
+    def ignored_modules(self) -> list[str]:
+        """The Python files (from the top) that git ignores one by one in the working tree,
+        such as a ``version.py`` written at install: the project may import them, and a
+        checkout of a commit lacks them. Whole ignored folders (a virtual environment,
+        ``build/``, caches) are not looked into."""
+        out = self.git(
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            check=False,
+        ).stdout
+        return sorted(p for p in out.split("\0") if p.endswith(".py") and not p.endswith("/"))
+
     def uncommitted(self) -> list[str]:
         """The paths (from the top) whose state in the working tree no commit holds:
         modified, staged, deleted or untracked (what git does not ignore)."""
