@@ -5,7 +5,7 @@ Everything is created under one temp folder and removed in ``close()``, which th
 calls from ``finally`` -- also on errors and Ctrl-C. That folder's name does not change
 between invocations: ``diffgenome-<store>-<slot>`` under the system's temp folder, where
 ``<store>`` is a hash of the store's path and ``<slot>`` the first one no other diff holds
-(an exclusive ``flock`` on ``<folder>.lock``, held while the workspace lives). What a test
+(an exclusive ``flock`` on the folder, held while the workspace lives). What a test
 derives from where the tree or its temp folder lies (a copy of ``os.environ``, a path under
 ``tempfile.gettempdir()``) is then the same in every recording made at that slot, so that a
 run recorded by an earlier invocation is what this one would record (issue #24). Worktrees
@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import Self
 
 import diffgenome
 from diffgenome.analysis.record.git import Repository, RevisionError
@@ -36,26 +36,43 @@ RECORDING_PARTS = ("protocol", "recording")
 SLOTS = 16
 
 
-def _claim(prefix: str) -> tuple[str, IO[bytes] | None]:
-    """The first slot folder ``<prefix>-<n>`` whose lock this process gets, emptied of what
-    a killed diff may have left there; a fresh ``mkdtemp`` folder (no lock) when every slot
-    is held by another diff."""
+def _claim(prefix: str) -> tuple[str, int | None]:
+    """The first slot folder ``<prefix>-<n>`` this process gets an exclusive ``flock`` on
+    (the folder itself is locked: nothing is left behind), emptied of what a killed diff may
+    have left there; a fresh ``mkdtemp`` folder (no lock) when every slot is held."""
     for slot in range(SLOTS):
         folder = f"{prefix}-{slot}"
-        lock = open(f"{folder}.lock", "ab")  # noqa: SIM115 -- held while the workspace lives
-        try:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            os.makedirs(folder)
-        except OSError:
-            lock.close()
-            continue
-        return folder, lock
+        for _attempt in range(3):  # the folder may go between making and opening it
+            try:
+                os.makedirs(folder, exist_ok=True)
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                break  # another diff holds this slot
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(folder))
+            except OSError:
+                same = False
+            if not same:  # removed (and perhaps made again) by the diff that held it
+                os.close(fd)
+                continue
+            _empty(folder)
+            return folder, fd
     return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-"), None
+
+
+def _empty(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.remove(entry.path)
 
 
 def stable_root(store: str | None) -> str:
@@ -69,7 +86,7 @@ class Workspace:
 
     def __init__(self, repo: Repository | None, store: str | None = None) -> None:
         self.repo = repo
-        self.root, self._lock_file = _claim(stable_root(store))
+        self.root, self._slot = _claim(stable_root(store))
         if self.repo is not None:
             # A worktree a killed diff left at this path is registered still.
             with contextlib.suppress(RevisionError):
@@ -173,11 +190,12 @@ class Workspace:
                     with contextlib.suppress(RevisionError):
                         self.repo.git("worktree", "remove", "--force", "--force", path, check=False)
             self._worktrees = []
+            # Removed while still locked: the next diff makes the folder anew.
             shutil.rmtree(self.root, ignore_errors=True)
         finally:
             if self.repo is not None:
                 with contextlib.suppress(RevisionError):
                     self.repo.git("worktree", "prune", check=False)
-            if self._lock_file is not None:
-                self._lock_file.close()  # the slot is free again
-                self._lock_file = None
+            if self._slot is not None:
+                os.close(self._slot)  # the slot is free again
+                self._slot = None
