@@ -18,7 +18,13 @@ from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import ENVIRONMENT_CONFIG_KEY, recording_key
+from diffgenome.protocol.store import (
+    ENVIRONMENT_CONFIG_KEY,
+    ORIGIN_CONFIRMATION,
+    recording_key,
+)
+
+ORIGIN_DIFF = "diff"
 
 
 def reusable_run(
@@ -37,8 +43,9 @@ def reusable_run(
     ``pytest --genome`` or an earlier diff made it. ``python``: the target interpreter's
     version; ``fingerprint``: the store key's, which this diff's recordings use;
     ``environment``: the fingerprint of the environment this diff would record in (a run a
-    diff made is reused only where it is the same; a run of ``pytest --genome`` has none and
-    is reused as before, recorded where the user ran it)."""
+    diff made is reused only where it is the same; a run of ``pytest --genome``, or one
+    combined from its shards, has none and is reused as before, recorded where the user or
+    the CI ran it)."""
     here = os.path.join(repo.toplevel, repo.prefix) if repo else os.getcwd()
     top = repo.toplevel if repo else None
     chosen = recorded_selection(selection, here, top)
@@ -62,7 +69,9 @@ def reusable_run(
         if config.get("hash_seed") != seed:
             continue
         recorded_in = config.get(ENVIRONMENT_CONFIG_KEY)
-        if recorded_in != environment and (recorded_in is not None or summary.origin != "pytest"):
+        if recorded_in != environment and (
+            recorded_in is not None or summary.origin in (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
+        ):
             continue
         key = recording_key(sha, False, summary.python, chosen, config)
         if key == summary.recording_key:
