@@ -1,8 +1,9 @@
 """The sides of a diff: each resolved to a genome document, recorded where it must be.
 
 A side is a git revision (recorded in a disposable worktree), ``WORKTREE`` (the checkout as
-it is, recorded in place), a run in the store, or a genome JSON file. A revision already
-recorded with the same recording key (commit, pytest arguments, configuration) by the same
+it is, recorded from a disposable copy at the same path), a run in the store, or a genome
+JSON file. Every recording runs in one environment, byte for byte
+(:meth:`Runner._recording_env`, docs/diffing.md "One environment"). A revision already recorded with the same recording key (commit, pytest arguments, configuration) by the same
 interpreter version is reused. Confirming a diff records its differing tests again here too.
 
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
@@ -81,7 +82,8 @@ from diffgenome.protocol.store import (
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
-# recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
+# recorded in place (a repository without a commit; bytecode is kept out with
+# PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
 #: The folder, under the diff's temp folder, that each side is checked out in (in turn).
 SIDE_TREE = "tree"
