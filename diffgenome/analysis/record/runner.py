@@ -5,7 +5,8 @@ it is, recorded from a disposable copy at the same path), a run in the store, or
 JSON file. Every recording runs in one environment, byte for byte
 (:meth:`Runner._recording_env`, docs/diffing.md "One environment"). A revision already
 recorded with the same recording key (commit, pytest arguments, configuration) by the same
-interpreter version, in the same environment, is reused. Confirming a diff records its differing tests again here too.
+interpreter version, in the same environment, is reused. Confirming a diff records its
+differing tests again here too.
 
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
