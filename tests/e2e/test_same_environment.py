@@ -26,8 +26,8 @@ from tests.e2e.helpers import (
 )
 
 ENVCLI = {
-    "envcli/__init__.py": "",
-    "envcli/core.py": '''
+    "src/envcli/__init__.py": "",
+    "src/envcli/core.py": '''
         import os
         import tempfile
 
@@ -126,25 +126,25 @@ def test_two_commits_with_identical_trees_reused_from_earlier_invocations(
 
 def test_head_against_worktree_after_a_comment_edit(tmp_path: Path) -> None:
     repo, _git, tmp = _project(tmp_path)
-    core = repo / "envcli" / "core.py"
+    core = repo / "src" / "envcli" / "core.py"
     core.write_text(core.read_text().replace("# a file in", "#  a file  in"))
     code, document, err = diff(repo, tmp, "HEAD", "WORKTREE")
     assert changed(document) == [], err
     assert document["summary"]["changed"] == 0 and code == 0
     # The user's checkout is as it was: the edit is still uncommitted, nothing was added.
     status = GitRepo(repo).git("status", "--porcelain", "--untracked-files=all")
-    assert status == " M envcli/core.py\n"
+    assert status == " M src/envcli/core.py\n"
 
 
 def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
-    """``envcli/version.py`` is written at install and ignored by git: it exists in the
+    """``src/envcli/version.py`` is written at install and ignored by git: it exists in the
     user's checkout only, and both sides record over it."""
     repo, git, tmp = _project(tmp_path)
     write_files(
         repo,
         {
-            ".gitignore": "__pycache__/\n.diffgenome/\nenvcli/version.py\n",
-            "envcli/__init__.py": "from envcli.version import VERSION\n",
+            ".gitignore": "__pycache__/\n.diffgenome/\nsrc/envcli/version.py\n",
+            "src/envcli/__init__.py": "from envcli.version import VERSION\n",
             "tests/test_version.py": """
                 import envcli
 
@@ -155,13 +155,13 @@ def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
         },
     )
     git.commit_all("version from the install")
-    write_files(repo, {"envcli/version.py": 'VERSION = "1.0"\n'})
-    assert run_pytest(repo, "-q").returncode == 0  # the user's suite passes
+    write_files(repo, {"src/envcli/version.py": 'VERSION = "1.0"\n'})
+    assert run_pytest(repo, "-q", env={"PYTHONPATH": "src"}).returncode == 0  # as the user runs it
     git.commit_empty("docs only")
     code, document, err = diff(repo, tmp, "HEAD~1", "HEAD")
     assert changed(document) == [], err
     assert code == 0
-    core = repo / "envcli" / "core.py"
+    core = repo / "src" / "envcli" / "core.py"
     core.write_text(core.read_text().replace("# a file in", "#  a file  in"))
     done = subprocess.run(
         [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--", *DIFF_PYTEST_ARGS],
@@ -176,5 +176,5 @@ def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
     # Said: what was copied from the checkout into both sides.
     assert (
         "note: 1 file git ignores was copied from the checkout into every side recorded "
-        "here, as the project may import it: envcli/version.py"
+        "here, as the project may import it: src/envcli/version.py"
     ) in done.stdout

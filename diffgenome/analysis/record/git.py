@@ -127,6 +127,11 @@ class Repository:
         done = self.git("cat-file", "-e", sha + "^{commit}", check=False)
         return done.returncode == 0
 
+    def has_folder(self, sha: str, path: str) -> bool:
+        """Whether the commit ``sha`` has the folder ``path`` (from the top)."""
+        done = self.git("cat-file", "-t", f"{sha}:{path}", check=False)
+        return done.returncode == 0 and done.stdout.strip() == "tree"
+
     def is_shallow(self) -> bool:
         done = self.git("rev-parse", "--is-shallow-repository", check=False)
         return done.stdout.strip() == "true"

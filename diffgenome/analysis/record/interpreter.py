@@ -109,10 +109,13 @@ def probe(python: str, env: dict[str, str], cwd: str) -> Target:
     )
 
 
-def environment(workspace: Workspace, tree: str | None, prefix: str) -> dict[str, str]:
+def environment(
+    workspace: Workspace, tree: str | None, prefix: str, has_src: bool | None = None
+) -> dict[str, str]:
     """The environment of a recording in ``tree`` (None: the probe's), where the user stands
     at ``prefix`` of the repository: the recorded tree's source root first on ``PYTHONPATH``,
-    then the copy of the recording side, then the user's own."""
+    then the copy of the recording side, then the user's own. ``has_src``: whether the tree has
+    a ``src/`` folder there (None: look; a tree not checked out yet cannot be looked at)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
     paths: list[str] = []
     if tree is not None:
@@ -120,7 +123,9 @@ def environment(workspace: Workspace, tree: str | None, prefix: str) -> dict[str
         src = os.path.join(here, "src")
         # The recorded tree first: an editable install of the user's checkout must not
         # win over the revision being recorded.
-        paths.append(src if os.path.isdir(src) else here)
+        if has_src is None:
+            has_src = os.path.isdir(src)
+        paths.append(src if has_src else here)
     paths.append(workspace.recorder_path())
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])

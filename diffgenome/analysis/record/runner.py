@@ -598,7 +598,10 @@ class Runner:
         recording at the side's path would be, its environment's fingerprint too."""
         assert self._target is not None
         tree = os.path.join(workspace.root, SIDE_TREE)
-        _env, fingerprint = self._recording_env(workspace, tree)
+        # Not checked out yet: whether it has a src/ folder is the commit's.
+        assert self.repo is not None
+        src = self.repo.has_folder(sha, f"{self.repo.prefix}/src" if self.repo.prefix else "src")
+        _env, fingerprint = self._recording_env(workspace, tree, src)
         with self.handle.reader() as reader:
             return reusable_run(
                 reader,
@@ -610,13 +613,15 @@ class Runner:
                 fingerprint,
             )
 
-    def _recording_env(self, workspace: Workspace, tree: str) -> tuple[dict[str, str], str]:
+    def _recording_env(
+        self, workspace: Workspace, tree: str, src: bool | None = None
+    ) -> tuple[dict[str, str], str]:
         """The environment a recording in ``tree`` runs with, less its run id, and that
         environment's fingerprint: every variable, the folder it runs in and the ignored
         files copied in. A stored run is reused only where its
         fingerprint is this one (docs/diffing.md, "Reuse")."""
         cwd = self._cwd(tree)
-        env = self._env(workspace, tree)
+        env = self._env(workspace, tree, src)
         # As a shell would say it: the folder the tests run in, never the user's own.
         env["PWD"] = cwd
         env.pop("OLDPWD", None)
@@ -642,9 +647,11 @@ class Runner:
             )
         return self._target
 
-    def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
+    def _env(
+        self, workspace: Workspace, tree: str | None, src: bool | None = None
+    ) -> dict[str, str]:
         """The environment of a recording in ``tree`` (:func:`environment`)."""
-        return environment(workspace, tree, self.repo.prefix if self.repo else "")
+        return environment(workspace, tree, self.repo.prefix if self.repo else "", src)
 
     def _record(
         self,
