@@ -178,3 +178,40 @@ def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
         "note: 1 file git ignores was copied from the checkout into every side recorded "
         "here, as the project may import it: src/envcli/version.py"
     ) in done.stdout
+
+
+def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
+    tmp_path: Path,
+) -> None:
+    """WORKTREE is recorded from a copy: a new untracked package the edited code imports is
+    in it, a tracked file the user deleted is not, and an untracked virtual environment is
+    left out of it; the user's checkout keeps all three."""
+    repo, git, tmp = _project(tmp_path)
+    write_files(repo, {"tests/test_gone.py": "def test_gone():\n    pass\n"})
+    git.commit_all("a test to delete")
+    (repo / "tests" / "test_gone.py").unlink()
+    write_files(
+        repo,
+        {
+            "src/envcli/extra/__init__.py": "def suffix():\n    return ':'\n",
+            "venv/pyvenv.cfg": "home = /usr/bin\n",
+            "venv/lib/site.py": "raise SystemExit('never imported')\n",
+        },
+    )
+    core = repo / "src" / "envcli" / "core.py"
+    core.write_text(
+        core.read_text().replace(
+            'return f"Path [{default}]: "',
+            'from envcli.extra import suffix\n\n    return f"Path [{default}]{suffix()} "',
+        )
+    )
+    code, document, err = diff(repo, tmp, "HEAD", "WORKTREE")
+    assert code == 1, err
+    tests = {test["id"]: test for test in document["tests"]}
+    assert tests["tests/test_gone.py::test_gone"]["status"] == "removed"
+    # The new package was imported (in head only): a new call, the same result.
+    prompt = tests["tests/test_core.py::test_prompt_under_tmp_path"]
+    assert prompt["outcome"] == {"base": "passed", "head": "passed"}
+    assert prompt["status"] == "restructured", prompt
+    assert (repo / "venv" / "lib" / "site.py").exists()
+    assert not (repo / "tests" / "test_gone.py").exists()

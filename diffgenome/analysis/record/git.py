@@ -186,11 +186,12 @@ class Repository:
     def edited(self) -> list[str]:
         """The paths (from the top) where the working tree differs from HEAD, staged or not,
         and the untracked files git does not ignore: what a copy of HEAD needs laid over it
-        to be the working tree (a deleted path is among them and absent from the tree)."""
+        to be the working tree (a deleted path is among them and absent from the tree; a
+        folder no file of which git tracks is one entry, ending in ``/``)."""
         paths: dict[str, None] = {}
         for args in (
             ("diff", "--name-only", "--no-renames", "-z", "HEAD", "--"),
-            ("ls-files", "-z", "--others", "--exclude-standard"),
+            ("ls-files", "-z", "--others", "--exclude-standard", "--directory"),
         ):
             out = self.git(*args, check=False).stdout
             paths.update((path, None) for path in out.split("\0") if path)
