@@ -461,6 +461,14 @@ class Runner:
                 f"reusing run {reused.id} of {spec} ({sha[:12]}, recorded by "
                 f"{reused.origin or 'an earlier recording'})"
             )
+            if reused.origin != "diff":
+                # Disclosed, not guessed: its environment is not known to be this one.
+                maker = reused.origin or "an earlier recording"
+                self.notes.append(
+                    f"{spec} is run {reused.id}, recorded by {maker} where it ran, not in the "
+                    "environment this diff records in: a test that digests its environment or "
+                    "its folder may differ for that alone (--rerecord records both sides here)"
+                )
             first = (reused.id, subject)
             self._hold(reused.id)
             documents.append(self._first_document(reused.id, subject))
