@@ -186,15 +186,27 @@ class Repository:
     def edited(self) -> list[str]:
         """The paths (from the top) where the working tree differs from HEAD, staged or not,
         and the untracked files git does not ignore: what a copy of HEAD needs laid over it
-        to be the working tree (a deleted path is among them and absent from the tree; a
-        folder no file of which git tracks is one entry, ending in ``/``)."""
+        to be the working tree (a deleted path is among them and absent from the tree). The
+        files of an untracked virtual environment (a folder with ``pyvenv.cfg``) are left
+        out: nothing imports them from the tree, and they are thousands."""
+        folders = self.git(
+            "ls-files", "-z", "--others", "--exclude-standard", "--directory", check=False
+        ).stdout.split("\0")
+        venvs = tuple(
+            folder
+            for folder in folders
+            if folder.endswith("/")
+            and os.path.isfile(os.path.join(self.toplevel, folder, "pyvenv.cfg"))
+        )
         paths: dict[str, None] = {}
         for args in (
             ("diff", "--name-only", "--no-renames", "-z", "HEAD", "--"),
-            ("ls-files", "-z", "--others", "--exclude-standard", "--directory"),
+            ("ls-files", "-z", "--others", "--exclude-standard"),
         ):
             out = self.git(*args, check=False).stdout
-            paths.update((path, None) for path in out.split("\0") if path)
+            paths.update(
+                (path, None) for path in out.split("\0") if path and not path.startswith(venvs)
+            )
         return list(paths)
 
     def ignored_modules(self) -> list[str]:

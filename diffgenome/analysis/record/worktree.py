@@ -141,17 +141,12 @@ class Workspace:
     def lay_over(self, tree: str, paths: list[str]) -> None:
         """Make ``tree`` (a worktree of HEAD) the user's working tree: each of ``paths`` (from
         the top, :meth:`Repository.edited`) copied from the checkout, or removed where the
-        checkout has none. An untracked virtual environment (a folder with ``pyvenv.cfg``)
-        is left out: nothing imports it from the tree, and it can hold thousands of files.
-        The user's checkout is only read."""
+        checkout has none. The user's checkout is only read."""
         assert self.repo is not None
         for path in paths:
             source = os.path.join(self.repo.toplevel, path)
             target = os.path.join(tree, path)
-            if path.endswith("/"):
-                if not os.path.exists(os.path.join(source, "pyvenv.cfg")):
-                    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-            elif os.path.lexists(source) and not os.path.isdir(source):
+            if os.path.lexists(source) and not os.path.isdir(source):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 if os.path.lexists(target) and not os.path.isdir(target):
                     os.remove(target)
