@@ -843,9 +843,17 @@ def set_keep_runs(conn: sqlite3.Connection, cap: int) -> None:
 
 #: ``run.origin`` of the recordings ``diffgenome diff`` makes to confirm a difference.
 ORIGIN_CONFIRMATION: Final = "confirmation"
-#: Set by ``diffgenome diff`` for the recordings it makes: the diff that holds them. Such a
-#: recording does not apply the store's cap (the diff applies it once, at its end).
+#: Set (to ``1``) by ``diffgenome diff`` for the recordings it makes. Such a recording does
+#: not apply the store's cap (the diff applies it once, at its end, and holds the runs it
+#: uses itself). Never an id of the diff: tests copy the environment into values, and a
+#: value that differs per invocation would differ between a reused side and a fresh one.
 HOLDER_ENV: Final = "DIFFGENOME_DIFF"
+#: Set by ``diffgenome diff`` for the recordings it makes: the fingerprint of the environment
+#: it records in (every variable, the folder, the ignored files copied in), which the
+#: recorder keeps in ``run.config`` under :data:`ENVIRONMENT_CONFIG_KEY`; a diff reuses such
+#: a run only where its own fingerprint is the same.
+ENVIRONMENT_ENV: Final = "DIFFGENOME_ENVIRONMENT"
+ENVIRONMENT_CONFIG_KEY: Final = "environment"
 
 
 def runs_over_cap(conn: sqlite3.Connection, cap: int, protected: Iterable[str] = ()) -> list[str]:

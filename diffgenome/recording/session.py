@@ -32,6 +32,8 @@ from diffgenome.protocol.formats import (
     VALUES,
 )
 from diffgenome.protocol.store import (
+    ENVIRONMENT_CONFIG_KEY,
+    ENVIRONMENT_ENV,
     HOLDER_ENV,
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
@@ -111,6 +113,7 @@ class Recorder:
         self.store_path = options.store_path
         # Read before any test can change the environment.
         self._for_a_diff = bool(os.environ.get(HOLDER_ENV))
+        self._environment = os.environ.get(ENVIRONMENT_ENV) or None
         self.egress_policy = options.egress_policy
         sources, tests = discover_roots(
             self.rootdir, options.testpaths, options.source_roots, options.test_roots
@@ -241,6 +244,9 @@ class Recorder:
             # recording ("random": a seed of its own per process).
             "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
+        if self._environment is not None:
+            # What diff recorded in (protocol.store.ENVIRONMENT_ENV): it reuses on equality.
+            config[ENVIRONMENT_CONFIG_KEY] = self._environment
         if self.options.egress_asked != self.egress_policy:
             config["egress_asked"] = self.options.egress_asked  # isolate, fallen back to block
         if self.options.shard is not None:

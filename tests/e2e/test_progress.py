@@ -77,10 +77,16 @@ CONTROL = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
 
 
+TERMINAL = {"TERM": "xterm-256color"}
+
+
 @dataclass(frozen=True)
 class Recorded:
     path: Path
     head_run: str
+    #: The temp folder the recordings were made under: a diff reuses them only in the same
+    #: environment (the same temp folder, the same variables; docs/diffing.md "Reuse").
+    tmp: Path
 
 
 @pytest.fixture(scope="module")
@@ -89,14 +95,16 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     project = make_project(tmp_path_factory.mktemp("progress"), PROJECT)
     write_files(project, {"calc/core.py": CHANGED})
     GitRepo(project).commit_tracked("add through a helper")
+    tmp = tmp_path_factory.mktemp("tmp")
     done = run_cli(
         project,
-        tmp_path_factory.mktemp("tmp"),
+        tmp,
         *("diff", "HEAD~1", "HEAD", "--no-confirm", "-q", "--json", "-"),
         *("--", *DIFF_PYTEST_ARGS),
+        env=TERMINAL,  # what on_a_terminal gives, so that its diffs reuse these recordings
     )
     assert done.returncode == 1, done.stderr.decode()
-    return Recorded(project, json.loads(done.stdout)["head"]["run"])
+    return Recorded(project, json.loads(done.stdout)["head"]["run"], tmp)
 
 
 @pytest.fixture
@@ -243,9 +251,7 @@ def on_a_terminal(
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        done = run_cli(
-            repo, tmp_path, *args, env={"TERM": "xterm-256color", **(env or {})}, stderr=child
-        )
+        done = run_cli(repo, tmp_path, *args, env={**TERMINAL, **(env or {})}, stderr=child)
     finally:
         os.close(child)
         reader.join(timeout=60)
@@ -254,10 +260,11 @@ def on_a_terminal(
 
 
 def test_a_terminal_gets_a_live_line_and_the_last_line_of_each_step(
-    repo: Path, tmp_path: Path
+    recorded: Recorded,
 ) -> None:
+    repo, tmp = recorded.path, recorded.tmp
     done, raw = on_a_terminal(
-        repo, tmp_path, "diff", "HEAD~1", "HEAD", "--json", "-", "--", *DIFF_PYTEST_ARGS
+        repo, tmp, "diff", "HEAD~1", "HEAD", "--json", "-", "--", *DIFF_PYTEST_ARGS
     )
     assert done.returncode == 1
     assert the_document(done.stdout)["summary"]["changed"] == 3

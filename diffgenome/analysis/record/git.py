@@ -127,6 +127,16 @@ class Repository:
         done = self.git("cat-file", "-e", sha + "^{commit}", check=False)
         return done.returncode == 0
 
+    def has_file(self, sha: str, path: str) -> bool:
+        """Whether the commit ``sha`` has the file ``path`` (from the top)."""
+        done = self.git("cat-file", "-t", f"{sha}:{path}", check=False)
+        return done.returncode == 0 and done.stdout.strip() == "blob"
+
+    def has_folder(self, sha: str, path: str) -> bool:
+        """Whether the commit ``sha`` has the folder ``path`` (from the top)."""
+        done = self.git("cat-file", "-t", f"{sha}:{path}", check=False)
+        return done.returncode == 0 and done.stdout.strip() == "tree"
+
     def is_shallow(self) -> bool:
         done = self.git("rev-parse", "--is-shallow-repository", check=False)
         return done.stdout.strip() == "true"
@@ -177,6 +187,48 @@ class Repository:
             out = self.git(*args, base, head, "--").stdout
             base_paths, head_paths = _parse_name_status(out)
         return base_paths, head_paths
+
+    def edited(self) -> list[str]:
+        """The paths (from the top) where the working tree differs from HEAD, staged or not,
+        and the untracked files git does not ignore: what a copy of HEAD needs laid over it
+        to be the working tree (a deleted path is among them and absent from the tree). The
+        files of an untracked virtual environment (a folder with ``pyvenv.cfg``) are left
+        out: nothing imports them from the tree, and they are thousands."""
+        folders = self.git(
+            "ls-files", "-z", "--others", "--exclude-standard", "--directory", check=False
+        ).stdout.split("\0")
+        venvs = tuple(
+            folder
+            for folder in folders
+            if folder.endswith("/")
+            and os.path.isfile(os.path.join(self.toplevel, folder, "pyvenv.cfg"))
+        )
+        paths: dict[str, None] = {}
+        for args in (
+            ("diff", "--name-only", "--no-renames", "-z", "HEAD", "--"),
+            ("ls-files", "-z", "--others", "--exclude-standard"),
+        ):
+            out = self.git(*args, check=False).stdout
+            paths.update(
+                (path, None) for path in out.split("\0") if path and not path.startswith(venvs)
+            )
+        return list(paths)
+
+    def ignored_modules(self) -> list[str]:
+        """The Python files (from the top) that git ignores one by one in the working tree,
+        such as a ``version.py`` written at install: the project may import them, and a
+        checkout of a commit lacks them. Whole ignored folders (a virtual environment,
+        ``build/``, caches) are not looked into."""
+        out = self.git(
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            check=False,
+        ).stdout
+        return sorted(p for p in out.split("\0") if p.endswith(".py") and not p.endswith("/"))
 
     def uncommitted(self) -> list[str]:
         """The paths (from the top) whose state in the working tree no commit holds:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from diffgenome.analysis.record.git import first_line
@@ -113,37 +114,60 @@ def probe(python: str, env: dict[str, str], cwd: str) -> Target:
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
-def source_root(tree: str, prefix: str) -> str:
-    """Where the recorded tree's own modules are imported from: the nearest folder from where
-    the user stands (``prefix`` of the repository) up to the tree's top that holds a project
-    file, or its ``src/`` when it has one; where the user stands when none does.
+def source_root_of(
+    prefix: str, is_file: Callable[[str], bool], is_dir: Callable[[str], bool]
+) -> str:
+    """Where a tree's own modules are imported from, relative to its top: the nearest folder
+    from where the user stands (``prefix`` of the repository) up to the top that holds a
+    project file, or its ``src/`` when it has one; where the user stands when none does.
+    ``is_file`` and ``is_dir`` answer for a path from the top (a checked-out tree, or a
+    commit that is not checked out yet).
 
     Not simply where the user stands: a reviewer in ``tests/`` of a project installed
     editable would otherwise record the checkout's code on both sides (pytest found it
     through the install), which the recorder can only disclose as ``foreign-module``."""
-    here = os.path.join(tree, prefix) if prefix else tree
-    top = os.path.normpath(tree)
-    folder = os.path.normpath(here)
-    while not any(os.path.isfile(os.path.join(folder, name)) for name in PROJECT_FILES):
-        if folder == top or os.path.dirname(folder) == folder:
-            folder = os.path.normpath(here)
+    parts = prefix.split("/") if prefix else []
+    folder = prefix
+    for n in range(len(parts), -1, -1):
+        candidate = "/".join(parts[:n])
+        if any(is_file(_joined(candidate, name)) for name in PROJECT_FILES):
+            folder = candidate
             break
-        folder = os.path.dirname(folder)
-    src = os.path.join(folder, "src")
-    return src if os.path.isdir(src) else folder
+    src = _joined(folder, "src")
+    return src if is_dir(src) else folder
 
 
-def environment(workspace: Workspace, tree: str | None, prefix: str) -> dict[str, str]:
+def _joined(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def source_root(tree: str, prefix: str) -> str:
+    """:func:`source_root_of` for a checked-out ``tree``, as a path."""
+    found = source_root_of(
+        prefix,
+        lambda path: os.path.isfile(os.path.join(tree, path)),
+        lambda path: os.path.isdir(os.path.join(tree, path)),
+    )
+    return os.path.join(tree, found) if found else tree
+
+
+def environment(
+    workspace: Workspace, tree: str | None, prefix: str, root: str | None = None
+) -> dict[str, str]:
     """The environment of a recording in ``tree`` (None: the probe's), where the user stands
     at ``prefix`` of the repository: the recorded tree's source root (:func:`source_root`)
-    first on ``PYTHONPATH``,
-    then the copy of the recording side, then the user's own."""
+    first on ``PYTHONPATH``, then the copy of the recording side, then the user's own.
+    ``root``: that source root relative to the tree's top, when the tree is not checked out
+    yet and cannot be looked at (the commit's answer, :func:`source_root_of`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}
     paths: list[str] = []
     if tree is not None:
         # The recorded tree first: an editable install of the user's checkout must not
         # win over the revision being recorded.
-        paths.append(source_root(tree, prefix))
+        if root is None:
+            paths.append(source_root(tree, prefix))
+        else:
+            paths.append(os.path.join(tree, root) if root else tree)
     paths.append(workspace.recorder_path())
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])

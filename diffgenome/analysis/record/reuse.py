@@ -18,8 +18,14 @@ from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import recording_key
+from diffgenome.protocol.store import (
+    ENVIRONMENT_CONFIG_KEY,
+    ORIGIN_CONFIRMATION,
+    recording_key,
+)
 from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
+
+ORIGIN_DIFF = "diff"
 
 
 def reusable_run(
@@ -29,13 +35,18 @@ def reusable_run(
     repo: Repository | None,
     python: str,
     fingerprint: str | None,
+    environment: str | None = None,
 ) -> RunSummary | None:
     """The newest complete run of ``sha`` that recorded what this diff would record:
     a clean tree, this interpreter version, the same key, hash seed and recorder, and
     the same test selection whatever output-only options it was given (``-q``, ``--tb``,
     ...; see :func:`diffgenome.protocol.selection.recorded_selection`), whether
     ``pytest --genome`` or an earlier diff made it. ``python``: the target interpreter's
-    version; ``fingerprint``: the store key's, which this diff's recordings use."""
+    version; ``fingerprint``: the store key's, which this diff's recordings use;
+    ``environment``: the fingerprint of the environment this diff would record in (a run a
+    diff made is reused only where it is the same; a run of ``pytest --genome``, or one
+    combined from its shards, has none and is reused as before, recorded where the user or
+    the CI ran it)."""
     here = os.path.join(repo.toplevel, repo.prefix) if repo else os.getcwd()
     top = repo.toplevel if repo else None
     chosen = recorded_selection(selection, here, top)
@@ -57,6 +68,11 @@ def reusable_run(
         if config.get("recorder") != f"diffgenome {identity.version()}":
             continue
         if config.get("hash_seed") != seed:
+            continue
+        recorded_in = config.get(ENVIRONMENT_CONFIG_KEY)
+        if recorded_in != environment and (
+            recorded_in is not None or summary.origin in (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
+        ):
             continue
         key = recording_key(sha, False, summary.python, chosen, config)
         if key == summary.recording_key and not _recorded_elsewhere(reader, summary.id):

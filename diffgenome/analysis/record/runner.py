@@ -1,9 +1,12 @@
 """The sides of a diff: each resolved to a genome document, recorded where it must be.
 
 A side is a git revision (recorded in a disposable worktree), ``WORKTREE`` (the checkout as
-it is, recorded in place), a run in the store, or a genome JSON file. A revision already
+it is, recorded from a disposable copy at the same path), a run in the store, or a genome
+JSON file. Every recording runs in one environment, byte for byte
+(:meth:`Runner._recording_env`, docs/diffing.md "One environment"). A revision already
 recorded with the same recording key (commit, pytest arguments, configuration) by the same
-interpreter version is reused. Confirming a diff records its differing tests again here too.
+interpreter version, in the same environment, is reused. Confirming a diff records its
+differing tests again here too.
 
 The recording runs ``python -m pytest --genome`` in the target interpreter with the recorded
 tree's source root first on ``PYTHONPATH`` and a copy of the recording side after it, so
@@ -20,6 +23,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import gc
+import hashlib
 import json
 import os
 import sqlite3
@@ -40,6 +44,7 @@ from diffgenome.analysis.record.interpreter import (
     Target,
     environment,
     probe,
+    source_root_of,
 )
 from diffgenome.analysis.record.process import (
     DiffError,
@@ -58,6 +63,7 @@ from diffgenome.protocol.formats import (
 )
 from diffgenome.protocol.selection import ORIGIN_ENV
 from diffgenome.protocol.store import (
+    ENVIRONMENT_ENV,
     HOLDER_ENV,
     KEY_FILE,
     ORIGIN_CONFIRMATION,
@@ -80,7 +86,8 @@ from diffgenome.protocol.store import (
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
-# recorded in place (bytecode is kept out with PYTHONDONTWRITEBYTECODE).
+# recorded in place (a repository without a commit; bytecode is kept out with
+# PYTHONDONTWRITEBYTECODE).
 FIXED_PYTEST_ARGS = ("-p", "no:cacheprovider")
 #: The folder, under the diff's temp folder, that each side is checked out in (in turn).
 SIDE_TREE = "tree"
@@ -157,6 +164,10 @@ class Runner:
         #: Every recording this diff started, by run id: what it records (for Ctrl-C's word).
         self.started: dict[str, str] = {}
         self._confirmations: set[str] = set()
+        #: The files git ignores that every disposable tree gets from the checkout (None:
+        #: not looked for yet), and the fingerprint of their contents.
+        self._ignored: list[str] | None = None
+        self._ignored_print = ""
 
     def close(self) -> None:
         """Close the store's reader and let go of the runs this diff held; the sides'
@@ -262,7 +273,7 @@ class Runner:
         # Further recordings of a side (--repeat) are compared test by test with its first:
         # every genome of that first one is read then.
         self._defer = skip_same and options.repeat == 1
-        workspace = Workspace(self.repo)
+        workspace = Workspace(self.repo, self.store)
         try:
             base = self._side(options.base, "base", workspace, record=True)
             head = self._side(options.head, "head", workspace, record=need_head_recording)
@@ -443,7 +454,7 @@ class Runner:
         selection = self._selection(workspace)
         reused: RunSummary | None = None
         if not self.options.rerecord:
-            reused = self._reusable(sha, selection)
+            reused = self._reusable(sha, selection, workspace)
         tree: str | None = None
         documents: list[dict[str, Any]] = []
         first: tuple[str, str] | None = None
@@ -453,6 +464,14 @@ class Runner:
                 f"reusing run {reused.id} of {spec} ({sha[:12]}, recorded by "
                 f"{reused.origin or 'an earlier recording'})"
             )
+            if reused.origin != "diff":
+                # Disclosed, not guessed: its environment is not known to be this one.
+                maker = reused.origin or "an earlier recording"
+                self.notes.append(
+                    f"{spec} is run {reused.id}, recorded by {maker} where it ran, not in the "
+                    "environment this diff records in: a test that digests its environment or "
+                    "its folder may differ for that alone (--rerecord records both sides here)"
+                )
             first = (reused.id, subject)
             self._hold(reused.id)
             documents.append(self._first_document(reused.id, subject))
@@ -465,7 +484,7 @@ class Runner:
                         # One path for every side: what the code derives from where it lies
                         # (jinja2 keys its bytecode cache by the sha1 of the template's
                         # absolute path) is then the same in base and head.
-                        tree = workspace.worktree(sha, SIDE_TREE)
+                        tree = self._checkout(workspace, sha, SIDE_TREE)
                 run_id = self._record(spec, tree, workspace, selection, subject=which)
                 if first is None:
                     first = (run_id, which)
@@ -485,21 +504,69 @@ class Runner:
 
     def _record_worktree(self, name: str, workspace: Workspace) -> Side:
         assert self.repo is not None
-        tree = self.repo.toplevel
         selection = self._selection(workspace)
         subject, repeat = side_subject(name, WORKTREE, None), self.options.repeat
         documents: list[dict[str, Any]] = []
         first: tuple[str, str] | None = None
-        for n in range(1, repeat + 1):
-            which = subject if repeat == 1 else f"{subject}, {n} of {repeat}"
-            run_id = self._record(WORKTREE, tree, workspace, selection, subject=which)
-            if first is None:
-                first = (run_id, which)
-                documents.append(self._first_document(run_id, which))
-            else:
-                documents.append(self._document(run_id, which))
+        with self.progress.step("checking out", "checked out", subject):
+            tree = self._worktree_copy(workspace, SIDE_TREE)
+        try:
+            for n in range(1, repeat + 1):
+                which = subject if repeat == 1 else f"{subject}, {n} of {repeat}"
+                run_id = self._record(WORKTREE, tree, workspace, selection, subject=which)
+                if first is None:
+                    first = (run_id, which)
+                    documents.append(self._first_document(run_id, which))
+                else:
+                    documents.append(self._document(run_id, which))
+        finally:
+            with sigint_ignored():
+                workspace.remove_worktree(tree)
         deferred = first if self._defer else None
         return Side(WORKTREE, "worktree", documents[0], WORKTREE, documents[1:], deferred=deferred)
+
+    def _worktree_copy(self, workspace: Workspace, name: str) -> str:
+        """The user's working tree, as a disposable copy at the path every side is recorded
+        at: a worktree of HEAD with the edits, deletions and untracked files laid over it
+        (and the ignored files every side gets). Recorded there, WORKTREE runs with the same
+        ``PYTHONPATH``, folder and temp folder as a revision; the user's checkout is only
+        read. A repository without a commit is recorded in place."""
+        assert self.repo is not None
+        head = self.repo.head()
+        if head is None:
+            return self.repo.toplevel
+        tree = self._checkout(workspace, head, name)
+        workspace.lay_over(tree, self.repo.edited())
+        return tree
+
+    def _checkout(self, workspace: Workspace, sha: str, name: str) -> str:
+        """A worktree of ``sha`` with the files git ignores that the project may import
+        copied from the checkout (:meth:`Repository.ignored_modules`): both sides then record
+        over the same ones, and the copy is a note."""
+        tree = workspace.worktree(sha, name)
+        copied = workspace.add_ignored(tree, self._ignored_files())
+        if copied and not any(_IGNORED_NOTE in note for note in self.notes):
+            more = f" and {len(copied) - 5} more" if len(copied) > 5 else ""
+            shown = ", ".join(copied[:5]) + more
+            one = len(copied) == 1
+            self.notes.append(
+                f"{len(copied)} file{'' if one else 's'} git ignores {'was' if one else 'were'} "
+                f"copied from the checkout into every side recorded here, as the project may "
+                f"import {'it' if one else 'them'}: {shown}"
+            )
+        return tree
+
+    def _ignored_files(self) -> list[str]:
+        if self._ignored is None:
+            self._ignored = self.repo.ignored_modules() if self.repo is not None else []
+            digest = hashlib.sha256()
+            for path in self._ignored:
+                digest.update(path.encode() + b"\0")
+                where = os.path.join(self.repo.toplevel if self.repo else "", path)
+                with contextlib.suppress(OSError), open(where, "rb") as f:
+                    digest.update(hashlib.sha256(f.read()).digest())
+            self._ignored_print = digest.hexdigest()
+        return self._ignored
 
     def _selection(self, workspace: Workspace) -> list[str]:
         """The pytest arguments: the recording key hashes them, so they must not depend on
@@ -535,13 +602,54 @@ class Runner:
             self.handle.forget(writing=True)
         return self.store
 
-    def _reusable(self, sha: str, selection: Sequence[str]) -> RunSummary | None:
-        """The stored run this diff may reuse for ``sha`` (:func:`reusable_run`)."""
+    def _reusable(
+        self, sha: str, selection: Sequence[str], workspace: Workspace
+    ) -> RunSummary | None:
+        """The stored run this diff may reuse for ``sha`` (:func:`reusable_run`): what a
+        recording at the side's path would be, its environment's fingerprint too."""
         assert self._target is not None
+        tree = os.path.join(workspace.root, SIDE_TREE)
+        # Not checked out yet: where its modules are imported from is the commit's answer.
+        repo = self.repo
+        assert repo is not None
+        root = source_root_of(
+            repo.prefix,
+            lambda path: repo.has_file(sha, path),
+            lambda path: repo.has_folder(sha, path),
+        )
+        _env, fingerprint = self._recording_env(workspace, tree, root)
         with self.handle.reader() as reader:
             return reusable_run(
-                reader, sha, selection, self.repo, self._target.version, self._key_fingerprint
+                reader,
+                sha,
+                selection,
+                self.repo,
+                self._target.version,
+                self._key_fingerprint,
+                fingerprint,
             )
+
+    def _recording_env(
+        self, workspace: Workspace, tree: str, root: str | None = None
+    ) -> tuple[dict[str, str], str]:
+        """The environment a recording in ``tree`` runs with, less its run id, and that
+        environment's fingerprint: every variable, the folder it runs in and the ignored
+        files copied in. A stored run is reused only where its
+        fingerprint is this one (docs/diffing.md, "Reuse")."""
+        cwd = self._cwd(tree)
+        env = self._env(workspace, tree, root)
+        # As a shell would say it: the folder the tests run in, never the user's own.
+        env["PWD"] = cwd
+        env.pop("OLDPWD", None)
+        # Whether the recording is a diff's; its id would differ in every invocation, and
+        # tests copy the environment into values.
+        env[HOLDER_ENV] = "1"
+        self._ignored_files()
+        text = json.dumps([sorted(env.items()), cwd, self._ignored_print])
+        return env, hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def _cwd(self, tree: str) -> str:
+        return os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
 
     def _probe(self, workspace: Workspace) -> Target:
         """The target interpreter, probed once per diff (:func:`probe`)."""
@@ -555,9 +663,11 @@ class Runner:
             )
         return self._target
 
-    def _env(self, workspace: Workspace, tree: str | None) -> dict[str, str]:
+    def _env(
+        self, workspace: Workspace, tree: str | None, root: str | None = None
+    ) -> dict[str, str]:
         """The environment of a recording in ``tree`` (:func:`environment`)."""
-        return environment(workspace, tree, self.repo.prefix if self.repo else "")
+        return environment(workspace, tree, self.repo.prefix if self.repo else "", root)
 
     def _record(
         self,
@@ -572,7 +682,7 @@ class Runner:
         """Record ``selection`` in ``tree`` as a new run; its id. ``subject`` names the
         recording in progress (recordings made side by side are steps at the same time)."""
         assert self._target is not None
-        cwd = os.path.join(tree, self.repo.prefix) if self.repo and self.repo.prefix else tree
+        cwd = self._cwd(tree)
         if not os.path.isdir(cwd):
             raise DiffError(
                 f"{spec} has no folder {self.repo.prefix if self.repo else cwd}; run diffgenome "
@@ -583,6 +693,7 @@ class Runner:
         self._hold(run_id, used=origin != ORIGIN_CONFIRMATION)
         if self._core is not None:  # a confirmation's workspace has a copy of its own
             apply_core(workspace.recorder_path(), self._core)
+        env, fingerprint = self._recording_env(workspace, tree)
         with self.progress.step("recording", "recorded", subject) as step:
             seen = PytestProgress()
 
@@ -594,10 +705,10 @@ class Runner:
                 [self._target.python, "-m", "pytest", *selection],
                 cwd=cwd,
                 env={
-                    **self._env(workspace, tree),
+                    **env,
+                    ENVIRONMENT_ENV: fingerprint,
                     ORIGIN_ENV: origin,
                     RUN_ID_ENV: run_id,
-                    HOLDER_ENV: self.holder,
                 },
                 on_output=on_output,
             )
@@ -692,7 +803,7 @@ class Runner:
         base_node_ids = self._node_ids(base_ids) if base_ids else node_ids
         if not node_ids:
             return [], []
-        workspace = Workspace(self.repo)
+        workspace = Workspace(self.repo, self.store)
         try:
             common = self._selection(workspace)
             sides = (
@@ -705,9 +816,11 @@ class Runner:
                 subject = f"{side_subject(which, side.spec, side.sha)} again"
                 if side.kind == "revision" and side.sha is not None:
                     with self.progress.step("checking out", "checked out", subject):
-                        tree = workspace.worktree(side.sha, f"confirm-{which}-{side.sha[:12]}")
+                        name = f"confirm-{which}-{side.sha[:12]}"
+                        tree = self._checkout(workspace, side.sha, name)
                 elif side.kind == "worktree" and self.repo is not None:
-                    tree = self.repo.toplevel
+                    with self.progress.step("checking out", "checked out", subject):
+                        tree = self._worktree_copy(workspace, f"confirm-{which}-worktree")
                 else:
                     self.notes.append(
                         f"{side.spec} cannot be recorded again: its differences are not confirmed"
@@ -786,6 +899,9 @@ class Runner:
                 continue
             out[_node_of(test_id[len(prefix) :])] = None
         return list(out)
+
+
+_IGNORED_NOTE = "copied from the checkout into every side recorded here"
 
 
 def _node_of(test_id: str) -> str:

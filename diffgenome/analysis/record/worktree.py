@@ -2,15 +2,22 @@
 being recorded, and a copy of the recording side for interpreters without diffgenome.
 
 Everything is created under one temp folder and removed in ``close()``, which the runner
-calls from ``finally`` -- also on errors and Ctrl-C. Worktrees are detached
-(``git worktree add --detach``), so no branch, the index or the stash of the user's checkout
-is touched, and ``git worktree remove --force`` plus ``git worktree prune`` leave the
-repository's worktree list as it was.
+calls from ``finally`` -- also on errors and Ctrl-C. That folder's name does not change
+between invocations: ``diffgenome-<store>-<slot>`` under the system's temp folder, where
+``<store>`` is a hash of the store's path and ``<slot>`` the first one no other diff holds
+(an exclusive ``flock`` on the folder, held while the workspace lives). What a test
+derives from where the tree or its temp folder lies (a copy of ``os.environ``, a path under
+``tempfile.gettempdir()``) is then the same in every recording made at that slot, so that a
+run recorded by an earlier invocation is what this one would record (issue #24). Worktrees
+are detached (``git worktree add --detach``), so no branch, the index or the stash of the
+user's checkout is touched, and ``git worktree remove --force`` plus ``git worktree prune``
+leave the repository's worktree list as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -24,14 +31,70 @@ from diffgenome.analysis.record.git import Repository, RevisionError
 
 # What the recording side needs in a foreign interpreter: never the analysis side.
 RECORDING_PARTS = ("protocol", "recording")
+#: Slots tried for the stable workspace folder before falling back to a fresh name.
+SLOTS = 16
+
+
+def _claim(prefix: str) -> tuple[str, int | None]:
+    """The first slot folder ``<prefix>-<n>`` this process gets an exclusive ``flock`` on
+    (the folder itself is locked: nothing is left behind), emptied of what a killed diff may
+    have left there; a fresh ``mkdtemp`` folder (no lock) when every slot is held, or where
+    there is no ``flock`` (Windows: a fresh name per diff, so reuse there records again)."""
+    try:
+        import fcntl
+    except ImportError:
+        return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-"), None
+    for slot in range(SLOTS):
+        folder = f"{prefix}-{slot}"
+        for _attempt in range(3):  # the folder may go between making and opening it
+            try:
+                os.makedirs(folder, exist_ok=True)
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                break  # another diff holds this slot
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(folder))
+            except OSError:
+                same = False
+            if not same:  # removed (and perhaps made again) by the diff that held it
+                os.close(fd)
+                continue
+            _empty(folder)
+            return folder, fd
+    return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-"), None
+
+
+def _empty(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.remove(entry.path)
+
+
+def stable_root(store: str | None) -> str:
+    """The name the workspace of a diff into ``store`` starts with (before its slot)."""
+    key = hashlib.sha256(os.path.abspath(store or os.getcwd()).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), f"diffgenome-{key}")
 
 
 class Workspace:
     """The temp folder of one diff; use as a context manager."""
 
-    def __init__(self, repo: Repository | None) -> None:
+    def __init__(self, repo: Repository | None, store: str | None = None) -> None:
         self.repo = repo
-        self.root = tempfile.mkdtemp(prefix="diffgenome-")
+        self.root, self._slot = _claim(stable_root(store))
+        if self.repo is not None:
+            # A worktree a killed diff left at this path is registered still.
+            with contextlib.suppress(RevisionError):
+                self.repo.git("worktree", "prune", check=False)
         self._worktrees: list[str] = []
         self._recorder: str | None = None
         # Recordings made side by side (confirmation) ask for the recorder's copy at once.
@@ -79,6 +142,38 @@ class Workspace:
         self.repo.git("worktree", "add", "--detach", "--quiet", path, sha)
         return path
 
+    def lay_over(self, tree: str, paths: list[str]) -> None:
+        """Make ``tree`` (a worktree of HEAD) the user's working tree: each of ``paths`` (from
+        the top, :meth:`Repository.edited`) copied from the checkout, or removed where the
+        checkout has none. The user's checkout is only read."""
+        assert self.repo is not None
+        for path in paths:
+            source = os.path.join(self.repo.toplevel, path)
+            target = os.path.join(tree, path)
+            if os.path.lexists(source) and not os.path.isdir(source):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if os.path.lexists(target) and not os.path.isdir(target):
+                    os.remove(target)
+                shutil.copy2(source, target, follow_symlinks=False)
+            elif not os.path.lexists(source) and os.path.lexists(target):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    os.remove(target)
+
+    def add_ignored(self, tree: str, paths: list[str]) -> list[str]:
+        """Copy the ignored files ``paths`` (:meth:`Repository.ignored_modules`) from the
+        checkout into ``tree`` where its folder exists and the file does not; those copied."""
+        assert self.repo is not None
+        copied = []
+        for path in paths:
+            source = os.path.join(self.repo.toplevel, path)
+            target = os.path.join(tree, path)
+            if os.path.isdir(os.path.dirname(target)) and not os.path.lexists(target):
+                shutil.copy2(source, target)
+                copied.append(path)
+        return copied
+
     def remove_worktree(self, path: str) -> None:
         """Remove one worktree now (its path may then hold the next side's checkout)."""
         if path not in self._worktrees:
@@ -99,8 +194,12 @@ class Workspace:
                     with contextlib.suppress(RevisionError):
                         self.repo.git("worktree", "remove", "--force", "--force", path, check=False)
             self._worktrees = []
+            # Removed while still locked: the next diff makes the folder anew.
             shutil.rmtree(self.root, ignore_errors=True)
         finally:
             if self.repo is not None:
                 with contextlib.suppress(RevisionError):
                     self.repo.git("worktree", "prune", check=False)
+            if self._slot is not None:
+                os.close(self._slot)  # the slot is free again
+                self._slot = None

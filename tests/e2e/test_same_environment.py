@@ -1,0 +1,217 @@
+"""An identical tree is silent in all four ways a diff can meet one (issue #24): two commits
+with fresh sides, with reused sides, ``HEAD`` against ``WORKTREE`` after a comment edit, and a
+project that imports a module git ignores.
+
+The example project does what a CLI library's tests do: it passes a copy of ``os.environ`` to
+the code under test (so ``PYTHONPATH``, ``TMPDIR`` and every other variable the recording runs
+with reach a digested value) and echoes paths under the temp folder. Before both sides ran in
+one environment, such tests were ``changed`` on an identical tree (17 of a CLI library's).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    PY,
+    GitRepo,
+    clean_env,
+    make_project,
+    run_pytest,
+    write_files,
+)
+
+ENVCLI = {
+    "src/envcli/__init__.py": "",
+    "src/envcli/core.py": '''
+        import os
+        import tempfile
+
+
+        def make_env(overrides):
+            """The environment a command would run with: the caller's, overridden."""
+            env = {"LANG": "C"}
+            env.update(overrides)
+            return sorted(env.items())
+
+
+        def scratch(name):
+            # a file in the temp folder, as a prompt's default would name it
+            return os.path.join(tempfile.gettempdir(), name)
+
+
+        def prompt(default):
+            return f"Path [{default}]: "
+    ''',
+    "tests/test_core.py": """
+        import os
+
+        from envcli import core
+
+
+        def test_env_of_the_caller():
+            assert core.make_env(dict(os.environ))
+
+
+        def test_scratch_file():
+            assert core.prompt(core.scratch("out.txt")).endswith(": ")
+
+
+        def test_prompt_under_tmp_path(tmp_path):
+            assert core.prompt(str(tmp_path / "f.txt")).startswith("Path")
+    """,
+    ".gitignore": "__pycache__/\n.diffgenome/\n",
+}
+
+
+def diff(repo: Path, tmp: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """``diffgenome diff ARGS --json -`` as a user runs it (the temp folder under ``tmp``,
+    the same in every invocation of a test, as a user's is)."""
+    command = [PY, "-m", "diffgenome.analysis.cli", "diff", *args, "--json", "-"]
+    done = subprocess.run(
+        [*command, "--", *DIFF_PYTEST_ARGS],
+        cwd=repo,
+        # run from the checkout, as a shell does it (PWD names the checkout)
+        env=clean_env({"TMPDIR": str(tmp), "PWD": str(repo)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def changed(document: dict[str, Any]) -> list[str]:
+    return [test["id"] for test in document["tests"] if test["status"] != "unchanged"]
+
+
+def _project(tmp_path: Path) -> tuple[Path, GitRepo, Path]:
+    repo = make_project(tmp_path, ENVCLI)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return repo, GitRepo(repo), tmp
+
+
+def test_two_commits_with_identical_trees_recorded_fresh(tmp_path: Path) -> None:
+    repo, git, tmp = _project(tmp_path)
+    git.commit_empty("docs only")
+    code, document, err = diff(repo, tmp, "HEAD~1", "HEAD", "--rerecord")
+    assert changed(document) == [], err
+    assert document["summary"]["changed"] == 0 and code == 0
+
+
+def test_two_commits_with_identical_trees_reused_from_earlier_invocations(
+    tmp_path: Path,
+) -> None:
+    """Each side recorded by another invocation (the first diff's head is the second's base;
+    the third diff reuses both): what they carry is what a fresh recording would."""
+    repo, git, tmp = _project(tmp_path)
+    git.commit_empty("one")
+    first = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert first[0] == 0 and changed(first[1]) == [], first[2]
+    git.commit_empty("two")
+    code, document, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert "reusing run" in err  # HEAD~1 was the first diff's head
+    assert changed(document) == [], err
+    assert code == 0
+    code, document, err = diff(repo, tmp, "HEAD~2", "HEAD")
+    assert err.count("reusing run") == 2, err
+    assert changed(document) == [] and code == 0, err
+
+
+def test_head_against_worktree_after_a_comment_edit(tmp_path: Path) -> None:
+    repo, _git, tmp = _project(tmp_path)
+    core = repo / "src" / "envcli" / "core.py"
+    core.write_text(core.read_text().replace("# a file in", "#  a file  in"))
+    code, document, err = diff(repo, tmp, "HEAD", "WORKTREE")
+    assert changed(document) == [], err
+    assert document["summary"]["changed"] == 0 and code == 0
+    # The user's checkout is as it was: the edit is still uncommitted, nothing was added.
+    status = GitRepo(repo).git("status", "--porcelain", "--untracked-files=all")
+    assert status == " M src/envcli/core.py\n"
+
+
+def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
+    """``src/envcli/version.py`` is written at install and ignored by git: it exists in the
+    user's checkout only, and both sides record over it."""
+    repo, git, tmp = _project(tmp_path)
+    write_files(
+        repo,
+        {
+            ".gitignore": "__pycache__/\n.diffgenome/\nsrc/envcli/version.py\n",
+            "src/envcli/__init__.py": "from envcli.version import VERSION\n",
+            "tests/test_version.py": """
+                import envcli
+
+
+                def test_version():
+                    assert envcli.VERSION == "1.0"
+            """,
+        },
+    )
+    git.commit_all("version from the install")
+    write_files(repo, {"src/envcli/version.py": 'VERSION = "1.0"\n'})
+    assert run_pytest(repo, "-q", env={"PYTHONPATH": "src"}).returncode == 0  # as the user runs it
+    git.commit_empty("docs only")
+    code, document, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert changed(document) == [], err
+    assert code == 0
+    core = repo / "src" / "envcli" / "core.py"
+    core.write_text(core.read_text().replace("# a file in", "#  a file  in"))
+    done = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD", "WORKTREE", "--", *DIFF_PYTEST_ARGS],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp), "PWD": str(repo), "COLUMNS": "300"}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Said: what was copied from the checkout into both sides.
+    assert (
+        "note: 1 file git ignores was copied from the checkout into every side recorded "
+        "here, as the project may import it: src/envcli/version.py"
+    ) in done.stdout
+
+
+def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
+    tmp_path: Path,
+) -> None:
+    """WORKTREE is recorded from a copy: a new untracked package the edited code imports is
+    in it, a tracked file the user deleted is not, and an untracked virtual environment is
+    left out of it; the user's checkout keeps all three."""
+    repo, git, tmp = _project(tmp_path)
+    write_files(repo, {"tests/test_gone.py": "def test_gone():\n    pass\n"})
+    git.commit_all("a test to delete")
+    (repo / "tests" / "test_gone.py").unlink()
+    write_files(
+        repo,
+        {
+            "src/envcli/extra/__init__.py": "def suffix():\n    return ':'\n",
+            "venv/pyvenv.cfg": "home = /usr/bin\n",
+            "venv/lib/site.py": "raise SystemExit('never imported')\n",
+        },
+    )
+    core = repo / "src" / "envcli" / "core.py"
+    core.write_text(
+        core.read_text().replace(
+            'return f"Path [{default}]: "',
+            'from envcli.extra import suffix\n\n    return f"Path [{default}]{suffix()} "',
+        )
+    )
+    code, document, err = diff(repo, tmp, "HEAD", "WORKTREE")
+    assert code == 1, err
+    tests = {test["id"]: test for test in document["tests"]}
+    assert tests["tests/test_gone.py::test_gone"]["status"] == "removed"
+    # The new package was imported (in head only): a new call, the same result.
+    prompt = tests["tests/test_core.py::test_prompt_under_tmp_path"]
+    assert prompt["outcome"] == {"base": "passed", "head": "passed"}
+    assert prompt["status"] == "restructured", prompt
+    assert (repo / "venv" / "lib" / "site.py").exists()
+    assert not (repo / "tests" / "test_gone.py").exists()
