@@ -423,22 +423,23 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
     """Content identities of a file's decisions, in the order given.
 
     A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind, its condition
-    (locals as placeholders) and where it sits: the compound statements of its scope that
-    enclose it, outermost first (``if:true``/``if:false`` of an enclosing decision, ``for``,
-    ``while:true``, ``with``, ``try``, ``except <type>``, ``finally``, ``case``). That part is
-    always taken, so whether a decision has look-alikes never changes its identity: adding
-    ``if not notes:`` in one place never renames the ``if not notes:`` under ``if text:``
-    (mistune), nor an ``if not standalone_mode:`` under ``except ClickException:`` another
-    one (click). Only where two decisions of one symbol are still equal does the digest also
-    take the headers of those statements (``if a: if x`` vs ``if b: if x``, ``for`` over
-    other things), then the local names as written, then the statement just before each by
-    content, and only where that is still equal an occurrence index ``#n`` in source order.
-    So inserting, removing or reordering other decisions, moving code within its block,
-    adding comments or renaming a local leaves an identity as it was; moving a decision into
-    another block, or wrapping it in one, gives it another identity. An identity is never
-    handed from a removed decision to a remaining one.
+    (locals as placeholders that say how each is bound: a parameter's position, the shape of
+    the value first assigned) and where it sits: the compound statements of its scope that
+    enclose it, outermost first, each with its header (``if:true``/``if:false`` and the
+    condition of an enclosing decision, ``for`` and what it iterates, ``while``, ``with`` and
+    its context managers, ``try``, ``except <type>``, ``finally``, ``case`` and its pattern).
+    That part is always taken, so whether a decision has look-alikes never changes its
+    identity: adding ``if not notes:`` in one place never renames the ``if not notes:`` under
+    ``if text:`` (mistune), nor an ``if not standalone_mode:`` under ``except
+    ClickException:`` another one (click). Only where two decisions of one symbol are still
+    equal does the digest also take the local names as written, then the statement just
+    before each by content, and only where that is still equal an occurrence index ``#n`` in
+    source order. So inserting, removing or reordering other decisions, moving code within
+    its block, adding comments or renaming a local leaves an identity as it was; moving a
+    decision into another block, wrapping it in one or changing the header of one that
+    encloses it gives it another identity. An identity is never handed from a removed
+    decision to a remaining one.
     """
-    where = [tuple(token for token, _ in info.chain) for info in sites]
     labels: dict[int, tuple[frozenset[str], dict[str, str]]] = {}
     for info in sites:
         if id(info.scope) not in labels:
@@ -447,14 +448,13 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
     def text(info: SiteSpans, nodes: tuple[ast.AST | None, ...]) -> str:
         return condition_text(nodes, *labels[id(info.scope)])
 
+    def where(info: SiteSpans) -> tuple[str, ...]:
+        if not info.chain:
+            return ()
+        return ("in", *(f"{token}\x1f{text(info, nodes)}" for token, nodes in info.chain))
+
     full: list[tuple[str, ...]] = [
-        (
-            info.scope.symbol,
-            info.kind,
-            text(info, info.key),
-            *(("in", *tokens) if tokens else ()),
-        )
-        for info, tokens in zip(sites, where, strict=True)
+        (info.scope.symbol, info.kind, text(info, info.key), *where(info)) for info in sites
     ]
 
     def refine(extra: list[str | None]) -> None:
@@ -465,17 +465,8 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
             if count[key] > 1 and more is not None:
                 full[i] = (*key, more)
 
-    # Still equal: the headers of the enclosing statements (for a decision directly under
-    # one, that one's condition and the arm), the names as written (``not rc1``, ``not
-    # rccmp`` both read ``not _0``), the statement just before.
-    refine(
-        [
-            "headers\x1f" + "\x1d".join(text(info, nodes) for _, nodes in info.chain)
-            if info.chain
-            else None
-            for info in sites
-        ]
-    )
+    # Still equal: the names as written (``not rc1``, ``not rccmp`` both read ``not _0`` where
+    # their bindings read alike), then the statement just before.
     refine(["names\x1f" + condition_text(info.key, frozenset()) for info in sites])
     refine(
         [

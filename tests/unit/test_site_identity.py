@@ -165,14 +165,15 @@ def f(standalone_mode, run):
     assert head[1:] == base
 
 
-def test_an_enclosing_header_tells_look_alikes_apart_only_where_needed() -> None:
-    """The headers of enclosing statements enter a digest only where the kinds of statement
-    alone leave two decisions equal, so editing an enclosing condition renames nothing."""
+def test_an_enclosing_header_is_part_of_an_identity() -> None:
+    """``if x`` under ``if a:`` and under ``if b:`` are apart whether or not the other exists
+    (mistune: the second ``if not notes:`` sat under another ``if``); changing the enclosing
+    header makes the decision another one, as a changed condition does."""
     one = "def f(a, b, x):\n    if a:\n        if x:\n            pass\n"
-    edited = one.replace("if a:", "if a > 1:")
-    assert _one(one, "x") == _one(edited, "x")
-    two = one + "    if b:\n        if x:\n            pass\n"
+    two = "def f(a, b, x):\n    if b:\n        if x:\n            pass\n" + one.partition("\n")[2]
+    assert _one(two, "x")[1] == _one(one, "x")[0]
     assert len(set(_one(two, "x"))) == 2
+    assert _one(one.replace("if a:", "if a > 1:"), "x") != _one(one, "x")
 
 
 def test_an_unrelated_if_or_comment_renames_no_decision() -> None:
