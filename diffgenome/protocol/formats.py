@@ -80,8 +80,10 @@ SECRET_RULES = 1
 # value types (``timedelta``, ``date``, ``datetime``, ``time``, ``timezone``, ``ZoneInfo``,
 # ``Decimal``, ``UUID``, ``Fraction``) have forms of their own, where 1 (runs that do not say)
 # gave them none (a null digest). The same value may have a digest under one revision and
-# none under the other: a comparison would read that as a change.
-VALUES = 2
+# none under the other: a comparison would read that as a change. 3: a state fact of
+# ``self.X`` that the instance does not hold while its class defines ``X`` (a class attribute,
+# a method) is ``class attribute``, where 2 said ``absent``.
+VALUES = 3
 
 
 def values_of(run_config: object) -> int:
