@@ -296,23 +296,45 @@ class _Blank(ast.NodeTransformer):
         return node
 
 
-def binding_labels(scope: Scope) -> dict[str, str]:
-    """How each local of ``scope`` is first bound, with every local in it blanked: renaming
-    any local changes none of these, two locals bound differently read differently."""
-    locals_ = scope.renamable()
-    out: dict[str, str] = {}
-    for name, (how, value) in scope.bound.items():
-        if name not in locals_:
-            continue
-        if value is None:
-            out[name] = how
-            continue
-        try:
-            text = _ast_unparse(_Blank(locals_).visit(copy.deepcopy(value)))
-        except Exception:  # absurdly deep expressions: no label, the order placeholder stays
-            continue
-        out[name] = f"{how} {_digest(text)}"
-    return out
+class BindingLabels(Mapping[str, str]):
+    """How each local of a scope is first bound, with every local in it blanked: renaming any
+    local changes none of these, two locals bound differently read differently. Computed on
+    first use of each name: only names that decisions test are ever written."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._locals = scope.renamable()
+        self._bound = {n: b for n, b in scope.bound.items() if n in self._locals}
+        self._done: dict[str, str | None] = {}
+
+    def _label(self, name: str) -> str | None:
+        if name in self._done:
+            return self._done[name]
+        label: str | None = None
+        binding = self._bound.get(name)
+        if binding is not None:
+            how, value = binding
+            if value is None:
+                label = how
+            else:
+                try:
+                    text = _ast_unparse(_Blank(self._locals).visit(copy.deepcopy(value)))
+                    label = f"{how} {_digest(text)}"
+                except Exception:  # absurdly deep expressions: the order placeholder stays
+                    label = None
+        self._done[name] = label
+        return label
+
+    def __getitem__(self, name: str) -> str:
+        label = self._label(name)
+        if label is None:
+            raise KeyError(name)
+        return label
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._bound if self._label(name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def condition_text(
@@ -387,18 +409,6 @@ def _digest(text: str) -> str:
     return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
 
 
-def _previous_statements(tree: ast.AST) -> dict[int, ast.stmt]:
-    """The statement just before each statement in its block (``id`` of the node)."""
-    out: dict[int, ast.stmt] = {}
-    for node in ast.walk(tree):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list):
-                for before, after in itertools.pairwise(block):
-                    out[id(after)] = before
-    return out
-
-
 def _statement_text(stmt: ast.stmt, locals_: frozenset[str], labels: Mapping[str, str]) -> str:
     """A neighbour by content: a compound statement by its header only, so that what runs
     inside it does not reach a decision after it."""
@@ -440,18 +450,26 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
     encloses it gives it another identity. An identity is never handed from a removed
     decision to a remaining one.
     """
-    labels: dict[int, tuple[frozenset[str], dict[str, str]]] = {}
+    labels: dict[int, tuple[frozenset[str], BindingLabels]] = {}
     for info in sites:
         if id(info.scope) not in labels:
-            labels[id(info.scope)] = (info.scope.renamable(), binding_labels(info.scope))
+            labels[id(info.scope)] = (info.scope.renamable(), BindingLabels(info.scope))
 
     def text(info: SiteSpans, nodes: tuple[ast.AST | None, ...]) -> str:
         return condition_text(nodes, *labels[id(info.scope)])
 
+    headers: dict[tuple[int, ...], str] = {}  # an enclosing header is shared by its sites
+
+    def header(info: SiteSpans, token: str, nodes: tuple[ast.AST | None, ...]) -> str:
+        key = (id(info.scope), *(id(n) for n in nodes))
+        if key not in headers:
+            headers[key] = text(info, nodes)
+        return f"{token}\x1f{headers[key]}"
+
     def where(info: SiteSpans) -> tuple[str, ...]:
         if not info.chain:
             return ()
-        return ("in", *(f"{token}\x1f{text(info, nodes)}" for token, nodes in info.chain))
+        return ("in", *(header(info, token, nodes) for token, nodes in info.chain))
 
     full: list[tuple[str, ...]] = [
         (info.scope.symbol, info.kind, text(info, info.key), *where(info)) for info in sites
@@ -523,6 +541,12 @@ class _Builder:
         self.scopes.append(scope)
         return scope
 
+    def _sequence(self, block: list[ast.stmt] | list[ast.AST] | list[ast.expr]) -> None:
+        """Remember the statement before each statement of ``block``."""
+        for before, after in itertools.pairwise(block):
+            if isinstance(before, ast.stmt):
+                self.prev[id(after)] = before
+
     def add_site(self, info: SiteSpans) -> int:
         self.sites.append(info)
         return len(self.sites) - 1
@@ -532,7 +556,8 @@ class _Builder:
         self.scopes.append(module)
         # (node, scope for this node, innermost site whose condition holds this node,
         #  innermost decision of the same scope whose arm holds this node, and that arm)
-        self.prev = _previous_statements(tree)
+        self.prev: dict[int, ast.stmt] = {}
+        self._sequence(tree.body)
         stack: list[_Item] = [(tree, module, -1, (None, ()))]
         while stack:
             node, scope, cur, (ctx, chain) = stack.pop()
@@ -570,6 +595,8 @@ class _Builder:
         def push_all(
             children: list[ast.AST] | list[ast.expr] | list[ast.stmt], **kw: object
         ) -> None:
+            if children and isinstance(children[0], ast.stmt):
+                self._sequence(children)
             for c in children:
                 push(c, **kw)  # type: ignore[arg-type]
 
