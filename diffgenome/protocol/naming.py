@@ -33,7 +33,7 @@ import ast
 import copy
 import itertools
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b as _blake2b
 from types import CodeType
@@ -475,25 +475,25 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
         (info.scope.symbol, info.kind, text(info, info.key), *where(info)) for info in sites
     ]
 
-    def refine(extra: list[str | None]) -> None:
+    def refine(extra: Callable[[SiteSpans], str]) -> None:
+        """Add ``extra(site)`` to the identity of each site that is still equal to another
+        (computed for those only: most sites are unique by then)."""
         count: dict[tuple[str, ...], int] = {}
         for key in full:
             count[key] = count.get(key, 0) + 1
-        for i, (key, more) in enumerate(zip(full, extra, strict=True)):
-            if count[key] > 1 and more is not None:
-                full[i] = (*key, more)
+        for i, (key, info) in enumerate(zip(full, sites, strict=True)):
+            if count[key] > 1:
+                full[i] = (*key, extra(info))
+
+    def before(info: SiteSpans) -> str:
+        if info.prev is None:
+            return "first"
+        return "after\x1f" + _statement_text(info.prev, *labels[id(info.scope)])
 
     # Still equal: the names as written (``not rc1``, ``not rccmp`` both read ``not _0`` where
     # their bindings read alike), then the statement just before.
-    refine(["names\x1f" + condition_text(info.key, frozenset()) for info in sites])
-    refine(
-        [
-            "after\x1f" + _statement_text(info.prev, *labels[id(info.scope)])
-            if info.prev is not None
-            else "first"
-            for info in sites
-        ]
-    )
+    refine(lambda info: "names\x1f" + condition_text(info.key, frozenset()))
+    refine(before)
     seen: dict[tuple[str, ...], int] = {}
     ids: list[str] = []
     for info, identity in zip(sites, full, strict=True):
