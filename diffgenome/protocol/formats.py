@@ -58,13 +58,15 @@ def check_genome_format(value: object) -> None:
     check_format(value, GENOME_FORMAT)
 
 
-# How symbols are named within genome/2. 4: ``@typing.overload`` stubs apart from the function
+# How symbols are named within genome/2. 5: a decision's identity always takes the compound
+# statements that enclose it (``if:true``, ``for``, ``except ClickException``...), so a
+# look-alike added elsewhere never renames it; 4: ``@typing.overload`` stubs apart from the function
 # they describe (``f[overload]``, ``f[overload]#1``), which no longer counts them in its
 # ordinal; 3: lambdas and generator expressions by content and by where they are bound
 # (``f.<locals>.<lambda>[<digest>]``); 2: by content alone; 1 (runs that do not say) numbered
 # them in source order. A reader of one run needs nothing of this; a comparison of two runs
 # does.
-NAMING = 4
+NAMING = 5
 
 # The revision of the secret rules (diffgenome/recording/collect/redact.py) that masked the
 # text a run keeps in clear, test ids among it: under another revision the same test may
@@ -78,8 +80,10 @@ SECRET_RULES = 1
 # value types (``timedelta``, ``date``, ``datetime``, ``time``, ``timezone``, ``ZoneInfo``,
 # ``Decimal``, ``UUID``, ``Fraction``) have forms of their own, where 1 (runs that do not say)
 # gave them none (a null digest). The same value may have a digest under one revision and
-# none under the other: a comparison would read that as a change.
-VALUES = 2
+# none under the other: a comparison would read that as a change. 3: a state fact of
+# ``self.X`` that the instance does not hold while its class defines ``X`` (a class attribute,
+# a method) is ``class attribute``, where 2 said ``absent``.
+VALUES = 3
 
 
 # What a test's code did to the world through the standard library, per phase (its

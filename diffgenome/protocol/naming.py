@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b as _blake2b
 from types import CodeType
@@ -96,6 +97,10 @@ class Scope:
     stores: set[str] = field(default_factory=set)
     params: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
+    # How each local is first bound (a parameter's position, the value first assigned to it):
+    # what a placeholder says, so that ``if not text:`` and ``if not notes:`` differ by what
+    # they test, not by what the names are spelt; dropped once the sites are named.
+    bound: dict[str, tuple[str, ast.AST | None]] = field(default_factory=dict)
     # lambdas and generator expressions only, until they are named: what they are
     node: ast.AST | None = None
     # a ``@typing.overload`` stub: named apart from the function it describes
@@ -167,6 +172,13 @@ class SiteSpans:
     body: tuple[Span, ...]  # for assert: the message span, if any (a landing there = failed)
     key: tuple[ast.AST | None, ...] = ()
     context: tuple[int, str] | None = None
+    # The compound statements of the same scope that enclose it, outermost first: a token
+    # that is always part of its identity (``if:true``, ``except ClickException``, ``for``,
+    # ``with``...) and the header syntax that tells look-alikes apart only where needed.
+    chain: Chain = ()
+    # The statement just before it in its block (statements only): the last tie-break
+    # before an ordinal.
+    prev: ast.stmt | None = None
     parts: tuple[ast.AST | list[ast.stmt] | None, ...] = ()
 
 
@@ -234,7 +246,9 @@ def _comprehension_sites(
     return out
 
 
-_Item = tuple[ast.AST, Scope, int, tuple[int, str] | None]
+Chain = tuple[tuple[str, tuple[ast.AST | None, ...]], ...]
+_Ctx = tuple[tuple[int, str] | None, Chain]
+_Item = tuple[ast.AST, Scope, int, _Ctx]
 
 
 def _param_names(args: ast.arguments) -> list[str]:
@@ -243,28 +257,93 @@ def _param_names(args: ast.arguments) -> list[str]:
 
 
 class _Placeholders(ast.NodeTransformer):
-    """Writes locals as ``_0``, ``_1``... in order of first appearance in the condition."""
+    """Writes locals as ``_0``, ``_1``... in order of first appearance in the condition,
+    each followed by how it is bound where that is known (``_0[param 1]``)."""
 
-    def __init__(self, names: frozenset[str]) -> None:
+    def __init__(self, names: frozenset[str], labels: Mapping[str, str] | None = None) -> None:
         self.names = names
+        self.labels = labels or {}
         self.seen: dict[str, str] = {}
+
+    def _placeholder(self, name: str) -> str:
+        if name not in self.seen:
+            label = self.labels.get(name)
+            self.seen[name] = f"_{len(self.seen)}" + (f"[{label}]" if label else "")
+        return self.seen[name]
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id not in self.names:
             return node
-        placeholder = self.seen.setdefault(node.id, f"_{len(self.seen)}")
+        placeholder = self._placeholder(node.id)
         return ast.copy_location(ast.Name(id=placeholder, ctx=node.ctx), node)
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         # a lambda's parameters, where a condition or an anonymous scope holds one
         if node.arg in self.names:
-            node.arg = self.seen.setdefault(node.arg, f"_{len(self.seen)}")
+            node.arg = self._placeholder(node.arg)
         return node
 
 
-def condition_text(nodes: tuple[ast.AST | None, ...], locals_: frozenset[str]) -> str:
+class _Blank(ast.NodeTransformer):
+    """Writes every local as ``_``: the shape of a value a local is bound to."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(id="_", ctx=node.ctx), node)
+        return node
+
+
+class BindingLabels(Mapping[str, str]):
+    """How each local of a scope is first bound, with every local in it blanked: renaming any
+    local changes none of these, two locals bound differently read differently. Computed on
+    first use of each name: only names that decisions test are ever written."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._locals = scope.renamable()
+        self._bound = {n: b for n, b in scope.bound.items() if n in self._locals}
+        self._done: dict[str, str | None] = {}
+
+    def _label(self, name: str) -> str | None:
+        if name in self._done:
+            return self._done[name]
+        label: str | None = None
+        binding = self._bound.get(name)
+        if binding is not None:
+            how, value = binding
+            if value is None:
+                label = how
+            else:
+                try:
+                    text = _ast_unparse(_Blank(self._locals).visit(copy.deepcopy(value)))
+                    label = f"{how} {_digest(text)}"
+                except Exception:  # absurdly deep expressions: the order placeholder stays
+                    label = None
+        self._done[name] = label
+        return label
+
+    def __getitem__(self, name: str) -> str:
+        label = self._label(name)
+        if label is None:
+            raise KeyError(name)
+        return label
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._bound if self._label(name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def condition_text(
+    nodes: tuple[ast.AST | None, ...],
+    locals_: frozenset[str],
+    labels: Mapping[str, str] | None = None,
+) -> str:
     """What a decision tests, independent of layout, comments and local names."""
-    renamer = _Placeholders(locals_)
+    renamer = _Placeholders(locals_, labels)
     parts: list[str] = []
     for node in nodes:
         if node is None:
@@ -330,43 +409,91 @@ def _digest(text: str) -> str:
     return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=5).hexdigest()
 
 
+def _statement_text(stmt: ast.stmt, locals_: frozenset[str], labels: Mapping[str, str]) -> str:
+    """A neighbour by content: a compound statement by its header only, so that what runs
+    inside it does not reach a decision after it."""
+    if isinstance(stmt, ast.If | ast.While):
+        nodes: tuple[ast.AST | None, ...] = (stmt.test,)
+    elif isinstance(stmt, ast.For | ast.AsyncFor):
+        nodes = (stmt.target, stmt.iter)
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        nodes = tuple(i.context_expr for i in stmt.items)
+    elif isinstance(stmt, ast.Match):
+        nodes = (stmt.subject,)
+    elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return f"{type(stmt).__name__} {stmt.name}"
+    elif isinstance(stmt, ast.Try | ast.TryStar):
+        return type(stmt).__name__
+    else:
+        nodes = (stmt,)
+    return f"{type(stmt).__name__} {condition_text(nodes, locals_, labels)}"
+
+
 def site_ids(sites: list[SiteSpans]) -> list[str]:
     """Content identities of a file's decisions, in the order given.
 
-    A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind and condition
-    (locals as placeholders). Only where two decisions of one symbol are otherwise equal does
-    the digest also take the enclosing decision and the arm they sit in (``if x`` under the
-    true and under the false arm of ``if y`` stay apart), then the local names as written,
-    and only where that is still equal an occurrence index ``#n`` in source order. So
-    inserting, removing or reordering other decisions, moving code, adding comments or
-    renaming a local leaves an identity as it was (renaming a local changes it only where
-    another decision of the same shape sits in the same function), and an identity is never
-    handed from a removed decision to a remaining one.
+    A decision is ``<symbol>/<kind>[<digest>]``, the digest taken over its kind, its condition
+    (locals as placeholders that say how each is bound: a parameter's position, the shape of
+    the value first assigned) and where it sits: the compound statements of its scope that
+    enclose it, outermost first, each with its header (``if:true``/``if:false`` and the
+    condition of an enclosing decision, ``for`` and what it iterates, ``while``, ``with`` and
+    its context managers, ``try``, ``except <type>``, ``finally``, ``case`` and its pattern).
+    That part is always taken, so whether a decision has look-alikes never changes its
+    identity: adding ``if not notes:`` in one place never renames the ``if not notes:`` under
+    ``if text:`` (mistune), nor an ``if not standalone_mode:`` under ``except
+    ClickException:`` another one (click). Only where two decisions of one symbol are still
+    equal does the digest also take the local names as written, then the statement just
+    before each by content, and only where that is still equal an occurrence index ``#n`` in
+    source order. So inserting, removing or reordering other decisions, moving code within
+    its block, adding comments or renaming a local leaves an identity as it was; moving a
+    decision into another block, wrapping it in one or changing the header of one that
+    encloses it gives it another identity. An identity is never handed from a removed
+    decision to a remaining one.
     """
-    base: list[tuple[str, ...]] = [
-        (info.scope.symbol, info.kind, condition_text(info.key, info.scope.renamable()))
-        for info in sites
+    labels: dict[int, tuple[frozenset[str], BindingLabels]] = {}
+    for info in sites:
+        if id(info.scope) not in labels:
+            labels[id(info.scope)] = (info.scope.renamable(), BindingLabels(info.scope))
+
+    def text(info: SiteSpans, nodes: tuple[ast.AST | None, ...]) -> str:
+        return condition_text(nodes, *labels[id(info.scope)])
+
+    headers: dict[tuple[int, ...], str] = {}  # an enclosing header is shared by its sites
+
+    def header(info: SiteSpans, token: str, nodes: tuple[ast.AST | None, ...]) -> str:
+        key = (id(info.scope), *(id(n) for n in nodes))
+        if key not in headers:
+            headers[key] = text(info, nodes)
+        return f"{token}\x1f{headers[key]}"
+
+    def where(info: SiteSpans) -> tuple[str, ...]:
+        if not info.chain:
+            return ()
+        return ("in", *(header(info, token, nodes) for token, nodes in info.chain))
+
+    full: list[tuple[str, ...]] = [
+        (info.scope.symbol, info.kind, text(info, info.key), *where(info)) for info in sites
     ]
-    count: dict[tuple[str, ...], int] = {}
-    for key in base:
-        count[key] = count.get(key, 0) + 1
-    full: list[tuple[str, ...]] = []
-    for info, key in zip(sites, base, strict=True):
-        if count[key] > 1 and info.context is not None:
-            parent, arm = info.context
-            full.append((*key, base[parent][1], base[parent][2], arm))
-        else:
-            full.append(key)
-    # Still equal: conditions of one shape over different locals (``not rc1``, ``not rccmp``)
-    # are told apart by their names before any occurrence index, so removing one never
-    # hands its identity to the other.
-    count_full: dict[tuple[str, ...], int] = {}
-    for key in full:
-        count_full[key] = count_full.get(key, 0) + 1
-    full = [
-        (*key, "names", condition_text(info.key, frozenset())) if count_full[key] > 1 else key
-        for info, key in zip(sites, full, strict=True)
-    ]
+
+    def refine(extra: Callable[[SiteSpans], str]) -> None:
+        """Add ``extra(site)`` to the identity of each site that is still equal to another
+        (computed for those only: most sites are unique by then)."""
+        count: dict[tuple[str, ...], int] = {}
+        for key in full:
+            count[key] = count.get(key, 0) + 1
+        for i, (key, info) in enumerate(zip(full, sites, strict=True)):
+            if count[key] > 1:
+                full[i] = (*key, extra(info))
+
+    def before(info: SiteSpans) -> str:
+        if info.prev is None:
+            return "first"
+        return "after\x1f" + _statement_text(info.prev, *labels[id(info.scope)])
+
+    # Still equal: the names as written (``not rc1``, ``not rccmp`` both read ``not _0`` where
+    # their bindings read alike), then the statement just before.
+    refine(lambda info: "names\x1f" + condition_text(info.key, frozenset()))
+    refine(before)
     seen: dict[tuple[str, ...], int] = {}
     ids: list[str] = []
     for info, identity in zip(sites, full, strict=True):
@@ -376,6 +503,17 @@ def site_ids(sites: list[SiteSpans]) -> list[str]:
         suffix = f"#{n}" if n else ""
         ids.append(f"{info.scope.symbol}/{info.kind}[{digest.hexdigest()}]{suffix}")
     return ids
+
+
+def _bind(scope: Scope, targets: Sequence[ast.expr], value: ast.AST, how: str = "=") -> None:
+    """Remember the first binding of each name in ``targets`` (unpacked: with its place)."""
+    for target in targets:
+        if isinstance(target, ast.Name):
+            scope.bound.setdefault(target.id, (how, value))
+            continue
+        names = [n for n in ast.walk(target) if isinstance(n, ast.Name)]
+        for i, name in enumerate(names):
+            scope.bound.setdefault(name.id, (f"{how} {i} of", value))
 
 
 def _is_overload(decorator: ast.expr) -> bool:
@@ -403,6 +541,12 @@ class _Builder:
         self.scopes.append(scope)
         return scope
 
+    def _sequence(self, block: list[ast.stmt] | list[ast.AST] | list[ast.expr]) -> None:
+        """Remember the statement before each statement of ``block``."""
+        for before, after in itertools.pairwise(block):
+            if isinstance(before, ast.stmt):
+                self.prev[id(after)] = before
+
     def add_site(self, info: SiteSpans) -> int:
         self.sites.append(info)
         return len(self.sites) - 1
@@ -412,13 +556,15 @@ class _Builder:
         self.scopes.append(module)
         # (node, scope for this node, innermost site whose condition holds this node,
         #  innermost decision of the same scope whose arm holds this node, and that arm)
-        stack: list[_Item] = [(tree, module, -1, None)]
+        self.prev: dict[int, ast.stmt] = {}
+        self._sequence(tree.body)
+        stack: list[_Item] = [(tree, module, -1, (None, ()))]
         while stack:
-            node, scope, cur, ctx = stack.pop()
+            node, scope, cur, (ctx, chain) = stack.pop()
             if cur >= 0 and (s := node_span(node)) is not None:
                 self.cond_index[s] = cur
             pushes: list[_Item] = []
-            self.visit(node, scope, cur, ctx, pushes)
+            self.visit(node, scope, cur, ctx, pushes, chain)
             stack.extend(reversed(pushes))
 
     def visit(
@@ -428,19 +574,29 @@ class _Builder:
         cur: int,
         ctx: tuple[int, str] | None,
         out: list[_Item],
+        chain: Chain = (),
     ) -> None:
         def push(
             child: ast.AST | None,
             in_scope: Scope = scope,
             site: int = cur,
             arm: tuple[int, str] | None = ctx,
+            within: Chain = chain,
         ) -> None:
             if child is not None:
-                out.append((child, in_scope, site, arm if in_scope is scope else None))
+                same = in_scope is scope
+                out.append((child, in_scope, site, (arm if same else None, within if same else ())))
+
+        def add(info: SiteSpans, node: ast.AST | None = None) -> int:
+            info.chain = chain
+            info.prev = self.prev.get(id(node)) if node is not None else None
+            return self.add_site(info)
 
         def push_all(
             children: list[ast.AST] | list[ast.expr] | list[ast.stmt], **kw: object
         ) -> None:
+            if children and isinstance(children[0], ast.stmt):
+                self._sequence(children)
             for c in children:
                 push(c, **kw)  # type: ignore[arg-type]
 
@@ -485,6 +641,8 @@ class _Builder:
                 push(node.returns)
                 inner = self.new_scope("function", "function", node.name, inner_parent, node, first)
                 inner.params.update(_param_names(args))
+                for i, param in enumerate(_param_names(args)):
+                    inner.bound.setdefault(param, (f"param {i}", None))
                 inner.overload = any(_is_overload(d) for d in node.decorator_list)
             push_all(node.body, in_scope=inner, site=-1)
             return
@@ -493,6 +651,8 @@ class _Builder:
             push_all([d for d in node.args.kw_defaults if d is not None])
             inner = self.new_scope("lambda", "lambda", "<lambda>", scope, node, node.lineno)
             inner.params.update(_param_names(node.args))
+            for i, param in enumerate(_param_names(node.args)):
+                inner.bound.setdefault(param, (f"param {i}", None))
             push(node.body, in_scope=inner, site=-1)
             return
         if type(node).__name__ == "TypeAlias":  # 3.12+: ``type X = ...`` is a lazy scope
@@ -521,6 +681,7 @@ class _Builder:
             for info, test in _comprehension_sites(node, comp_scope):
                 if comp_scope is scope:
                     info.context = ctx
+                    info.chain = chain
                 site_of[id(test)] = self.add_site(info)
             for gi, gen in enumerate(node.generators):
                 # The first iterable is evaluated by the enclosing code, not the genexpr.
@@ -546,10 +707,43 @@ class _Builder:
                 context=ctx,
                 parts=(node.test, node.body, node.orelse),
             )
-            idx = self.add_site(info)
+            idx = add(info, node)
             push(node.test, site=idx)
-            push_all(node.body, arm=(idx, "true"))
-            push_all(node.orelse, arm=(idx, "false"))
+            header: tuple[ast.AST | None, ...] = (node.test,)
+            push_all(node.body, arm=(idx, "true"), within=(*chain, (f"{kind}:true", header)))
+            push_all(node.orelse, arm=(idx, "false"), within=(*chain, (f"{kind}:false", header)))
+            return
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr):
+            value = node.value
+            if value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                _bind(scope, targets, value)
+            # the children are visited below, as for any other statement
+        if isinstance(node, ast.Try | ast.TryStar):
+            push_all(node.body, within=(*chain, ("try", ())))
+            for handler in node.handlers:
+                push(handler.type)
+                what = "except" if handler.type is None else f"except {predicate(handler.type)}"
+                push_all(handler.body, within=(*chain, (what, ())))
+            push_all(node.orelse, within=(*chain, ("try:else", ())))
+            push_all(node.finalbody, within=(*chain, ("finally", ())))
+            return
+        if isinstance(node, ast.For | ast.AsyncFor):
+            push(node.target)
+            push(node.iter)
+            _bind(scope, [node.target], node.iter, "for")
+            push_all(node.body, within=(*chain, ("for", (node.target, node.iter))))
+            push_all(node.orelse, within=(*chain, ("for:else", (node.target, node.iter))))
+            return
+        if isinstance(node, ast.With | ast.AsyncWith):
+            items: tuple[ast.AST | None, ...] = ()
+            for item in node.items:
+                push(item.context_expr)
+                push(item.optional_vars)
+                if item.optional_vars is not None:
+                    _bind(scope, [item.optional_vars], item.context_expr, "with")
+                items = (*items, item.context_expr, item.optional_vars)
+            push_all(node.body, within=(*chain, ("with", items)))
             return
         if isinstance(node, ast.IfExp):
             info = SiteSpans(
@@ -562,10 +756,10 @@ class _Builder:
                 context=ctx,
                 parts=(node,),
             )
-            idx = self.add_site(info)
+            idx = add(info)
             push(node.test, site=idx)
-            push(node.body, arm=(idx, "true"))
-            push(node.orelse, arm=(idx, "false"))
+            push(node.body, arm=(idx, "true"), within=(*chain, ("ifexp:true", (node.test,))))
+            push(node.orelse, arm=(idx, "false"), within=(*chain, ("ifexp:false", (node.test,))))
             return
         if isinstance(node, ast.Assert):
             info = SiteSpans(
@@ -578,7 +772,7 @@ class _Builder:
                 context=ctx,
                 parts=(node,),
             )
-            push(node.test, site=self.add_site(info))
+            push(node.test, site=add(info, node))
             push(node.msg)
             return
         if isinstance(node, ast.Match):
@@ -594,10 +788,11 @@ class _Builder:
                     context=ctx,
                     parts=(case,),
                 )
-                idx = self.add_site(info)
+                idx = add(info, node)
                 push(case.pattern, site=idx)
                 push(case.guard, site=idx)
-                push_all(case.body, arm=(idx, "true"))
+                case_header: tuple[ast.AST | None, ...] = (node.subject, case.pattern, case.guard)
+                push_all(case.body, arm=(idx, "true"), within=(*chain, ("case", case_header)))
             return
         for child in ast.iter_child_nodes(node):
             push(child)
@@ -676,9 +871,13 @@ class SourceNames:
             )
             for sid, info in zip(site_ids(builder.sites), builder.sites, strict=True)
         ]
+        for scope in builder.scopes:
+            scope.bound = {}
         if not keep_parts:
             for info in builder.sites:
                 info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
+                info.chain = ()
+                info.prev = None
 
     def code_name(self, code: CodeType) -> CodeName:
         cached = self._names.get(id(code))

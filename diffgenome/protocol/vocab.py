@@ -41,6 +41,10 @@ MOCK_OBJECT: Final = "mock_object"
 INTERPOSITION: Final = "interposition"
 FAKE: Final = "fake"
 STUB: Final = "stub"
+
+#: The state bucket of ``self.X`` when the instance holds no ``X`` and its class (or a base)
+#: defines one: a class attribute or a method, read from the class dicts (values revision 3).
+CLASS_ATTRIBUTE_BUCKET: Final = "class attribute"
 MECHANISMS: Final = (MOCK_OBJECT, INTERPOSITION, FAKE, STUB, "unknown")
 RELATIONS: Final = (
     "spec",

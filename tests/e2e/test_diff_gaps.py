@@ -151,3 +151,48 @@ def test_an_overload_stub_is_never_a_gap(tmp_path: Path) -> None:
     assert stubs, entries  # the stubs are code changes ...
     for symbol in stubs:
         assert entries[symbol]["gaps"] == [], entries[symbol]  # ... never gaps
+
+
+def test_test_helpers_and_project_asserts_are_no_gaps(tmp_path: Path) -> None:
+    """#24.8: gaps are about project code. A changed helper under the tests folder that no
+    test calls is test code (its file holds no recorded symbol, so only the recordings' test
+    roots say so); an ``assert`` in project code that held is no untaken branch, its failing
+    outcome is a bug, not a path to test."""
+    repo = tmp_path / "repo"
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/calc.py": "def half(x):\n    return x // 2\n",
+            "tests/__init__.py": "",
+            "tests/helpers.py": "def unused(x):\n    return x\n",
+            "tests/test_calc.py": """
+                from pkg.calc import half
+
+
+                def test_half():
+                    assert half(4) == 2
+            """,
+        },
+    )
+    GitRepo.init(repo).commit_all("initial")
+    write_files(
+        repo,
+        {
+            "pkg/calc.py": """
+                def half(x):
+                    assert x >= 0
+                    if x > 100:
+                        return 50
+                    return x // 2
+            """,
+            "tests/helpers.py": "def unused(x):\n    if x:\n        return x\n    return 0\n",
+        },
+    )
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    entries = {entry["symbol"]: entry for entry in document["code_changes"]}
+    assert entries["py:tests.helpers.unused"]["gaps"] == [], entries["py:tests.helpers.unused"]
+    half = entries["py:pkg.calc.half"]
+    # the ``if`` never taken true is a gap; the assert that always held is not
+    assert len(half["gaps"]) == 1 and half["gaps"][0].endswith(" true"), half["gaps"]
+    assert "/if[" in half["gaps"][0]

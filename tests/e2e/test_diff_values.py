@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from diffgenome.protocol.formats import VALUES
 from e2e.helpers import (
     PY,
     clean_env,
@@ -250,7 +251,7 @@ def test_a_recording_of_values_revision_1_is_not_compared_with_revision_2(tmp_pa
     )
     assert exported.returncode == 0, exported.stderr
     current = json.loads((tmp_path / "new.json").read_text())
-    assert current["run"]["config"]["values"] == 2
+    assert current["run"]["config"]["values"] == VALUES
     config = {k: v for k, v in current["run"]["config"].items() if k != "values"}
     (tmp_path / "old.json").write_text(
         json.dumps(dict(current, run=dict(current["run"], config=config)))

@@ -251,7 +251,8 @@ def test_decisions_hang_on_their_node_with_predicate(doc: dict[str, Any]) -> Non
     phase = call(doc, "::test_decisions")
     classify = one_node(phase, "py:lab.decisions.classify")
     mine = [b for b in phase["branches"] if b["node"] == classify["id"]]
-    assert [(b["kind"], b["predicate"]) for b in mine] == [("if", "n < 0"), ("if", "n == 0")]
+    # in the order of their ids, which are digests: the set is what is recorded
+    assert sorted((b["kind"], b["predicate"]) for b in mine) == [("if", "n < 0"), ("if", "n == 0")]
     assert all(b["site"].startswith("py:lab.decisions.classify/if[") for b in mine)
     checked = one_node(phase, "py:lab.decisions.checked")
     assert checked["exits"] == {"returned": 2, "raised:py:builtins.AssertionError": 1}

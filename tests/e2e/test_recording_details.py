@@ -542,3 +542,41 @@ def test_pytest_temp_folders_do_not_make_recordings_differ(tmp_path: Path) -> No
     assert without_run(parallel) == without_run(first)
     node = one_node(test_genome(first, "::test_save")["phases"]["call"], "py:pkg.save")
     assert node["args"][0]["digest"] is not None
+
+
+CLASS_ATTRIBUTE_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/clean.py": """
+        class Cleaner:
+            HARMFUL_PROTOCOLS = ("javascript:",)
+
+            def __init__(self):
+                self.ready = False
+
+            def allowed(self, url):
+                if self.ready:
+                    return self.lazy
+                return not url.startswith(self.HARMFUL_PROTOCOLS)
+    """,
+    "tests/test_clean.py": """
+        from pkg.clean import Cleaner
+
+        def test_allowed():
+            assert Cleaner().allowed("https://x")
+    """,
+}
+
+
+def test_a_class_attribute_read_through_self_is_no_absent_field(tmp_path: Path) -> None:
+    """#24.8: ``self.HARMFUL_PROTOCOLS=absent`` was recorded for a class attribute (bleach's
+    ``Cleaner``): it is absent from the instance, present on its class. Both cores say so."""
+    project = make_project(tmp_path, CLASS_ATTRIBUTE_PROJECT)
+    for core, env in (("python", {"DIFFGENOME_CORE": "python"}), ("compiled if built", None)):
+        doc = record(project, env=env)
+        allowed = one_node(
+            test_genome(doc, "::test_allowed")["phases"]["call"], "py:pkg.clean.Cleaner.allowed"
+        )
+        facts = {(f["when"], f["target"], f["bucket"]) for f in allowed["state"]}
+        assert ("entry", "self.HARMFUL_PROTOCOLS", "class attribute") in facts, (core, facts)
+        assert ("entry", "self.lazy", "absent") in facts, (core, facts)
+        assert ("entry", "self.ready", "bool:false") in facts, (core, facts)

@@ -90,7 +90,8 @@ def test_equal_conditions_in_two_arms_stay_apart() -> None:
     assert head[("py:pkg.mod.f", "b")] == [in_true, in_false]
 
 
-def test_equal_conditions_in_one_arm_are_numbered_in_source_order() -> None:
+def test_equal_conditions_in_one_arm_are_told_apart_by_the_statement_before() -> None:
+    """The ordinal stays only where even the statement before each is the same."""
     found = ids(
         """
         def f(a):
@@ -98,10 +99,90 @@ def test_equal_conditions_in_one_arm_are_numbered_in_source_order() -> None:
                 pass
             if a:
                 pass
+            if a:
+                pass
         """
     )
-    first, second = found[("py:pkg.mod.f", "a")]
-    assert second == first + "#1"
+    first, second, third = found[("py:pkg.mod.f", "a")]
+    assert len({first, second}) == 2 and "#" not in first + second
+    assert third == second + "#1"
+
+
+def _one(source: str, predicate: str, symbol: str = "py:pkg.mod.f") -> list[str]:
+    return ids(source)[(symbol, predicate)]
+
+
+NOTES = """
+def f(state, text):
+    notes = state.get("notes")
+{above}    if text:
+        if not notes:
+            return None
+    for item in text:
+{inside}        notes.append(item)
+    return notes
+"""
+
+
+def test_a_look_alike_added_elsewhere_never_renames_a_decision() -> None:
+    """mistune 3.0 → 3.1: an ``if not notes:`` added to ``parse_inline_footnote`` renamed the
+    one under ``if text:`` (its parent decision entered its digest only once it had a
+    look-alike)."""
+    base = _one(NOTES.format(above="", inside=""), "not notes")
+    added_above = _one(
+        NOTES.format(above="    if not notes:\n        notes = []\n", inside=""), "not notes"
+    )
+    added_inside = _one(
+        NOTES.format(above="", inside="        if not notes:\n            break\n"), "not notes"
+    )
+    assert len(base) == 1
+    # in source order: the added one first, then the one under ``if text:``; and the reverse
+    assert added_above[1] == base[0] and added_inside[0] == base[0]
+    assert len(set(added_above)) == len(set(added_inside)) == 2
+
+
+def test_except_handlers_tell_look_alikes_apart() -> None:
+    """click 8.1 ``Command.main``: ``if not standalone_mode:`` under ``except
+    ClickException:`` keeps its identity when another one is added before it."""
+    source = """
+def f(standalone_mode, run):
+    try:
+        rv = run()
+{added}        return rv
+    except ValueError:
+        if not standalone_mode:
+            raise
+    except KeyError:
+        if not standalone_mode:
+            raise
+"""
+    base = _one(source.format(added=""), "not standalone_mode")
+    head = _one(
+        source.format(added="        if not standalone_mode:\n            return rv\n"),
+        "not standalone_mode",
+    )
+    assert len(base) == 2 and not any("#" in i for i in base)
+    assert head[1:] == base
+
+
+def test_an_enclosing_header_is_part_of_an_identity() -> None:
+    """``if x`` under ``if a:`` and under ``if b:`` are apart whether or not the other exists
+    (mistune: the second ``if not notes:`` sat under another ``if``); changing the enclosing
+    header makes the decision another one, as a changed condition does."""
+    one = "def f(a, b, x):\n    if a:\n        if x:\n            pass\n"
+    two = "def f(a, b, x):\n    if b:\n        if x:\n            pass\n" + one.partition("\n")[2]
+    assert _one(two, "x")[1] == _one(one, "x")[0]
+    assert len(set(_one(two, "x"))) == 2
+    assert _one(one.replace("if a:", "if a > 1:"), "x") != _one(one, "x")
+
+
+def test_an_unrelated_if_or_comment_renames_no_decision() -> None:
+    source = NOTES.format(above="", inside="")
+    every = SourceNames(textwrap.dedent(source), "pkg.mod").sites
+    added = "    # a comment\n    if state:\n        pass\n    for item"
+    edited = source.replace("    for item", added)
+    after = {s.id for s in SourceNames(textwrap.dedent(edited), "pkg.mod").sites}
+    assert {s.id for s in every} <= after
 
 
 def test_a_changed_condition_is_another_decision() -> None:

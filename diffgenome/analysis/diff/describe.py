@@ -209,6 +209,37 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
     return f"{kind} at {at}: {base!r} {ARROW} {head!r}"
 
 
+PATH_SEPARATOR = " \u203a "
+
+
+def describe_each(changes: Sequence[Change], labels: DigestText | None = None) -> list[str]:
+    """Each of ``changes`` as :func:`describe` writes it; where two lines would read the same
+    while their changes sit at different places of the call tree (one function called from
+    two callers), each says the shortest part of its path that tells it from the others,
+    ``  (via py:a.caller)``, so that a reader never sees one line twice and wonders why."""
+    lines = [describe(change, labels) for change in changes]
+    groups: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        groups.setdefault(line, []).append(index)
+    for members in groups.values():
+        paths = {tuple(changes[i].path) for i in members}
+        if len(paths) < 2:
+            continue
+        for i in members:
+            path = tuple(changes[i].path)
+            others = {p for p in paths if p != path}
+            for length in range(2, len(path) + 1):
+                tail = path[-length:]
+                if all(p[-length:] != tail for p in others):
+                    break
+            else:
+                tail = path
+            above = tail[:-1]
+            if above:
+                lines[i] += f"  (via {PATH_SEPARATOR.join(above)})"
+    return lines
+
+
 def _warned(warned: object) -> str:
     if not isinstance(warned, Sequence) or not warned:
         return "nothing else"

@@ -32,6 +32,7 @@ from diffgenome.analysis.diff.compare import (
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
+from diffgenome.analysis.diff.modules import test_code_rule
 from diffgenome.analysis.diff.structure import (
     MOVED_SITE,
     Region,
@@ -332,7 +333,13 @@ def diff_documents(
 
     # Tests that run changed code: a difference there is never put down to how the runs went.
     entries = (
-        code_change_entries(code_changes, recorded_b_tests, h_tests, test_code_paths(base, head))
+        code_change_entries(
+            code_changes,
+            recorded_b_tests,
+            h_tests,
+            test_code_paths(base, head),
+            test_code_rule([base, head]),
+        )
         if code_changes is not None
         else []
     )

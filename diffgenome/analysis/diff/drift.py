@@ -7,6 +7,11 @@ symbol the real target was seen calling at base), in behaviour (the real target'
 nodes in *other* tests, which run it for real, changed exits or results), or in its seam (the
 real target's signature, as the recorder's seam check read it, changed while the stand-in's
 own signature did not: a mock still accepts any call, a fake still has the old parameters).
+
+Only stand-ins that existed before the change can have drifted: a test whose stand-in for a
+target is on head only (a test added, or a stand-in added to an existing test) was written
+against the new code, and one on base only is gone. A drift entry names the tests that hold a
+stand-in for the target on both sides.
 """
 
 from __future__ import annotations
@@ -95,8 +100,10 @@ def find_drift(
     code: CodeChangeInput | None,
 ) -> list[Drift]:
     """Drift entries, one per claimed target with evidence, sorted by target."""
-    users = stand_in_users(base, head)
-    if not users:
+    users = stand_in_users(base, head)  # any side: such a test does not run the real code
+    before, after = stand_in_users(base), stand_in_users(head)
+    kept = {target: before.get(target, set()) & after.get(target, set()) for target in users}
+    if not any(kept.values()):
         return []
     changed = code.by_symbol() if code is not None else {}
     under = symbols_under(base, users) if changed else {}
@@ -115,6 +122,8 @@ def find_drift(
     base_seams, head_seams = seam_signatures(base), seam_signatures(head)
     drift: list[Drift] = []
     for target in sorted(users):
+        if not kept[target]:
+            continue  # no stand-in for it existed before the change and still does
         evidence: list[str] = _signature_evidence(target, base_seams, head_seams)
         if target in changed:
             evidence.append(f"code: {target} {changed[target].change}")
@@ -129,6 +138,6 @@ def find_drift(
             evidence.append(f"behaviour: and {len(seen) - MAX_BEHAVIOUR_EVIDENCE} more changes")
         if evidence:
             drift.append(
-                Drift(claimed_target=target, tests=sorted(users[target]), evidence=evidence)
+                Drift(claimed_target=target, tests=sorted(kept[target]), evidence=evidence)
             )
     return drift

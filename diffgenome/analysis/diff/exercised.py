@@ -3,7 +3,7 @@ changed decisions did, and what no test exercised (the gaps a reviewer should lo
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from diffgenome.analysis.diff.align import TestIndex
@@ -21,6 +21,8 @@ GAP_BEFORE_RECORDING = (
 )
 GAP_ONLY_STAND_IN = "reached only through a stand-in"
 GAP_OUTCOME = "decision outcome never observed: {site} {outcome}"
+#: How protocol/naming.py names an ``assert`` site (``<symbol>/assert[<digest>]``).
+ASSERT_MARK = "/assert["
 
 
 @dataclass(slots=True)
@@ -75,10 +77,14 @@ def code_change_entries(
     base: Mapping[str, TestIndex],
     head: Mapping[str, TestIndex],
     test_paths: frozenset[str] = frozenset(),
+    is_test: Callable[[str], bool] | None = None,
 ) -> list[CodeChange]:
-    """One entry per changed symbol. A gap names only code whose evidence the recorder would
-    have collected: decisions in test code (asserts, ifs in tests and fixtures) are not
-    recorded, so an outcome never observed there is no gap."""
+    """One entry per changed symbol. A gap names only project code whose evidence the
+    recorder would have collected: test code (tests, fixtures, helpers under a test root,
+    ``test_paths`` that the recordings call test code or ``is_test`` says is) has no gaps,
+    its decisions are not recorded and what runs it is pytest; an ``assert`` in project code
+    that never failed is no untaken path (its false outcome would be a bug), so only its true
+    outcome can be a gap."""
     symbols = [change.symbol for change in code.symbols]
     changed_sites = [site.site for change in code.symbols for site in change.sites]
     b_seen = observe(base, symbols, changed_sites)
@@ -88,6 +94,9 @@ def code_change_entries(
     entries: list[CodeChange] = []
     for change in code.symbols:
         tests_head = h_seen.tests_of.get(change.symbol, set())
+        in_tests = change.path in test_paths or bool(
+            is_test is not None and change.path and is_test(change.path)
+        )
         sites: list[dict[str, object]] = []
         gaps: list[str] = []
         for site in change.sites:
@@ -102,19 +111,20 @@ def code_change_entries(
                     "head": dict(h_out) if h_out is not None else None,
                 }
             )
-            decisions_recorded = change.path not in test_paths
             if (
-                decisions_recorded
+                not in_tests
                 and change.change != "removed"
                 and site.change != "removed"
                 and tests_head
             ):
                 for outcome in ("true", "false"):
+                    if outcome == "false" and ASSERT_MARK in site.site:
+                        continue
                     if not (h_out or {}).get(outcome):
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
         # An @overload stub is a type declaration: it never runs, so "not executed" is no gap.
         stub = OVERLOAD_MARK in change.symbol
-        if change.change != "removed" and not tests_head and not stub:
+        if change.change != "removed" and not tests_head and not stub and not in_tests:
             if change.symbol in unseen_modules:
                 gap = GAP_BEFORE_RECORDING
             elif change.symbol in h_seen.stand_ins:

@@ -54,6 +54,36 @@ def module_namer(
     return module_of
 
 
+def test_code_rule(documents: Sequence[Mapping[str, object]]) -> Callable[[str], bool]:
+    """``is_test(path)`` for paths from the repository root: under a recording's test root or
+    named like a test module (``conftest.py`` included), as the recorder tells test code from
+    project code. A helper under ``tests/`` that no test called holds no recorded symbol, so
+    only this rule says it is test code."""
+    rules: list[tuple[str, list[str]]] = []
+    for document in documents:
+        run = document.get("run")
+        config = run.get("config") if isinstance(run, dict) else None
+        if not isinstance(config, dict):
+            continue
+        tests = [_root(r) for r in config.get("test_roots") or () if isinstance(r, str)]
+        rules.append((_rootdir_prefix(document), tests))
+
+    def is_test(path: str) -> bool:
+        if not path.endswith(".py"):
+            return False
+        if is_test_file(path.rpartition("/")[2]):
+            return True
+        for prefix, tests in rules:
+            if prefix and not path.startswith(prefix):
+                continue
+            rel = path[len(prefix) :]
+            if any(rel.startswith(root) for root in tests if root):
+                return True
+        return False
+
+    return is_test
+
+
 def _root(relative: str) -> str:
     """A recorded root (``"."``, ``"src/"``) as a path prefix (``""``, ``"src/"``)."""
     if relative in (".", "./", ""):

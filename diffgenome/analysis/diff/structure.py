@@ -27,7 +27,12 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import NodeDict, TestIndex, element
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
-from diffgenome.protocol.vocab import SYMBOL_PREFIX, TYPE_CALL, TYPE_SUBSTITUTION
+from diffgenome.protocol.vocab import (
+    CLASS_ATTRIBUTE_BUCKET,
+    SYMBOL_PREFIX,
+    TYPE_CALL,
+    TYPE_SUBSTITUTION,
+)
 
 # A decision of changed code, keyed without the function it lives in (``~/if[3f2a9c01d4]``):
 # a condition moved into an extracted helper is the same condition.
@@ -45,7 +50,8 @@ class Region:
 
     def looks_up_new_code(self, facts: object) -> bool:
         """Whether state facts only say that code looked up a method existing on one side
-        only (``self._helper``, not in the instance): implied by the code change itself."""
+        only (``self._helper``: not in the instance, on its class where it exists; ``absent``
+        from runs of values revision 2): implied by the code change itself."""
         if not isinstance(facts, list) or not facts:
             return False
         names = self.one_sided_names()
@@ -53,7 +59,7 @@ class Region:
             isinstance(fact, Mapping)
             and str(fact.get("target", "")).startswith("self.")
             and fact.get("target") in names
-            and fact.get("bucket") == "absent"
+            and fact.get("bucket") in ("absent", CLASS_ATTRIBUTE_BUCKET)
             for fact in facts
         )
 

@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diffgenome.analysis.diff.describe import ValueLabels, describe
+from diffgenome.analysis.diff.describe import ValueLabels, describe_each
 from diffgenome.analysis.models import CodeChange, DiffDocument, Drift
 from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
@@ -196,7 +196,7 @@ def _test_entry(
         parts.append("may hide a change")
     items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
     items += [f"structure: {code(_short(moved))}" for moved in test.structure]
-    items += [code(_short(describe(change, labels))) for change in block.changes]
+    items += [code(_short(line)) for line in describe_each(block.changes, labels)]
     items += [f"_{code(_short(labels.rewrite(reason)))}_" for reason in block.reasons]
     outcome = outcome_text(test)
     if outcome and (test.status in ("added", "removed") or not items):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from diffgenome.analysis.diff.describe import ValueLabels, describe
+from diffgenome.analysis.diff.describe import ValueLabels, describe_each
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
@@ -63,7 +63,7 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
         title.append(f"  \u00b7 {REACHES}", style="cyan")
     lines = [Text("    " + renamed_line(test.base_id))] if test.base_id else []
     lines += [Text("    structure: " + moved, style="blue") for moved in test.structure]
-    lines += [Text("    " + describe(change, labels)) for change in block.changes]
+    lines += [Text("    " + line) for line in describe_each(block.changes, labels)]
     lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
     shown = lines if max_lines is None else lines[:max_lines]
     out = [title, *shown]

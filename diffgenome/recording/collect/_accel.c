@@ -515,6 +515,18 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
         if (fields == NULL) {
             return PyErr_Occurred() ? -1 : 0;
         }
+        /* An attribute the instance does not hold may be its class's (``class attribute``):
+         * the Python method reads the class dicts as reflect does, so both cores say the
+         * same. Checked here, before the first fact is added. */
+        if (fields != Py_None) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs); i++) {
+                int held = PyDict_Contains(fields, PyTuple_GET_ITEM(attrs, i));
+                if (held <= 0) {
+                    Py_DECREF(fields);
+                    return held < 0 ? -1 : 0;
+                }
+            }
+        }
     }
     PyObject *module_globals = PyTuple_GET_SIZE(names) ? PyFrame_GetGlobals(frame) : NULL;
     int rc = 1;

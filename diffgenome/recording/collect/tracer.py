@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from diffgenome.protocol.naming import Site, fallback_name
 from diffgenome.protocol.vocab import (
+    CLASS_ATTRIBUTE_BUCKET,
     EXIT_RAISED_PREFIX,
     EXIT_RUNNING,
     ORIGIN_EXTERNAL,
@@ -1038,9 +1039,19 @@ class Tracer:
             receiver = frame.f_locals.get(info.receiver)
             fields = _fields_of(receiver)
             if fields is not None:
+                classes: list[Any] | None = None
                 for attr, label in zip(info.self_attrs, info.self_labels, strict=True):
                     value = fields.get(attr, _ABSENT)
-                    bucket = "absent" if value is _ABSENT else values.bucket(value)
+                    if value is _ABSENT:
+                        # Not on the instance: a class attribute (or a method) when its
+                        # class or a base defines it, read from the class dicts, never by
+                        # getattr (no descriptor runs).
+                        if classes is None:
+                            classes = _class_dicts(type(receiver)) or []
+                        on_class = _lookup(classes, attr) is not _NOT_FOUND
+                        bucket = _CLASS_ATTRIBUTE if on_class else "absent"
+                    else:
+                        bucket = values.bucket(value)
                     state.add((when, label, bucket))
         names = info.state_globals
         labels = info.global_labels
@@ -1075,6 +1086,10 @@ _SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
 _CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
 # The receiver's own fields, read without running its code (see reflect.py).
 _fields_of = reflect.instance_dict
+_class_dicts = reflect.class_dicts
+_lookup = reflect.lookup
+_NOT_FOUND = reflect.MISSING
+_CLASS_ATTRIBUTE: Final = CLASS_ATTRIBUTE_BUCKET
 _type_dict = reflect.type_dict
 _type_qualname = reflect.type_qualname
 _BUILTIN_FUNCTION = type(len)

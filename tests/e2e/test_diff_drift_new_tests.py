@@ -1,0 +1,67 @@
+"""End-to-end: mock drift is about stand-ins that existed before the change (#24.5).
+
+Drift says a stand-in still answers like the real code used to. A stand-in in a test that
+exists on head only was written against the new code: it cannot have drifted, and listing it
+sent a reviewer to read a test that is fine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from e2e.helpers import GitRepo, cli_json, write_files
+
+NET = """
+def fetch(url):
+    return {"status": 200, "url": url}
+
+
+def parse(text):
+    return text.strip()
+
+
+def report(url):
+    return fetch(url)["status"]
+"""
+OLD_TEST = """
+from unittest import mock
+
+from pkg import net
+
+
+def test_old_mocked():
+    with mock.patch("pkg.net.fetch", autospec=True) as fetch:
+        fetch.return_value = {"status": 201}
+        assert net.report("http://example.invalid") == 201
+"""
+NEW_TESTS = """
+
+def test_new_mocked():
+    with mock.patch("pkg.net.fetch", autospec=True) as fetch:
+        fetch.return_value = {"status": 204}
+        assert net.report("http://example.invalid") == 204
+
+
+def test_new_parse_mocked(monkeypatch):
+    monkeypatch.setattr(net, "parse", lambda text: "x")
+    assert net.parse(" y ") == "x"
+"""
+
+
+def test_a_stand_in_in_a_test_new_at_head_is_not_drift(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, {"pkg/__init__.py": "", "pkg/net.py": NET, "tests/test_net.py": OLD_TEST})
+    GitRepo.init(repo).commit_all("initial")
+    changed = NET.replace('"status": 200', '"status": 200, "cached": False').replace(
+        "text.strip()", "text.strip().lower()"
+    )
+    write_files(repo, {"pkg/net.py": changed, "tests/test_net.py": OLD_TEST + NEW_TESTS})
+    GitRepo(repo).commit_tracked("fetch and parse changed; two tests with stand-ins added")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    drift = {d["claimed_target"]: d for d in document["drift"]}
+    # the stand-in that existed at base, for code that changed, drifted...
+    assert drift["py:pkg.net.fetch"]["tests"] == ["tests/test_net.py::test_old_mocked"]
+    assert any("py:pkg.net.fetch modified" in e for e in drift["py:pkg.net.fetch"]["evidence"])
+    # ... the ones written with the new code did not
+    assert "py:pkg.net.parse" not in drift, drift
+    assert code == 1  # tests were added
