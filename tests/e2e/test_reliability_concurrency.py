@@ -145,8 +145,27 @@ def test_two_sessions_write_one_store_at_once(project: Path, tmp_path: Path) -> 
         }
         assert_whole_tests(doc)
     assert {"-n" in doc["run"]["selection"] for doc in docs} == {True, False}
-    # Same tree, same key: the serial and the -n 4 session recorded the same genomes.
-    assert without_run(docs[0]) == without_run(docs[1])
+    # Same tree, same key: the serial and the -n 4 session recorded the same genomes, but
+    # for the file each session's barrier test writes (its own name: a file effect, #29).
+    first, second = (without_run(doc) for doc in docs)
+    barrier = "tests/test_barrier.py::test_barrier"
+    written = [
+        {effect["path"].rpartition("/")[2] for effect in _file_effects(doc, barrier)}
+        for doc in (first, second)
+    ]
+    assert sorted(written, key=sorted) == [{"a"}, {"b"}], written
+    assert _without(first, barrier) == _without(second, barrier)
+
+
+def _file_effects(doc: dict[str, Any], test_id: str) -> list[dict[str, Any]]:
+    [test] = [test for test in doc["tests"] if test["id"] == test_id]
+    effects = test.get("effects") or {}
+    phases = effects.values() if isinstance(effects, dict) else [effects]
+    return [e for phase in phases for e in (phase or []) if e.get("type") == "file"]
+
+
+def _without(doc: dict[str, Any], test_id: str) -> dict[str, Any]:
+    return {**doc, "tests": [test for test in doc["tests"] if test["id"] != test_id]}
 
 
 def _diff_live_run(project: Path, store: str, run_id: str) -> dict[str, Any]:
