@@ -101,18 +101,12 @@ _listdir = os.listdir
 _stat = os.stat
 _remove = os.remove
 _replace = os.replace
-_open = os.open
-_write = os.write
-_read = os.read
-_close = os.close
 _getframe = sys._getframe
 _json_dumps = json.dumps
 _json_loads = json.loads
-_READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 #: Names this program image's files apart from those of the image it may exec into, which
 #: keeps the pid (a fork that becomes Python sends two captures).
 _IMAGE: Final = os.urandom(4).hex()
-_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
 # -- the process's one recorder of children --------------------------------------------------
