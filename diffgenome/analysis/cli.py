@@ -76,21 +76,18 @@ from diffgenome.analysis.store import (
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
-from diffgenome.protocol.selection import find_store
-from diffgenome.protocol.store import (
-    DEFAULT_DIR,
-    KEY_BYTES,
-    STATUS_RUNNING,
-    OpenedStore,
+from diffgenome.protocol.retention import (
     compact,
     delete_runs,
     live_holds,
-    new_key_file,
-    one_line,
     runs_over_cap,
     set_keep_runs,
 )
+from diffgenome.protocol.runs import STATUS_RUNNING
+from diffgenome.protocol.selection import find_store
+from diffgenome.protocol.store import DEFAULT_DIR, OpenedStore, one_line
 from diffgenome.protocol.store import open_store as open_store_for_writing
+from diffgenome.protocol.storekey import KEY_BYTES, new_key_file
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 PROG = "diffgenome"

@@ -27,28 +27,21 @@ from typing import Any
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.store import StoreReader, stored_phases
+from diffgenome.protocol.addresses import canonical_json, insert_bodies, phase_rows
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
-from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import (
-    DB_FILE,
-    KEY_FILE,
-    RUN_COLUMNS,
+from diffgenome.protocol.runs import (
     SHARD_CONFIG_KEY,
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
-    TEST_COLUMNS,
-    canonical_json,
-    insert_bodies,
-    key_fingerprint,
     new_run_id,
-    open_store,
-    phase_rows,
     recording_key,
     shard_of,
-    sql_error,
 )
+from diffgenome.protocol.selection import recorded_selection
+from diffgenome.protocol.store import DB_FILE, RUN_COLUMNS, TEST_COLUMNS, open_store, sql_error
+from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 # Options that only say which slice a shard ran: left out of the combined run's selection,

@@ -28,7 +28,7 @@ from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, p
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol import identity
-from diffgenome.protocol.store import KEY_FILE, key_fingerprint
+from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 
 #: Asked of the recording side in the interpreter that would record: its own verdict.
 _CORE_CHECK = """

@@ -24,27 +24,28 @@ from types import TracebackType
 from typing import Final, Self
 from urllib.parse import quote
 
+from diffgenome.protocol.addresses import canonical_json, phase_address
+from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import (
     FormatError,
     check_store_format,
     genome_format_of,
+)
+from diffgenome.protocol.runs import (
+    ORIGIN_CONFIRMATION,
+    REASON_INTERRUPTED,
+    STATUS_COMPLETE,
+    STATUS_INCOMPLETE,
+    STATUS_RUNNING,
+    process_alive,
 )
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import (
     BUSY_TIMEOUT_S,
     DB_FILE,
     META_FORMAT_KEY,
-    ORIGIN_CONFIRMATION,
-    REASON_INTERRUPTED,
-    STATUS_COMPLETE,
-    STATUS_INCOMPLETE,
-    STATUS_RUNNING,
-    StoreError,
-    canonical_json,
     header_problem,
     one_line,
-    phase_address,
-    process_alive,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, SYMBOL_PREFIX
 

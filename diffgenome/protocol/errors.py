@@ -10,3 +10,7 @@ from __future__ import annotations
 
 class UserError(Exception):
     """Something the user can fix (an argument, a file, a store, a repository); never a bug."""
+
+
+class StoreError(UserError):
+    """The store cannot be used; the message is one line: what is wrong, then what to do."""

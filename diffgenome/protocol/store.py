@@ -10,66 +10,48 @@ and never inside it: the database and its exports are meant to be shared, the ke
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import re
 import sqlite3
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from os import O_CREAT, O_EXCL, O_RDONLY, O_WRONLY
 from os import close as _close
-from os import fsync as _fsync
-from os import getpid as _getpid
-from os import kill as _kill
-from os import link as _link
 from os import makedirs as _makedirs
 from os import open as _open
 from os import read as _read
 from os import sep as _sep
 from os import stat as _stat
-from os import uname as _uname
 from os import unlink as _unlink
-from os import urandom as _urandom
 from os import write as _write
 from stat import S_ISDIR
-from time import gmtime as _gmtime
 from time import monotonic as _monotonic
 from time import sleep as _sleep
-from time import strftime as _strftime
 from typing import Final
-from uuid import uuid4 as _uuid4
 
-from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.addresses import PhaseRows, insert_bodies, phase_rows
+from diffgenome.protocol.errors import StoreError
+from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.formats import (
     STORE_FORMAT,
     STORE_FORMATS_READ,
     FormatError,
     check_store_format,
-    genome_format_of,
 )
-from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
+from diffgenome.protocol.retention import compact
+from diffgenome.protocol.runs import RUN_STATUSES, run_genome_format
+from diffgenome.protocol.storekey import load_key, store_key
 
 DB_FILE: Final = "genome.sqlite"
-KEY_FILE: Final = "secret.key"
+
+
 DEFAULT_DIR: Final = ".diffgenome"
 
-KEY_BYTES: Final = 32
-KEY_MIN_BYTES: Final = 16
 
 # Writers wait this long for each other; the store is busy only for the length of one batch.
 BUSY_TIMEOUT_S: Final = 30.0
 
-STATUS_RUNNING: Final = "running"
-STATUS_COMPLETE: Final = "complete"
-STATUS_INCOMPLETE: Final = "incomplete"
-RUN_STATUSES: Final = (STATUS_RUNNING, STATUS_COMPLETE, STATUS_INCOMPLETE)
-
-# Reason given for a run whose every writer process is gone without finish_run.
-REASON_INTERRUPTED: Final = "interrupted: the recording process ended before the run was finished"
 
 # Keys of the genome/1 ``run`` object that have their own column; anything else a newer
 # recorder adds is kept verbatim in ``runs.extra`` so that a round trip loses nothing.
@@ -89,7 +71,10 @@ RUN_COLUMNS: Final = (
     "tool",
     "collectors",
 )
+
+
 TEST_COLUMNS: Final = ("id", "outcome", "verified", "unverified_reasons", "phases")
+
 
 # ``meta`` carries the format; it is checked before anything else is read or written.
 DDL: Final = f"""
@@ -174,49 +159,25 @@ CREATE TABLE IF NOT EXISTS genomes (
 ) WITHOUT ROWID;
 """
 
+
 META_FORMAT_KEY: Final = "format"
+
+
 FORMAT_ROW: Final = (META_FORMAT_KEY, STORE_FORMAT)
+
+
 _STORE_V1: Final = STORE_FORMATS_READ[0]
 
+
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+
+
 _GITIGNORE: Final = "# created by diffgenome: the store and its key stay out of git\n*\n"
-
-
-class StoreError(UserError):
-    """The store cannot be used; the message is one line: what is wrong, then what to do."""
-
-
-#: Set by ``diffgenome diff`` for a recording it makes: the run id the recorder must use, so
-#: that recordings made at once (confirmation records both sides in parallel) are told apart.
-RUN_ID_ENV: Final = "DIFFGENOME_RUN_ID"
-_RUN_ID_SHAPE: Final = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
-
-
-def new_run_id() -> str:
-    """Sortable by start time, unique without coordination between machines."""
-    return _strftime("%Y%m%dT%H%M%S", _gmtime()) + "-" + _uuid4().hex[:8]
-
-
-def is_run_id(text: str) -> bool:
-    """Whether ``text`` has the shape :func:`new_run_id` gives."""
-    return _RUN_ID_SHAPE.fullmatch(text) is not None
 
 
 def one_line(exc: BaseException) -> str:
     """An exception as the middle of a one-line StoreError (SQLite's messages may wrap)."""
     return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def store_file(folder: str, name: str) -> str:
-    """A file of the store folder, joined as a plain string: the writer runs where tests patch
-    ``os.path``."""
-    return folder if not folder else folder.rstrip(_sep) + _sep + name
-
-
-def key_fingerprint(key: bytes) -> str:
-    """A name for the key that reveals nothing about it: digests compare only when these match."""
-    mac = hmac.new(key, b"diffgenome key fingerprint", hashlib.sha256).hexdigest()
-    return "hmac-sha256:" + mac[:16]
 
 
 def header_problem(head: bytes, size: int, has_wal: bool) -> str | None:
@@ -245,169 +206,6 @@ def header_problem(head: bytes, size: int, has_wal: bool) -> str | None:
     if not has_wal and change_counter == valid_for and pages * page_size > size:
         return f"is truncated ({size} of {pages * page_size} bytes)"
     return None
-
-
-def process_token(pid: int) -> str | None:
-    """Identity of a process beyond its pid (boot id + start time), so that a reused pid is
-    not taken for a writer still at work. None where /proc does not tell."""
-    try:
-        boot = _read_file("/proc/sys/kernel/random/boot_id", 4096).decode().strip()
-        stat = _read_file(f"/proc/{pid}/stat", 4096).decode(errors="replace")
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    if len(fields) < 20:
-        return None
-    return f"{boot}:{fields[19]}"
-
-
-def process_alive(pid: object, host: object, token: object) -> bool:
-    """Whether a process that wrote to the store (a recording's writer, a diff that holds
-    runs) may still be running; unknown counts as alive."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if host != _uname().nodename:
-        return True
-    try:
-        _kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    except OSError:
-        return True
-    if isinstance(token, str):
-        current = process_token(pid)
-        if current is not None and current != token:
-            return False
-    try:
-        stat = _read_file(f"/proc/{pid}/stat", 4096)
-    except OSError:
-        return True
-    return stat.rpartition(b")")[2].split()[:1] not in ([b"Z"], [b"X"])  # a zombie is done
-
-
-def recording_key(
-    commit: str | None,
-    dirty: bool | None,
-    python: str,
-    selection: list[str],
-    config: dict[str, object],
-) -> str:
-    """What makes two recordings interchangeable: the same commit of a clean tree, the same
-    interpreter, the same test selection (``selection`` as
-    :func:`diffgenome.protocol.selection.recorded_selection` gives it: output-only options
-    left out) and the same recording configuration.
-
-    Stored in ``run.config.recording_key`` by the recorder and recomputed by ``diffgenome
-    diff`` to reuse a recording; both sides call this one function.
-    """
-    text = json.dumps([commit, dirty, python, list(selection), config], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
-# The run ``config`` entry of a session that recorded one shard of a sharded suite
-# (``pytest --genome-shard I/N``): ``{"index": I, "count": N}``, 1-based.
-SHARD_CONFIG_KEY: Final = "shard"
-
-
-def shard_of(config: object) -> tuple[int, int] | None:
-    """``(index, count)`` of a run's ``config``, or None when it recorded no shard label (or
-    an unusable one)."""
-    shard = config.get(SHARD_CONFIG_KEY) if isinstance(config, dict) else None
-    if not isinstance(shard, dict):
-        return None
-    index, count = shard.get("index"), shard.get("count")
-    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
-        return None
-    return index, count
-
-
-# --- genomes by content address ------------------------------------------------------------
-
-# Level 3 deflates a phase two to three times faster than the default 6 for about a tenth
-# more bytes; the recorder runs it once per phase, in the user's test process.
-PHASE_ZLIB_LEVEL: Final = 3
-_PHASE_ADDRESS_TAG: Final = b"diffgenome-phase/1\0"
-_SUBSTITUTION_NODE: Final = f'"type":"{TYPE_SUBSTITUTION}"'.encode()
-
-# ``json.dumps`` with options builds a new encoder per call; one bound at import time gives
-# the same text (and is out of reach of tests that patch ``json``).
-canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def phase_address(text: bytes, genome_format: str, fingerprint: str | None) -> str:
-    """The content address of one phase's genome: its canonical JSON bytes, with the genome
-    format and the digest key's fingerprint they were written under (equal bytes under another
-    key or format are another genome, never shared)."""
-    head = f"{genome_format}\0{fingerprint or ''}\0".encode()
-    return hashlib.blake2b(_PHASE_ADDRESS_TAG + head + text, digest_size=16).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseRows:
-    """A test's phases as the store keeps them: ``refs`` (the ``tests.phases`` cell: canonical
-    JSON of phase name -> address), ``size`` (bytes of the compressed bodies) and the
-    ``(address, body, substitutions)`` rows for the ``genomes`` table, stored once however
-    often they recur."""
-
-    refs: str
-    size: int
-    bodies: list[tuple[str, bytes, int]]
-
-
-def phase_rows(
-    phases: Mapping[str, object],
-    genome_format: str,
-    fingerprint: str | None,
-    stored: Mapping[str, int] | None = None,
-) -> PhaseRows:
-    """Split a test's ``phases`` object into content-addressed rows. ``stored``: addresses
-    the caller knows the store holds, with their compressed sizes; their bodies are neither
-    compressed again nor among the rows (most tests share their setup and teardown)."""
-    refs: dict[str, str] = {}
-    bodies: list[tuple[str, bytes, int]] = []
-    size = 0
-    for name, genome in phases.items():
-        text = canonical_json(genome).encode()
-        address = phase_address(text, genome_format, fingerprint)
-        refs[name] = address
-        known = stored.get(address) if stored is not None else None
-        if known is not None:
-            size += known
-            continue
-        body = zlib.compress(text, PHASE_ZLIB_LEVEL)
-        # Canonical JSON writes a node's type exactly so; inside a string value the quotes
-        # would be escaped. A reader that needs only stand-ins reads only these bodies.
-        bodies.append((address, body, text.count(_SUBSTITUTION_NODE)))
-        size += len(body)
-    return PhaseRows(canonical_json(refs), size, bodies)
-
-
-def insert_bodies(conn: sqlite3.Connection, rows: Iterable[PhaseRows]) -> None:
-    """Store the bodies of ``rows`` that the store does not hold yet (the caller holds a
-    transaction)."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO genomes (hash, body, substitutions) VALUES (?, ?, ?)",
-        [body for row in rows for body in row.bodies],
-    )
-
-
-def drop_unreferenced_genomes(conn: sqlite3.Connection) -> int:
-    """Remove the bodies no test refers to any more (after runs were removed; the caller
-    holds a transaction); how many."""
-    referenced: set[str] = set()
-    for (refs,) in conn.execute("SELECT phases FROM tests"):
-        if isinstance(refs, str):
-            with suppress(ValueError, AttributeError, TypeError):
-                referenced.update(str(v) for v in json.loads(refs).values())
-    stale = [
-        (address,)
-        for (address,) in conn.execute("SELECT hash FROM genomes")
-        if address not in referenced
-    ]
-    conn.executemany("DELETE FROM genomes WHERE hash = ?", stale)
-    return len(stale)
 
 
 def _upgrade_from_v1(conn: sqlite3.Connection) -> int:
@@ -450,20 +248,8 @@ def _upgrade_from_v1(conn: sqlite3.Connection) -> int:
     return len(updates)
 
 
-def run_genome_format(config: object) -> str:
-    """The genome format of a run from its stored ``config`` cell (runs that do not say: /1)."""
-    try:
-        parsed = json.loads(config) if isinstance(config, str) else None
-    except ValueError:
-        parsed = None
-    return genome_format_of(parsed)
-
-
 def _opt(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-# --- creating and opening a store for writing ---------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,12 +284,12 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
     except OSError as exc:
         raise StoreError(f"cannot use store folder {folder}: {exc.strerror or exc}") from None
 
-    key = _load_key(key_file, given=True) if key_file is not None else None
+    key = load_key(key_file, given=True) if key_file is not None else None
     db_path = store_file(folder, DB_FILE)
     conn, upgraded = _connect(db_path, folder)
     try:
         if key is None:
-            key = _store_key(folder)
+            key = store_key(folder)
         _write_gitignore(folder)
         _write_reserve(folder)
     except BaseException:
@@ -515,135 +301,6 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
 def create_store(path: str) -> None:
     """Make sure the store and its digest key exist, without keeping it open."""
     open_store(path).conn.close()
-
-
-def _read_file(path: str, limit: int = 1 << 16) -> bytes:
-    fd = _open(path, O_RDONLY)
-    try:
-        chunks: list[bytes] = []
-        while chunk := _read(fd, limit):
-            chunks.append(chunk)
-            if sum(map(len, chunks)) >= limit:
-                break
-        return b"".join(chunks)
-    finally:
-        _close(fd)
-
-
-def _load_key(path: str, given: bool) -> bytes:
-    try:
-        key = _read_file(path)
-    except FileNotFoundError:
-        if not given:
-            raise
-        raise StoreError(
-            f"the key file {path} does not exist; make one with `diffgenome key new {path}` "
-            f"(or pass an existing key file of at least {KEY_MIN_BYTES} random bytes)"
-        ) from None
-    except OSError as exc:
-        raise StoreError(
-            f"cannot read the digest key {path}: {exc.strerror or exc}; "
-            "fix its permissions or pass another key file"
-        ) from None
-    if len(key) < KEY_MIN_BYTES:
-        hint = "pass a longer key file" if given else "delete it so that a new key is made"
-        raise StoreError(
-            f"digest key {path} is too short ({len(key)} bytes, need at least "
-            f"{KEY_MIN_BYTES}); {hint}"
-        )
-    return key
-
-
-def _create_key(path: str) -> None:
-    """Create the key so that racing processes all end up reading the same one.
-
-    The bytes are written under a private temporary name first and then hard-linked into
-    place; ``link`` fails if the name exists, so the first complete key wins and nobody ever
-    reads a half-written file. Where hard links are unsupported, an exclusive create of the
-    final name still lets only one process write it.
-    """
-    key = _urandom(KEY_BYTES)
-    tmp = f"{path}.{_getpid()}.{_urandom(4).hex()}.tmp"
-    fd = _open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    try:
-        try:
-            _write(fd, key)
-            _fsync(fd)
-        finally:
-            _close(fd)
-        try:
-            _link(tmp, path)
-        except FileExistsError:
-            return
-        except OSError:
-            _create_in_place(path, key)
-    finally:
-        with suppress(OSError):
-            _unlink(tmp)
-
-
-def new_key_file(path: str) -> None:
-    """Write a new digest key to ``path`` (``diffgenome key new``): :data:`KEY_BYTES` random
-    bytes, readable by the owner only; an existing file is never overwritten (its digests
-    would no longer compare with anything recorded under it)."""
-    key = _urandom(KEY_BYTES)
-    try:
-        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    except FileExistsError:
-        raise StoreError(
-            f"{path} exists; a key file is never overwritten (what was recorded with it would "
-            "no longer compare): choose another FILE, or remove this one first"
-        ) from None
-    except OSError as exc:
-        raise StoreError(
-            f"cannot write {path}: {exc.strerror or exc}; choose another FILE"
-        ) from None
-    try:
-        _write(fd, key)
-        _fsync(fd)
-    finally:
-        _close(fd)
-
-
-def _create_in_place(path: str, key: bytes) -> None:
-    try:
-        fd = _open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    try:
-        _write(fd, key)
-        _fsync(fd)
-    finally:
-        _close(fd)
-
-
-def _store_key(folder: str) -> bytes:
-    path = store_file(folder, KEY_FILE)
-    try:
-        return _load_key(path, given=False)
-    except FileNotFoundError:
-        pass
-    try:
-        _create_key(path)
-    except OSError as exc:
-        raise StoreError(
-            f"cannot create the digest key in {folder}: {exc.strerror or exc}; "
-            "make the store folder writable or pass a key file"
-        ) from None
-    # Only the no-hard-link fallback can expose a key still being written: give it a moment.
-    for attempt in range(20):
-        try:
-            return _load_key(path, given=False)
-        except FileNotFoundError:
-            raise StoreError(
-                f"digest key {path} vanished right after it was created; "
-                "check what else is cleaning the store folder"
-            ) from None
-        except StoreError:
-            if attempt == 19:
-                raise
-            _sleep(0.05)
-    raise AssertionError("unreachable")
 
 
 def sql_error(exc: sqlite3.Error, what: str, db_path: str) -> StoreError:
@@ -788,6 +445,8 @@ def _write_gitignore(folder: str) -> None:
 #: that finish the run with the reason ("the disk holding ... is full") instead of leaving it
 #: to read as interrupted. Made again by the next writer that finds room for it.
 RESERVE_FILE: Final = "reserve"
+
+
 RESERVE_BYTES: Final = 256 * 1024
 
 
@@ -814,199 +473,4 @@ def release_reserve(folder: str) -> bool:
         _unlink(store_file(folder, RESERVE_FILE))
     except OSError:
         return False
-    return True
-
-
-# --- removing runs ------------------------------------------------------------------------
-
-#: How many runs a store keeps unless told otherwise: the oldest beyond it are removed when a
-#: recording finishes (and said so). ``diffgenome prune --cap N`` changes it; 0 keeps all.
-DEFAULT_KEEP_RUNS: Final = 20
-META_KEEP_RUNS: Final = "keep_runs"
-
-
-def keep_runs(conn: sqlite3.Connection) -> int:
-    """The store's cap on runs (``meta.keep_runs``, else :data:`DEFAULT_KEEP_RUNS`); 0: none."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEEP_RUNS,)).fetchone()
-    try:
-        value = int(row[0]) if row is not None else DEFAULT_KEEP_RUNS
-    except (TypeError, ValueError):
-        return DEFAULT_KEEP_RUNS
-    return max(value, 0)
-
-
-def set_keep_runs(conn: sqlite3.Connection, cap: int) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_KEEP_RUNS, str(cap))
-    )
-
-
-#: ``run.origin`` of the recordings ``diffgenome diff`` makes to confirm a difference.
-ORIGIN_CONFIRMATION: Final = "confirmation"
-#: Set (to ``1``) by ``diffgenome diff`` for the recordings it makes. Such a recording does
-#: not apply the store's cap (the diff applies it once, at its end, and holds the runs it
-#: uses itself). Never an id of the diff: tests copy the environment into values, and a
-#: value that differs per invocation would differ between a reused side and a fresh one.
-HOLDER_ENV: Final = "DIFFGENOME_DIFF"
-#: Set by ``diffgenome diff`` for the recordings it makes: the fingerprint of the environment
-#: it records in (every variable, the folder, the ignored files copied in), which the
-#: recorder keeps in ``run.config`` under :data:`ENVIRONMENT_CONFIG_KEY`; a diff reuses such
-#: a run only where its own fingerprint is the same.
-ENVIRONMENT_ENV: Final = "DIFFGENOME_ENVIRONMENT"
-ENVIRONMENT_CONFIG_KEY: Final = "environment"
-
-
-def runs_over_cap(conn: sqlite3.Connection, cap: int, protected: Iterable[str] = ()) -> list[str]:
-    """Ids of the runs the store's cap removes, newest first (the oldest last).
-
-    - A confirmation run (``origin`` confirmation) belongs to the diff it confirms: it does
-      not count against the cap, stays while that diff lives, and goes, first, once the diff
-      is over.
-    - Of the other runs, those beyond the ``cap`` newest go, except a run still being
-      recorded, a run a live diff holds (or ``protected``: the runs the diff that applies
-      the cap used), and the newest complete run of each commit recorded from a clean tree
-      (what ``diff`` reuses for that commit): the cap removes older, repeated, interrupted
-      and uncommitted recordings; ``diffgenome prune`` removes the rest when asked.
-
-    ``cap`` 0 keeps every run."""
-    if cap <= 0:
-        return []
-    held = live_holds(conn) | set(protected)
-    rows = conn.execute(
-        "SELECT id, status, commit_sha, dirty, extra, owner_pid, owner_host, owner_token"
-        " FROM runs ORDER BY started_at DESC, rowid DESC"
-    ).fetchall()
-    out: list[str] = []
-    counted = 0
-    stands_for: set[str] = set()  # commits whose newest complete clean run was seen
-    for run_id, status, commit, dirty, extra, *owner in rows:
-        if status == STATUS_RUNNING and not _still_running(conn, run_id, owner):
-            status = STATUS_INCOMPLETE  # its writers are gone: an interrupted run
-        confirmation = _origin(extra) == ORIGIN_CONFIRMATION
-        newest_of_commit = (
-            not confirmation
-            and status == STATUS_COMPLETE
-            and commit is not None
-            and not dirty
-            and commit not in stands_for
-        )
-        if newest_of_commit:
-            stands_for.add(commit)
-        if status == STATUS_RUNNING or run_id in held:
-            counted += not confirmation
-            continue
-        if confirmation:
-            out.append(str(run_id))
-            continue
-        counted += 1
-        if counted > cap and not newest_of_commit:
-            out.append(str(run_id))
-    return out
-
-
-def _still_running(conn: sqlite3.Connection, run_id: object, owner: list[object]) -> bool:
-    """Whether a run marked running has a writer that may still write (the process that
-    began it, or a worker that has not left it)."""
-    if process_alive(*owner):
-        return True
-    return any(
-        process_alive(pid, host, token)
-        for pid, host, token in conn.execute(
-            "SELECT pid, host, token FROM workers WHERE run_id = ? AND left_at IS NULL",
-            (run_id,),
-        )
-    )
-
-
-def _origin(extra: object) -> str | None:
-    try:
-        value = json.loads(extra) if isinstance(extra, str) else None
-    except ValueError:
-        return None
-    origin = value.get("origin") if isinstance(value, dict) else None
-    return origin if isinstance(origin, str) else None
-
-
-def live_holds(conn: sqlite3.Connection) -> set[str]:
-    """The runs held by a diff whose process still lives."""
-    held: set[str] = set()
-    for run_id, pid, host, token in conn.execute("SELECT run_id, pid, host, token FROM holds"):
-        if process_alive(pid, host, token):
-            held.add(str(run_id))
-    return held
-
-
-def hold_runs(conn: sqlite3.Connection, holder: str, run_ids: Iterable[str]) -> None:
-    """``holder`` (a diff, this process) uses ``run_ids``: no cap removes them while it
-    lives."""
-    pid = _getpid()
-    host, token = _uname().nodename, process_token(pid)
-    conn.executemany(
-        "INSERT OR REPLACE INTO holds (holder, run_id, pid, host, token) VALUES (?, ?, ?, ?, ?)",
-        [(holder, run_id, pid, host, token) for run_id in run_ids],
-    )
-
-
-def release_holds(conn: sqlite3.Connection, holder: str) -> None:
-    """``holder`` is over; holds of processes that are gone are dropped too."""
-    conn.execute("DELETE FROM holds WHERE holder = ?", (holder,))
-    gone = [
-        (str(other), str(run_id))
-        for other, run_id, pid, host, token in conn.execute(
-            "SELECT holder, run_id, pid, host, token FROM holds"
-        )
-        if not process_alive(pid, host, token)
-    ]
-    conn.executemany("DELETE FROM holds WHERE holder = ? AND run_id = ?", gone)
-
-
-def said_removals(conn: sqlite3.Connection, run_ids: list[str]) -> list[str]:
-    """The runs among ``run_ids`` (before they are deleted) that a notice of the cap names:
-    not the confirmation runs of diffs that are over, which were that diff's own evidence and
-    went when it had reported (said after every diff, that line was mostly noise)."""
-    out = []
-    for run_id in run_ids:
-        row = conn.execute("SELECT extra FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None or _origin(row[0]) != ORIGIN_CONFIRMATION:
-            out.append(run_id)
-    return out
-
-
-def cap_notice(cap: int, removed: list[str]) -> str:
-    """What is said when the cap removed runs (by the recorder, or as a diff's note)."""
-    which = removed[0] if len(removed) == 1 else f"{removed[-1]} to {removed[0]}"
-    return (
-        f"removed {len(removed)} older run{'s' if len(removed) != 1 else ''} ({which}): the "
-        f"store keeps its {cap} newest runs and the newest complete run of each commit; "
-        "`diffgenome prune --cap N` changes that (0: keep all)"
-    )
-
-
-def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
-    """Remove runs with their tests, symbols and workers (the caller holds a transaction)."""
-    for run_id in run_ids:
-        for table, column in (
-            ("tests", "run_id"),
-            ("symbols", "run_id"),
-            ("workers", "run_id"),
-            ("holds", "run_id"),
-            ("runs", "id"),
-        ):
-            conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (run_id,))
-    if run_ids:
-        drop_unreferenced_genomes(conn)
-
-
-def compact(conn: sqlite3.Connection, *, at_least: float = 0.0) -> bool:
-    """Give the space of removed runs back to the file system (the store file shrinks);
-    only when at least the fraction ``at_least`` of the file is free (a ``VACUUM`` rewrites
-    the whole file). True when it ran."""
-    if at_least > 0:
-        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        if not pages or free / pages < at_least:
-            return False
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return True

@@ -15,8 +15,8 @@ import time
 from typing import Any
 
 from diffgenome import __version__
+from diffgenome.protocol.runs import recording_key
 from diffgenome.protocol.selection import ORIGIN_ENV, ORIGINS, recorded_selection
-from diffgenome.protocol.store import recording_key
 from diffgenome.recording.store import StoreWriter
 
 # What each collector sees and misses, stored with the run so that a reader of its genomes

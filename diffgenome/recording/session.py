@@ -31,17 +31,17 @@ from diffgenome.protocol.formats import (
     STORE_FORMAT,
     VALUES,
 )
-from diffgenome.protocol.store import (
+from diffgenome.protocol.retention import cap_notice
+from diffgenome.protocol.runs import (
     ENVIRONMENT_CONFIG_KEY,
     ENVIRONMENT_ENV,
     HOLDER_ENV,
     RUN_ID_ENV,
     SHARD_CONFIG_KEY,
-    cap_notice,
     is_run_id,
     new_run_id,
-    one_line,
 )
+from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     ORIGIN_REPO,
@@ -245,7 +245,7 @@ class Recorder:
             "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
         }
         if self._environment is not None:
-            # What diff recorded in (protocol.store.ENVIRONMENT_ENV): it reuses on equality.
+            # What diff recorded in (protocol.runs.ENVIRONMENT_ENV): it reuses on equality.
             config[ENVIRONMENT_CONFIG_KEY] = self._environment
         if self.options.egress_asked != self.egress_policy:
             config["egress_asked"] = self.options.egress_asked  # isolate, fallen back to block

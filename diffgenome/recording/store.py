@@ -20,32 +20,33 @@ from time import strftime as _strftime
 from types import TracebackType
 from typing import Self
 
-from diffgenome.protocol.store import (
-    DB_FILE,
-    RUN_COLUMNS,
+from diffgenome.protocol.addresses import PhaseRows, canonical_json, insert_bodies, phase_rows
+from diffgenome.protocol.errors import StoreError
+from diffgenome.protocol.fileio import store_file
+from diffgenome.protocol.retention import (
+    compact,
+    delete_runs,
+    keep_runs,
+    runs_over_cap,
+    said_removals,
+)
+from diffgenome.protocol.runs import (
     STATUS_COMPLETE,
     STATUS_INCOMPLETE,
     STATUS_RUNNING,
+    process_token,
+    run_genome_format,
+)
+from diffgenome.protocol.store import (
+    DB_FILE,
+    RUN_COLUMNS,
     TEST_COLUMNS,
-    PhaseRows,
-    StoreError,
-    canonical_json,
-    compact,
-    delete_runs,
-    insert_bodies,
-    keep_runs,
-    key_fingerprint,
     one_line,
     open_store,
-    phase_rows,
-    process_token,
     release_reserve,
-    run_genome_format,
-    runs_over_cap,
-    said_removals,
     sql_error,
-    store_file,
 )
+from diffgenome.protocol.storekey import key_fingerprint
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.recording.descriptors import (
     Held,
@@ -310,7 +311,7 @@ class StoreWriter:
         return tests, unverified, top, reasons[top]
 
     def apply_cap(self) -> tuple[int, list[str], list[str]]:
-        """Remove what the store's cap removes (``protocol.store.runs_over_cap``: confirmation
+        """Remove what the store's cap removes (``protocol.retention.runs_over_cap``: confirmation
         runs of diffs that are over first, then runs beyond the cap, never one a live diff
         holds nor the newest complete run of a commit) and give their space back; the cap, the
         ids removed, and those of them a notice names (``said_removals``). A session recorded

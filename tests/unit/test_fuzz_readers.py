@@ -26,8 +26,9 @@ from pydantic import ValidationError
 from diffgenome.analysis.cli import main
 from diffgenome.analysis.models import GenomeDocument, genome_problem
 from diffgenome.analysis.store import StoreReader
+from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
-from diffgenome.protocol.store import DB_FILE, StoreError
+from diffgenome.protocol.store import DB_FILE
 from diffgenome.recording.store import StoreWriter
 
 SEED_PROJECT = {

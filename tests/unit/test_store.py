@@ -19,16 +19,13 @@ import pytest
 
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
+from diffgenome.protocol.addresses import phase_address
+from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import GENOME_FORMATS_READ, STORE_FORMAT
-from diffgenome.protocol.store import (
-    DB_FILE,
-    KEY_FILE,
-    REASON_INTERRUPTED,
-    StoreError,
-    key_fingerprint,
-    phase_address,
-    set_keep_runs,
-)
+from diffgenome.protocol.retention import set_keep_runs
+from diffgenome.protocol.runs import REASON_INTERRUPTED
+from diffgenome.protocol.store import DB_FILE
+from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.recording.store import StoreWriter
 
 COMMIT_A = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"

@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diffgenome.protocol.store import key_fingerprint
+from diffgenome.protocol.storekey import key_fingerprint
 from diffgenome.recording.collect import values as value_summaries
 from diffgenome.recording.collect.values import (
     BoundedValues,

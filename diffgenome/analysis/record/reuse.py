@@ -17,12 +17,8 @@ from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
+from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY, ORIGIN_CONFIRMATION, recording_key
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import (
-    ENVIRONMENT_CONFIG_KEY,
-    ORIGIN_CONFIRMATION,
-    recording_key,
-)
 from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
 
 ORIGIN_DIFF = "diff"

@@ -56,33 +56,32 @@ from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_erro
 from diffgenome.analysis.record.reuse import reusable_run
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError, stored_phases
+from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import (
     GENOME_FORMAT,
     FormatError,
     check_genome_format,
 )
-from diffgenome.protocol.selection import ORIGIN_ENV
-from diffgenome.protocol.store import (
-    ENVIRONMENT_ENV,
-    HOLDER_ENV,
-    KEY_FILE,
-    ORIGIN_CONFIRMATION,
-    RUN_ID_ENV,
-    OpenedStore,
-    StoreError,
+from diffgenome.protocol.retention import (
     cap_notice,
     compact,
     delete_runs,
     hold_runs,
     keep_runs,
-    key_fingerprint,
-    new_run_id,
-    one_line,
-    open_store,
     release_holds,
     runs_over_cap,
     said_removals,
 )
+from diffgenome.protocol.runs import (
+    ENVIRONMENT_ENV,
+    HOLDER_ENV,
+    ORIGIN_CONFIRMATION,
+    RUN_ID_ENV,
+    new_run_id,
+)
+from diffgenome.protocol.selection import ORIGIN_ENV
+from diffgenome.protocol.store import OpenedStore, one_line, open_store
+from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
@@ -153,7 +152,7 @@ class Runner:
         self._defer = False
         self._key_fingerprint: str | None = None
         self.progress = options.progress
-        #: This diff, as the holder of the runs it uses (``protocol.store.hold_runs``): no
+        #: This diff, as the holder of the runs it uses (``protocol.retention.hold_runs``): no
         #: recording removes them while it runs, and its recordings leave the store's cap to
         #: it (:meth:`finish`).
         self.holder = new_run_id()

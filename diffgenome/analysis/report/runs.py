@@ -29,7 +29,7 @@ from diffgenome.analysis.models import (
     TestRecord,
 )
 from diffgenome.analysis.store import RunSummary, TestSummary
-from diffgenome.protocol.store import STATUS_COMPLETE, STATUS_RUNNING
+from diffgenome.protocol.runs import STATUS_COMPLETE, STATUS_RUNNING
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES
 
 TIMES = "\u00d7"  # multiplication sign, as in "symbol x3"
