@@ -27,9 +27,17 @@ from typing import Any
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.store import StoreReader, stored_phases
-from diffgenome.protocol.addresses import canonical_json, insert_bodies, phase_rows
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
+from diffgenome.protocol.rows import (
+    NO_OWNER,
+    insert_run,
+    insert_symbols,
+    insert_tests,
+    join_worker,
+    leave_worker,
+    test_phases,
+)
 from diffgenome.protocol.runs import (
     SHARD_CONFIG_KEY,
     STATUS_COMPLETE,
@@ -40,7 +48,7 @@ from diffgenome.protocol.runs import (
     shard_of,
 )
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import DB_FILE, RUN_COLUMNS, TEST_COLUMNS, open_store, sql_error
+from diffgenome.protocol.store import DB_FILE, open_store, sql_error
 from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
@@ -48,7 +56,6 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 # which then reads like the serial run's (``--genome-shard``; pytest-split's).
 SHARD_OPTIONS = ("--genome-shard", "--group", "--splits")
 # Same encoding as the recorder's writer: the store's text and blobs read back alike.
-_canonical = canonical_json
 _MIN_COMMIT_PREFIX = 4
 
 
@@ -503,74 +510,40 @@ def write_combined(output: str, merged: Merged, shards: Sequence[Part]) -> tuple
 def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Sequence[Part]) -> None:
     document = merged.document
     run = document["run"]
-    extra = {k: v for k, v in run.items() if k not in RUN_COLUMNS}
-    config = run["config"]
-    dirty = run.get("dirty")
-    conn.execute(
-        "INSERT INTO runs (id, started_at, finished_at, commit_sha, dirty, python, platform,"
-        " status, reasons, config, selection, collectors, key_fingerprint, tool, recording_key,"
-        " extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            run["started_at"],
-            run.get("finished_at"),
-            run.get("commit"),
-            None if dirty is None else int(bool(dirty)),
-            run["python"],
-            run["platform"],
-            STATUS_COMPLETE if run["complete"] else STATUS_INCOMPLETE,
-            _canonical(run["incomplete_reasons"]),
-            _canonical(config),
-            _canonical(run["selection"]),
-            _canonical(document["collectors"]),
-            run.get("key_fingerprint"),
-            run.get("tool"),
-            config.get("recording_key"),
-            _canonical(extra),
-        ),
+    insert_run(
+        conn,
+        run_id,
+        run,
+        status=STATUS_COMPLETE if run["complete"] else STATUS_INCOMPLETE,
+        collectors=document["collectors"],
+        key_fingerprint=run.get("key_fingerprint"),
+        reasons=run["incomplete_reasons"],
+        finished_at=run.get("finished_at"),
     )
     for part in shards:
-        conn.execute(
-            "INSERT INTO workers (run_id, worker, joined_at, left_at, ok, reasons)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                f"shard {_label(part)}",
-                part.run.get("started_at"),
-                part.run.get("finished_at") or part.run.get("started_at"),
-                int(bool(part.run.get("complete", True))),
-                _canonical(list(part.run.get("incomplete_reasons") or ())),
-            ),
+        worker = f"shard {_label(part)}"
+        started = part.run.get("started_at")
+        join_worker(conn, run_id, worker, joined_at=started, owner=NO_OWNER)
+        leave_worker(
+            conn,
+            run_id,
+            worker,
+            left_at=part.run.get("finished_at") or started,
+            ok=bool(part.run.get("complete", True)),
+            reasons=list(part.run.get("incomplete_reasons") or ()),
+            owner=NO_OWNER,
         )
-    conn.executemany(
-        "INSERT INTO symbols (run_id, id, doc) VALUES (?, ?, ?)",
-        [(run_id, s["id"], _canonical(s)) for s in document["symbols"]],
-    )
+    insert_symbols(conn, run_id, document["symbols"])
     worker_of = merged.shard_of_test
     # Addressed as a reader will check them: under the run row's config and fingerprint.
-    genome_format = genome_format_of(config)
+    genome_format = genome_format_of(run["config"])
     fingerprint = run.get("key_fingerprint")
-    stored = [
-        phase_rows(test.get("phases") or {}, genome_format, fingerprint)
-        for test in document["tests"]
-    ]
-    insert_bodies(conn, stored)
-    conn.executemany(
-        "INSERT INTO tests (run_id, id, worker, outcome, verified, unverified_reasons, extra,"
-        " phases, phases_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    insert_tests(
+        conn,
+        run_id,
         [
-            (
-                run_id,
-                test["id"],
-                f"shard {worker_of[test['id']]}",
-                test["outcome"],
-                int(bool(test["verified"])),
-                _canonical(list(test.get("unverified_reasons") or ())),
-                _canonical({k: v for k, v in test.items() if k not in TEST_COLUMNS}),
-                phases.refs,
-                phases.size,
-            )
-            for test, phases in zip(document["tests"], stored, strict=True)
+            (f"shard {worker_of[test['id']]}", test, test_phases(test, genome_format, fingerprint))
+            for test in document["tests"]
         ],
     )
 

@@ -53,7 +53,7 @@ DEFAULT_DIR: Final = ".diffgenome"
 BUSY_TIMEOUT_S: Final = 30.0
 
 
-# Keys of the genome/1 ``run`` object that have their own column; anything else a newer
+# Keys of the genome ``run`` object that have their own column; anything else a newer
 # recorder adds is kept verbatim in ``runs.extra`` so that a round trip loses nothing.
 RUN_COLUMNS: Final = (
     "id",

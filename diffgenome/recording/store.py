@@ -15,12 +15,10 @@ import sqlite3
 import threading
 from os import getpid as _getpid
 from os import uname as _uname
-from time import gmtime as _gmtime
-from time import strftime as _strftime
 from types import TracebackType
 from typing import Self
 
-from diffgenome.protocol.addresses import PhaseRows, canonical_json, insert_bodies, phase_rows
+from diffgenome.protocol.addresses import canonical_json
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.retention import (
@@ -29,6 +27,17 @@ from diffgenome.protocol.retention import (
     keep_runs,
     runs_over_cap,
     said_removals,
+)
+from diffgenome.protocol.rows import (
+    Owner,
+    insert_run,
+    insert_symbols,
+    insert_tests,
+    join_worker,
+    leave_worker,
+    now,
+    require_str,
+    test_phases,
 )
 from diffgenome.protocol.runs import (
     STATUS_COMPLETE,
@@ -39,8 +48,6 @@ from diffgenome.protocol.runs import (
 )
 from diffgenome.protocol.store import (
     DB_FILE,
-    RUN_COLUMNS,
-    TEST_COLUMNS,
     one_line,
     open_store,
     release_reserve,
@@ -74,12 +81,10 @@ def _canonical(value: object) -> str:
     return canonical_json(value)
 
 
-def _now() -> str:
-    return _strftime("%Y-%m-%dT%H:%M:%SZ", _gmtime())
-
-
-def _host() -> str:
-    return _uname().nodename
+def _owner() -> Owner:
+    """This process, as the store names a writer."""
+    pid = _getpid()
+    return pid, _uname().nodename, process_token(pid)
 
 
 class StoreWriter:
@@ -146,67 +151,32 @@ class StoreWriter:
 
     def begin_run(self, run: dict[str, object]) -> None:
         """Record a new run, status "running"; the caller's process is its first owner."""
-        run_id = _require_str(run, "id", "run")
+        run_id = require_str(run, "id", "run")
         with self._tx("begin run " + run_id) as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 raise StoreError(
                     f"run {run_id} already exists in the store; start runs with a new id"
                 )
-            conn.execute(
-                "INSERT INTO runs (id, started_at, commit_sha, dirty, python, platform, status,"
-                " config, selection, collectors, key_fingerprint, tool, recording_key, extra,"
-                " owner_pid, owner_host, owner_token)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                self._run_row(run_id, run),
+            insert_run(
+                conn,
+                run_id,
+                run,
+                status=STATUS_RUNNING,
+                collectors=run.get("collectors"),
+                key_fingerprint=self.key_fingerprint,
+                owner=_owner(),
             )
-
-    def _run_row(self, run_id: str, run: dict[str, object]) -> tuple[object, ...]:
-        config = run.get("config")
-        config = config if isinstance(config, dict) else {}
-        recording_key = config.get("recording_key")
-        extra = {k: v for k, v in run.items() if k not in RUN_COLUMNS and k != "status"}
-        dirty = run.get("dirty")
-        pid = _getpid()
-        return (
-            run_id,
-            _text(run.get("started_at")) or _now(),
-            _text(run.get("commit")),
-            None if dirty is None else int(bool(dirty)),
-            _text(run.get("python")) or "",
-            _text(run.get("platform")) or "",
-            STATUS_RUNNING,
-            _canonical(config),
-            _canonical(_seq(run.get("selection"))),
-            _canonical(_seq(run.get("collectors"))),
-            _text(run.get("key_fingerprint") or self.key_fingerprint),
-            _text(run.get("tool")),
-            recording_key if isinstance(recording_key, str) else None,
-            _canonical(extra),
-            pid,
-            _host(),
-            process_token(pid),
-        )
 
     def join_run(self, run_id: str, worker: str) -> None:
         """Declare this process a writer of the run; the run is whole only once it leaves ok."""
-        pid = _getpid()
         with self._tx(f"join run {run_id}") as conn:
             self._open_run(conn, run_id)
-            conn.execute(
-                "INSERT OR REPLACE INTO workers (run_id, worker, pid, host, token, joined_at,"
-                " left_at, ok, reasons) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, '[]')",
-                (run_id, worker, pid, _host(), process_token(pid), _now()),
-            )
+            join_worker(conn, run_id, worker, joined_at=now(), owner=_owner())
 
     def add_symbols(self, run_id: str, symbols: list[dict[str, object]]) -> None:
         with self._tx(f"add symbols to run {run_id}") as conn:
-            rows = [(run_id, _require_str(s, "id", "symbol"), _canonical(s)) for s in symbols]
             self._open_run(conn, run_id)
-            conn.executemany(
-                "INSERT INTO symbols (run_id, id, doc) VALUES (?, ?, ?)"
-                " ON CONFLICT (run_id, id) DO UPDATE SET doc = excluded.doc",
-                rows,
-            )
+            insert_symbols(conn, run_id, symbols)
 
     def add_tests(self, run_id: str, worker: str, tests: list[dict[str, object]]) -> None:
         """Store one batch of test records; a test id seen before in the run is replaced."""
@@ -215,17 +185,9 @@ class StoreWriter:
         known = self._stored
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
-            stored = [_phase_rows(test, genome_format, fingerprint, known) for test in tests]
-            rows = [
-                _test_row(run_id, worker, test, phases)
-                for test, phases in zip(tests, stored, strict=True)
-            ]
-            insert_bodies(conn, stored)
-            conn.executemany(
-                "INSERT OR REPLACE INTO tests (run_id, id, worker, outcome, verified,"
-                " unverified_reasons, extra, phases, phases_size)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
+            stored = [test_phases(test, genome_format, fingerprint, known) for test in tests]
+            insert_tests(
+                conn, run_id, [(worker, *pair) for pair in zip(tests, stored, strict=True)]
             )
         # Only once committed: a body known but not stored would leave a test naming nothing.
         for phases in stored:
@@ -233,25 +195,10 @@ class StoreWriter:
                 known[address] = len(body)
 
     def leave_run(self, run_id: str, worker: str, ok: bool, reasons: list[str]) -> None:
-        pid = _getpid()
-        now = _now()
         with self._tx(f"leave run {run_id}") as conn:
             self._open_run(conn, run_id)
-            conn.execute(
-                "INSERT INTO workers (run_id, worker, pid, host, token, joined_at, left_at, ok,"
-                " reasons) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)"
-                " ON CONFLICT (run_id, worker) DO UPDATE SET left_at = excluded.left_at,"
-                " ok = excluded.ok, reasons = excluded.reasons",
-                (
-                    run_id,
-                    worker,
-                    pid,
-                    _host(),
-                    process_token(pid),
-                    now,
-                    int(ok),
-                    _canonical(reasons),
-                ),
+            leave_worker(
+                conn, run_id, worker, left_at=now(), ok=ok, reasons=reasons, owner=_owner()
             )
 
     def finish_run(
@@ -467,8 +414,7 @@ class _Transaction:
                     raise sql_error(exc, self._what, self._db) from None
                 if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, StoreError):
                     raise StoreError(
-                        f"cannot {self._what}: {one_line(exc)}; "
-                        "pass JSON-compatible genome/1 objects"
+                        f"cannot {self._what}: {one_line(exc)}; pass JSON-compatible genome objects"
                     ) from None
         finally:
             self._lock.release()
@@ -481,48 +427,6 @@ def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-
-
-def _phase_rows(
-    test: dict[str, object], genome_format: str, fingerprint: str | None, stored: dict[str, int]
-) -> PhaseRows:
-    phases = test.get("phases")
-    return phase_rows(
-        phases if isinstance(phases, dict) else {}, genome_format, fingerprint, stored
-    )
-
-
-def _test_row(
-    run_id: str, worker: str, test: dict[str, object], phases: PhaseRows
-) -> tuple[object, ...]:
-    test_id = _require_str(test, "id", "test")
-    extra = {k: v for k, v in test.items() if k not in TEST_COLUMNS}
-    return (
-        run_id,
-        test_id,
-        worker,
-        _text(test.get("outcome")) or "error",
-        int(bool(test.get("verified"))),
-        _canonical(_seq(test.get("unverified_reasons"))),
-        _canonical(extra),
-        phases.refs,
-        phases.size,
-    )
-
-
-def _require_str(obj: dict[str, object], field: str, what: str) -> str:
-    value = obj.get(field) if isinstance(obj, dict) else None
-    if not isinstance(value, str) or not value:
-        raise StoreError(f"a {what} object has no string {field!r}; pass genome/1 {what} objects")
-    return value
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def _seq(value: object) -> list[object]:
-    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def _json_list(text: object) -> list[str]:
