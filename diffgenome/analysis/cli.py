@@ -661,7 +661,7 @@ EXIT_NOW_FAILING = 3
 def _configure_sides(parser: argparse.ArgumentParser) -> None:
     sides = (
         "a git revision (recorded in a disposable worktree), WORKTREE (the checkout as it is), "
-        "a run id or prefix in the store, or a diffgenome-genome/1 JSON file"
+        "a run id or prefix in the store, or a diffgenome-genome JSON file"
     )
     parser.add_argument("base", metavar="BASE", help=f"the old side: {sides}")
     parser.add_argument("head", metavar="HEAD", help="the new side, the same kinds as BASE")

@@ -388,7 +388,7 @@ class TestRecord(_Model):
 
 
 class GenomeDocument(_Model):
-    """``diffgenome-genome/1``: one recorded run."""
+    """``diffgenome-genome``: one recorded run."""
 
     format: Literal["diffgenome-genome/1", "diffgenome-genome/2"] = Field(
         "diffgenome-genome/2",
@@ -400,7 +400,7 @@ class GenomeDocument(_Model):
     tests: list[TestRecord] = []
 
 
-# --- diffgenome-diff/1 -------------------------------------------------------------------
+# --- diffgenome-diff --------------------------------------------------------------------------
 
 
 class DiffSide(_Model):

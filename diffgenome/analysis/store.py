@@ -1,4 +1,4 @@
-"""The store reader: turns what the writers left in SQLite back into genome/1 documents.
+"""The store reader: turns what the writers left in SQLite back into genome documents.
 
 It opens the database read-only and never changes it, so it is safe to point at a store that
 is being recorded into, at a copy, or at something that is not a store at all. Whatever is
@@ -287,7 +287,7 @@ class StoreReader:
     # -- documents -------------------------------------------------------------------------
 
     def run(self, run_id: str) -> dict[str, object]:
-        """The genome/1 ``run`` object, with ``complete`` and reasons as the store sees them."""
+        """The genome ``run`` object, with ``complete`` and reasons as the store sees them."""
         with self._snapshot():
             return self._run_object(self._run_row(run_id))
 
@@ -330,7 +330,7 @@ class StoreReader:
         ]
 
     def tests(self, run_id: str, ids: Iterable[str] | None = None) -> list[dict[str, object]]:
-        """genome/1 test objects sorted by id; only ``ids`` when given (unknown ids skipped)."""
+        """genome test objects sorted by id; only ``ids`` when given (unknown ids skipped)."""
         with self._snapshot():
             self._run_row(run_id)
             return list(self._tests(run_id, None if ids is None else set(ids)))
@@ -439,7 +439,7 @@ class StoreReader:
             return self._header(run_id)
 
     def document(self, run_id: str, unread: Collection[str] = ()) -> dict[str, object]:
-        """The whole run as a ``diffgenome-genome/1`` document, read from one snapshot.
+        """The whole run as a ``diffgenome-genome`` document, read from one snapshot.
 
         ``unread``: test ids whose phases are not read (given as ``{}``): a caller that
         knows them equal to another run's (:meth:`same_genomes`) and needs nothing of them."""

@@ -1,4 +1,4 @@
-"""Turning a phase's calling-context tree into a ``diffgenome-genome/1`` phase object.
+"""Turning a phase's calling-context tree into a ``diffgenome-genome`` phase object.
 
 Runs once per phase, off the hot path but once per test: a suite of tiny tests pays this
 for every one of them, so the common shapes (a node with one child, a tree position with

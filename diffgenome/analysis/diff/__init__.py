@@ -1,6 +1,6 @@
 """The differ: how each test's behaviour changed between two recordings.
 
-Entry points: :func:`diff_documents` (two genome documents -> a ``diffgenome-diff/1``
+Entry points: :func:`diff_documents` (two genome documents -> a ``diffgenome-diff``
 :class:`~diffgenome.analysis.models.DiffDocument`) and :func:`code_changes_from_sources`
 (two versions of the changed files -> the :class:`CodeChangeInput` it accepts).
 

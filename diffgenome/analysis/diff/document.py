@@ -1,4 +1,4 @@
-"""``diff_documents``: two genome documents in, one ``diffgenome-diff/1`` document out.
+"""``diff_documents``: two genome documents in, one ``diffgenome-diff`` document out.
 
 The verdict of a test is deliberately pessimistic: a test is ``unchanged`` only when both
 recordings are verified, both runs are complete, their digests are comparable and nothing
@@ -309,7 +309,7 @@ def diff_documents(
     head_confirmation: Sequence[Mapping[str, Any]] = (),
     contract: bool = True,
 ) -> DiffDocument:
-    """Diff two validated ``diffgenome-genome/1`` documents (plain dicts, as exported).
+    """Diff two validated ``diffgenome-genome`` documents (plain dicts, as exported).
 
     ``*_repeats`` are further recordings of the same commit as ``base``/``head``; whatever
     differs among the recordings of one side is unstable. ``code_changes`` (from

@@ -1,6 +1,6 @@
 """Everything diffgenome shows people, kept apart from loading and from the differ's data.
 
-``terminal`` and ``markdown`` render a ``diffgenome-diff/1`` document (a terminal view and a
+``terminal`` and ``markdown`` render a ``diffgenome-diff`` document (a terminal view and a
 pull-request comment; both read only the document, so they render a saved diff as well),
 ``runs`` the store's runs, tests and genomes, ``affected`` the list of ``diffgenome affected``.
 """
