@@ -50,7 +50,10 @@ from diffgenome.protocol.runs import (
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.store import DB_FILE, open_store, sql_error
 from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import (
+    IMPORT_TEST_ID,
+    REASON_SHARDS_DISAGREE,
+)
 
 # Options that only say which slice a shard ran: left out of the combined run's selection,
 # which then reads like the serial run's (``--genome-shard``; pytest-split's).
@@ -399,7 +402,7 @@ def merge(parts: Sequence[Part], count: int) -> Merged:
         test["verified"] = False
         test["unverified_reasons"] = [
             *test.get("unverified_reasons", ()),
-            "shards-disagree:" + ",".join(recorded_by[test_id]),
+            f"{REASON_SHARDS_DISAGREE}:" + ",".join(recorded_by[test_id]),
         ]
     symbols: dict[str, dict[str, Any]] = {}
     for part in ordered:

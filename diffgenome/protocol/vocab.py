@@ -109,8 +109,63 @@ RUN_ENDED_EARLY: Final = "session-ended-early"
 # The store failed while the run was recorded (disk full, deleted, read-only): recording
 # stopped, and the reason says the store's own words.
 RUN_STORE_FAILED: Final = "store-failed"
+# The recorder could not start (its detail says why): the run holds no test.
+RUN_RECORDER_START_FAILED: Final = "recorder-start-failed"
+RUN_REASONS: Final = (
+    RUN_INTERRUPTED,
+    RUN_INTERNAL_ERROR,
+    RUN_ENDED_EARLY,
+    RUN_STORE_FAILED,
+    RUN_RECORDER_START_FAILED,
+)
 
-# A test's unverified reason when a project module was imported from outside the recorded
-# tree (``foreign-module:<name>=<path>``): the run recorded another tree's code, so no diff
-# reuses it.
+# Why a test is unverified: each of its ``unverified_reasons`` is ``[<phase>:]<word>[:<detail>]``
+# (the phase when one phase's capture is incomplete), with one of these words. Readers match
+# on the word; the details are for people. docs/protocol.md lists them (a test checks).
+REASON_TOOL_ID_UNAVAILABLE: Final = "tool-id-unavailable"
+REASON_MONITORING_DISTURBED: Final = "monitoring-disturbed"
+REASON_TRUNCATED: Final = "truncated"
+REASON_UNTRACED_SUBPROCESS: Final = "untraced-subprocess"
+REASON_UNATTRIBUTED: Final = "unattributed"
+REASON_UNMAPPED_SOURCE: Final = "unmapped-source"
+REASON_RECURSION_LIMIT: Final = "recursion-limit-reached"
+REASON_CHILD_UNFINISHED: Final = "child-unfinished"
+REASON_CHILD_UNREADABLE: Final = "child-unreadable"
+REASON_CHILDREN_ERROR: Final = "children-error"
+REASON_TRACER_ERROR: Final = "tracer-error"
+REASON_RECORDER_ERROR: Final = "recorder-error"
+REASON_NOT_RECORDED: Final = "not-recorded"
+REASON_EXPORT_ERROR: Final = "export-error"
+REASON_INCONSISTENT_EXITS: Final = "inconsistent-exits"
+REASON_IMPORTED_BEFORE_RECORDING: Final = "imported-before-recording"
+# A project module imported from outside the recorded tree (``foreign-module:<name>=<path>``):
+# the run recorded another tree's code, so no diff reuses it.
 REASON_FOREIGN_MODULE: Final = "foreign-module"
+REASON_SHARDS_DISAGREE: Final = "shards-disagree"
+UNVERIFIED_REASONS: Final = {
+    REASON_TOOL_ID_UNAVAILABLE: "another tool holds the monitoring tool id (detail: its name)",
+    REASON_MONITORING_DISTURBED: "code under test changed diffgenome's monitoring while the "
+    "phase ran (detail: what: tool-id-taken, tool-id-freed, callback-replaced, "
+    "events-changed, unrestorable)",
+    REASON_TRUNCATED: "a bound was reached and the tree was cut (detail: which bound)",
+    REASON_UNTRACED_SUBPROCESS: "a child process ran without a recorder (detail: the program)",
+    REASON_UNATTRIBUTED: "work on another thread or process that no test can be named for "
+    "(detail: thread or process)",
+    REASON_UNMAPPED_SOURCE: "project code ran whose source could not be read (detail: module)",
+    REASON_RECURSION_LIMIT: "the recursion limit was reached; deeper calls went unrecorded",
+    REASON_CHILD_UNFINISHED: "a recorded child process did not finish its capture (detail: "
+    "the child)",
+    REASON_CHILD_UNREADABLE: "a child process's capture could not be read",
+    REASON_CHILDREN_ERROR: "the child-process recorder failed (detail: how often)",
+    REASON_TRACER_ERROR: "a monitoring callback failed (detail: how often)",
+    REASON_RECORDER_ERROR: "a part of the recorder failed (detail: which part, the error's type)",
+    REASON_NOT_RECORDED: "the phase was not recorded at all (detail: the phase)",
+    REASON_EXPORT_ERROR: "the phase's tree could not be exported (detail: phase, error type)",
+    REASON_INCONSISTENT_EXITS: "the tree's call counts and exits disagree (detail: how many nodes)",
+    REASON_IMPORTED_BEFORE_RECORDING: "on ``<import>``: project modules imported before the "
+    "recorder started (detail: how many)",
+    REASON_FOREIGN_MODULE: "a project module came from outside the recorded tree (detail: "
+    "name=path)",
+    REASON_SHARDS_DISAGREE: "a combined run: shards recorded the test differently (detail: "
+    "the shards)",
+}

@@ -16,6 +16,7 @@ from diffgenome.protocol.vocab import (
     EXIT_RETURNED,
     EXIT_YIELDED,
     INTERPOSITION,
+    REASON_INCONSISTENT_EXITS,
     TYPE_CALL,
     TYPE_OS_EVENT,
     TYPE_SUBSTITUTION,
@@ -225,7 +226,7 @@ def consistency_problems(phase: dict[str, Any]) -> list[str]:
         exits = node.get("exits")
         if exits is not None and node["count"] != sum(exits.values()):
             broken += 1
-    return [f"inconsistent-exits:{broken}"] if broken else []
+    return [f"{REASON_INCONSISTENT_EXITS}:{broken}"] if broken else []
 
 
 def export_phase(

@@ -46,10 +46,18 @@ from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     ORIGIN_REPO,
     PHASES,
+    REASON_CHILD_UNFINISHED,
+    REASON_EXPORT_ERROR,
     REASON_FOREIGN_MODULE,
+    REASON_IMPORTED_BEFORE_RECORDING,
+    REASON_MONITORING_DISTURBED,
+    REASON_NOT_RECORDED,
+    REASON_RECORDER_ERROR,
+    REASON_TRACER_ERROR,
     RUN_ENDED_EARLY,
     RUN_INTERNAL_ERROR,
     RUN_INTERRUPTED,
+    RUN_RECORDER_START_FAILED,
     RUN_STORE_FAILED,
     SYMBOL_PREFIX,
 )
@@ -305,7 +313,7 @@ class Recorder:
             self.effects.uninstall()
         with contextlib.suppress(Exception):
             self.tracer.stop()
-        self.run.abandon(f"recorder-start-failed: {detail}")
+        self.run.abandon(f"{RUN_RECORDER_START_FAILED}: {detail}")
         with contextlib.suppress(Exception):
             self.store.close()
 
@@ -406,7 +414,7 @@ class Recorder:
             if self._before_recording:
                 # Their bodies (module-level decisions, calls) ran unseen: say so, and which.
                 count = len(self._before_recording)
-                self._phase_reasons.append(f"imported-before-recording:{count}")
+                self._phase_reasons.append(f"{REASON_IMPORTED_BEFORE_RECORDING}:{count}")
             # A module that failed to import is an error of ``<import>``, never a pass.
             outcome = "error" if self._collection_failed else "passed"
             self._finish_test(IMPORT_TEST_ID, outcome)
@@ -565,11 +573,11 @@ class Recorder:
         try:
             self._end_phase(phase)
         except Exception as exc:
-            self._phase_reasons.append(f"recorder-error:{phase}:{type(exc).__name__}")
+            self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:{phase}:{type(exc).__name__}")
 
     def _end_phase(self, phase: str) -> None:
         if not self._tracing:
-            self._phase_reasons.append(f"not-recorded:{phase}")
+            self._phase_reasons.append(f"{REASON_NOT_RECORDED}:{phase}")
             return
         capture = self.tracer.end_phase()
         # A secret a fixture put into the environment (``monkeypatch.setenv``) is still
@@ -581,18 +589,18 @@ class Recorder:
             try:
                 self.children.end_phase(capture)
             except Exception as exc:
-                self._phase_reasons.append(f"recorder-error:children:{type(exc).__name__}")
+                self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:children:{type(exc).__name__}")
         try:
             exported = export_phase(capture, self.digester, self.redactor.text, self.previews)
         except Exception as exc:  # never let the recorder break the user's run
-            self._phase_reasons.append(f"export-error:{phase}:{type(exc).__name__}")
+            self._phase_reasons.append(f"{REASON_EXPORT_ERROR}:{phase}:{type(exc).__name__}")
             return
         self._phases[phase] = exported
         if self.egress_policy == "block":
             self._tally_unguarded(exported, capture.reasons)
         self._phase_reasons.extend(f"{phase}:{p}" for p in consistency_problems(exported))
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
-        disturbed = [r for r in capture.reasons if r.startswith("monitoring-disturbed:")]
+        disturbed = [r for r in capture.reasons if r.startswith(REASON_MONITORING_DISTURBED + ":")]
         if disturbed:
             self._say_disturbed(self.redactor.text(disturbed[0]))
         errors = self.tracer.errors - self._errors_at_phase_start
@@ -600,7 +608,7 @@ class Recorder:
             errors += self.standins.errors
             self.standins.errors = 0
         if errors:
-            self._phase_reasons.append(f"{phase}:tracer-error:{errors}")
+            self._phase_reasons.append(f"{phase}:{REASON_TRACER_ERROR}:{errors}")
         if not self._threads_at_start.issuperset(_enumerate_threads()):
             # Not a gap: what the thread does in a later phase is recorded there (as work of
             # an earlier thread); between phases it is no test's work.
@@ -617,7 +625,7 @@ class Recorder:
             if outcome == "program" or (
                 outcome == "untraced-child"
                 and target != child_processes.FORK_IDENTITY
-                and f"child-unfinished:{target}" not in reasons
+                and f"{REASON_CHILD_UNFINISHED}:{target}" not in reasons
             ):
                 self._unguarded[target] = self._unguarded.get(target, 0) + int(
                     node.get("count") or 1
@@ -744,7 +752,7 @@ class Recorder:
         try:
             self._check_origins()
         except Exception as exc:
-            self._phase_reasons.append(f"recorder-error:origins:{type(exc).__name__}")
+            self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:origins:{type(exc).__name__}")
         phases, reasons = self._phases, self._phase_reasons
         extra: dict[str, Any] = (
             {"disclosed": sorted(set(self._disclosed))} if self._disclosed else {}
@@ -760,7 +768,7 @@ class Recorder:
             if unrecorded:
                 extra["effects_unrecorded"] = unrecorded
             if self.effects.errors:
-                self._phase_reasons.append(f"recorder-error:effects:{self.effects.errors}")
+                self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:effects:{self.effects.errors}")
                 self.effects.errors = 0
         self._params = None
         self._phases = {}
@@ -795,7 +803,7 @@ class Recorder:
         try:
             seen.add(warning_message)
         except Exception as exc:
-            self._phase_reasons.append(f"recorder-error:warnings:{type(exc).__name__}")
+            self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:warnings:{type(exc).__name__}")
 
     def _release_import(self) -> None:
         held, self._held_import = self._held_import, None

@@ -159,3 +159,18 @@ def test_runs_of_two_values_revisions_are_never_compared() -> None:
 def test_a_run_that_does_not_name_its_format_is_genome_1() -> None:
     assert genome_format_of({}) == "diffgenome-genome/1"
     assert genome_format_of({"genome_format": "diffgenome-genome/2"}) == GENOME_FORMAT
+
+
+def test_the_protocol_doc_lists_every_unverified_reason_word() -> None:
+    """Readers match on the word; a word the recorder writes and the doc does not explain is a
+    reason no one else can read."""
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    table = text.split("<!-- unverified-reasons -->")[1].split("<!-- /unverified-reasons -->")[0]
+    listed = re.findall(r"^\s*\| `([a-z-]+)` \|", table, flags=re.M)
+    assert listed == list(vocab.UNVERIFIED_REASONS)
+
+
+def test_every_run_reason_word_is_in_the_protocol_doc() -> None:
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `incomplete_reasons` |"))
+    assert re.findall(r"`([a-z-]+)`", row) == list(vocab.RUN_REASONS)

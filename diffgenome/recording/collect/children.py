@@ -58,6 +58,12 @@ from diffgenome.protocol.vocab import (
     OUTCOME_PROGRAM,
     OUTCOME_RECORDED_CHILD,
     OUTCOME_UNTRACED_CHILD,
+    REASON_CHILD_UNFINISHED,
+    REASON_CHILD_UNREADABLE,
+    REASON_CHILDREN_ERROR,
+    REASON_TRACER_ERROR,
+    REASON_UNATTRIBUTED,
+    REASON_UNTRACED_SUBPROCESS,
     VIA_PROCESS,
 )
 from diffgenome.recording.collect.childhook import (
@@ -377,7 +383,7 @@ class Children:
             for root, argv, continued in loaded:
                 node = _spawner(spawns, argv)
                 if node is None:  # several spawns share the token and the arguments
-                    reasons.add("unattributed:process")
+                    reasons.add(f"{REASON_UNATTRIBUTED}:process")
                     self._attach(capture.root, root)
                 else:
                     self._attach(node, root)
@@ -396,11 +402,11 @@ class Children:
                     continue
                 missing[id(node)] = node
                 if started:
-                    reasons.add(f"child-unfinished:{_identity(node)}")
+                    reasons.add(f"{REASON_CHILD_UNFINISHED}:{_identity(node)}")
         for token in sorted(captures):  # a child no spawn was seen for (spawned from C)
             for root, _, _ in self._load(captures[token], reasons):
                 if root.children or root.thread_roots:
-                    reasons.add("unattributed:process")
+                    reasons.add(f"{REASON_UNATTRIBUTED}:process")
                     self._attach(capture.root, root)
         bad = {_identity(node) for node in missing.values()}
         good: set[str] = set()
@@ -411,9 +417,9 @@ class Children:
             node.key = ("os", kind, target_text, OUTCOME_RECORDED_CHILD)
             good.add(target_text)
         for identity in good - bad:
-            reasons.discard(f"untraced-subprocess:{identity}")
+            reasons.discard(f"{REASON_UNTRACED_SUBPROCESS}:{identity}")
         if self.errors:
-            reasons.add(f"children-error:{self.errors}")
+            reasons.add(f"{REASON_CHILDREN_ERROR}:{self.errors}")
             self.errors = 0
         capture.reasons = sorted(reasons)
         try:
@@ -433,7 +439,7 @@ class Children:
             try:
                 data = _json_loads(read_file(path))
             except (OSError, ValueError):
-                reasons.add("child-unreadable")
+                reasons.add(REASON_CHILD_UNREADABLE)
                 continue
             finally:
                 try_remove(self.folder, name)
@@ -450,7 +456,7 @@ class Children:
                     if isinstance(symbol, dict):
                         self.tracer.add_symbol(symbol)
             except Exception:
-                reasons.add("child-unreadable")
+                reasons.add(REASON_CHILD_UNREADABLE)
                 continue
             reasons.update(CHILD_REASON_PREFIX + str(r) for r in data.get("reasons") or [])
             roots.append((root, arguments, continued))
@@ -492,11 +498,13 @@ class Children:
             _, kind, target, _outcome = continued.key
             continued.key = ("os", kind, target, OUTCOME_RECORDED_CHILD)
             capture.reasons = [
-                r for r in capture.reasons if r != f"untraced-subprocess:{_identity(continued)}"
+                r
+                for r in capture.reasons
+                if r != f"{REASON_UNTRACED_SUBPROCESS}:{_identity(continued)}"
             ]
         reasons = list(capture.reasons)
         if self.tracer.errors:
-            reasons.append(f"tracer-error:{self.tracer.errors}")
+            reasons.append(f"{REASON_TRACER_ERROR}:{self.tracer.errors}")
         tree, symbols = dump_tree(capture.root)
         known = self.tracer.symbols
         data = {

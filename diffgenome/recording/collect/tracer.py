@@ -44,6 +44,13 @@ from diffgenome.protocol.vocab import (
     ORIGIN_REPO,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
+    REASON_MONITORING_DISTURBED,
+    REASON_RECURSION_LIMIT,
+    REASON_TOOL_ID_UNAVAILABLE,
+    REASON_TRUNCATED,
+    REASON_UNATTRIBUTED,
+    REASON_UNMAPPED_SOURCE,
+    REASON_UNTRACED_SUBPROCESS,
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
 )
@@ -252,7 +259,7 @@ class Tracer:
             taken = ", ".join(
                 f"{i}={_monitoring.get_tool(i)}" for i in TOOL_IDS if _monitoring.get_tool(i)
             )
-            self.unavailable_reason = f"tool-id-unavailable:{taken}"
+            self.unavailable_reason = f"{REASON_TOOL_ID_UNAVAILABLE}:{taken}"
             return False
         tid = self.tool_id
         self._registered = self._callbacks()
@@ -314,23 +321,23 @@ class Tracer:
             owner = _monitoring.get_tool(tid)
             if owner != TOOL_NAME:
                 if owner is not None:
-                    self.lost_reason = f"monitoring-disturbed:tool-id-taken:{owner}"
+                    self.lost_reason = f"{REASON_MONITORING_DISTURBED}:tool-id-taken:{owner}"
                     self.tool_id = None
                     self._registered = {}
                     self._armed.clear()
                     self._set_recording(False)
                     return [self.lost_reason]
                 _monitoring.use_tool_id(tid, TOOL_NAME)
-                changed.append("monitoring-disturbed:tool-id-freed")
+                changed.append(f"{REASON_MONITORING_DISTURBED}:tool-id-freed")
             replaced = False
             for event, callback in self._registered.items():
                 if _monitoring.register_callback(tid, event, callback) is not callback:
                     replaced = True
             if replaced:
-                changed.append("monitoring-disturbed:callback-replaced")
+                changed.append(f"{REASON_MONITORING_DISTURBED}:callback-replaced")
             if _monitoring.get_events(tid) != GLOBAL_EVENTS:
                 _monitoring.set_events(tid, GLOBAL_EVENTS)
-                changed.append("monitoring-disturbed:events-changed")
+                changed.append(f"{REASON_MONITORING_DISTURBED}:events-changed")
             if changed:
                 # Freeing clears local events on some versions, a test that reset events may
                 # have reset those too, and code first seen while the id was free could not
@@ -341,7 +348,7 @@ class Tracer:
                         self._arm(info.code, info)
         except Exception:
             self.errors += 1
-            changed.append("monitoring-disturbed:unrestorable")
+            changed.append(f"{REASON_MONITORING_DISTURBED}:unrestorable")
         return changed
 
     def begin_phase(self) -> None:
@@ -375,7 +382,7 @@ class Tracer:
         if self.lost_reason is not None:
             reasons.add(self.lost_reason)
         if self._sink is not None and self._sink.count:
-            reasons.add("truncated:nodes")
+            reasons.add(f"{REASON_TRUNCATED}:nodes")
         self._root = None
         self._active.clear()
         return PhaseCapture(root, sorted(reasons))
@@ -551,7 +558,7 @@ class Tracer:
         node.count += 1
         if kind == OS_SUBPROCESS and outcome == OUTCOME_UNTRACED_CHILD:
             # Python ran out of sight; another program's identity is evidence, no gap.
-            self._reasons.add("untraced-subprocess:" + target)
+            self._reasons.add(f"{REASON_UNTRACED_SUBPROCESS}:{target}")
         return node
 
     def child(self, parent: Node, ntype: int, key: Any) -> Node:
@@ -609,7 +616,7 @@ class Tracer:
                 root = self._side_root(self._root, via)
         else:
             # Kept apart from the truncation sink: unattributed is not truncated.
-            self._reasons.add("unattributed:thread")
+            self._reasons.add(f"{REASON_UNATTRIBUTED}:thread")
             root = Node(NODE_CALL, None, self.bounds)
         self._roots[_get_ident()] = (thread, root)
         return root
@@ -737,7 +744,7 @@ class Tracer:
             except SyntaxError:
                 filemap = None
         if filemap is None:
-            self._reasons.add(f"unmapped-source:{module}")
+            self._reasons.add(f"{REASON_UNMAPPED_SOURCE}:{module}")
         else:
             for site in filemap.sites:
                 self.sites[site.id] = site
@@ -907,7 +914,7 @@ class Tracer:
                 if type(exc) is RecursionError:
                     # The recorder's callbacks need frames too: near the limit, recording
                     # can move where the RecursionError happens.
-                    tracer._reasons.add("recursion-limit-reached")
+                    tracer._reasons.add(REASON_RECURSION_LIMIT)
                 if type(exc) is GeneratorExit and code.co_flags & _SUSPENDABLE and node.count:
                     # Closing a paused generator throws GeneratorExit into it only when the
                     # pause is inside a ``try``; elsewhere CPython closes it without an event.
