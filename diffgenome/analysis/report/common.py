@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.models import (
     Cause,
+    CauseGroup,
     Change,
     CodeChange,
     DiffDocument,
@@ -239,6 +241,49 @@ def cause_text(cause: Cause) -> str:
     extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
     prefix = "structure: " if cause.kind == "structure" else ""
     return f"{count(cause.tests, 'test')}{f' ({extra})' if extra else ''}: {prefix}{cause.summary}"
+
+
+def cause_groups(diff: DiffDocument) -> list[tuple[CauseGroup, list[Cause]]]:
+    """The causes by the code change they descend from (``DiffDocument.cause_groups``), each
+    group with its causes; empty when the diff read no code changes (the reports then list
+    the causes flat)."""
+    out = []
+    for group in diff.cause_groups:
+        members = [diff.causes[i] for i in group.causes if 0 <= i < len(diff.causes)]
+        out.append((group, members))
+    return out
+
+
+#: Changed symbols named in the heading of a group of causes that reach several of them.
+_NAMED_SYMBOLS = 3
+
+
+def group_tail(group: CauseGroup, causes: int) -> str:
+    """``70 tests (3 restructured), 3 causes``: a group's tests, the quiet ones' share named."""
+    quiet = {k: v for k, v in group.statuses.items() if k not in ("changed", "unverified")}
+    extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
+    tests = count(group.tests, "test") + (f" ({extra})" if extra else "")
+    return f"{tests}, {count(causes, 'cause')}"
+
+
+def several_text(symbols: Sequence[str], name: Callable[[str], str] = str) -> str:
+    """The changed symbols a group reaches, the first few named: ``a, b, c and 2 more``."""
+    named = ", ".join(name(symbol) for symbol in symbols[:_NAMED_SYMBOLS])
+    more = len(symbols) - _NAMED_SYMBOLS
+    return named + (f" and {more} more" if more > 0 else "")
+
+
+def group_text(group: CauseGroup, causes: int) -> str:
+    """A group's heading: ``py:pkg.f (modified; decision `x` added): 70 tests, 3 causes``
+    (the quiet tests' share named, as in :func:`cause_text`),
+    ``through several code changes (py:a, py:b): 20 tests, 5 causes``, ``no code change in
+    reach: 2 tests, 1 cause``."""
+    tail = group_tail(group, causes)
+    if group.reach == "code":
+        return f"{group.symbol} ({group.code}): {tail}"
+    if group.reach == "several":
+        return f"through several code changes ({several_text(group.symbols)}): {tail}"
+    return f"no code change in reach: {tail}"
 
 
 def outcome_text(test: TestDiff) -> str:
