@@ -193,15 +193,23 @@ def _by_code_change(
     status_of: Mapping[str, str],
 ) -> list[CauseGroup]:
     """One group per code change with its causes, in the causes' order; then the causes of
-    several code changes, then those of none. Groups are ranked by their most telling cause
-    (its tier) and then by how many tests they reach."""
+    several code changes, then those of none. Groups are read as a reviewer acts: those with
+    an outcome change first, then those with behaviour changes by how many changed tests
+    they reach, then those of structure only; within a group, outcomes, then behaviour by
+    test count, then structure."""
+    changed = frozenset(kinds)
     members: dict[tuple[Reach, str | None], list[int]] = {}
     for index, cause in enumerate(causes):
         reach: Reach = cause.reach or "none"
         members.setdefault((reach, cause.origin if reach == "code" else None), []).append(index)
-    out: list[tuple[tuple[int, int, int, str], CauseGroup]] = []
+    out: list[tuple[tuple[int, int, int, int, int, str], CauseGroup]] = []
     order = {"code": 0, "several": 1, "none": 2}
     for (reach, symbol), indexes in members.items():
+        # Within a group: outcomes, then behaviour by how many tests show it, then structure.
+        indexes = sorted(
+            indexes,
+            key=lambda i: (_bucket(ordered[i], changed), -len(ordered[i].tests), i),
+        )
         tests: dict[str, None] = {}
         symbols: set[str] = set()
         for index in indexes:
@@ -228,8 +236,10 @@ def _by_code_change(
             causes=indexes,
             examples=list(tests)[:EXAMPLES],
         )
-        tier = min(_tier(ordered[index], frozenset(kinds)) for index in indexes)
-        out.append(((tier, -len(tests), order[reach], symbol or ""), group))
+        bucket = min(_bucket(ordered[index], changed) for index in indexes)
+        loud = sum(n for status, n in statuses.items() if status in _LOUD)
+        rank = (bucket, -loud, -len(tests), order[reach], len(indexes), symbol or "")
+        out.append((rank, group))
     return [group for _, group in sorted(out, key=lambda item: item[0])]
 
 
@@ -254,6 +264,11 @@ _PREDICATE_CHARS = 40
 def _count(group: _Group, test: TestDiff) -> None:
     group.tests.append(test.id)
     group.statuses[test.status] = group.statuses.get(test.status, 0) + 1
+
+
+def _bucket(group: _Group, changed: frozenset[str]) -> int:
+    """Outcomes (0), behaviour (1), structure (2): how groups and their causes are read."""
+    return {0: 0, 3: 2}.get(_tier(group, changed), 1)
 
 
 def _tier(group: _Group, changed: frozenset[str]) -> int:

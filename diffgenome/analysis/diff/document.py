@@ -442,11 +442,11 @@ def diff_documents(
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
     changed_symbols = frozenset(entry.symbol for entry in entries)
+    one_sided = frozenset(entry.symbol for entry in entries if entry.change != "modified")
 
     def origins_of(test: TestDiff) -> TestOrigins:
-        return TestOrigins.of(
-            b_tests.get(test.id), h_tests.get(test.id), changed_symbols, test.changes
-        )
+        b, h = b_tests.get(test.id), h_tests.get(test.id)
+        return TestOrigins.of(b, h, changed_symbols, test.changes, one_sided)
 
     causes, cause_groups = causes_by_code_change(
         diffs, entries, one_sided_sites, origins_of if code_changes is not None else None

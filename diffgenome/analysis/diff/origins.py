@@ -5,10 +5,12 @@ but far fewer code changes; a reviewer reads the pull request by its code change
 change of a test is put down to the changed symbols (``code_changes``) in its reach, read off
 the recordings, never guessed:
 
+- a call of code the change added or removed is that code's (``call added: _dashes under
+  _pipe_segment_with_colons`` is the new ``_dashes``'s), and so is a structure line about it;
 - a change at a node whose own code changed is that code's (``Container.as_string results``
   is ``Container.as_string``'s), and so is a call that came, went or ran another number of
-  times under it, and the arguments it passed (``call added: _dashes under
-  _pipe_segment_with_colons`` is ``_pipe_segment_with_colons``'s);
+  times under it, and the arguments it passed (``call added: Key.as_string under
+  Container.as_string`` is ``Container.as_string``'s);
 - otherwise the change is what its node (for a call, its arguments or its count: the node's
   caller) saw of changed code it ran: the changed calls in that node's subtree on either side,
   the outermost ones only (a helper a changed function calls is part of that function's
@@ -53,6 +55,8 @@ class TestOrigins:
     head: TestIndex | None
     changed: frozenset[str]
     active: frozenset[str] = frozenset()
+    #: The changed symbols that exist on one side only (added or removed).
+    one_sided: frozenset[str] = frozenset()
     _calls: dict[tuple[str, str | None], list[Path]] = field(default_factory=dict)
 
     @classmethod
@@ -62,16 +66,18 @@ class TestOrigins:
         head: TestIndex | None,
         changed: frozenset[str],
         changes: Sequence[Change],
+        one_sided: frozenset[str] = frozenset(),
     ) -> TestOrigins:
         """``changes``: the test's changes; the changed symbols on their paths are the ones
-        whose behaviour this test saw change ("active")."""
+        whose behaviour this test saw change ("active"). ``one_sided``: the changed symbols
+        that were added or removed."""
         active = {
             symbol
             for change in changes
             for part in change.path
             if (symbol := _symbol(part)) in changed
         }
-        return cls(base, head, changed, frozenset(active))
+        return cls(base, head, changed, frozenset(active), one_sided)
 
     def _paths(self, side: str, phase: str | None) -> list[Path]:
         """Calls of changed code on ``side`` in ``phase`` (None: every phase, for a change
@@ -111,6 +117,9 @@ class TestOrigins:
         path: Path = tuple(change.path)
         own = _symbol(path[-1]) if path else None
         caller_kind = change.kind in _CALLER_KINDS
+        if own is not None and own in self.one_sided:
+            # A call of code the change added or removed is that code's coming or going.
+            return frozenset({own})
         if own in self.changed and change.kind not in _PRESENCE_KINDS:
             return frozenset({own}) if own is not None else frozenset()
         site_symbol = (change.site or "").split("/", 1)[0]
@@ -134,10 +143,8 @@ class TestOrigins:
 
 
 def structure_origins(line: str, kinds: Mapping[str, str]) -> frozenset[str]:
-    """The code change a structure line (``TestDiff.structure``) is about, of the changed
-    symbols it names in backticks (``kinds``: symbol → added/removed/modified): the modified
-    one when there is one (the function a helper was extracted from or inlined into, the
-    caller of a renamed method), else the first named."""
+    """The code change a structure line (``TestDiff.structure``) is about: the first changed
+    symbol it names in backticks, which is what moved (the helper extracted, the method
+    renamed, the function a lambda left); ``kinds`` holds the changed symbols."""
     named = [f"py:{name}" for name in line.split("`")[1::2] if f"py:{name}" in kinds]
-    modified = [symbol for symbol in named if kinds[symbol] == "modified"]
-    return frozenset((modified or named)[:1])
+    return frozenset(named[:1])

@@ -199,7 +199,9 @@ def ordered_changes(changes: list[Change], changed: frozenset[str] = frozenset()
 
 def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) -> list[Block]:
     """The tests to show in reading order (:func:`tier`); within a tier, those that reach
-    the changed code (by the code-change mapping, on either side) first, then by id."""
+    the changed code (by the code-change mapping, on either side) first, then by id, and
+    ``<import>`` after the tests of its tier (what importing the test modules did is read
+    after the tests themselves)."""
     reaching: set[str] = set()
     for entry in diff.code_changes:
         reaching.update(entry.tests_base)
@@ -213,7 +215,15 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
         elif test.status == "unchanged" and not selection.everything:
             continue
         blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes, changed)))
-    blocks.sort(key=lambda b: (tier(b.test), not b.reaches_changed_code, b.test.id))
+    # ``<import>`` is a record, not a test: within its tier it comes after the tests.
+    blocks.sort(
+        key=lambda b: (
+            tier(b.test),
+            b.test.id == IMPORT_TEST_ID,
+            not b.reaches_changed_code,
+            b.test.id,
+        )
+    )
     return blocks
 
 
@@ -227,6 +237,39 @@ def failing_text(diff: DiffDocument, few: int = 3) -> str:
     more = f" and {len(failing) - few} more" if len(failing) > few else ""
     verb = "now fails" if len(failing) == 1 else "now fail"
     return f"{count(len(failing), 'test')} {verb} ({names}{more}); "
+
+
+def gate_text(diff: DiffDocument, fail_on: str | None) -> str:
+    """What the first line says of a gate that fails only because tests were added (and, it
+    may be, because ``<import>`` changed: a new test module's import runs collection hooks
+    once more): no behaviour of an
+    existing test changed, and ``--fail-on changed`` counts an added test all the same (a
+    product rule, docs/diffing.md, "The gate"). Empty in every other case: the statuses on
+    the line say why."""
+    if fail_on not in ("changed", "unverified", "restructured") or now_failing(diff):
+        return ""
+    added = [t for t in diff.tests if t.status == "added" and t.id != IMPORT_TEST_ID]
+    if not added:
+        return ""
+    quiet = {"added", "unchanged", "touched", "unstable"}
+    if fail_on != "restructured":
+        quiet.add("restructured")
+    if fail_on != "unverified":
+        quiet.add("unverified")
+    for test in diff.tests:
+        if test.id == IMPORT_TEST_ID or (test.status in quiet and not test.may_hide_change):
+            continue
+        return ""
+    imported = next((t for t in diff.tests if t.id == IMPORT_TEST_ID), None)
+    also = ""
+    if imported is not None and imported.status == "changed":
+        also = f" and {IMPORT_TEST_ID} changed"
+    tests = count(len(added), "test")
+    verb = "was" if len(added) == 1 else "were"
+    return (
+        f"the gate fails only because {tests} {verb} added{also}: --fail-on {fail_on} "
+        "counts an added test; no existing test's behaviour changed"
+    )
 
 
 def causes_worth_showing(diff: DiffDocument) -> bool:

@@ -39,6 +39,7 @@ from diffgenome.analysis.report.common import (
     count,
     failing_text,
     gaps_of,
+    gate_text,
     group_tail,
     outcome_text,
     renamed_line,
@@ -305,13 +306,15 @@ def _lead(
     notes: Sequence[str],
     limit: int = DEFAULT_MARKDOWN_LIMIT,
     link: str | None = None,
+    fail_on: str | None = None,
 ) -> list[str]:
     s = diff.summary
+    gate = gate_text(diff, fail_on)
     lines = [
         f"### diffgenome: {code(_short(side_text(diff.base)))} \u2192 "
         f"{code(_short(side_text(diff.head)))}",
         "",
-        f"**{failing_text(diff)}{summary_text(diff)}**",
+        f"**{failing_text(diff)}{summary_text(diff)}**" + (f"; {plain(gate)}" if gate else ""),
     ]
     if link:
         # Whether or not the comment is cut: the call trees and every value are there.
@@ -496,6 +499,7 @@ def render_markdown(
     notes: Sequence[str] = (),
     max_changes: int = MAX_LINES,
     source_url: str | None = None,
+    fail_on: str | None = None,
 ) -> str:
     """The comment, at most ``limit`` characters (:func:`comment_length`).
 
@@ -503,10 +507,11 @@ def render_markdown(
     line of a cut report; else ``written``, the JSON and HTML outputs written with it, are
     named. ``notes`` (what the differ could not do) come right after the summary and are never
     cut. ``max_changes`` lines are listed per test (fewer for the other differences); a
-    ``selection`` with a pattern or ``everything`` lists them all. Raises
+    ``selection`` with a pattern or ``everything`` lists them all. ``fail_on``: the gate's
+    ``--fail-on``, for the summary line to say when it fails only on added tests. Raises
     :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
     blocks = test_blocks(diff, selection)
-    lead = _lead(diff, selection, blocks, notes, limit, link)
+    lead = _lead(diff, selection, blocks, notes, limit, link, fail_on)
     entries = _entries(diff, blocks, selection, max_changes, source_url=source_url)
     if len(entries) <= OPEN_UP_TO:
         entries = _entries(diff, blocks, selection, max_changes, True, source_url)

@@ -23,6 +23,7 @@ from diffgenome.analysis.report.common import (
     count,
     failing_text,
     gaps_of,
+    gate_text,
     group_text,
     outcome_text,
     renamed_line,
@@ -85,9 +86,11 @@ def render_terminal(
     max_tests: int = 20,
     max_changes: int = 10,
     selection: Selection = DEFAULT_SELECTION,
+    fail_on: str | None = None,
 ) -> RenderableType:
     """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
-    applies to a ``selection`` with a pattern or ``everything``."""
+    applies to a ``selection`` with a pattern or ``everything``. ``fail_on``: the gate's
+    ``--fail-on``, for the first line to say when it fails only on added tests."""
     s = diff.summary
     parts: list[RenderableType] = []
     headline = Text.assemble(
@@ -96,6 +99,9 @@ def render_terminal(
         (failing_text(diff), "bold red"),
         (summary_text(diff), "bold red" if s.unverified else "bold"),
     )
+    gate = gate_text(diff, fail_on)
+    if gate:
+        headline.append(f"; {gate}", style="bold yellow")
     parts.append(headline)
 
     if selection.pattern is None and causes_worth_showing(diff):
