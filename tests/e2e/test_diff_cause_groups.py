@@ -33,6 +33,10 @@ FILES = {
 
         def heading(text):
             return f"{title(text)} <{slug(text)}>"
+
+
+        def initials(text):
+            return "".join(word[0] for word in text.split())
     """,
     "tests/test_text.py": """
         from words.text import slug, title
@@ -58,7 +62,7 @@ FILES = {
             assert title("a b c")
     """,
     "tests/test_page.py": """
-        from words.page import heading
+        from words.page import heading, initials
 
 
         def test_heading_two_words():
@@ -67,6 +71,14 @@ FILES = {
 
         def test_heading_three_words():
             assert heading("one two three")
+
+
+        def test_initials():
+            assert initials("one two")
+
+
+        def test_initials_of_one_word():
+            assert initials("one")
     """,
 }
 SLUG = ('.replace(" ", "-")', '.replace(" ", "_")')
@@ -86,6 +98,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text = text.replace(old, new)
     path.write_text(text)
     git_in(project, "commit", "-qam", "slug with underscores, titles capitalized")
+    git_in(project, "checkout", "-q", "-b", "genexpr", "main")
+    page = project / "words" / "page.py"
+    page.write_text(page.read_text().replace("word[0] for", "word[0].upper() for"))
+    git_in(project, "commit", "-qam", "initials in capitals")
     return project
 
 
@@ -170,3 +186,18 @@ def test_the_markdown_and_html_reports_group_the_causes_too(repo: Path, tmp_path
     index = (html / "index.html").read_text()
     assert index.count('class="cause-group"') == 3, index
     assert "through several code changes" in index
+
+
+def test_a_changed_generator_expression_is_its_functions_code_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A generator expression is named by its content: its old name's call goes and its new
+    name's comes. Both are the enclosing function's code changing, one group."""
+    code, document = cli_json(repo, tmp_path, "diff", "main", "genexpr")
+    assert code == 1
+    groups = _groups(document)
+    assert "several" not in groups, document["cause_groups"]
+    group = groups["py:words.page.initials"]
+    assert group["reach"] == "code" and group["tests"] == 2, group
+    kinds = {document["causes"][i]["kind"] for i in group["causes"]}
+    assert "anonymous_changed" in kinds, [document["causes"][i] for i in group["causes"]]

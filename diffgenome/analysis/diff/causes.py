@@ -32,6 +32,8 @@ STRUCTURE_KIND = "structure"
 #: A lambda or generator expression whose code changed: it is named by its content, so the
 #: test shows its old name's call removed and its new name's added, one cause.
 EDITED_KIND = "anonymous_changed"
+#: What a group says of a function whose only change is a lambda or generator expression in it.
+ANONYMOUS_CODE = "a lambda or generator expression in it changed"
 _CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
 
 
@@ -220,7 +222,9 @@ def _by_code_change(
             statuses[status_of[test]] = statuses.get(status_of[test], 0) + 1
         entry = entries.get(symbol) if symbol is not None else None
         if reach == "code" and symbol is not None:
-            code = code_text(entry) if entry is not None else kinds.get(symbol, "changed")
+            # No entry of its own: the function around a lambda or generator expression
+            # whose code changed (diff/origins.py).
+            code = code_text(entry) if entry is not None else ANONYMOUS_CODE
         elif reach == "several":
             code = "through several code changes: " + ", ".join(sorted(symbols))
         else:

@@ -6,7 +6,8 @@ change of a test is put down to the changed symbols (``code_changes``) in its re
 the recordings, never guessed:
 
 - a call of code the change added or removed is that code's (``call added: _dashes under
-  _pipe_segment_with_colons`` is the new ``_dashes``'s), and so is a structure line about it;
+  _pipe_segment_with_colons`` is the new ``_dashes``'s; a lambda or generator expression,
+  named by its content, is its enclosing function's), and so is a structure line about it;
 - a change at a node whose own code changed is that code's (``Container.as_string results``
   is ``Container.as_string``'s), and so is a call that came, went or ran another number of
   times under it, and the arguments it passed (``call added: Key.as_string under
@@ -25,6 +26,7 @@ in reach". Nothing is dropped: every cause is in exactly one of these places.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +43,15 @@ Path = tuple[str, ...]
 
 def _symbol(part: str) -> str | None:
     return element_symbol(part)
+
+
+_CONTENT_NAMED = re.compile(r"^(.*)\.<locals>\.<(?:lambda|genexpr)>\[[0-9a-f]+\](?:#\d+)?$")
+
+
+def _enclosing(symbol: str) -> str | None:
+    """The function a content-named lambda or generator expression is in, else None."""
+    found = _CONTENT_NAMED.match(symbol)
+    return found.group(1) if found else None
 
 
 def _changed_calls(phase: PhaseIndex, changed: frozenset[str]) -> list[Path]:
@@ -72,7 +83,7 @@ class TestOrigins:
         whose behaviour this test saw change ("active"). ``one_sided``: the changed symbols
         that were added or removed."""
         active = {
-            symbol
+            _enclosing(symbol) or symbol
             for change in changes
             for part in change.path
             if (symbol := _symbol(part)) in changed
@@ -97,7 +108,8 @@ class TestOrigins:
 
     def _below(self, anchor: Path, phase: str | None) -> set[str]:
         """The outermost changed calls in ``anchor``'s subtree (itself excluded), either
-        side: a changed call under another changed call of the subtree is part of it."""
+        side: a changed call under another changed call of the subtree is part of it; a
+        content-named lambda or generator expression stands for its enclosing function."""
         out: set[str] = set()
         depth = len(anchor)
         for side in ("base", "head"):
@@ -109,7 +121,7 @@ class TestOrigins:
                     continue
                 symbol = _symbol(path[-1])
                 if symbol is not None:
-                    out.add(symbol)
+                    out.add(_enclosing(symbol) or symbol)
         return out
 
     def of_change(self, change: Change) -> frozenset[str]:
@@ -118,6 +130,12 @@ class TestOrigins:
         own = _symbol(path[-1]) if path else None
         caller_kind = change.kind in _CALLER_KINDS
         if own is not None and own in self.one_sided:
+            enclosing = _enclosing(own)
+            if enclosing is not None:
+                # A lambda or generator expression is named by its content: a new name is
+                # its enclosing function's code changing (whose own entry may list nothing
+                # else: the expression's code is all that changed).
+                return frozenset({enclosing})
             # A call of code the change added or removed is that code's coming or going.
             return frozenset({own})
         if own in self.changed and change.kind not in _PRESENCE_KINDS:
