@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import DIFF_PYTEST_ARGS, cli, git_in, make_project
+from e2e.helpers import DIFF_PYTEST_ARGS, cli, cli_json, git_in, make_project
 
 FILES = {
     "calc/__init__.py": "",
@@ -24,6 +24,28 @@ FILES = {
 
         def clamp(value, low, high):
             return max(low, min(value, low))
+    """,
+    "calc/files.py": """
+        import os
+
+
+        def modules_in(folder):
+            return sorted(name for name in os.listdir(folder) if name.endswith(".py"))
+    """,
+    "tests/test_tree.py": """
+        import os
+
+        from calc.files import modules_in
+
+        CODE = os.path.join(os.path.dirname(__file__), "..", "calc")
+
+
+        def test_ops_is_a_module():
+            assert "ops.py" in modules_in(CODE)
+
+
+        def test_files_is_a_module():
+            assert "files.py" in modules_in(CODE)
     """,
     "tests/conftest.py": """
         def pytest_ignore_collect(collection_path, config):
@@ -53,7 +75,7 @@ GATE = "the gate fails only because 1 test was added"
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``main``; ``tests-only`` adds a test module; ``fix-and-test`` fixes ``clamp`` (its
-    upper bound) and adds the same module."""
+    upper bound), adds the same test module and a module nothing imports yet."""
     project = make_project(tmp_path_factory.mktemp("added"), FILES)
     git_in(project, "branch", "-M", "main")
     git_in(project, "checkout", "-q", "-b", "tests-only")
@@ -64,6 +86,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ops = project / "calc" / "ops.py"
     ops.write_text(ops.read_text().replace("min(value, low)", "min(value, high)"))
     (project / "tests" / "test_more.py").write_text(NEW_TESTS)
+    (project / "calc" / "units.py").write_text("UNIT = 1\n")  # imported by nothing yet
     git_in(project, "add", "-A")
     git_in(project, "commit", "-qm", "clamp: the upper bound is high")
     git_in(project, "checkout", "-q", "main")
@@ -104,3 +127,24 @@ def test_import_is_read_after_the_tests_of_its_tier(repo: Path) -> None:
     assert blocks[0] == "tests/test_ops.py::test_clamp", lines[start:]
     assert "<import>" in blocks, lines[start:]
     assert blocks.index("<import>") > blocks.index("tests/test_ops.py::test_clamp")
+
+
+def test_the_code_change_leads_the_causes_before_what_no_code_change_reaches(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Two tests list the package's folder, which the pull request's new module joins (no
+    code imports it): their results changed with no changed code in reach, and they are
+    more than the fix's one test.
+    The fix's code change comes first all the same; theirs is "no code change in reach"."""
+    code, document = cli_json(repo, tmp_path, "diff", "main", "fix-and-test")
+    assert code == 1
+    groups = document["cause_groups"]
+    assert groups[0]["symbol"] == "py:calc.ops.clamp", groups
+    [none] = [group for group in groups if group["reach"] == "none"]
+    listing = {
+        "tests/test_tree.py::test_files_is_a_module",
+        "tests/test_tree.py::test_ops_is_a_module",
+    }
+    # With them, <import>: test_more.py, collected first, now imports calc before test_ops.py.
+    assert listing <= set(none["examples"]) and none["tests"] >= len(listing), none
+    assert groups.index(none) > 0

@@ -196,9 +196,10 @@ def _by_code_change(
 ) -> list[CauseGroup]:
     """One group per code change with its causes, in the causes' order; then the causes of
     several code changes, then those of none. Groups are read as a reviewer acts: those with
-    an outcome change first, then those with behaviour changes by how many changed tests
-    they reach, then those of structure only; within a group, outcomes, then behaviour by
-    test count, then structure."""
+    an outcome change first, then those with behaviour changes, then those of structure
+    only; within each, the code changes (by how many changed tests they reach) before the
+    causes through several code changes and those with none in reach; within a group,
+    outcomes, then behaviour by test count, then structure."""
     changed = frozenset(kinds)
     members: dict[tuple[Reach, str | None], list[int]] = {}
     for index, cause in enumerate(causes):
@@ -242,7 +243,7 @@ def _by_code_change(
         )
         bucket = min(_bucket(ordered[index], changed) for index in indexes)
         loud = sum(n for status, n in statuses.items() if status in _LOUD)
-        rank = (bucket, -loud, -len(tests), order[reach], len(indexes), symbol or "")
+        rank = (bucket, order[reach], -loud, -len(tests), len(indexes), symbol or "")
         out.append((rank, group))
     return [group for _, group in sorted(out, key=lambda item: item[0])]
 
