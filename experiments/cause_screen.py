@@ -1,7 +1,7 @@
 """What the first screen of a diff covers (#23.A): causes, groups by code change, and the share
 of the changed tests that the first lines of the terminal report account for.
 
-    python experiments/cause_screen.py DIFF.json TERMINAL.txt [COMMENT.md] [--lines 25]
+    python experiments/cause_screen.py DIFF.json TERMINAL.txt [COMMENT.md] [--lines 25] [--rerank]
 
 DIFF.json is the diff document (``--json``), TERMINAL.txt the terminal report of the same diff
 (standard output), COMMENT.md its Markdown comment. A cause's tests are not in the document
@@ -16,6 +16,7 @@ the heading names the code change and how many tests it reaches).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 from pathlib import Path
@@ -118,18 +119,53 @@ def comment(text: str) -> dict[str, Any]:
     }
 
 
+def rerank(diff: DiffDocument) -> tuple[list[str], str]:
+    """``diff``'s groups in the order of this diffgenome's rule (code changes before the
+    causes of several and of none in each bucket), and its terminal and Markdown reports
+    rendered anew: what a document written by an earlier ranking reads like now."""
+    from rich.console import Console
+
+    from diffgenome.analysis.report.markdown import render_markdown
+    from diffgenome.analysis.report.terminal import render_terminal
+
+    order = {"code": 0, "several": 1, "none": 2}
+
+    def bucket(kinds: set[str]) -> int:
+        return 0 if "outcome_changed" in kinds else 2 if kinds == {STRUCTURE_KIND} else 1
+
+    def rank(group: Any) -> tuple[int, int, int, int, int, str]:
+        kinds = {diff.causes[i].kind for i in group.causes}
+        loud = sum(n for status, n in group.statuses.items() if status in _LOUD)
+        reach = order[group.reach]
+        return (bucket(kinds), reach, -loud, -group.tests, len(group.causes), group.symbol or "")
+
+    diff.cause_groups.sort(key=rank)
+    console = Console(width=1 << 16, record=True, soft_wrap=True, file=io.StringIO())
+    console.print(render_terminal(diff, fail_on="changed"))
+    return console.export_text().splitlines(), render_markdown(diff, fail_on="changed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json")
     parser.add_argument("terminal")
     parser.add_argument("markdown", nargs="?")
     parser.add_argument("--lines", type=int, default=25)
+    parser.add_argument(
+        "--rerank",
+        action="store_true",
+        help="re-sort the document's groups by this diffgenome's rule and read the reports "
+        "rendered anew from it (TERMINAL.txt and COMMENT.md are then not read)",
+    )
     args = parser.parse_args()
     diff = DiffDocument.model_validate_json(Path(args.json).read_text())
     terminal = Path(args.terminal).read_text().splitlines()
+    markdown = Path(args.markdown).read_text() if args.markdown else None
+    if args.rerank:
+        terminal, markdown = rerank(diff)
     out = screen(diff, terminal, args.lines)
-    if args.markdown:
-        out["markdown"] = comment(Path(args.markdown).read_text())
+    if markdown is not None:
+        out["markdown"] = comment(markdown)
     print(json.dumps(out, indent=2))
 
 
