@@ -865,6 +865,7 @@ def _run_diff(args: argparse.Namespace) -> int:
                 written=[path for path in (args.html, args.json) if path not in (None, "-")],
                 notes=notes,
                 source_url=args.source_url,
+                fail_on=args.fail_on,
             )
         except MarkdownTooLong as exc:
             raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
@@ -900,7 +901,7 @@ def _run_diff(args: argparse.Namespace) -> int:
         write_output(markdown_text(), "-")
     if "-" not in (args.json, args.markdown):
         out = console()
-        print_whole(out, render_terminal(diff, selection=selection))
+        print_whole(out, render_terminal(diff, selection=selection, fail_on=args.fail_on))
         for note in notes:
             out.print(f"note: {note}", style="dim", markup=False)
     return exit_status(diff, args.fail_on)

@@ -499,6 +499,50 @@ class Cause(_Model):
     examples: list[str] = Field(
         default_factory=list, description="a few of those tests, in the report's order"
     )
+    reach: Literal["code", "several", "none"] | None = Field(
+        default=None,
+        description="added 2026-12-02: which code change it descends from (docs/diffing.md, "
+        "'Causes by code change'): 'code' one changed symbol (`origin`); 'several' more than "
+        "one (`origins`); 'none' no changed code in reach. Absent: the diff had no code "
+        "changes to read",
+    )
+    origin: str | None = Field(
+        default=None, description="the changed symbol it descends from, when reach is 'code'"
+    )
+    origins: list[str] = Field(
+        default_factory=list,
+        description="the changed symbols in reach of its changes, sorted (one when reach is "
+        "'code', several when 'several')",
+    )
+
+
+class CauseGroup(_Model):
+    """The causes that descend from one code change, or the causes that do not descend from
+    one: the first level of the report of a change that hits most of a suite."""
+
+    reach: Literal["code", "several", "none"] = Field(
+        description="'code': the causes of one changed symbol; 'several': causes whose "
+        "changes reach more than one code change; 'none': causes with no changed code in reach"
+    )
+    symbol: str | None = Field(default=None, description="the changed symbol, for 'code'")
+    change: Literal["added", "removed", "modified"] | None = Field(
+        default=None, description="what happened to it (its `code_changes` entry)"
+    )
+    code: str = Field(
+        default="",
+        description="what changed in its code, one line ('modified; decision `k is None` "
+        "added'); for 'several', the changed symbols in reach",
+    )
+    symbols: list[str] = Field(
+        default_factory=list, description="for 'several': the changed symbols in reach"
+    )
+    tests: int = Field(description="how many distinct tests show one of its causes")
+    statuses: dict[str, int] = Field(default_factory=dict, description="those tests by status")
+    causes: list[int] = Field(
+        default_factory=list,
+        description="its causes, as indexes into the document's `causes`, most telling first",
+    )
+    examples: list[str] = Field(default_factory=list, description="a few of those tests")
 
 
 class CodeChange(_Model):
@@ -541,6 +585,13 @@ class DiffDocument(_Model):
         description="the changes of the changed and unverified tests, and what refactors "
         "moved, grouped: one entry per change signature with its test count, most telling "
         "first (outcomes, the changed code's own behaviour, its callers', structure)",
+    )
+    cause_groups: list[CauseGroup] = Field(
+        default_factory=list,
+        description="added 2026-12-02: the causes grouped by the code change they descend "
+        "from, most telling first, then those through several code changes and those with "
+        "no code change in reach; every cause is in exactly one group. Empty when the diff "
+        "had no code changes to read",
     )
     tests: list[TestDiff] = []
     code_changes: list[CodeChange] = []

@@ -15,13 +15,14 @@ show them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from diffgenome.analysis.diff.describe import ARROW, describe, fields_text, said
 from diffgenome.analysis.diff.effects import EFFECT_KINDS, describe_effect
-from diffgenome.analysis.models import Cause, Change, TestDiff
+from diffgenome.analysis.diff.origins import TestOrigins, structure_origins
+from diffgenome.analysis.models import Cause, CauseGroup, Change, CodeChange, TestDiff
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
 _LOUD = ("changed", "unverified")
@@ -31,6 +32,8 @@ STRUCTURE_KIND = "structure"
 #: A lambda or generator expression whose code changed: it is named by its content, so the
 #: test shows its old name's call removed and its new name's added, one cause.
 EDITED_KIND = "anonymous_changed"
+#: What a group says of a function whose only change is a lambda or generator expression in it.
+ANONYMOUS_CODE = "a lambda or generator expression in it changed"
 _CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
 
 
@@ -64,6 +67,14 @@ class _Group:
     depth: int
     tests: list[str] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
+    origins: set[str] = field(default_factory=set)
+    #: Some change of it had no changed code in reach.
+    unreached: bool = False
+
+
+Reach = Literal["code", "several", "none"]
+#: For each test, what puts its changes down to code changes (None: nothing to read).
+OriginsOf = Callable[[TestDiff], TestOrigins | None]
 
 
 def find_causes(
@@ -75,11 +86,35 @@ def find_causes(
     A decision that exists in one side's code only (``one_sided_sites``: the change added or
     removed it) being taken on that side is the code change itself, listed with it and with
     each test: it is no cause of its own."""
-    changed = frozenset(changed_symbols)
+    kinds = {symbol: "modified" for symbol in changed_symbols}
+    return causes_by_code_change(tests, kinds, one_sided_sites)[0]
+
+
+def causes_by_code_change(
+    tests: Sequence[TestDiff],
+    code_changes: Mapping[str, str] | Sequence[CodeChange],
+    one_sided_sites: Iterable[str] = (),
+    origins_of: OriginsOf | None = None,
+) -> tuple[list[Cause], list[CauseGroup]]:
+    """:func:`find_causes`, each cause with the code change it descends from
+    (``diff/origins.py``), and the causes grouped by it: one group per changed symbol, then
+    the causes through several code changes and those with none in reach. ``code_changes``:
+    the diff's entries (or symbol → added/removed/modified). Without ``origins_of`` nothing
+    is read off the recordings and there are no groups."""
+    if isinstance(code_changes, Mapping):
+        kinds = dict(code_changes)
+        entries: dict[str, CodeChange] = {}
+    else:
+        kinds = {entry.symbol: entry.change for entry in code_changes}
+        entries = {entry.symbol: entry for entry in code_changes}
+    changed = frozenset(kinds)
     implied = frozenset(one_sided_sites)
     groups: dict[tuple[str, str], _Group] = {}
+    status_of: dict[str, str] = {}
     for test in tests:
         seen: set[tuple[str, str]] = set()
+        origins = origins_of(test) if origins_of is not None else None
+        status_of[test.id] = test.status
         if test.status in _LOUD:
             edited = _edited_anonymous(test.changes)
             for change in test.changes:
@@ -88,38 +123,147 @@ def find_causes(
                     continue
                 slot = edited.get(id(change))
                 key = (EDITED_KIND, slot) if slot else (change.kind, signature(change))
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = _Group(
+                        key[1], key[0], change.symbol, change.site, len(change.path)
+                    )
+                if origins is not None:
+                    found = origins.of_change(change)
+                    group.origins |= found
+                    group.unreached |= not found
                 if key not in seen:
                     seen.add(key)
-                    group = groups.get(key)
-                    if group is None:
-                        group = groups[key] = _Group(
-                            key[1], key[0], change.symbol, change.site, len(change.path)
-                        )
                     group.depth = max(group.depth, len(change.path))
                     _count(group, test)
         for moved in test.structure:
             # One entry per thing moved, whichever words a test's own verdict gave it (a
             # helper is "extracted" where behaviour stayed, "new" where it did not).
             key = (STRUCTURE_KIND, moved.split("`")[1] if moved.count("`") >= 2 else moved)
+            group = groups.setdefault(key, _Group(moved, STRUCTURE_KIND, None, None, 0))
+            if origins is not None:
+                found = structure_origins(moved, kinds)
+                group.origins |= found
+                group.unreached |= not found
             if key not in seen:
                 seen.add(key)
-                group = groups.setdefault(key, _Group(moved, STRUCTURE_KIND, None, None, 0))
                 if test.status == "restructured" and "restructured" not in group.statuses:
                     group.summary = moved
                 _count(group, test)
     ordered = sorted(groups.values(), key=lambda group: _rank(group, changed))
-    return [
-        Cause(
-            summary=group.summary,
-            kind=group.kind,
-            symbol=group.symbol,
-            site=group.site,
-            tests=len(group.tests),
-            statuses=dict(sorted(group.statuses.items())),
-            examples=group.tests[:EXAMPLES],
+    causes = [_cause(group, origins_of is not None) for group in ordered]
+    if origins_of is None:
+        return causes, []
+    return causes, _by_code_change(ordered, causes, kinds, entries, status_of)
+
+
+def _cause(group: _Group, read: bool) -> Cause:
+    reach: Reach | None = None
+    origin = None
+    if read:
+        reach = _reach(group)
+        origin = next(iter(group.origins)) if reach == "code" else None
+    return Cause(
+        summary=group.summary,
+        kind=group.kind,
+        symbol=group.symbol,
+        site=group.site,
+        tests=len(group.tests),
+        statuses=dict(sorted(group.statuses.items())),
+        examples=group.tests[:EXAMPLES],
+        reach=reach,
+        origin=origin,
+        origins=sorted(group.origins),
+    )
+
+
+def _reach(group: _Group) -> Reach:
+    """One changed symbol in reach of every change: that code change's. A change with none
+    in reach beside others that have one is not put down to them (they may be unrelated)."""
+    if len(group.origins) == 1 and not group.unreached:
+        return "code"
+    if len(group.origins) >= 1:
+        return "several"
+    return "none"
+
+
+def _by_code_change(
+    ordered: Sequence[_Group],
+    causes: Sequence[Cause],
+    kinds: Mapping[str, str],
+    entries: Mapping[str, CodeChange],
+    status_of: Mapping[str, str],
+) -> list[CauseGroup]:
+    """One group per code change with its causes, in the causes' order; then the causes of
+    several code changes, then those of none. Groups are read as a reviewer acts: those with
+    an outcome change first, then those with behaviour changes, then those of structure
+    only; within each, the code changes (by how many changed tests they reach) before the
+    causes through several code changes and those with none in reach; within a group,
+    outcomes, then behaviour by test count, then structure."""
+    changed = frozenset(kinds)
+    members: dict[tuple[Reach, str | None], list[int]] = {}
+    for index, cause in enumerate(causes):
+        reach: Reach = cause.reach or "none"
+        members.setdefault((reach, cause.origin if reach == "code" else None), []).append(index)
+    out: list[tuple[tuple[int, int, int, int, int, str], CauseGroup]] = []
+    order = {"code": 0, "several": 1, "none": 2}
+    for (reach, symbol), indexes in members.items():
+        # Within a group: outcomes, then behaviour by how many tests show it, then structure.
+        indexes = sorted(
+            indexes,
+            key=lambda i: (_bucket(ordered[i], changed), -len(ordered[i].tests), i),
         )
-        for group in ordered
-    ]
+        tests: dict[str, None] = {}
+        symbols: set[str] = set()
+        for index in indexes:
+            tests.update(dict.fromkeys(ordered[index].tests))
+            symbols |= ordered[index].origins
+        statuses: dict[str, int] = {}
+        for test in tests:
+            statuses[status_of[test]] = statuses.get(status_of[test], 0) + 1
+        entry = entries.get(symbol) if symbol is not None else None
+        if reach == "code" and symbol is not None:
+            # No entry of its own: the function around a lambda or generator expression
+            # whose code changed (diff/origins.py).
+            code = code_text(entry) if entry is not None else ANONYMOUS_CODE
+        elif reach == "several":
+            code = "through several code changes: " + ", ".join(sorted(symbols))
+        else:
+            code = "no code change in reach"
+        group = CauseGroup(
+            reach=reach,
+            symbol=symbol,
+            change=entry.change if entry is not None else None,
+            code=code,
+            symbols=sorted(symbols) if reach == "several" else [],
+            tests=len(tests),
+            statuses=dict(sorted(statuses.items())),
+            causes=indexes,
+            examples=list(tests)[:EXAMPLES],
+        )
+        bucket = min(_bucket(ordered[index], changed) for index in indexes)
+        loud = sum(n for status, n in statuses.items() if status in _LOUD)
+        rank = (bucket, order[reach], -loud, -len(tests), len(indexes), symbol or "")
+        out.append((rank, group))
+    return [group for _, group in sorted(out, key=lambda item: item[0])]
+
+
+def code_text(entry: CodeChange) -> str:
+    """What changed in a symbol's code, one short line: ``new``, ``removed``, ``modified``,
+    ``modified; decision `k is None` added``, ``modified; 28 decisions changed``."""
+    word = {"added": "new", "removed": "removed", "modified": "modified"}[entry.change]
+    sites = [site for site in entry.sites if isinstance(site.get("predicate"), str)]
+    if len(sites) == 1:
+        predicate = str(sites[0].get("predicate"))
+        if len(predicate) <= _PREDICATE_CHARS:
+            return f"{word}; decision `{predicate}` {sites[0].get('change')}"
+    if sites:
+        return f"{word}; {len(sites)} decisions changed"
+    return word
+
+
+#: The longest predicate a group's heading names (longer ones are counted).
+_PREDICATE_CHARS = 40
 
 
 def _count(group: _Group, test: TestDiff) -> None:
@@ -127,16 +271,23 @@ def _count(group: _Group, test: TestDiff) -> None:
     group.statuses[test.status] = group.statuses.get(test.status, 0) + 1
 
 
-def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
+def _bucket(group: _Group, changed: frozenset[str]) -> int:
+    """Outcomes (0), behaviour (1), structure (2): how groups and their causes are read."""
+    return {0: 0, 3: 2}.get(_tier(group, changed), 1)
+
+
+def _tier(group: _Group, changed: frozenset[str]) -> int:
     if group.kind == "outcome_changed":
-        tier = 0
-    elif group.kind == STRUCTURE_KIND:
-        tier = 3
-    elif group.symbol in changed or (group.site or "").split("/", 1)[0] in changed:
-        tier = 1  # the changed code's own behaviour
-    else:
-        tier = 2  # what its callers, stand-ins and the world saw of it
-    return (tier, -len(group.tests), -group.depth, group.summary)
+        return 0
+    if group.kind == STRUCTURE_KIND:
+        return 3
+    if group.symbol in changed or (group.site or "").split("/", 1)[0] in changed:
+        return 1  # the changed code's own behaviour
+    return 2  # what its callers, stand-ins and the world saw of it
+
+
+def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
+    return (_tier(group, changed), -len(group.tests), -group.depth, group.summary)
 
 
 def signature(change: Change) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
-from diffgenome.analysis.diff.causes import find_causes
+from diffgenome.analysis.diff.causes import causes_by_code_change
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import (
     ARGS_CHANGED,
@@ -33,6 +33,7 @@ from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
 from diffgenome.analysis.diff.modules import test_code_rule
+from diffgenome.analysis.diff.origins import TestOrigins
 from diffgenome.analysis.diff.structure import (
     MOVED_SITE,
     Region,
@@ -440,11 +441,22 @@ def diff_documents(
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
+    changed_symbols = frozenset(entry.symbol for entry in entries)
+    one_sided = frozenset(entry.symbol for entry in entries if entry.change != "modified")
+
+    def origins_of(test: TestDiff) -> TestOrigins:
+        b, h = b_tests.get(test.id), h_tests.get(test.id)
+        return TestOrigins.of(b, h, changed_symbols, test.changes, one_sided)
+
+    causes, cause_groups = causes_by_code_change(
+        diffs, entries, one_sided_sites, origins_of if code_changes is not None else None
+    )
     return DiffDocument(
         base=_side(b_run, base_rev),
         head=_side(h_run, head_rev),
         summary=summary,
-        causes=find_causes(diffs, (c.symbol for c in entries), one_sided_sites),
+        causes=causes,
+        cause_groups=cause_groups,
         tests=diffs,
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.models import (
     Cause,
+    CauseGroup,
     Change,
     CodeChange,
     DiffDocument,
@@ -197,7 +199,9 @@ def ordered_changes(changes: list[Change], changed: frozenset[str] = frozenset()
 
 def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) -> list[Block]:
     """The tests to show in reading order (:func:`tier`); within a tier, those that reach
-    the changed code (by the code-change mapping, on either side) first, then by id."""
+    the changed code (by the code-change mapping, on either side) first, then by id, and
+    ``<import>`` after the tests of its tier (what importing the test modules did is read
+    after the tests themselves)."""
     reaching: set[str] = set()
     for entry in diff.code_changes:
         reaching.update(entry.tests_base)
@@ -211,7 +215,15 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
         elif test.status == "unchanged" and not selection.everything:
             continue
         blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes, changed)))
-    blocks.sort(key=lambda b: (tier(b.test), not b.reaches_changed_code, b.test.id))
+    # ``<import>`` is a record, not a test: within its tier it comes after the tests.
+    blocks.sort(
+        key=lambda b: (
+            tier(b.test),
+            b.test.id == IMPORT_TEST_ID,
+            not b.reaches_changed_code,
+            b.test.id,
+        )
+    )
     return blocks
 
 
@@ -227,6 +239,39 @@ def failing_text(diff: DiffDocument, few: int = 3) -> str:
     return f"{count(len(failing), 'test')} {verb} ({names}{more}); "
 
 
+def gate_text(diff: DiffDocument, fail_on: str | None) -> str:
+    """What the first line says of a gate that fails only because tests were added (and, it
+    may be, because ``<import>`` changed: a new test module's import runs collection hooks
+    once more): no behaviour of an
+    existing test changed, and ``--fail-on changed`` counts an added test all the same (a
+    product rule, docs/diffing.md, "The gate"). Empty in every other case: the statuses on
+    the line say why."""
+    if fail_on not in ("changed", "unverified", "restructured") or now_failing(diff):
+        return ""
+    added = [t for t in diff.tests if t.status == "added" and t.id != IMPORT_TEST_ID]
+    if not added:
+        return ""
+    quiet = {"added", "unchanged", "touched", "unstable"}
+    if fail_on != "restructured":
+        quiet.add("restructured")
+    if fail_on != "unverified":
+        quiet.add("unverified")
+    for test in diff.tests:
+        if test.id == IMPORT_TEST_ID or (test.status in quiet and not test.may_hide_change):
+            continue
+        return ""
+    imported = next((t for t in diff.tests if t.id == IMPORT_TEST_ID), None)
+    also = ""
+    if imported is not None and imported.status == "changed":
+        also = f" and {IMPORT_TEST_ID} changed"
+    tests = count(len(added), "test")
+    verb = "was" if len(added) == 1 else "were"
+    return (
+        f"the gate fails only because {tests} {verb} added{also}: --fail-on {fail_on} "
+        "counts an added test; no existing test's behaviour changed"
+    )
+
+
 def causes_worth_showing(diff: DiffDocument) -> bool:
     """Causes are shown when they say something the test blocks do not: some change is
     shared by more than one test."""
@@ -239,6 +284,49 @@ def cause_text(cause: Cause) -> str:
     extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
     prefix = "structure: " if cause.kind == "structure" else ""
     return f"{count(cause.tests, 'test')}{f' ({extra})' if extra else ''}: {prefix}{cause.summary}"
+
+
+def cause_groups(diff: DiffDocument) -> list[tuple[CauseGroup, list[Cause]]]:
+    """The causes by the code change they descend from (``DiffDocument.cause_groups``), each
+    group with its causes; empty when the diff read no code changes (the reports then list
+    the causes flat)."""
+    out = []
+    for group in diff.cause_groups:
+        members = [diff.causes[i] for i in group.causes if 0 <= i < len(diff.causes)]
+        out.append((group, members))
+    return out
+
+
+#: Changed symbols named in the heading of a group of causes that reach several of them.
+_NAMED_SYMBOLS = 3
+
+
+def group_tail(group: CauseGroup, causes: int) -> str:
+    """``70 tests (3 restructured), 3 causes``: a group's tests, the quiet ones' share named."""
+    quiet = {k: v for k, v in group.statuses.items() if k not in ("changed", "unverified")}
+    extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
+    tests = count(group.tests, "test") + (f" ({extra})" if extra else "")
+    return f"{tests}, {count(causes, 'cause')}"
+
+
+def several_text(symbols: Sequence[str], name: Callable[[str], str] = str) -> str:
+    """The changed symbols a group reaches, the first few named: ``a, b, c and 2 more``."""
+    named = ", ".join(name(symbol) for symbol in symbols[:_NAMED_SYMBOLS])
+    more = len(symbols) - _NAMED_SYMBOLS
+    return named + (f" and {more} more" if more > 0 else "")
+
+
+def group_text(group: CauseGroup, causes: int) -> str:
+    """A group's heading: ``py:pkg.f (modified; decision `x` added): 70 tests, 3 causes``
+    (the quiet tests' share named, as in :func:`cause_text`),
+    ``through several code changes (py:a, py:b): 20 tests, 5 causes``, ``no code change in
+    reach: 2 tests, 1 cause``."""
+    tail = group_tail(group, causes)
+    if group.reach == "code":
+        return f"{group.symbol} ({group.code}): {tail}"
+    if group.reach == "several":
+        return f"through several code changes ({several_text(group.symbols)}): {tail}"
+    return f"no code change in reach: {tail}"
 
 
 def outcome_text(test: TestDiff) -> str:

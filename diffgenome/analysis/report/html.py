@@ -36,6 +36,7 @@ from diffgenome.analysis.diff.describe import (
 )
 from diffgenome.analysis.diff.effects import effect_text
 from diffgenome.analysis.models import (
+    Cause,
     Change,
     DiffDocument,
     DiffSide,
@@ -46,9 +47,11 @@ from diffgenome.analysis.models import (
 from diffgenome.analysis.report.common import (
     OUTCOME_GAP,
     Gap,
+    cause_groups,
     cause_text,
     causes_worth_showing,
     gaps_of,
+    group_text,
     summary_text,
     tier,
 )
@@ -197,19 +200,39 @@ def diff_site(
 
 
 def _causes_section(diff: DiffDocument, pages: Mapping[str, str]) -> str:
-    """Every cause: what changed, in how many tests, with links to a few of them."""
-    rows = []
-    for cause in diff.causes:
-        examples = ", ".join(
+    """Every cause: what changed, in how many tests, with links to a few of them; grouped
+    by the code change each descends from when the diff read code changes (a heading row
+    per group, its causes under it)."""
+
+    def examples(tests: Sequence[str]) -> str:
+        return ", ".join(
             f'<a href="{pages[test]}">{esc(test)}</a>' if test in pages else esc(test)
-            for test in cause.examples
+            for test in tests
         )
-        rows.append(
+
+    def row(cause: Cause) -> str:
+        return (
             f'<tr><td class="num">{cause.tests}</td><td>{esc(cause_text(cause))}</td>'
-            f'<td class="first">{examples}</td></tr>\n'
+            f'<td class="first">{examples(cause.examples)}</td></tr>\n'
         )
+
+    groups = cause_groups(diff)
+    rows = []
+    if groups:
+        for group, causes in groups:
+            rows.append(
+                f'<tr class="cause-group"><td class="num">{group.tests}</td>'
+                f"<th>{esc(group_text(group, len(causes)))}</th>"
+                f'<td class="first">{examples(group.examples)}</td></tr>\n'
+            )
+            rows.extend(row(cause) for cause in causes)
+        code = sum(1 for group, _ in groups if group.reach == "code")
+        title = f"Causes ({len(diff.causes)}) by code change ({code})"
+    else:
+        rows.extend(row(cause) for cause in diff.causes)
+        title = f"Causes ({len(diff.causes)})"
     return (
-        f'<section id="causes">\n<h2>Causes ({len(diff.causes)})</h2>\n'
+        f'<section id="causes">\n<h2>{esc(title)}</h2>\n'
         '<table class="causes">\n<thead><tr><th>tests</th><th>what changed</th>'
         "<th>for example</th></tr></thead>\n<tbody>\n" + "".join(rows) + "</tbody></table>\n"
         "</section>\n"

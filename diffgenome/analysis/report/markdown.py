@@ -26,20 +26,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.describe import ValueLabels, describe_each
-from diffgenome.analysis.models import CodeChange, DiffDocument, Drift
+from diffgenome.analysis.models import CauseGroup, CodeChange, DiffDocument, Drift
 from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     STATUS_ORDER,
     Block,
     Gap,
     Selection,
+    cause_groups,
     cause_text,
     causes_worth_showing,
     count,
     failing_text,
     gaps_of,
+    gate_text,
+    group_tail,
     outcome_text,
     renamed_line,
+    several_text,
     side_text,
     summary_text,
     test_blocks,
@@ -302,13 +306,15 @@ def _lead(
     notes: Sequence[str],
     limit: int = DEFAULT_MARKDOWN_LIMIT,
     link: str | None = None,
+    fail_on: str | None = None,
 ) -> list[str]:
     s = diff.summary
+    gate = gate_text(diff, fail_on)
     lines = [
         f"### diffgenome: {code(_short(side_text(diff.base)))} \u2192 "
         f"{code(_short(side_text(diff.head)))}",
         "",
-        f"**{failing_text(diff)}{summary_text(diff)}**",
+        f"**{failing_text(diff)}{summary_text(diff)}**" + (f"; {plain(gate)}" if gate else ""),
     ]
     if link:
         # Whether or not the comment is cut: the call trees and every value are there.
@@ -325,7 +331,7 @@ def _lead(
     for note in notes:
         lines += ["", f"> note: {plain(note)}"]
     if selection.pattern is None and causes_worth_showing(diff):
-        lines += _causes(diff, limit)
+        lines += _grouped_causes(diff, limit) if diff.cause_groups else _causes(diff, limit)
     if selection.pattern is not None and not blocks:
         lines += ["", f"No test matches {code(_short(selection.pattern))}."]
     return lines
@@ -355,6 +361,67 @@ def _causes(diff: DiffDocument, limit: int = DEFAULT_MARKDOWN_LIMIT) -> list[str
             break
         lines.append(line)
     return lines
+
+
+def _grouped_causes(diff: DiffDocument, limit: int = DEFAULT_MARKDOWN_LIMIT) -> list[str]:
+    """The causes by code change, in the lead: one item per changed symbol (what changed in
+    its code, its tests, an example) with every cause of it nested under it, then the causes
+    through several code changes and those with none in reach. Every cause is named while
+    the list fits its share of the comment; a longer one ends with how many causes (in how
+    many groups) the JSON holds besides."""
+    groups = cause_groups(diff)
+    code_groups = sum(1 for group, _ in groups if group.reach == "code")
+    lines = [
+        "",
+        f"#### Causes by code change ({count(code_groups, 'code change')}, "
+        f"{count(len(diff.causes), 'cause')})",
+        "",
+    ]
+    budget = int(limit * CAUSES_SHARE)
+    named = 0
+    for shown, (group, causes) in enumerate(groups):
+        block = [_group_line(group, len(causes))]
+        for cause in causes:
+            text = cause_text(cause)
+            if len(text) > MAX_CAUSE_CHARS:
+                text = text[:MAX_CAUSE_CHARS] + ELLIPSIS
+            block.append(f"  - {code(text)}")
+        cost = sum(comment_length(line) + 1 for line in block)
+        if cost > budget:
+            # Whole causes while they fit, then what is left, counted.
+            fits = [block[0]]
+            budget -= comment_length(block[0]) + 1
+            for line in block[1:]:
+                budget -= comment_length(line) + 1
+                if budget < 0:
+                    break
+                fits.append(line)
+            if len(fits) > 1:
+                lines += fits
+                named += len(fits) - 1
+                shown += 1
+            left = len(diff.causes) - named
+            more_groups = len(groups) - shown
+            where = f" (in {count(more_groups, 'more group')})" if more_groups else ""
+            lines.append(f"- {ELLIPSIS} and {count(left, 'more cause')}{where}, in the JSON report")
+            return lines
+        budget -= cost
+        lines += block
+        named += len(causes)
+    return lines
+
+
+def _group_line(group: CauseGroup, causes: int) -> str:
+    """``- **`py:pkg.f`** (modified) · 70 tests, 3 causes (e.g. `tests/a.py::t`)``."""
+    example = f" (e.g. {code(_short(group.examples[0]))})" if group.examples else ""
+    if group.reach == "code" and group.symbol is not None:
+        title = f"**{code(group.symbol)}** ({plain(group.code)})"
+    elif group.reach == "several":
+        title = f"**through several code changes** ({several_text(group.symbols, code)})"
+    else:
+        title = "**no code change in reach**"
+    tail = group_tail(group, causes)
+    return f"- {title}{DOT}{plain(tail)}{example}"
 
 
 def _where(link: str | None, written: Sequence[str]) -> str:
@@ -432,6 +499,7 @@ def render_markdown(
     notes: Sequence[str] = (),
     max_changes: int = MAX_LINES,
     source_url: str | None = None,
+    fail_on: str | None = None,
 ) -> str:
     """The comment, at most ``limit`` characters (:func:`comment_length`).
 
@@ -439,10 +507,11 @@ def render_markdown(
     line of a cut report; else ``written``, the JSON and HTML outputs written with it, are
     named. ``notes`` (what the differ could not do) come right after the summary and are never
     cut. ``max_changes`` lines are listed per test (fewer for the other differences); a
-    ``selection`` with a pattern or ``everything`` lists them all. Raises
+    ``selection`` with a pattern or ``everything`` lists them all. ``fail_on``: the gate's
+    ``--fail-on``, for the summary line to say when it fails only on added tests. Raises
     :class:`MarkdownTooLong` when even the lead and the closing line do not fit."""
     blocks = test_blocks(diff, selection)
-    lead = _lead(diff, selection, blocks, notes, limit, link)
+    lead = _lead(diff, selection, blocks, notes, limit, link, fail_on)
     entries = _entries(diff, blocks, selection, max_changes, source_url=source_url)
     if len(entries) <= OPEN_UP_TO:
         entries = _entries(diff, blocks, selection, max_changes, True, source_url)

@@ -12,16 +12,19 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from diffgenome.analysis.diff.describe import ValueLabels, describe_each
-from diffgenome.analysis.models import DiffDocument
+from diffgenome.analysis.models import Cause, CauseGroup, DiffDocument
 from diffgenome.analysis.report.common import (
     DEFAULT_SELECTION,
     Block,
     Selection,
+    cause_groups,
     cause_text,
     causes_worth_showing,
     count,
     failing_text,
     gaps_of,
+    gate_text,
+    group_text,
     outcome_text,
     renamed_line,
     side_text,
@@ -83,9 +86,11 @@ def render_terminal(
     max_tests: int = 20,
     max_changes: int = 10,
     selection: Selection = DEFAULT_SELECTION,
+    fail_on: str | None = None,
 ) -> RenderableType:
     """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
-    applies to a ``selection`` with a pattern or ``everything``."""
+    applies to a ``selection`` with a pattern or ``everything``. ``fail_on``: the gate's
+    ``--fail-on``, for the first line to say when it fails only on added tests."""
     s = diff.summary
     parts: list[RenderableType] = []
     headline = Text.assemble(
@@ -94,20 +99,24 @@ def render_terminal(
         (failing_text(diff), "bold red"),
         (summary_text(diff), "bold red" if s.unverified else "bold"),
     )
+    gate = gate_text(diff, fail_on)
+    if gate:
+        headline.append(f"; {gate}", style="bold yellow")
     parts.append(headline)
 
     if selection.pattern is None and causes_worth_showing(diff):
         parts.append(Text(""))
-        parts.append(Text(f"causes ({len(diff.causes)})", style="bold"))
-        listed = diff.causes[:max_tests] if selection.collapses else diff.causes
-        for cause in listed:
-            examples = ", ".join(cause.examples[:2])
-            more = cause.tests - min(2, len(cause.examples))
-            line = Text(f"  {cause_text(cause)}")
-            line.append(f"  e.g. {examples}{f' and {more} more' if more > 0 else ''}", style="dim")
-            parts.append(line)
-        if len(diff.causes) > len(listed):
-            parts.append(_more(len(diff.causes) - len(listed), "causes", how=" (--all, --json)"))
+        groups = cause_groups(diff)
+        if groups:
+            parts.extend(_grouped_causes(diff, groups, selection.collapses))
+        else:
+            parts.append(Text(f"causes ({len(diff.causes)})", style="bold"))
+            listed = diff.causes[:max_tests] if selection.collapses else diff.causes
+            for cause in listed:
+                parts.append(_cause_line(cause, "  "))
+            if len(diff.causes) > len(listed):
+                hidden = len(diff.causes) - len(listed)
+                parts.append(_more(hidden, "causes", how=" (--all, --json)"))
 
     labels = ValueLabels()
     blocks = test_blocks(diff, selection)
@@ -176,6 +185,59 @@ def render_terminal(
                 Text("  (--test ID shows one of them whole, --all every one)", style="dim")
             )
     return Group(*parts)
+
+
+def _examples(examples: list[str], tests: int) -> str:
+    shown = ", ".join(examples[:2])
+    more = tests - min(2, len(examples))
+    return f"  e.g. {shown}{f' and {more} more' if more > 0 else ''}"
+
+
+def _cause_line(cause: Cause, indent: str) -> Text:
+    line = Text(f"{indent}{cause_text(cause)}")
+    line.append(_examples(cause.examples, cause.tests), style="dim")
+    return line
+
+
+#: The lines the causes take on the first screen (about 25 lines with the summary line and
+#: the headings), and the causes shown under each code change there.
+SCREEN_LINES = 21
+CAUSES_PER_GROUP = 2
+
+
+def _grouped_causes(
+    diff: DiffDocument, groups: list[tuple[CauseGroup, list[Cause]]], collapse: bool
+) -> list[RenderableType]:
+    """The causes by code change: one heading per changed symbol (what changed in its code,
+    how many tests, a few of them), its most telling causes under it, then the causes that
+    reach several code changes and those that reach none. Collapsed, it fits the first screen
+    (:data:`SCREEN_LINES`) and says what it leaves out; ``--all`` lists every cause."""
+    heading = f"causes ({len(diff.causes)}) by code change"
+    code = sum(1 for group, _ in groups if group.reach == "code")
+    parts: list[RenderableType] = [Text(f"{heading} ({code})", style="bold")]
+    budget = SCREEN_LINES
+    shown_groups = shown_causes = 0
+    for group, causes in groups:
+        listed = causes[:CAUSES_PER_GROUP] if collapse else causes
+        if collapse and shown_groups and 1 + len(listed) > budget:
+            break
+        title = Text(f"  {group_text(group, len(causes))}", style="bold")
+        title.append(_examples(group.examples, group.tests), style="dim")
+        parts.append(title)
+        for cause in listed:
+            parts.append(
+                _cause_line(cause, "    ") if not collapse else Text(f"    {cause_text(cause)}")
+            )
+        budget -= 1 + len(listed)
+        shown_groups += 1
+        shown_causes += len(listed)
+    hidden_groups = len(groups) - shown_groups
+    hidden_causes = len(diff.causes) - shown_causes
+    if hidden_causes > 0:
+        where = f" in {count(hidden_groups, 'more group')}" if hidden_groups else ""
+        text = f"  {ELLIPSIS} and {count(hidden_causes, 'more cause')}{where} (--all, --json)"
+        parts.append(Text(text, style="dim"))
+    return parts
 
 
 def _loud_blocks(
