@@ -40,6 +40,7 @@ from diffgenome.analysis.models import (
     genome_problem,
     record_problem,
 )
+from diffgenome.analysis.outfiles import output_file
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.git import git_output
 from diffgenome.analysis.record.process import Interrupted
@@ -184,14 +185,10 @@ def write_output(text: str, output: str | None, option: str = "-o") -> None:
         sys.stdout.buffer.flush()
         return
     assert output is not None
-    tmp = f"{output}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as handle:
+        with output_file(output) as handle:
             handle.write(data)
-        os.replace(tmp, output)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise CliError(
             f"cannot write {output}: {exc.strerror or exc}; choose another {option} path"
         ) from None
@@ -506,7 +503,8 @@ def _run_export(args: argparse.Namespace) -> int:
             imported = IMPORT_TEST_ID in reader.test_ids(run_id)
             step.result = (
                 f"{tests} test{'' if tests == 1 else 's'}"
-                f"{' and the <import> record' if imported else ''}, {kind} of {size // 1024} kB"
+                f"{' and the <import> record' if imported else ''}, {kind}"
+                f"{f' of {size // 1024} kB' if size >= 0 else ''}"
             )
     # Standard output once the document is whole (an error half-way prints no half a
     # document) and the progress is closed (nothing of it mixes with the document).
@@ -530,19 +528,14 @@ def _export_to_file(
 ) -> tuple[int, int]:
     """Write the export to a temporary file beside ``output`` and move it into place only
     when whole: an error half-way leaves no half a document."""
-    tmp = f"{output}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as handle:
+        with output_file(output) as handle:
             tests = _export(reader, run_id, args, handle)
-            size = handle.tell()
-        os.replace(tmp, output)
+            size = handle.tell() if handle.seekable() else -1  # a FIFO, a device
     except OSError as exc:
         raise CliError(
             f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
         ) from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
     return tests, size
 
 

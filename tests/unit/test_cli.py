@@ -6,8 +6,10 @@ import io
 import json
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
+import threading
 import zlib
 from pathlib import Path
 
@@ -240,6 +242,39 @@ def test_export_to_stdout_and_file_agree_and_validate(store: Path, tmp_path: Pat
     for test in document["tests"]:
         compact = json.dumps(test, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         assert compact in lines or f"{compact}," in lines
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("command", [["export", "run-1", "-o"], ["runs", "--json"]])
+def test_an_output_that_is_no_regular_file_is_written_in_place(
+    store: Path, tmp_path: Path, command: list[str]
+) -> None:
+    """``--json /dev/null`` once replaced the machine's null device with a regular file (the
+    atomic write moved a temporary file over it). A FIFO stands in for the device here: it
+    must still be a FIFO afterwards, and its reader must get the whole document."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    done = cli(*command, str(fifo), "--store", str(store))
+    reader.join(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and json.loads(got[0])
+    assert not list(tmp_path.glob("pipe.*.tmp"))
+
+
+def test_an_output_through_a_symbolic_link_writes_its_target(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "kept" / "genome.json"
+    target.parent.mkdir()
+    target.write_text("old", encoding="utf-8")
+    link = tmp_path / "genome.json"
+    link.symlink_to(target)
+    done = cli("export", "run-1", "-o", str(link), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink()
+    assert json.loads(target.read_text(encoding="utf-8"))["tests"]
 
 
 def test_export_as_json_lines_holds_one_test_record_per_line(store: Path, tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestRecord,
 )
+from diffgenome.analysis.outfiles import output_file
 from diffgenome.analysis.report.common import (
     OUTCOME_GAP,
     Gap,
@@ -953,10 +954,8 @@ def write_site(site: Mapping[str, bytes], directory: str) -> str:
         for name, data in site.items():
             path = os.path.join(directory, *name.split("/"))
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as handle:
+            with output_file(path) as handle:
                 handle.write(data)
-            os.replace(tmp, path)
     except OSError as exc:
         raise SiteError(
             f"cannot write the HTML report to {directory}: {exc.strerror or exc}; "
