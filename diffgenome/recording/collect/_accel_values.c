@@ -1375,7 +1375,7 @@ fast_counted_form(char *out, Py_ssize_t room, char tag, const char *data, Py_ssi
  * a class not in the memo); FAST_ERROR with an exception set. */
 static int
 fast_value(Core *self, PyObject *value, char *out, Py_ssize_t room, Py_ssize_t *size,
-           PyObject **shape)
+           PyObject **shape, PyObject **held)
 {
     PyTypeObject *kind = Py_TYPE(value);
     if (value == Py_None) {
@@ -1437,7 +1437,10 @@ fast_value(Core *self, PyObject *value, char *out, Py_ssize_t room, Py_ssize_t *
     if (plain == NULL) {
         return PyErr_Occurred() ? FAST_ERROR : FAST_NO;
     }
-    *shape = PyTuple_GET_ITEM(plain, 0);
+    /* Held until the pair is done: a later value's class may take this one's place in the
+     * core's copy of the memo (values.py's memo holds it too, but this does not rely on it). */
+    *held = Py_NewRef(PyTuple_GET_ITEM(plain, 0));
+    *shape = *held;
     return FAST_SHAPE_ONLY;
 }
 
@@ -1465,8 +1468,25 @@ fast_shape_is(PyObject *text, PyObject *const *pieces, int count, Py_ssize_t len
  * into ``bounded``, without building the pair: 1 when done, 0 when the general path must do
  * it (nothing was changed), -1 with an exception set. */
 static int
+fast_add_held(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values,
+              Py_ssize_t n, int shape_only, PyObject **held);
+
+static int
 fast_add(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values, Py_ssize_t n,
          int shape_only)
+{
+    PyObject *held[ARG_CACHE_ARGS] = {NULL};
+    int rc = fast_add_held(self, bounded, labels, values, n, shape_only, held);
+    for (int i = 0; i < ARG_CACHE_ARGS; i++) {
+        Py_XDECREF(held[i]);
+    }
+    return rc;
+}
+
+/* fast_add, with the shapes it borrows from the memo held in ``held`` (one per value). */
+static int
+fast_add_held(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values,
+              Py_ssize_t n, int shape_only, PyObject **held)
 {
     if (Py_TYPE(bounded) != (PyTypeObject *)self->bounded_type || n < 1 || n > ARG_CACHE_ARGS) {
         return 0;
@@ -1512,7 +1532,7 @@ fast_add(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *value
         if (room < 24) {
             return 0;  /* the buffer is full: the general path */
         }
-        int rc = fast_value(self, values[i], canon + canon_size, room, &size, &shape);
+        int rc = fast_value(self, values[i], canon + canon_size, room, &size, &shape, &held[i]);
         if (rc == FAST_ERROR) {
             return -1;
         }
