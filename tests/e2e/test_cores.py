@@ -139,6 +139,26 @@ WORKOUT = {
             assert core.fact(12) == 479001600
 
 
+        def test_scalar_calls_past_the_bounds():
+            # The compiled core's allocation-free path (#26.2) and what it hands back.
+            box = core.Box(1)
+            for i in range(40):
+                core.ident(i)
+                core.ident(-i * 10**12)
+                core.ident("t%d" % i)
+                core.ident(b"b" * i)
+                core.ident(i % 3 == 0)
+                core.ident(None)
+                core.ident("\u00e9%d" % i)
+                core.ident("s" * (500 + i))
+                core.ident(i / 4)
+                core.pair(i, "k", key=b"v")
+                box.grow(i)
+                hash(box)
+            for i in range(40):
+                core.ident(i % 5)  # kept pairs met again
+
+
         def test_generators():
             assert list(core.chained(6)) == [6, 5, 4, 3, 2, 1, 2, 6, 10]
             gen = core.countdown(3)

@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import enum
 import zoneinfo
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect import values
-from diffgenome.recording.collect.contract import Bounds
+from diffgenome.recording.collect.contract import NODE_CALL, Bounds, CodeInfo, Node
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.tracer import Tracer
 
@@ -500,3 +501,109 @@ def test_instance_dicts_are_read_as_reflect_reads_them() -> None:
             got = CORE.instance_dict(sample)  # type: ignore[attr-defined]
             assert (got is None and expected is None) or got is expected
     assert CALLED == []
+
+
+# ---- a call's values down the allocation-free path (#26.2) ---------------------------------
+
+
+class _Plain:
+    """Instances are the memo's (shape only): the path writes no form for them."""
+
+
+class _Pláin:  # a class name that is not ASCII: the general path's
+    pass
+
+
+CALL_VALUES = st.one_of(
+    st.integers(min_value=-20, max_value=20),
+    st.integers(min_value=-(2**63) - 2, max_value=2**63 + 2),
+    st.integers(),
+    st.text(alphabet="abc:;", max_size=4),
+    st.text(max_size=6),
+    st.text(alphabet="xy", min_size=500, max_size=520),  # around the path's own form bound
+    st.sampled_from(["/tmp/tmpabcdefgh/x", "<f at 0x7f00>", "pytest-of-"]),
+    st.binary(max_size=4),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, width=16),
+    st.builds(_Plain),
+    st.builds(_Pláin),
+    st.lists(st.integers(), max_size=2),
+)
+ARG_NAMES = st.sampled_from(["x", "value", "é", "_"])
+
+
+def _python_frame(names: tuple[str, ...], items: tuple[object, ...]) -> object:
+    """A real frame whose arguments are ``items`` under ``names``, for Tracer._record_args."""
+    params = ", ".join(f"{name}{i}" for i, name in enumerate(names))
+    namespace: dict[str, object] = {}
+    exec(f"import sys\ndef call({params}):\n    return sys._getframe()\n", namespace)
+    return namespace["call"](*items)  # type: ignore[operator]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=4),
+    st.lists(
+        st.lists(st.tuples(ARG_NAMES, CALL_VALUES), min_size=1, max_size=4).map(tuple),
+        max_size=25,
+    ),
+)
+def test_a_calls_values_are_added_like_the_python_callbacks_add_them(
+    limit: int, calls: list[tuple[tuple[str, object], ...]]
+) -> None:
+    """Arguments and results through the core's own path (fast_add, or the general path for
+    what it hands back) and through the Python callbacks' code (Tracer._record_args on a real
+    frame; values.summarize and add_pair for a result) fill and overflow the bounded sets
+    alike, byte for byte: kept pairs in order, overflow count and fingerprint, export."""
+    assert CORE is not None
+    core: Any = CORE
+    values.reset_class_summaries()
+    for kind in (_Plain, _Pláin):
+        core.summarize(kind())  # the phase's memo knows them
+    bounds = Bounds(args=limit, results=limit)
+    tracer = Tracer(Scope("/nonexistent", [], []), values.Digester(b"k" * 32), bounds)
+    python_node = Node(NODE_CALL, None, bounds)
+    core_node = Node(NODE_CALL, None, bounds)
+    took = 0
+    for call in calls:
+        names = tuple(name for name, _ in call)
+        items = tuple(item for _, item in call)
+        frame = _python_frame(names, items)
+        code = frame.f_code
+        info = CodeInfo(code, "call", "repo", "function", 1, "/x.py", None)
+        tracer._record_args(python_node, info, frame)  # type: ignore[arg-type]
+        took += core.add_values(core_node.args, info.arg_labels, items, False)
+        for shape_only in (False, True):
+            shape, form = values.summarize(items[0])
+            python_node.results.add_pair((shape, None) if shape_only else (shape, form))
+            core.add_values(core_node.results, None, items[:1], shape_only)
+    digester = values.Digester(b"d" * 32)
+    for python_side, core_side in (
+        (python_node.args, core_node.args),
+        (python_node.results, core_node.results),
+    ):
+        assert list(core_side._seen) == list(python_side._seen)
+        assert (core_side._count, core_side._sum) == (python_side._count, python_side._sum)
+        assert core_side.export(digester) == python_side.export(digester)
+    assert took <= len(calls)
+
+
+def test_the_allocation_free_path_takes_repeated_and_overflowing_scalars() -> None:
+    """The path is used (not only agreed with): a repeated value and overflowing ints, strs,
+    bytes and memo instances are taken by it; floats, containers and non-ASCII text are not."""
+    assert CORE is not None
+    core: Any = CORE
+    values.reset_class_summaries()
+    core.summarize(_Plain())
+    kept = values.BoundedValues(2)
+    labels = ("self=", "x=")
+    assert not core.add_values(kept, labels, (_Plain(), 1), False)  # new: general path
+    assert core.add_values(kept, labels, (_Plain(), 2), False)  # the same pair
+    assert not core.add_values(kept, ("x=",), (1,), False)
+    assert core.add_values(kept, ("x=",), (1,), False)
+    for item in (5, -(2**40), "new", b"new", None, True, "y" * 400):
+        assert core.add_values(kept, ("x=",), (item,), False), item
+    for item in (2.5, [1], "é", 2**64):
+        assert not core.add_values(kept, ("x=",), (item,), False), item
+    assert kept._count == 11 and len(kept._seen) == 2

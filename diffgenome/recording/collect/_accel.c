@@ -339,44 +339,22 @@ keep_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, s
     entry->pair = Py_NewRef(pair);
 }
 
-/* Tracer._record_args */
+/* Tracer._record_args for values already read, by the general path: each value's summary,
+ * the pair made of them (kept in the argument cache when ``info`` is given) and add_pair. */
 static int
-record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
+general_args(Core *self, PyObject *bounded, PyObject *info, PyObject *labels,
+             PyObject *const *values, Py_ssize_t n)
 {
-    PyObject *labels = SLOT(info, self->i_arg_labels);
-    PyObject *names = SLOT(info, self->i_argnames);
-    PyObject *bounded = SLOT(node, self->n_args);
-    if (labels == NULL || names == NULL || bounded == NULL || !PyTuple_CheckExact(labels) ||
-        !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(labels) != PyTuple_GET_SIZE(names)) {
-        PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
-        return -1;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(labels);
-    if (n == 0) {
-        return 0;
-    }
-    PyObject *locals = NULL;
-    if (!self->frame_get_var) {
-        locals = PyFrame_GetLocals(frame);
-        if (locals == NULL) {
-            return -1;
-        }
-    }
     PyObject *few[ARG_CACHE_ARGS];
     PyObject **summaries = n <= ARG_CACHE_ARGS ? few : PyMem_Calloc(n, sizeof(PyObject *));
     int rc = -1;
     Py_ssize_t got = 0;
     if (summaries == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (; got < n; got++) {
-        PyObject *value = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, got));
-        if (value == NULL) {
-            goto done;
-        }
-        PyObject *summary = summarize(self, value);
-        Py_DECREF(value);
+        PyObject *summary = summarize(self, values[got]);
         if (summary == NULL) {
             goto done;
         }
@@ -388,7 +366,7 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         }
         summaries[got] = summary;
     }
-    if (n <= ARG_CACHE_ARGS) {
+    if (n <= ARG_CACHE_ARGS && info != NULL) {
         size_t index = arg_cache_index(info, summaries, n);
         PyObject *pair = cached_arguments(self, info, summaries, n, index);
         if (pair != NULL) {
@@ -419,7 +397,93 @@ done:
     if (summaries != few) {
         PyMem_Free(summaries);
     }
+    return rc;
+}
+
+/* Tracer._record_args: the arguments read once, then the allocation-free path (fast_add) or,
+ * for what it does not take, the general one. */
+static int
+record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
+{
+    PyObject *labels = SLOT(info, self->i_arg_labels);
+    PyObject *names = SLOT(info, self->i_argnames);
+    PyObject *bounded = SLOT(node, self->n_args);
+    if (labels == NULL || names == NULL || bounded == NULL || !PyTuple_CheckExact(labels) ||
+        !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(labels) != PyTuple_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_TypeError, "argument names and labels disagree");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(labels);
+    if (n == 0) {
+        return 0;
+    }
+    PyObject *locals = NULL;
+    if (!self->frame_get_var) {
+        locals = PyFrame_GetLocals(frame);
+        if (locals == NULL) {
+            return -1;
+        }
+    }
+    PyObject *few[ARG_CACHE_ARGS];
+    PyObject **values = n <= ARG_CACHE_ARGS ? few : PyMem_Calloc(n, sizeof(PyObject *));
+    int rc = -1;
+    Py_ssize_t got = 0;
+    if (values == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        values[got] = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, got));
+        if (values[got] == NULL) {
+            goto done;
+        }
+    }
+    rc = fast_add(self, bounded, labels, values, n, 0);
+    if (rc == 0) {
+        rc = general_args(self, bounded, info, labels, values, n);
+    }
+    else if (rc > 0) {
+        rc = 0;
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) {
+        Py_DECREF(values[i]);
+    }
+    if (values != few) {
+        PyMem_Free(values);
+    }
     Py_XDECREF(locals);
+    return rc;
+}
+
+/* The results' add_pair of ``value`` (``shape_only``: CodeInfo.salted_results, the shape
+ * alone): the allocation-free path, else its summary. */
+static int
+record_result(Core *self, PyObject *bounded, PyObject *value, int shape_only)
+{
+    int fast = fast_add(self, bounded, NULL, &value, 1, shape_only);
+    if (fast != 0) {
+        return fast < 0 ? -1 : 0;
+    }
+    PyObject *summary = summarize(self, value);
+    if (summary == NULL) {
+        return -1;
+    }
+    if (shape_only) {
+        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
+            Py_DECREF(summary);
+            PyErr_SetString(PyExc_TypeError, "a summary is a pair");
+            return -1;
+        }
+        PyObject *shape_pair = PyTuple_Pack(2, PyTuple_GET_ITEM(summary, 0), Py_None);
+        Py_DECREF(summary);
+        if (shape_pair == NULL) {
+            return -1;
+        }
+        summary = shape_pair;
+    }
+    int rc = add_pair(self, bounded, summary);
+    Py_DECREF(summary);
     return rc;
 }
 
@@ -844,30 +908,12 @@ Core_on_return(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (increment(node, self->n_returned) < 0) {
         goto error;
     }
-    PyObject *summary = summarize(self, args[2]);
-    if (summary == NULL) {
+    PyObject *bounded = SLOT(node, self->n_results);
+    if (bounded == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "results slot is not set");
         goto error;
     }
-    if (SLOT(info, self->i_salted) == Py_True) {
-        if (!PyTuple_CheckExact(summary) || PyTuple_GET_SIZE(summary) != 2) {
-            Py_DECREF(summary);
-            PyErr_SetString(PyExc_TypeError, "a summary is a pair");
-            goto error;
-        }
-        PyObject *shape_only = PyTuple_Pack(2, PyTuple_GET_ITEM(summary, 0), Py_None);
-        Py_DECREF(summary);
-        if (shape_only == NULL) {
-            goto error;
-        }
-        summary = shape_only;
-    }
-    PyObject *bounded = SLOT(node, self->n_results);
-    int rc = bounded == NULL ? -1 : add_pair(self, bounded, summary);
-    Py_DECREF(summary);
-    if (rc < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_AttributeError, "results slot is not set");
-        }
+    if (record_result(self, bounded, args[2], SLOT(info, self->i_salted) == Py_True) < 0) {
         goto error;
     }
     if (SLOT(info, self->i_has_state) == Py_True &&
@@ -1097,6 +1143,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     Py_XSETREF(self->bytes_join, bytes_join);
+    Py_XSETREF(self->canon_sep, PyBytes_CheckExact(canon_sep) && PyBytes_GET_SIZE(canon_sep) == 1
+                                    ? Py_NewRef(canon_sep)
+                                    : NULL);
     Py_XSETREF(self->comma, Py_NewRef(shape_sep));
     Py_XSETREF(self->str_digest, PyUnicode_InternFromString("digest"));
     Py_XSETREF(self->str_int, PyUnicode_InternFromString("int"));
@@ -1296,6 +1345,7 @@ Core_clear(Core *self)
     Py_CLEAR(self->str_add_pair);
     Py_CLEAR(self->comma);
     Py_CLEAR(self->bytes_join);
+    Py_CLEAR(self->canon_sep);
     Py_CLEAR(self->blake2b);
     Py_CLEAR(self->blake2b_kwargs);
     Py_CLEAR(self->str_digest);
@@ -1393,9 +1443,53 @@ Core_add_pair(Core *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+Core_add_values(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyTuple_CheckExact(args[2]) || (args[1] != Py_None &&
+        (!PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "add_values(bounded, labels: tuple | None, values: tuple, shape_only)");
+        return NULL;
+    }
+    PyObject *bounded = args[0];
+    PyObject *values = args[2];
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
+    int shape_only = PyObject_IsTrue(args[3]);
+    if (shape_only < 0) {
+        return NULL;
+    }
+    if (args[1] == Py_None) {
+        if (n != 1) {
+            PyErr_SetString(PyExc_TypeError, "a result is one value");
+            return NULL;
+        }
+        int fast = fast_add(self, bounded, NULL, &PyTuple_GET_ITEM(values, 0), 1, shape_only);
+        if (fast < 0 || (fast == 0 && record_result(self, bounded, PyTuple_GET_ITEM(values, 0),
+                                                    shape_only) < 0)) {
+            return NULL;
+        }
+        return PyBool_FromLong(fast);
+    }
+    if (n == 0 || shape_only) {
+        PyErr_SetString(PyExc_TypeError, "arguments are one value or more, never shape_only");
+        return NULL;
+    }
+    int fast = fast_add(self, bounded, args[1], &PyTuple_GET_ITEM(values, 0), n, 0);
+    if (fast < 0 || (fast == 0 && general_args(self, bounded, NULL, args[1],
+                                               &PyTuple_GET_ITEM(values, 0), n) < 0)) {
+        return NULL;
+    }
+    return PyBool_FromLong(fast);
+}
+
 static PyMethodDef Core_methods[] = {
     {"summarize", (PyCFunction)Core_summarize, METH_O,
      "values.summarize as the compiled core computes it (for tests)."},
+    {"add_values", (PyCFunction)(void (*)(void))Core_add_values, METH_FASTCALL,
+     "add_values(bounded, labels, values, shape_only): the arguments' pair (labels a tuple) or "
+     "a result (labels None, one value) added as the callbacks add it; True when the "
+     "allocation-free path took it (for tests and contract.core_disagreement)."},
     {"add_pair", (PyCFunction)(void (*)(void))Core_add_pair, METH_FASTCALL,
      "BoundedValues.add_pair as the compiled core performs it (for tests)."},
     {"bucket", (PyCFunction)Core_bucket, METH_O,
@@ -1473,7 +1567,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 15) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 16) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -88,6 +88,7 @@ typedef struct {
     long node_call;                       /* contract.NODE_CALL */
     PyObject *str_entry, *str_exit;       /* contract.STATE_ENTRY, STATE_EXIT */
     PyObject *comma, *bytes_join;         /* ARG_SHAPE_SEPARATOR, ARG_CANON_SEPARATOR.join */
+    PyObject *canon_sep;                  /* ARG_CANON_SEPARATOR when one byte, else NULL */
     int branch_shift;                     /* contract.BRANCH_KEY_SHIFT */
     long no_decision;                     /* codemap.NO_DECISION: disable that branch event */
     long small_int;                       /* values.SMALL_INT */

@@ -460,6 +460,8 @@ overflow_hash_agrees(Core *self)
     return 1;
 }
 
+static int fold_overflow(Core *self, PyObject *bounded, uint64_t hash);
+
 /* The overflow branch of BoundedValues.add_pair, written here rather than handed to Python
  * because a hot loop over many distinct values overflows on nearly every call: count the pair
  * and add the first 8 bytes of the BLAKE2b of its tagged form (values.OVERFLOW_*_TAG, then the
@@ -503,6 +505,19 @@ add_overflow(Core *self, PyObject *bounded, PyObject *pair)
         hash = overflow_hash(PyBytes_AS_STRING(self->overflow_canon_tag),
                              PyBytes_GET_SIZE(self->overflow_canon_tag),
                              PyBytes_AS_STRING(canon), PyBytes_GET_SIZE(canon));
+    }
+    return fold_overflow(self, bounded, hash);
+}
+
+/* Counts one overflowing pair and adds its hash to the fingerprint, modulo 2**64. */
+static int
+fold_overflow(Core *self, PyObject *bounded, uint64_t hash)
+{
+    PyObject *count = SLOT(bounded, self->b_count);
+    PyObject *sum = SLOT(bounded, self->b_sum);
+    if (count == NULL || sum == NULL || !PyLong_CheckExact(sum)) {
+        PyErr_SetString(PyExc_TypeError, "overflow slots are not set");
+        return -1;
     }
     unsigned long long total = PyLong_AsUnsignedLongLong(sum);
     if (total == (unsigned long long)-1 && PyErr_Occurred()) {
@@ -1279,4 +1294,306 @@ instance_fields(Core *self, PyObject *value)
         }
     }
     return inst;
+}
+
+/* ---- the allocation-free path of a call's values (#26.2) ---------------------------------
+ *
+ * A parser's hot loop passes a new token on nearly every call, and each new value used to cost
+ * its summary (a bytes object and a tuple), the labelled pair (a str and a tuple), a lookup of
+ * that pair in the bounded set and, once the set is full, the fingerprint. For the values the
+ * core can write itself without asking Python (None, exact bool, int, ASCII str, bytes, and
+ * instances of the classes in the memo of plain classes), fast_add does the same in a buffer on
+ * the stack: the canonical forms (and the labelled shape) are written there, compared with the
+ * set's at most FAST_SET_LIMIT kept pairs byte for byte, and, when the set is full, hashed
+ * there into the overflow fingerprint. Nothing is allocated for a value already in the set.
+ * A pair that is new and still has room in the set is built by the general path (at most
+ * ``limit`` times per node), which also takes every value this path does not know, so both
+ * cores keep byte-identical genomes: contract.core_disagreement compares this path with
+ * values.py when the core is built, tests/unit/test_core_values.py on generated calls. */
+
+#define FAST_FORM_BYTES 512   /* one value's canonical form; longer ones take the general path */
+#define FAST_CANON_BYTES 2048  /* a call's forms and separators */
+#define FAST_SET_LIMIT 64     /* kept pairs compared one by one; larger sets take the general path */
+#define FAST_SHAPE_PIECES (4 * ARG_CACHE_ARGS)
+
+enum { FAST_FORM = 1, FAST_SHAPE_ONLY = 0, FAST_NO = -1, FAST_ERROR = -2 };
+
+/* ``i<hex>;`` (values._enc of an int), without printf. */
+static Py_ssize_t
+fast_int_form(char *out, long long number)
+{
+    char digits[20];
+    int n = 0;
+    unsigned long long magnitude = number < 0 ? 0ULL - (unsigned long long)number
+                                              : (unsigned long long)number;
+    do {
+        digits[n++] = "0123456789abcdef"[magnitude & 15u];
+        magnitude >>= 4;
+    } while (magnitude);
+    Py_ssize_t size = 0;
+    out[size++] = 'i';
+    if (number < 0) {
+        out[size++] = '-';
+    }
+    while (n) {
+        out[size++] = digits[--n];
+    }
+    out[size++] = ';';
+    return size;
+}
+
+/* ``<tag><n>:`` followed by ``n`` bytes, when it fits in ``room``; else -1. */
+static Py_ssize_t
+fast_counted_form(char *out, Py_ssize_t room, char tag, const char *data, Py_ssize_t n)
+{
+    char head[24];
+    int length = 0;
+    head[length++] = tag;
+    char digits[20];
+    int d = 0;
+    Py_ssize_t rest = n;
+    do {
+        digits[d++] = (char)('0' + rest % 10);
+        rest /= 10;
+    } while (rest);
+    while (d) {
+        head[length++] = digits[--d];
+    }
+    head[length++] = ':';
+    if (length + n > room) {
+        return -1;
+    }
+    memcpy(out, head, length);
+    memcpy(out + length, data, n);
+    return length + n;
+}
+
+/* One value: its canonical form written to ``out`` (at most ``room`` bytes, *size set) and its
+ * shape (borrowed) for FAST_FORM; the shape alone for FAST_SHAPE_ONLY (an instance of a class
+ * in the memo of plain classes); FAST_NO when only the general path may summarise it (a float,
+ * a container, a str that stable.py may rewrite or that is not ASCII, a form longer than room,
+ * a class not in the memo); FAST_ERROR with an exception set. */
+static int
+fast_value(Core *self, PyObject *value, char *out, Py_ssize_t room, Py_ssize_t *size,
+           PyObject **shape, PyObject **held)
+{
+    PyTypeObject *kind = Py_TYPE(value);
+    if (value == Py_None) {
+        out[0] = 'N';
+        *size = 1;
+        *shape = SHAPE_NAME(SN_NONE);
+        return FAST_FORM;
+    }
+    if (kind == &PyBool_Type) {
+        out[0] = value == Py_True ? 'T' : 'F';
+        *size = 1;
+        *shape = SHAPE_NAME(SN_BOOL);
+        return FAST_FORM;
+    }
+    if (kind == &PyLong_Type) {
+        int overflow = 0;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) {
+            return FAST_ERROR;
+        }
+        if (overflow || number == LLONG_MIN || room < 24) {
+            return FAST_NO;
+        }
+        *size = fast_int_form(out, number);
+        *shape = SHAPE_NAME(SN_INT);
+        return FAST_FORM;
+    }
+    if (kind == &PyUnicode_Type) {
+        if (!PyUnicode_IS_ASCII(value) || PyUnicode_GET_LENGTH(value) >= room) {
+            return FAST_NO;
+        }
+        int unstable = unstable_text(self, value);
+        if (unstable) {
+            return unstable < 0 ? FAST_ERROR : FAST_NO;
+        }
+        Py_ssize_t n = fast_counted_form(out, room, 's', (const char *)PyUnicode_DATA(value),
+                                         PyUnicode_GET_LENGTH(value));
+        if (n < 0) {
+            return FAST_NO;
+        }
+        *size = n;
+        *shape = SHAPE_NAME(SN_STR);
+        return FAST_FORM;
+    }
+    if (kind == &PyBytes_Type) {
+        Py_ssize_t n = fast_counted_form(out, room, 'b', PyBytes_AS_STRING(value),
+                                         PyBytes_GET_SIZE(value));
+        if (n < 0) {
+            return FAST_NO;
+        }
+        *size = n;
+        *shape = SHAPE_NAME(SN_BYTES);
+        return FAST_FORM;
+    }
+    if (never_plain(kind)) {
+        return FAST_NO;
+    }
+    PyObject *plain = plain_summary(self, kind, 1);
+    if (plain == NULL) {
+        return PyErr_Occurred() ? FAST_ERROR : FAST_NO;
+    }
+    /* Held until the pair is done: a later value's class may take this one's place in the
+     * core's copy of the memo (values.py's memo holds it too, but this does not rely on it). */
+    *held = Py_NewRef(PyTuple_GET_ITEM(plain, 0));
+    *shape = *held;
+    return FAST_SHAPE_ONLY;
+}
+
+/* Whether ``text`` (any str) is the concatenation of the ASCII ``pieces``. */
+static int
+fast_shape_is(PyObject *text, PyObject *const *pieces, int count, Py_ssize_t length)
+{
+    if (!PyUnicode_CheckExact(text) || !PyUnicode_IS_ASCII(text) ||
+        PyUnicode_GET_LENGTH(text) != length) {
+        return 0;
+    }
+    const char *data = (const char *)PyUnicode_DATA(text);
+    for (int i = 0; i < count; i++) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(pieces[i]);
+        if (memcmp(data, PyUnicode_DATA(pieces[i]), n) != 0) {
+            return 0;
+        }
+        data += n;
+    }
+    return 1;
+}
+
+/* Tracer._record_args (``labels``: CodeInfo.arg_labels) or the results' add_pair of one
+ * summary (``labels`` NULL; ``shape_only``: CodeInfo.salted_results), for the ``n`` values,
+ * into ``bounded``, without building the pair: 1 when done, 0 when the general path must do
+ * it (nothing was changed), -1 with an exception set. */
+static int
+fast_add_held(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values,
+              Py_ssize_t n, int shape_only, PyObject **held);
+
+static int
+fast_add(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values, Py_ssize_t n,
+         int shape_only)
+{
+    PyObject *held[ARG_CACHE_ARGS] = {NULL};
+    int rc = fast_add_held(self, bounded, labels, values, n, shape_only, held);
+    for (int i = 0; i < ARG_CACHE_ARGS; i++) {
+        Py_XDECREF(held[i]);
+    }
+    return rc;
+}
+
+/* fast_add, with the shapes it borrows from the memo held in ``held`` (one per value). */
+static int
+fast_add_held(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *values,
+              Py_ssize_t n, int shape_only, PyObject **held)
+{
+    if (Py_TYPE(bounded) != (PyTypeObject *)self->bounded_type || n < 1 || n > ARG_CACHE_ARGS) {
+        return 0;
+    }
+    PyObject *seen = SLOT(bounded, self->b_seen);
+    PyObject *limit = SLOT(bounded, self->b_limit);
+    if (seen == NULL || limit == NULL || !PyDict_CheckExact(seen) || !PyLong_CheckExact(limit) ||
+        PyDict_GET_SIZE(seen) > FAST_SET_LIMIT) {
+        return 0;
+    }
+    char canon[FAST_CANON_BYTES];
+    Py_ssize_t canon_size = 0;
+    Py_ssize_t budget = self->max_bytes < FAST_FORM_BYTES ? self->max_bytes : FAST_FORM_BYTES;
+    if (n > 1 && self->canon_sep == NULL) {
+        return 0;
+    }
+    const char sep = n > 1 ? PyBytes_AS_STRING(self->canon_sep)[0] : 0;
+    PyObject *pieces[FAST_SHAPE_PIECES];
+    int count = 0;
+    Py_ssize_t shape_length = 0;
+    int complete = !shape_only;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0) {
+            pieces[count++] = self->comma;
+        }
+        if (labels != NULL) {
+            pieces[count++] = PyTuple_GET_ITEM(labels, i);
+        }
+        if (complete && i > 0) {
+            if (canon_size >= (Py_ssize_t)sizeof canon) {
+                return 0;  /* the buffer is full: the general path */
+            }
+            canon[canon_size++] = sep;
+        }
+        Py_ssize_t size = 0;
+        PyObject *shape = NULL;
+        /* When the pair has no canonical form any more, a form is only written to learn the
+         * shape: into the same place, never kept. */
+        Py_ssize_t room = (Py_ssize_t)sizeof canon - canon_size;
+        if (room > budget) {
+            room = budget;
+        }
+        if (room < 24) {
+            return 0;  /* the buffer is full: the general path */
+        }
+        int rc = fast_value(self, values[i], canon + canon_size, room, &size, &shape, &held[i]);
+        if (rc == FAST_ERROR) {
+            return -1;
+        }
+        if (rc == FAST_NO) {
+            return 0;
+        }
+        if (rc == FAST_SHAPE_ONLY) {
+            complete = 0;
+        }
+        else if (complete) {
+            canon_size += size;
+        }
+        pieces[count++] = shape;
+    }
+    for (int i = 0; i < count; i++) {
+        if (!PyUnicode_CheckExact(pieces[i]) || !PyUnicode_IS_ASCII(pieces[i])) {
+            return 0;  /* a label or a class name that is not ASCII */
+        }
+        shape_length += PyUnicode_GET_LENGTH(pieces[i]);
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *ignored;
+    while (PyDict_Next(seen, &pos, &key, &ignored)) {
+        if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 2) {
+            return 0;
+        }
+        PyObject *form = PyTuple_GET_ITEM(key, 1);
+        if (form != Py_None && !PyBytes_CheckExact(form)) {
+            return 0;
+        }
+        if (complete ? (form == Py_None || PyBytes_GET_SIZE(form) != canon_size ||
+                        memcmp(PyBytes_AS_STRING(form), canon, canon_size) != 0)
+                     : form != Py_None) {
+            continue;
+        }
+        if (fast_shape_is(PyTuple_GET_ITEM(key, 0), pieces, count, shape_length)) {
+            return 1;  /* already kept */
+        }
+    }
+    Py_ssize_t room = PyLong_AsSsize_t(limit);
+    if (room == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (PyDict_GET_SIZE(seen) < room) {
+        return 0;  /* a new entry: the general path builds the pair the set keeps */
+    }
+    uint64_t hash;
+    if (complete) {
+        hash = overflow_hash(PyBytes_AS_STRING(self->overflow_canon_tag),
+                             PyBytes_GET_SIZE(self->overflow_canon_tag), canon, canon_size);
+    }
+    else {
+        Blake2b state;
+        b2_init8(&state);
+        b2_update(&state, (const uint8_t *)PyBytes_AS_STRING(self->overflow_shape_tag),
+                  (size_t)PyBytes_GET_SIZE(self->overflow_shape_tag));
+        for (int i = 0; i < count; i++) {  /* ASCII: the str's bytes are its UTF-8 */
+            b2_update(&state, (const uint8_t *)PyUnicode_DATA(pieces[i]),
+                      (size_t)PyUnicode_GET_LENGTH(pieces[i]));
+        }
+        hash = b2_final8(&state);
+    }
+    return fold_overflow(self, bounded, hash) < 0 ? -1 : 1;
 }

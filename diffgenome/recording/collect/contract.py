@@ -228,6 +228,27 @@ _BUCKET_SAMPLES: Final[tuple[object, ...]] = (
     [], (1,), {1: 2, 3: 4}, set(), frozenset({1}),
 )  # fmt: skip
 _OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
+#: Calls down each branch of the core's allocation-free path of a call's values (fast_add):
+#: kept, repeated, overflowing with and without a form, several arguments, a label or a value
+#: it hands back to the general path, the largest ints and forms it writes itself.
+_CALL_SAMPLES: Final[tuple[tuple[tuple[str, ...] | None, tuple[object, ...]], ...]] = (
+    (("x=",), (1,)),
+    (("x=",), (1,)),
+    (("y=",), (1,)),
+    (("x=",), ("ab",)),
+    (("x=",), (2**63 - 1,)),
+    (("x=",), (-(2**63) + 1,)),
+    (("x=",), (-(2**63),)),
+    (("x=",), (None,)),
+    (("x=",), (b"\x00:",)),
+    (("a=", "b="), (True, "s" * 300)),
+    (("a=", "b="), (False, 2.5)),
+    (("é=",), (3,)),
+    (("x=",), ("é",)),
+    (None, (7,)),
+    (None, ("t" * 600,)),
+    (("x=",), (1,)),
+)
 
 
 def core_encodings() -> dict[str, Any]:
@@ -265,6 +286,10 @@ def core_disagreement(
     summarize: Callable[[object], tuple[str, bytes | None]],
     add_pair: Callable[[values.BoundedValues, tuple[str, bytes | None]], None],
     bucket: Callable[[object], str] | None = None,
+    add_values: Callable[
+        [values.BoundedValues, tuple[str, ...] | None, tuple[object, ...], bool], bool
+    ]
+    | None = None,
 ) -> str | None:
     """Where the compiled core's own summaries or overflow fingerprints differ from
     values.py's, or None: a core that disagrees must not record (its genomes would differ).
@@ -286,7 +311,46 @@ def core_disagreement(
         add_pair(core_side, pair)
         if (core_side._count, core_side._sum) != (python_side._count, python_side._sum):
             return f"overflow fingerprint of {pair!r}"
+    if add_values is not None:
+        for limit in (0, 2, 8):
+            python_side = values.BoundedValues(limit)
+            core_side = values.BoundedValues(limit)
+            for labels, items in _CALL_SAMPLES:
+                python_side.add_pair(python_values_pair(labels, items, shape_only=False))
+                add_values(core_side, labels, items, False)
+                if labels is None:
+                    python_side.add_pair(python_values_pair(None, items, shape_only=True))
+                    add_values(core_side, None, items, True)
+                if (list(core_side._seen), core_side._count, core_side._sum) != (
+                    list(python_side._seen),
+                    python_side._count,
+                    python_side._sum,
+                ):
+                    return f"the values of a call {labels!r} {items!r} (limit {limit})"
     return None
+
+
+def python_values_pair(
+    labels: tuple[str, ...] | None, items: tuple[object, ...], *, shape_only: bool
+) -> tuple[str, bytes | None]:
+    """The pair the Python callbacks add for a call's arguments (Tracer._record_args, with
+    ``labels``) or for a result (``labels`` None: one value; ``shape_only`` for a salted
+    ``__hash__``), for comparing the compiled core's own path with them."""
+    if labels is None:
+        shape, canon = values.summarize(items[0])
+        return (shape, None) if shape_only else (shape, canon)
+    summaries = [values.summarize(item) for item in items]
+    if len(summaries) == 1:
+        return (labels[0] + summaries[0][0], summaries[0][1])
+    forms = [form for _, form in summaries]
+    return (
+        ARG_SHAPE_SEPARATOR.join(
+            label + shape for label, (shape, _) in zip(labels, summaries, strict=True)
+        ),
+        None
+        if any(form is None for form in forms)
+        else ARG_CANON_SEPARATOR.join(form for form in forms if form is not None),
+    )
 
 
 def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:

@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 15
+CORE_VERSION = 16
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
@@ -999,7 +999,9 @@ class Tracer:
                 on_error=None if self.first_errors is None else self.keep_first_error,
                 **contract.core_encodings(),
             )
-            disagreement = contract.core_disagreement(core.summarize, core.add_pair, core.bucket)
+            disagreement = contract.core_disagreement(
+                core.summarize, core.add_pair, core.bucket, core.add_values
+            )
             if disagreement is not None:
                 self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
                 return callbacks
