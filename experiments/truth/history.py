@@ -225,6 +225,7 @@ def diffgenome_commit() -> str:
         capture_output=True,
         text=True,
         check=False,
+        cwd="/",  # not this checkout's folder, whose diffgenome ``-c`` would import first
     ).stdout.strip()
     root = Path(where).parent if where else REPO_ROOT
     return git(root, "log", "-1", "--format=%h", "--", "diffgenome", "setup.py")
