@@ -5,6 +5,8 @@
     python experiments/truth.py mutants --via-revisions --project packaging --limit 20
     python experiments/truth.py census --projects cookiecutter,google-auth,google-api-core
     python experiments/truth.py report
+    python experiments/truth.py releases --projects boltons,isodate --tag s10-after
+    python experiments/truth.py ways --projects boltons,isodate --tag s10
 
 Each step writes its raw result under experiments/work/truth/; `report` joins them into
 experiments/results/truth-YYYY-MM-DD.{md,json}. The method is in docs/experiments.md.

@@ -463,7 +463,14 @@ class TestDiff(_Model):
         "restructured",
     ]
     outcome: OutcomePair
-    reasons: list[str] = []
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="why the test is unverified (`base: call:untraced-subprocess:git`), what "
+        "was masked as unstable (`unstable (base confirmation): ...`), and on a `changed` or "
+        "`unstable` test whose every difference comes from module-level state other tests "
+        "left, `cross-test-state: global:NAME a → b at entry of SYMBOL ...` (docs/diffing.md, "
+        "'Cross-test state'); an optional explanation, the status says what the gate does",
+    )
     changes: list[Change] = []
     structure: list[str] = Field(
         default_factory=list,

@@ -55,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("releases", help="diff two consecutive releases of real projects")
     p.add_argument("--projects", default="cachetools,semver,humanize")
     p.add_argument("--tag", default="", help="suffix of the result files (e.g. after-merge)")
+    p = sub.add_parser(
+        "ways", help="an identical tree four ways (fresh, reused, WORKTREE, ignored)"
+    )
+    p.add_argument("--projects", default="boltons,isodate")
+    p.add_argument("--tag", default="")
     p = sub.add_parser("verdicts", help="re-apply truth/verdicts.py to the releases results")
     p.add_argument("--tag", default="")
     args = parser.parse_args(argv)
@@ -95,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         from truth import releases
 
         releases.run(args.projects.split(","), tag=args.tag)
+    elif args.command == "ways":
+        from truth import ways
+
+        ways.run(args.projects.split(","), tag=args.tag)
     elif args.command == "verdicts":
         from truth import releases
 

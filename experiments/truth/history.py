@@ -212,8 +212,23 @@ def today() -> str:
 
 
 def diffgenome_commit() -> str:
-    """The last commit that changed the product (experiments/ commits do not count)."""
-    return git(REPO_ROOT, "log", "-1", "--format=%h", "--", "diffgenome", "setup.py")
+    """The last commit that changed the product (experiments/ commits do not count), in the
+    tree whose ``diffgenome`` this interpreter imports: the diffs run ``sys.executable -m
+    diffgenome...``, so the harness run with another checkout's venv (a "before" product, in
+    a ``git worktree`` of an older commit) names that checkout's commit, not this one's."""
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import diffgenome, os; print(os.path.dirname(diffgenome.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",  # not this checkout's folder, whose diffgenome ``-c`` would import first
+    ).stdout.strip()
+    root = Path(where).parent if where else REPO_ROOT
+    return git(root, "log", "-1", "--format=%h", "--", "diffgenome", "setup.py")
 
 
 def results_path(measurement: str, tag: str, suffix: str, date: str | None = None) -> Path:

@@ -29,7 +29,7 @@ from diffgenome.analysis.diff.compare import (
     compare_tests,
     warning_messages_comparable,
 )
-from diffgenome.analysis.diff.describe import describe
+from diffgenome.analysis.diff.describe import ARROW, describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
 from diffgenome.analysis.diff.modules import test_code_rule
@@ -208,7 +208,8 @@ def _confirmation(
     changes (a module fixture set up by another test, a cache warmed earlier) is the same in
     both and masks nothing; only the clock, randomness and scheduling differ between them.
     They are never compared with the first recordings, whose selection differs. Returns the
-    ids of the tests confirmed. ``names``: base ids of tests paired under their head id.
+    ids of the tests confirmed (never ``<import>``, which is masked but not confirmed).
+    ``names``: base ids of tests paired under their head id.
     """
     if len(recordings) < 2:
         return set()
@@ -219,8 +220,12 @@ def _confirmation(
         again = _renamed(index_tests(other), names)
         for test_id, test in first.items():
             twin = again.get(test_id)
-            if twin is None or test_id == IMPORT_TEST_ID:
-                continue  # <import> of a few modules says nothing about the whole import
+            if twin is None:
+                continue
+            # <import> of a few modules says nothing about the whole import, so it is never
+            # counted as confirmed; but what differs between two imports of the same modules
+            # at one commit (a start time taken at import: boltons.ecoutils) is noise there
+            # as anywhere, and masks that field (an identical tree was `<import> changed`).
             for found in compare_tests(test, twin, digests=digests):
                 into.setdefault(test_id, Instability()).add(label, found)
     return set(first) - {IMPORT_TEST_ID}
@@ -385,6 +390,11 @@ def diff_documents(
         found = compare_tests(b, h, digests=digests)
         runs_changed_code = test_id in reaching
         found = _settled(found, test_id, unstable, runs_changed_code)
+        carried = (
+            carried_state(found, code_changes)
+            if code_changes is not None and found and not runs_changed_code
+            else None
+        )
         instability = unstable.get(test_id)
         again = reproduced.get(test_id)
         if found and again is not None and test_id not in reaching:
@@ -423,6 +433,8 @@ def diff_documents(
             status = "unstable"
         else:
             status = "unchanged"
+        if carried is not None and status in ("changed", "unstable"):
+            reasons.append(carried)
         if instability is not None:
             reasons.extend(instability.all_reasons())
         diffs.append(
@@ -460,6 +472,76 @@ def diff_documents(
         tests=diffs,
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
+    )
+
+
+#: The reason a test gets when its differences come from state other tests left (#24.6).
+CROSS_TEST_STATE = "cross-test-state"
+_GLOBAL = "global:"
+
+
+def carried_state(found: Sequence[Found], code_changes: CodeChangeInput) -> str | None:
+    """``cross-test-state: ...`` when every difference of a test can come from module-level
+    state that other tests left, else None (docs/diffing.md, "Cross-test state").
+
+    The caller has checked that the test runs no changed code (its own code, its fixtures
+    and everything it called are the same on both sides). Here: some calls present on both
+    sides, with the same arguments, found a module-level name (``global:NAME``) in another
+    state at their entry, and every difference of the test lies at or below one of those
+    calls. Then the test's inputs and code are equal and what differs is what the calls
+    found when they started: a cache warmed, a registry filled by earlier tests (their
+    order changed, tests were added before it). Never when the code change binds that name
+    (``_CACHE = {}`` became ``{"a": 1}``: a change of the code, not of the order) or a
+    changed module or class body does more than bind names (its effect on state is not
+    known). Values read through ``self`` or a class (``self._CACHE``) have no content bucket
+    (``class attribute``), so such caches are not seen here: those tests stay plain."""
+    if any(change.opaque for change in code_changes.symbols):
+        return None
+    bound = {f"{_GLOBAL}{n}" for c in code_changes.symbols for n in (*c.bound, *c.one_sided_names)}
+    roots: dict[tuple[str | None, Path], tuple[Found, list[str]]] = {}
+    for item in found:
+        if item.kind != STATE_CHANGED:
+            continue
+        targets = sorted(
+            {
+                str(fact.get("target"))
+                for side in (item.base or (), item.head or ())
+                for fact in side
+                if isinstance(fact, Mapping)
+                and fact.get("when") == "entry"
+                and str(fact.get("target", "")).startswith(_GLOBAL)
+            }
+            - bound
+        )
+        if targets:
+            roots[(item.phase, item.path)] = (item, targets)
+    for item in found:
+        if item.kind == ARGS_CHANGED:  # the call's inputs differ: not only its state
+            roots.pop((item.phase, item.path), None)
+    if not roots:
+        return None
+    for item in found:
+        if not any(item.phase == phase and item.path[: len(path)] == path for phase, path in roots):
+            return None
+    (item, targets), *others = sorted(roots.values(), key=lambda r: (len(r[0].path), r[0].path))
+    target = targets[0]
+
+    def buckets(side: Any) -> str:
+        seen = sorted(
+            str(f.get("bucket"))
+            for f in side or ()
+            if isinstance(f, Mapping) and f.get("when") == "entry" and f.get("target") == target
+        )
+        return "/".join(seen) or "the same"
+
+    more = len(targets) - 1 + len(others)
+    also = f" (and {more} more)" if more else ""
+    return (
+        f"{CROSS_TEST_STATE}: {target} {buckets(item.base)} {ARROW} {buckets(item.head)} at entry "
+        f"of {item.symbol or item.path[-1]}{also}, called with the same arguments, and neither "
+        "the test nor the code it runs changed: state other tests left (their order, tests "
+        "added before it); -p no:randomly, a fixed order or a fixture that resets it "
+        "compares the test alone"
     )
 
 
