@@ -300,3 +300,55 @@ def test_an_extraction_above_two_test_callbacks_is_structure(tmp_path: Path) -> 
     assert test["status"] == "changed" and test["outcome"]["head"] == "passed", test
     assert [change["kind"] for change in test["changes"]] == ["stand_in_changed"], test
     assert code == 1
+
+
+HEXES = {
+    "hexes/__init__.py": "",
+    "hexes/norm.py": """
+        def normalize(digits):
+            if len(digits) == 3:
+                digits = "".join(2 * s for s in digits)
+            return "#" + digits.lower()
+    """,
+    "tests/test_norm.py": """
+        from hexes.norm import normalize
+
+
+        def test_short():
+            assert normalize("0aF") == "#00aaff"
+
+
+        def test_long():
+            assert normalize("00AAFF") == "#00aaff"
+    """,
+}
+
+
+def test_a_generator_expression_that_moves_with_an_extraction_is_that_extraction(
+    tmp_path: Path,
+) -> None:
+    """webcolors' ``_expand_shorthand`` taken out of ``normalize_hex`` with the generator
+    expression in it: the expression is named by its content and its function, so it read as
+    one removed from ``normalize_hex`` and one added in it, a second cause beside the
+    extraction for the tests that run it. It is the extraction's code: one line, one cause."""
+    repo = make_project(tmp_path, HEXES, name="hexes")
+    git_in(repo, "branch", "-M", "main")
+    git_in(repo, "checkout", "-q", "-b", "extract")
+    path = repo / "hexes" / "norm.py"
+    path.write_text(
+        'def normalize(digits):\n    return "#" + _expand(digits).lower()\n\n\n'
+        "def _expand(digits):\n    if len(digits) == 3:\n"
+        '        return "".join(2 * s for s in digits)\n    return digits\n'
+    )
+    git_in(repo, "commit", "-qam", "extract _expand")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "extract")
+    tests = {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+    for name in ("test_short", "test_long"):
+        assert tests[name]["status"] == "restructured", tests[name]
+        assert tests[name]["structure"] == [
+            "`hexes.norm._expand` extracted from `hexes.norm.normalize`"
+        ], tests[name]
+    assert [cause["summary"] for cause in document["causes"]] == [
+        "`hexes.norm._expand` extracted from `hexes.norm.normalize`"
+    ]
+    assert code == 0

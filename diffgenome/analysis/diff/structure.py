@@ -324,6 +324,17 @@ def summaries(
     removed = dict(base.moved) if base is not None else {}
     added = dict(head.moved) if head is not None else {}
     lines: list[str] = []
+    for old, new in _carried(removed, added):
+        # The same anonymous code under another function: it went where its enclosing code
+        # went (a generator expression inside the lines an extraction moved out) and is said
+        # by that move; said on its own only when its function stayed on both sides.
+        removed.pop(old)
+        added.pop(new)
+        came, went = _enclosing_function(old), _enclosing_function(new)
+        if came in region.one_sided or went in region.one_sided:
+            continue
+        kind = "a generator expression" if "<genexpr>" in new else "a lambda"
+        lines.append(f"{kind} moved from `{_short(came)}` to `{_short(went)}` (the same code)")
     for old in sorted(removed):
         partner = _partner(old, added, region)
         if partner is None:
@@ -339,6 +350,34 @@ def summaries(
     for old, callers in sorted(removed.items()):
         lines.append(_one_sided_line(old, callers, region, extracted=False, neutral=behaviour))
     return lines
+
+
+def _carried(
+    removed: Mapping[str, set[str | None]], added: Mapping[str, set[str | None]]
+) -> list[tuple[str, str]]:
+    """Pairs of one-sided anonymous functions with the same content (the digest in their
+    names) under different enclosing functions: one piece of code that moved."""
+    by_content: dict[str, list[str]] = {}
+    for new in sorted(added):
+        found = _CONTENT_NAME.search(new)
+        if found is not None:
+            by_content.setdefault(found.group(0), []).append(new)
+    pairs = []
+    for old in sorted(removed):
+        found = _CONTENT_NAME.search(old)
+        candidates = by_content.get(found.group(0), []) if found is not None else []
+        for new in candidates:
+            if _enclosing_function(new) != _enclosing_function(old):
+                candidates.remove(new)
+                pairs.append((old, new))
+                break
+    return pairs
+
+
+def _enclosing_function(symbol: str) -> str:
+    """``m.f.<locals>.<genexpr>[…]`` → ``m.f``."""
+    head, _, _ = symbol.rpartition(".<locals>.")
+    return head or symbol.rpartition(".")[0]
 
 
 def _partner(old: str, added: Mapping[str, set[str | None]], region: Region) -> str | None:
