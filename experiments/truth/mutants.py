@@ -34,7 +34,17 @@ TARGETS = {
         "src/packaging/utils.py": "tests/test_utils.py",
         "src/packaging/markers.py": "tests/test_markers.py",
     },
+    # #29: a project whose code writes files and logs (packaging's rarely does): the effects
+    # (files written, log records, output) are what a mutant there may change alone.
+    "cookiecutter": {
+        "cookiecutter/generate.py": "tests/test_generate_files.py",
+    },
 }
+# #29: the change kinds of the effects (analysis/diff/effects.py EFFECT_KINDS), spelled out so
+# that the harness also runs against a product from before the effects (which has no module).
+EFFECT_KINDS = frozenset(
+    ("output_changed", "log_changed", "warning_changed", "file_changed", "environ_changed")
+)
 # --module-level: modules with module-level code that operators can mutate, and their tests.
 MODULE_LEVEL_TARGETS = {
     "packaging": {
@@ -242,7 +252,13 @@ def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
 
 
 def run(
-    project: str, *, limit: int, jobs: int, seed: int, module_level: bool = False
+    project: str,
+    *,
+    limit: int,
+    jobs: int,
+    seed: int,
+    module_level: bool = False,
+    tag: str = "",
 ) -> dict[str, Any]:
     env = env_for(project)
     mutants = select(project, limit, seed, env.tree, module_level)
@@ -273,9 +289,12 @@ def run(
         "wall_s": round(time.monotonic() - started, 1),
         "module_level": module_level,
     }
-    tag = "mutants-module-level" if module_level else "mutants"
-    save(tag, summary | {"mutants": results})
-    write_result(summary, results, tag)
+    name = "mutants-module-level" if module_level else "mutants"
+    if project != "packaging":
+        name += f"-{project}"
+    name += f"-{tag}" if tag else ""
+    save(name, summary | {"mutants": results})
+    write_result(summary, results, name)
     return summary
 
 
@@ -291,6 +310,7 @@ def write_result(
     keep = ("id", "symbol", "operator", "line", "before", "after", "verdict", "verdict_quiet")
     keep += ("changed_tests", "quiet_changed_tests", "killed_tests", "quiet_killed_tests")
     keep += ("selected", "selected_tests", "killed_not_selected", "changed_not_selected")
+    keep += ("verdict_quiet_no_effects", "quiet_changed_no_effects", "change_kinds")
     rows = [{k: r.get(k) for k in keep} for r in results]
     data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": rows}
     path = results_path(tag, "", "json")
@@ -307,6 +327,12 @@ def write_result(
         f"{summary['killed']} | {summary['unchanged']} |",
         f"| only tests quiet on an identical tree | {summary['detected_quiet']} | "
         f"{summary['killed_quiet']} | {len(summary['unchanged_quiet'])} |",
+        f"| only quiet tests, effect changes left out (#29) | "
+        f"{summary['detected_quiet_no_effects']} | | |",
+        "",
+        f"Detected through quiet tests only by an effect change (#29): "
+        f"{summary['effects_only_quiet'] or 'none'}; of those not killed by the suite: "
+        f"{summary['effects_only_not_killed'] or 'none'}.",
         "",
         "With the mutant's code change (as `diffgenome diff` of two revisions reads it), through "
         "quiet tests (#23.2):",
@@ -572,6 +598,7 @@ def _one(
     kinds: Counter[str] = Counter()
     changed = []
     killed_tests = []
+    behaviour: set[str] = set()  # tests with a change of another kind than an effect's
     masked = 0
     for test in document["tests"]:
         if test["status"] == "unchanged":
@@ -582,6 +609,8 @@ def _one(
             continue
         changed.append(test["id"])
         kinds.update(c["kind"] for c in own)
+        if test["status"] != "changed" or any(c["kind"] not in EFFECT_KINDS for c in own):
+            behaviour.add(test["id"])
         if any(c["kind"] == "outcome_changed" for c in own):
             killed_tests.append(test["id"])
     killed = bool(killed_tests) or rec.returncode != 0
@@ -590,7 +619,14 @@ def _one(
     quiet = [t for t in changed if t not in noisy]
     quiet_killed = [t for t in killed_tests if t not in noisy]
     verdict_quiet = ("killed" if quiet_killed else "changed") if quiet else "unchanged"
+    # #29: the same count with the effect kinds left out: what the mutant shows elsewhere.
+    quiet_no_effects = [t for t in quiet if t in behaviour]
+    verdict_quiet_no_effects = (
+        ("killed" if quiet_killed else "changed") if quiet_no_effects else "unchanged"
+    )
     return result | {
+        "verdict_quiet_no_effects": verdict_quiet_no_effects,
+        "quiet_changed_no_effects": len(quiet_no_effects),
         "verdict": verdict,
         "verdict_quiet": verdict_quiet,
         "quiet_changed_tests": len(quiet),
@@ -640,6 +676,17 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "killed_quiet": sum(1 for r in results if str(r.get("verdict_quiet")).startswith("killed")),
         "unchanged_quiet": [r["id"] for r in results if r.get("verdict_quiet") == "unchanged"],
+        # #29: detection through quiet tests when the effect kinds are left out, and the
+        # mutants only an effect change shows (a timeout or a collection error is neither).
+        "detected_quiet_no_effects": sum(
+            1
+            for r in results
+            if r.get("verdict_quiet_no_effects", r.get("verdict_quiet", "unchanged")) != "unchanged"
+        ),
+        "effects_only_quiet": [r["id"] for r in results if _effects_only(r)],
+        "effects_only_not_killed": [
+            r["id"] for r in results if _effects_only(r) and not r["killed"]
+        ],
         # #23.2: with the code change, as recorded vs with one-sided code contracted (a mutant
         # killed by a timeout or at collection counts as detected either way).
         "detected_with_code_as_recorded": sum(
@@ -667,6 +714,13 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
             )
         ),
     }
+
+
+def _effects_only(result: dict[str, Any]) -> bool:
+    return (
+        result.get("verdict_quiet", "unchanged") != "unchanged"
+        and result.get("verdict_quiet_no_effects", result.get("verdict_quiet")) == "unchanged"
+    )
 
 
 def _code_detected(result: dict[str, Any], how: str) -> bool:
