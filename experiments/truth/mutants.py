@@ -36,8 +36,12 @@ TARGETS = {
     },
     # #29: a project whose code writes files and logs (packaging's rarely does): the effects
     # (files written, log records, output) are what a mutant there may change alone.
+    # (A value may name several test files, separated by spaces.)
     "cookiecutter": {
-        "cookiecutter/generate.py": "tests/test_generate_files.py",
+        "cookiecutter/generate.py": (
+            "tests/test_generate_files.py tests/test_generate_file.py "
+            "tests/test_generate_context.py"
+        ),
     },
 }
 # #29: the change kinds of the effects (analysis/diff/effects.py EFFECT_KINDS), spelled out so
@@ -233,11 +237,12 @@ def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
     from truth.identical import prepare
 
     env = env_for(project)
-    repo = prepare(project)
+    # Its own clone: `truth.py identical` of the same project may run meanwhile.
+    repo = prepare(project, HISTORY / "identical" / project / "repo-mutants")
     out: dict[str, Any] = {}
     for tests in sorted(set(targets.values())):
         log(f"mutants: identical-tree control of {tests}")
-        args = [*env.project.pytest_args, tests]
+        args = [*env.project.pytest_args, *tests.split()]
         folder = HISTORY / "identical" / project / f"mutants-{Path(tests).stem}"
         done = run_diff(repo, env.exe, args, folder)
         if done.document is None:
@@ -266,7 +271,7 @@ def run(
     quiet_control = noisy_tests(project, targets)
     noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
-    workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
+    workers = [_copy(env, WORK / "mutants" / project / f"worker-{i}") for i in range(jobs)]
     started = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
         chunks = [mutants[i::jobs] for i in range(jobs)]
@@ -540,8 +545,9 @@ def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any], root: 
 
 
 def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) -> dict[str, Any]:
-    first = record(env, store, [tests], cwd=root, extra_env=extra)
-    second = record(env, store, [tests], cwd=root, extra_env=extra)
+    args = [*env.project.pytest_args, *tests.split()]  # cookiecutter's: no --cov addopts
+    first = record(env, store, args, cwd=root, extra_env=extra)
+    second = record(env, store, args, cwd=root, extra_env=extra)
     control = diff(store, first.run_id, second.run_id, root)
     unstable = sorted(_key(t["id"], c) for t in control["tests"] for c in t.get("changes", []))
     doc = document(store, first.run_id)
@@ -576,7 +582,8 @@ def _one(
     result["reached"] = reached or mutant.symbol == f"py:{_module_name(mutant.file)}"
     timeout = max(60.0, 10 * base["wall_s"])
     try:
-        rec = record(env, store, [mutant.tests], cwd=root, extra_env=extra, timeout=timeout)
+        args = [*env.project.pytest_args, *mutant.tests.split()]
+        rec = record(env, store, args, cwd=root, extra_env=extra, timeout=timeout)
     except subprocess.TimeoutExpired:
         return result | {
             "verdict": "killed:timeout",
