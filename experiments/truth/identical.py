@@ -159,9 +159,12 @@ def _later_checks(
             "exit_code": done.exit_code,
             "wall_s": round(done.wall_s, 1),
             "edited": COMMENT_EDIT[name] if check == "worktree" else None,
-            "reused_lines": [line for line in done.terminal.splitlines() if "reus" in line.lower()][
-                :4
-            ],
+            # diffgenome says what it reuses on stderr ("reusing run ... of HEAD").
+            "reused_lines": [
+                line.removeprefix("diffgenome: ")
+                for line in (out / check / "stderr.txt").read_text().splitlines()
+                if line.startswith("diffgenome: reusing")
+            ][:4],
         }
         if done.document is None:
             entry["error"] = done.stderr_tail
