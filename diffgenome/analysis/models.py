@@ -372,12 +372,13 @@ class TestRecord(_Model):
         None,
         description="what each phase printed, logged, warned, wrote and set "
         "(docs/protocol.md, 'Effects'); absent: not recorded (a recorder before effects, "
-        "'<import>', a subtest), which is never read as 'none'",
+        "'<import>', an older recorder's subtest), which is never read as 'none'",
     )
     effects_unrecorded: list[str] = Field(
         [],
         description="kinds of effect this test's recording could not see, as "
-        "'<kind>:<why>': 'output:capture-off' (-s), 'output:test-captures' (capsys, capfd)",
+        "'<kind>:<why>': 'output:capture-off' (-s), 'output:test-captures' (capsys, capfd), "
+        "'<kind>:in-test' (a subtest: its test's call phase holds that kind)",
     )
     params: dict[str, str | None] | None = Field(
         None,

@@ -90,7 +90,11 @@ VALUES = 3
 # ``effects``: output, log records, warnings, files written, environment changes;
 # recording/effects.py). 1 (added 2026-12-02): the first; runs that do not say recorded none,
 # and a test record without ``effects`` is read as "not recorded", never as "no effects".
-EFFECTS = 1
+# 2: a subtest records its own printed output (its report's sections) and says its other kinds
+# are its test's (``<kind>:in-test``), where 1 recorded no effects for a subtest: beside a run
+# of 2, a subtest of a run of 1 reads "not recorded" for its output (disclosed, as a run of no
+# revision does for every test).
+EFFECTS = 2
 
 
 def effects_of(run_config: object) -> int | None:

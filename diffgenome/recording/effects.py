@@ -26,6 +26,10 @@ What is seen, and how, so that the hot path stays untouched (nothing here runs p
   and said where a bound cut.
 - **environ**: ``os.environ`` at the phase's start against its end: names and value digests.
 
+A subtest (pytest's ``subtests``) runs inside its test's call phase: its logs, warnings, files
+and environment are its test's (said in the subtest's record as ``<kind>:in-test``), while
+what it prints is in its own report's sections, so it is the subtest's own ``output``.
+
 Every text is made location-independent (``stable.stable_text``) and passed through the
 secret rules (``collect/redact.py``) before it is digested; nothing but digests, names and
 counts is kept (a preview of log templates only under ``--genome-preview``).
@@ -74,6 +78,8 @@ _MAX_DEPTH: Final = 64
 
 #: The stream names of pytest's section titles (``Captured stdout call``).
 STREAMS: Final = ("stdout", "stderr")
+#: What a subtest's record says of the kinds its test's call phase holds (``output`` is its own).
+IN_TEST: Final = ("environ:in-test", "file:in-test", "log:in-test", "warning:in-test")
 #: Fixtures through which a test takes its output itself: pytest's sections then lack it.
 OWN_CAPTURE: Final = frozenset({"capsys", "capfd", "capsysbinary", "capfdbinary"})
 
@@ -265,11 +271,20 @@ class Effects:
         """The phase's captured text per stream, from its report's sections."""
         if not self._installed:
             return
+        entries, unrecorded = self.output_entries(phase, sections, own_capture, capture)
+        self._entries.extend(entries)
+        self._unrecorded.update(unrecorded)
+
+    def output_entries(
+        self, phase: str, sections: object, own_capture: bool, capture: str
+    ) -> tuple[list[Entry], set[str]]:
+        """The ``output`` entries of one report's sections, and what could not be seen; the
+        state of the test being recorded is left alone (a subtest's report has its own
+        sections: what its block printed is in them, not in its test's)."""
         if capture == "no":
-            self._unrecorded.add("output:capture-off")
-            return
-        if own_capture:
-            self._unrecorded.add("output:test-captures")
+            return [], {"output:capture-off"}
+        unrecorded = {"output:test-captures"} if own_capture else set()
+        out: list[Entry] = []
         try:
             texts: dict[str, list[str]] = {}
             for title, content in sections if isinstance(sections, list) else ():
@@ -291,9 +306,10 @@ class Effects:
                 }
                 if len(text) > MAX_OUTPUT:
                     entry["cut"] = True
-                self._entries.append(entry)
+                out.append(entry)
         except Exception:
             self.errors += 1
+        return out, unrecorded
 
     def take(self) -> tuple[list[Entry], list[str]]:
         """The test's entries in a fixed order and what could not be seen; a fresh start."""

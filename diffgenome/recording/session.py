@@ -70,7 +70,7 @@ from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
-from diffgenome.recording.effects import OWN_CAPTURE, Effects
+from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
@@ -726,7 +726,16 @@ class Recorder:
         call = export_phase(capture, self.digester, self.redactor.text, self.previews)
         outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
         reasons = [f"call:{p}" for p in consistency_problems(call)]
-        self._add_test(f"{self._test_id(report.nodeid)} {label}", outcome, {"call": call}, reasons)
+        extra: dict[str, Any] | None = None
+        if self._effects_on:
+            # What the block printed is in this report only (its test's call report lacks
+            # it); the other kinds stay with the test's call phase, which ran the block.
+            entries, unrecorded = self.effects.output_entries(
+                "call", report.sections, self._own_capture, self._capture
+            )
+            extra = {"effects": entries, "effects_unrecorded": sorted({*unrecorded, *IN_TEST})}
+        test_id = f"{self._test_id(report.nodeid)} {label}"
+        self._add_test(test_id, outcome, {"call": call}, reasons, extra=extra)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:

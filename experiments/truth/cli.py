@@ -28,11 +28,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="each mutant a commit, diffed as revisions with and without confirmation (#11.6)",
     )
-    p.add_argument("--tag", default="", help="suffix of the result files (--via-revisions)")
+    p.add_argument("--tag", default="", help="suffix of the result files (e.g. s10-after)")
     sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
     p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
     p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
     p.add_argument("--quick", action="store_true", help="the benchmark's quick selections")
+    p.add_argument(
+        "--reuse-worktree",
+        action="store_true",
+        help="then the same diff reused, and HEAD WORKTREE after a comment-only edit (#29)",
+    )
     p.add_argument(
         "--pytest-arg",
         action="append",
@@ -84,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs=args.jobs,
             seed=args.seed,
             module_level=args.module_level,
+            tag=args.tag,
         )
     elif args.command == "identical":
         from truth import identical
@@ -95,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             extra_args=args.pytest_arg,
             extra_env=dict(item.split("=", 1) for item in args.env),
             diff_args=args.diff_arg,
+            reuse_worktree=args.reuse_worktree,
         )
     elif args.command == "releases":
         from truth import releases

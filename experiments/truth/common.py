@@ -89,8 +89,11 @@ def document(store: Path, run_id: str) -> dict[str, Any]:
 
 
 def diff(store: Path, base: str, head: str, repo: Path) -> dict[str, Any]:
-    """``diffgenome diff BASE HEAD --json -`` between two stored runs or two genome files."""
-    where = ["--store", str(store), "--repo", str(repo)]
+    """``diffgenome diff BASE HEAD --json - --no-confirm`` between two stored runs or two genome
+    files. Without confirmation: a stored run of a commit would be recorded again from that
+    commit's checkout, which holds neither a mutant's edit nor the project's interpreter
+    (diffgenome's own would run it); the callers keep their own base-vs-base control."""
+    where = ["--store", str(store), "--repo", str(repo), "--no-confirm"]
     proc = subprocess.run(
         [DIFFGENOME, "diff", base, head, *where, "--json", "-", "--fail-on", "never"],
         cwd=repo,

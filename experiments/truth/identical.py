@@ -9,6 +9,11 @@ Unverified tests are counted with their reasons by kind (the default gate fails 
 
 ``--quick`` uses the benchmark's quick selection where a project has one (more-itertools:
 tests/test_recipes.py less three slow classes), else the whole suite.
+
+``--reuse-worktree`` (#29) adds the two other identical-tree checks over the same store: the
+same diff again (both sides reused from the store, nothing recorded), and ``diff HEAD
+WORKTREE`` after a comment-only edit of one project module (HEAD reused, the working tree
+recorded from its copy). Each must be as silent as the fresh diff.
 """
 
 from __future__ import annotations
@@ -58,11 +63,24 @@ def prepare(name: str, repo: Path | None = None) -> Path:
     return repo
 
 
+# The project module a comment-only edit goes into (--reuse-worktree): the first line of the
+# file, so every line below moves (identities carry no line numbers).
+COMMENT_EDIT = {
+    "cookiecutter": "cookiecutter/generate.py",
+    "packaging": "src/packaging/utils.py",
+    "more-itertools": "more_itertools/more.py",
+    "attrs": "src/attr/_make.py",
+    "sqlparse": "sqlparse/lexer.py",
+    "jinja2": "src/jinja2/environment.py",
+}
+
+
 def run(
     projects: list[str],
     *,
     quick: bool,
     tag: str = "",
+    reuse_worktree: bool = False,
     extra_args: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
     diff_args: list[str] | None = None,
@@ -95,10 +113,66 @@ def run(
             entry |= summarise(done.document)
             entry["causes"] = causes(entry)
             slim(entry)
+            if reuse_worktree:
+                entry["later"] = _later_checks(name, repo, env.exe, args, out, extra_env)
         results[name] = entry
         merge_results("identical", tag, name, entry)
     write_markdown(tag)
     return results
+
+
+def _later_checks(
+    name: str,
+    repo: Path,
+    python: str,
+    args: list[str],
+    out: Path,
+    extra_env: dict[str, str] | None,
+) -> dict[str, Any]:
+    """The reused diff and ``HEAD WORKTREE`` after a comment-only edit, over the fresh diff's
+    store: what each says (statuses, exit, the non-unchanged tests) and what it reused."""
+    store = out / "store"
+    found: dict[str, Any] = {}
+    checks: list[tuple[str, str, str]] = [("reused", "HEAD~1", "HEAD")]
+    checks.append(("worktree", "HEAD", "WORKTREE"))
+    for check, base, head in checks:
+        edited = repo / COMMENT_EDIT[name]
+        original = edited.read_bytes()
+        if check == "worktree":
+            edited.write_bytes(b"# a comment-only edit (identical-tree check)\n" + original)
+        try:
+            log(f"identical: {name} {check} ({base} {head})")
+            done = run_diff(
+                repo,
+                python,
+                args,
+                out / check,
+                base=base,
+                head=head,
+                extra_env=extra_env,
+                store=store,
+            )
+        finally:
+            edited.write_bytes(original)
+        entry: dict[str, Any] = {
+            "command": shown(done.command, extra_env),
+            "exit_code": done.exit_code,
+            "wall_s": round(done.wall_s, 1),
+            "edited": COMMENT_EDIT[name] if check == "worktree" else None,
+            # diffgenome says what it reuses on stderr ("reusing run ... of HEAD").
+            "reused_lines": [
+                line.removeprefix("diffgenome: ")
+                for line in (out / check / "stderr.txt").read_text().splitlines()
+                if line.startswith("diffgenome: reusing")
+            ][:4],
+        }
+        if done.document is None:
+            entry["error"] = done.stderr_tail
+        else:
+            entry |= summarise(done.document)
+            slim(entry)
+        found[check] = entry
+    return found
 
 
 # Causes seen on identical trees beyond the stability ones (truth/report.py CAUSES).
@@ -174,6 +248,23 @@ def write_markdown(tag: str) -> None:
     out += ["", "Commands (from the project's repo folder):", ""]
     for name, e in data["projects"].items():
         out.append(f"- {name}: `{e['command']}`")
+    later = [(n, e["later"]) for n, e in data["projects"].items() if e.get("later")]
+    if later:
+        out += ["", "Reused and WORKTREE (comment-only edit) over the same store:", ""]
+        out += ["| project | check | tests | statuses | exit | what it said of reuse |"]
+        out += ["|---|---|---:|---|---:|---|"]
+        for name, checks in later:
+            for check, e in checks.items():
+                st = ", ".join(f"{k} {v}" for k, v in e.get("statuses", {}).items())
+                said = "; ".join(e.get("reused_lines", [])) or "-"
+                out.append(
+                    f"| {name} | {check} | {e.get('tests', 'error')} | {st} | "
+                    f"{e['exit_code']} | {said} |"
+                )
+                reported = e.get("reported", [])
+                for t in reported:
+                    kinds = ", ".join(sorted(t.get("kinds", {})))
+                    out.append(f"|  | `{t['test']}` | | {t['status']}: {kinds} | | |")
     out += ["", "Non-unchanged tests:", ""]
     for name, e in data["projects"].items():
         for t in e.get("reported", []):

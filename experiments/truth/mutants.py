@@ -35,7 +35,21 @@ TARGETS = {
         "src/packaging/utils.py": "tests/test_utils.py",
         "src/packaging/markers.py": "tests/test_markers.py",
     },
+    # #29: a project whose code writes files and logs (packaging's rarely does): the effects
+    # (files written, log records, output) are what a mutant there may change alone.
+    # (A value may name several test files, separated by spaces.)
+    "cookiecutter": {
+        "cookiecutter/generate.py": (
+            "tests/test_generate_files.py tests/test_generate_file.py "
+            "tests/test_generate_context.py"
+        ),
+    },
 }
+# #29: the change kinds of the effects (analysis/diff/effects.py EFFECT_KINDS), spelled out so
+# that the harness also runs against a product from before the effects (which has no module).
+EFFECT_KINDS = frozenset(
+    ("output_changed", "log_changed", "warning_changed", "file_changed", "environ_changed")
+)
 # --module-level: modules with module-level code that operators can mutate, and their tests.
 MODULE_LEVEL_TARGETS = {
     "packaging": {
@@ -224,11 +238,12 @@ def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
     from truth.identical import prepare
 
     env = env_for(project)
-    repo = prepare(project)
+    # Its own clone: `truth.py identical` of the same project may run meanwhile.
+    repo = prepare(project, HISTORY / "identical" / project / "repo-mutants")
     out: dict[str, Any] = {}
     for tests in sorted(set(targets.values())):
         log(f"mutants: identical-tree control of {tests}")
-        args = [*env.project.pytest_args, tests]
+        args = [*env.project.pytest_args, *tests.split()]
         folder = HISTORY / "identical" / project / f"mutants-{Path(tests).stem}"
         done = run_diff(repo, env.exe, args, folder)
         if done.document is None:
@@ -243,7 +258,13 @@ def noisy_tests(project: str, targets: dict[str, str]) -> dict[str, Any]:
 
 
 def run(
-    project: str, *, limit: int, jobs: int, seed: int, module_level: bool = False
+    project: str,
+    *,
+    limit: int,
+    jobs: int,
+    seed: int,
+    module_level: bool = False,
+    tag: str = "",
 ) -> dict[str, Any]:
     env = env_for(project)
     mutants = select(project, limit, seed, env.tree, module_level)
@@ -251,7 +272,7 @@ def run(
     quiet_control = noisy_tests(project, targets)
     noisy = {f: set(v["noisy"]) for f, v in quiet_control.items()}
     log(f"mutants: {len(mutants)} mutants of {project}, {jobs} workers")
-    workers = [_copy(env, WORK / "mutants" / f"worker-{i}") for i in range(jobs)]
+    workers = [_copy(env, WORK / "mutants" / project / f"worker-{i}") for i in range(jobs)]
     started = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
         chunks = [mutants[i::jobs] for i in range(jobs)]
@@ -274,9 +295,12 @@ def run(
         "wall_s": round(time.monotonic() - started, 1),
         "module_level": module_level,
     }
-    tag = "mutants-module-level" if module_level else "mutants"
-    save(tag, summary | {"mutants": results})
-    write_result(summary, results, tag)
+    name = "mutants-module-level" if module_level else "mutants"
+    if project != "packaging":
+        name += f"-{project}"
+    name += f"-{tag}" if tag else ""
+    save(name, summary | {"mutants": results})
+    write_result(summary, results, name)
     return summary
 
 
@@ -292,6 +316,7 @@ def write_result(
     keep = ("id", "symbol", "operator", "line", "before", "after", "verdict", "verdict_quiet")
     keep += ("changed_tests", "quiet_changed_tests", "killed_tests", "quiet_killed_tests")
     keep += ("selected", "selected_tests", "killed_not_selected", "changed_not_selected")
+    keep += ("verdict_quiet_no_effects", "quiet_changed_no_effects", "change_kinds")
     rows = [{k: r.get(k) for k in keep} for r in results]
     data = summary | {"diffgenome_commit": diffgenome_commit(), "mutants": rows}
     path = results_path(tag, "", "json")
@@ -308,6 +333,12 @@ def write_result(
         f"{summary['killed']} | {summary['unchanged']} |",
         f"| only tests quiet on an identical tree | {summary['detected_quiet']} | "
         f"{summary['killed_quiet']} | {len(summary['unchanged_quiet'])} |",
+        f"| only quiet tests, effect changes left out (#29) | "
+        f"{summary['detected_quiet_no_effects']} | | |",
+        "",
+        f"Detected through quiet tests only by an effect change (#29): "
+        f"{summary['effects_only_quiet'] or 'none'}; of those not killed by the suite: "
+        f"{summary['effects_only_not_killed'] or 'none'}.",
         "",
         "With the mutant's code change (as `diffgenome diff` of two revisions reads it), through "
         "quiet tests (#23.2):",
@@ -515,8 +546,9 @@ def _selection(mutant: Mutant, original: bytes, base_doc: dict[str, Any], root: 
 
 
 def _base(env: Env, root: Path, store: Path, tests: str, extra: dict[str, str]) -> dict[str, Any]:
-    first = record(env, store, [tests], cwd=root, extra_env=extra)
-    second = record(env, store, [tests], cwd=root, extra_env=extra)
+    args = [*env.project.pytest_args, *tests.split()]  # cookiecutter's: no --cov addopts
+    first = record(env, store, args, cwd=root, extra_env=extra)
+    second = record(env, store, args, cwd=root, extra_env=extra)
     control = diff(store, first.run_id, second.run_id, root)
     unstable = sorted(_key(t["id"], c) for t in control["tests"] for c in t.get("changes", []))
     doc = document(store, first.run_id)
@@ -551,7 +583,8 @@ def _one(
     result["reached"] = reached or mutant.symbol == f"py:{_module_name(mutant.file)}"
     timeout = max(60.0, 10 * base["wall_s"])
     try:
-        rec = record(env, store, [mutant.tests], cwd=root, extra_env=extra, timeout=timeout)
+        args = [*env.project.pytest_args, *mutant.tests.split()]
+        rec = record(env, store, args, cwd=root, extra_env=extra, timeout=timeout)
     except subprocess.TimeoutExpired:
         return result | {
             "verdict": "killed:timeout",
@@ -573,6 +606,7 @@ def _one(
     kinds: Counter[str] = Counter()
     changed = []
     killed_tests = []
+    behaviour: set[str] = set()  # tests with a change of another kind than an effect's
     masked = 0
     for test in document["tests"]:
         if test["status"] == "unchanged":
@@ -583,6 +617,8 @@ def _one(
             continue
         changed.append(test["id"])
         kinds.update(c["kind"] for c in own)
+        if test["status"] != "changed" or any(c["kind"] not in EFFECT_KINDS for c in own):
+            behaviour.add(test["id"])
         if any(c["kind"] == "outcome_changed" for c in own):
             killed_tests.append(test["id"])
     killed = bool(killed_tests) or rec.returncode != 0
@@ -591,7 +627,14 @@ def _one(
     quiet = [t for t in changed if t not in noisy]
     quiet_killed = [t for t in killed_tests if t not in noisy]
     verdict_quiet = ("killed" if quiet_killed else "changed") if quiet else "unchanged"
+    # #29: the same count with the effect kinds left out: what the mutant shows elsewhere.
+    quiet_no_effects = [t for t in quiet if t in behaviour]
+    verdict_quiet_no_effects = (
+        ("killed" if quiet_killed else "changed") if quiet_no_effects else "unchanged"
+    )
     return result | {
+        "verdict_quiet_no_effects": verdict_quiet_no_effects,
+        "quiet_changed_no_effects": len(quiet_no_effects),
         "verdict": verdict,
         "verdict_quiet": verdict_quiet,
         "quiet_changed_tests": len(quiet),
@@ -641,6 +684,17 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "killed_quiet": sum(1 for r in results if str(r.get("verdict_quiet")).startswith("killed")),
         "unchanged_quiet": [r["id"] for r in results if r.get("verdict_quiet") == "unchanged"],
+        # #29: detection through quiet tests when the effect kinds are left out, and the
+        # mutants only an effect change shows (a timeout or a collection error is neither).
+        "detected_quiet_no_effects": sum(
+            1
+            for r in results
+            if r.get("verdict_quiet_no_effects", r.get("verdict_quiet", "unchanged")) != "unchanged"
+        ),
+        "effects_only_quiet": [r["id"] for r in results if _effects_only(r)],
+        "effects_only_not_killed": [
+            r["id"] for r in results if _effects_only(r) and not r["killed"]
+        ],
         # #23.2: with the code change, as recorded vs with one-sided code contracted (a mutant
         # killed by a timeout or at collection counts as detected either way).
         "detected_with_code_as_recorded": sum(
@@ -668,6 +722,13 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
             )
         ),
     }
+
+
+def _effects_only(result: dict[str, Any]) -> bool:
+    return (
+        result.get("verdict_quiet", "unchanged") != "unchanged"
+        and result.get("verdict_quiet_no_effects", result.get("verdict_quiet")) == "unchanged"
+    )
 
 
 def _code_detected(result: dict[str, Any], how: str) -> bool:

@@ -89,3 +89,44 @@ def test_a_change_of_no_effect_reports_nothing(tmp_path: Path) -> None:
     assert {t["status"] for t in document["tests"]} <= {"unchanged", "touched"}, document
     assert [c for t in document["tests"] for c in t["changes"]] == []
     assert code == 0
+
+
+SUBTESTS = {
+    "app.py": """
+        def label(n):
+            print(f"item {n}")
+            return n
+        """,
+    "tests/test_app.py": """
+        import app
+
+
+        def test_items(subtests):
+            for n in (1, 2):
+                with subtests.test(n=n):
+                    assert app.label(n) == n
+        """,
+}
+
+
+def test_what_a_subtest_prints_is_that_subtest_s_output(tmp_path: Path) -> None:
+    """A subtest's printed text is in its own report, not in its test's (pytest's
+    ``subtests``): before, a change of only that text left the test and both subtests
+    ``unchanged`` with nothing said (the subtests had no effects, the test's call no output)."""
+    repo = make_project(tmp_path, SUBTESTS)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    assert {t["status"] for t in document["tests"]} == {"unchanged"}, document["tests"]
+    assert code == 0
+    app = repo / "app.py"
+    app.write_text(app.read_text().replace('f"item {n}"', 'f"item #{n}"'))
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    tests = {t["id"]: t for t in document["tests"]}
+    for n in (1, 2):
+        sub = tests[f"tests/test_app.py::test_items (n={n})"]
+        assert sub["status"] == "changed", sub
+        assert [c["kind"] for c in sub["changes"]] == ["output_changed"], sub["changes"]
+        [change] = sub["changes"]
+        assert change["base"][0]["stream"] == "stdout" and change["base"] != change["head"]
+    # The test itself printed nothing outside its subtests.
+    assert tests["tests/test_app.py::test_items"]["status"] in ("unchanged", "touched")
+    assert code == 1

@@ -643,9 +643,12 @@ def test_effect_changes_read_alike_in_markdown_and_the_terminal() -> None:
     console = Console(record=True, width=200)
     console.print(render_terminal(diff))
     terminal = console.export_text()
+    # An effect's digest is named as the report names every digest (#29: it printed as
+    # ``#aaaaaaaa`` beside ``(value A)``).
     for line in (
-        "output: stdout #aaaaaaaa (1 line) \u2192 stdout #bbbbbbbb (1 line)",
-        "environment: nothing \u2192 set APP_MODE = #cccccccc",
+        "output: stdout (value A) (1 line) \u2192 stdout (value B) (1 line)",
+        "environment: nothing \u2192 set APP_MODE = (value C)",
     ):
         assert line in markdown, markdown
         assert line in terminal, terminal
+    assert "#aaaaaaaa" not in markdown and "#aaaaaaaa" not in terminal

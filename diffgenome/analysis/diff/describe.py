@@ -176,7 +176,7 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
     if kind == "outcome_changed":
         return f"outcome {base} {ARROW} {head}"
     if kind in EFFECT_KINDS:
-        return describe_effect(kind, change.phase, base, head)
+        return describe_effect(kind, change.phase, base, head, labels)
     if kind in ("call_added", "stand_in_added", "egress_added"):
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{_noun(kind)} added: {at}{_node(head)}{parent}"

@@ -17,7 +17,7 @@ Warnings that escaped to pytest are compared by ``warnings_changed`` already (th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 OUTPUT_CHANGED: Final = "output_changed"
@@ -146,13 +146,21 @@ _NOUN: Final = {
 }
 
 
+#: How a digest is written: `` #1a2b3c4d`` by default, a report's value label (`` (value A)``,
+#: ``describe.ValueLabels``) in a report, so that an effect's digest reads as every other
+#: digest of that report does and one text printed twice has one name.
+Digest = Callable[[object], str]
+
+
 def _short(digest: object) -> str:
-    return f"#{str(digest)[:8]}" if isinstance(digest, str) else "(no digest)"
+    return f" #{digest[:8]}" if isinstance(digest, str) else " (no digest)"
 
 
-def effect_text(entry: Mapping[str, Any]) -> str:
+def effect_text(entry: Mapping[str, Any], digest: Digest | None = None) -> str:
     """One effect entry for people: ``stdout #1a2b3c4d (3 lines)``,
-    ``log app.core WARNING template #… args #… x1``, ``file <tmp>/…/out.txt #…``."""
+    ``log app.core WARNING template #… args #…``, ``write <tmp>/…/out.txt #…``; with
+    ``digest`` (a report's labels) each digest as that report names it."""
+    shown = _short if digest is None else _labelled(digest)
     kind = entry.get("type")
     times = f" \u00d7{entry.get('count')}" if "count" in entry else ""
     if "bound" in entry:
@@ -161,41 +169,50 @@ def effect_text(entry: Mapping[str, Any]) -> str:
         lines = entry.get("lines")
         cut = ", cut" if entry.get("cut") else ""
         noun = "line" if lines == 1 else "lines"
-        return f"{entry.get('stream')} {_short(entry.get('digest'))} ({lines} {noun}{cut})"
+        return f"{entry.get('stream')}{shown(entry.get('digest'))} ({lines} {noun}{cut})"
     if kind == "log":
         template = entry.get("template")
         said = f" {template!r}" if isinstance(template, str) else ""
         args = entry.get("args_digest")
-        args_text = f" args {_short(args)}" if args is not None else ""
+        args_text = f" args{shown(args)}" if args is not None else ""
         return (
-            f"{entry.get('logger')} {entry.get('level')}{said} template "
-            f"{_short(entry.get('template_digest'))}{args_text}{times}"
+            f"{entry.get('logger')} {entry.get('level')}{said} template"
+            f"{shown(entry.get('template_digest'))}{args_text}{times}"
         )
     if kind == "warning":
         return (
-            f"{entry.get('category')}(message {_short(entry.get('message_digest'))}) from "
+            f"{entry.get('category')}(message{shown(entry.get('message_digest'))}) from "
             f"{entry.get('origin')}{times}"
         )
     if kind == "file":
         state = entry.get("state")
-        content = f"({state})" if state else _short(entry.get("digest"))
+        content = f" ({state})" if state else shown(entry.get("digest"))
         cut = " (first MiB)" if entry.get("cut") else ""
-        return f"{entry.get('mode')} {entry.get('path')} {content}{cut}"
+        return f"{entry.get('mode')} {entry.get('path')}{content}{cut}"
     if kind == "environ":
-        value = "" if entry.get("change") == "unset" else f" = {_short(entry.get('digest'))}"
+        value = "" if entry.get("change") == "unset" else f" ={shown(entry.get('digest'))}"
         return f"{entry.get('change')} {entry.get('name')}{value}"
     return repr(dict(entry))
 
 
-def _listed(entries: object) -> str:
+def _labelled(digest: Digest) -> Digest:
+    """A report's labels, but a missing digest still said (labels write nothing for it)."""
+    return lambda value: digest(value) if isinstance(value, str) else " (no digest)"
+
+
+def _listed(entries: object, digest: Digest | None) -> str:
     if entries is None:
         return "not recorded"
     if not isinstance(entries, list) or not entries:
         return "nothing"
-    return "; ".join(effect_text(e) for e in entries if isinstance(e, Mapping))
+    return "; ".join(effect_text(e, digest) for e in entries if isinstance(e, Mapping))
 
 
-def describe_effect(kind: str, phase: str | None, base: object, head: object) -> str:
-    """``[setup] output: stdout #1a2b… (2 lines) → stdout #9f8e… (2 lines)``."""
+def describe_effect(
+    kind: str, phase: str | None, base: object, head: object, digest: Digest | None = None
+) -> str:
+    """``[setup] output: stdout #1a2b… (2 lines) → stdout #9f8e… (2 lines)``; with a report's
+    labels, ``stdout (value A) (2 lines) → stdout (value B) (2 lines)``."""
     where = f"[{phase}] " if phase not in (None, "call") else ""
-    return f"{where}{_NOUN.get(kind, kind)}: {_listed(base)} \u2192 {_listed(head)}"
+    text = f"{_listed(base, digest)} \u2192 {_listed(head, digest)}"
+    return f"{where}{_NOUN.get(kind, kind)}: {text}"
