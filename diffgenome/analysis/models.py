@@ -25,6 +25,32 @@ Fidelity = Literal["complete", "partial"]
 Mechanism = Literal["mock_object", "interposition", "fake", "stub", "unknown"]
 Relation = Literal["spec", "patch-target", "instance-attribute", "monkeypatch", "override", "none"]
 DecisionKind = Literal["if", "while", "ifexp", "comprehension", "match", "assert"]
+TestStatus = Literal[
+    "unchanged", "changed", "added", "removed", "unverified", "unstable", "touched", "restructured"
+]
+ChangeKind = Literal[
+    "outcome_changed",
+    "call_added",
+    "call_removed",
+    "call_count_changed",
+    "exit_changed",
+    "result_changed",
+    "args_changed",
+    "branch_changed",
+    "stand_in_added",
+    "stand_in_removed",
+    "stand_in_changed",
+    "egress_added",
+    "egress_removed",
+    "state_changed",
+    "warnings_changed",
+    "output_changed",
+    "log_changed",
+    "warning_changed",
+    "file_changed",
+    "environ_changed",
+]
+CodeChangeKind = Literal["added", "removed", "modified"]
 
 
 class _Model(BaseModel):
@@ -430,7 +456,7 @@ class DiffSummary(_Model):
 
 
 class Change(_Model):
-    kind: str
+    kind: ChangeKind
     phase: str | None = None
     path: list[str] = []
     symbol: str | None = None
@@ -453,16 +479,7 @@ class TestDiff(_Model):
         "numbered it by position and a case inserted before it shifted the number; paired "
         "by its function and its parameter values",
     )
-    status: Literal[
-        "unchanged",
-        "changed",
-        "added",
-        "removed",
-        "unverified",
-        "unstable",
-        "touched",
-        "restructured",
-    ]
+    status: TestStatus
     outcome: OutcomePair
     reasons: list[str] = Field(
         default_factory=list,
@@ -533,7 +550,7 @@ class CauseGroup(_Model):
         "changes reach more than one code change; 'none': causes with no changed code in reach"
     )
     symbol: str | None = Field(default=None, description="the changed symbol, for 'code'")
-    change: Literal["added", "removed", "modified"] | None = Field(
+    change: CodeChangeKind | None = Field(
         default=None, description="what happened to it (its `code_changes` entry)"
     )
     code: str = Field(
@@ -555,7 +572,7 @@ class CauseGroup(_Model):
 
 class CodeChange(_Model):
     symbol: str
-    change: Literal["added", "removed", "modified"]
+    change: CodeChangeKind
     tests_base: list[str] = []
     tests_head: list[str] = []
     sites: list[dict[str, object]] = Field(

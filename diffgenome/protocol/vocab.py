@@ -169,3 +169,73 @@ UNVERIFIED_REASONS: Final = {
     REASON_SHARDS_DISAGREE: "a combined run: shards recorded the test differently (detail: "
     "the shards)",
 }
+
+# --- the diff's words (``diffgenome-diff``) ------------------------------------------------
+
+# What a test's comparison concluded (``tests[].status``; docs/diffing.md, "Statuses").
+STATUS_UNCHANGED: Final = "unchanged"
+STATUS_CHANGED: Final = "changed"
+STATUS_ADDED: Final = "added"
+STATUS_REMOVED: Final = "removed"
+STATUS_UNVERIFIED: Final = "unverified"
+STATUS_UNSTABLE: Final = "unstable"
+STATUS_TOUCHED: Final = "touched"
+STATUS_RESTRUCTURED: Final = "restructured"
+TEST_STATUSES: Final = (
+    STATUS_UNCHANGED,
+    STATUS_CHANGED,
+    STATUS_ADDED,
+    STATUS_REMOVED,
+    STATUS_UNVERIFIED,
+    STATUS_UNSTABLE,
+    STATUS_TOUCHED,
+    STATUS_RESTRUCTURED,
+)
+
+# What differs, one change at a time (``tests[].changes[].kind``), in the order reports
+# show them.
+OUTCOME_CHANGED: Final = "outcome_changed"
+CALL_ADDED: Final = "call_added"
+CALL_REMOVED: Final = "call_removed"
+CALL_COUNT_CHANGED: Final = "call_count_changed"
+EXIT_CHANGED: Final = "exit_changed"
+RESULT_CHANGED: Final = "result_changed"
+ARGS_CHANGED: Final = "args_changed"
+BRANCH_CHANGED: Final = "branch_changed"
+STAND_IN_ADDED: Final = "stand_in_added"
+STAND_IN_REMOVED: Final = "stand_in_removed"
+STAND_IN_CHANGED: Final = "stand_in_changed"
+EGRESS_ADDED: Final = "egress_added"
+EGRESS_REMOVED: Final = "egress_removed"
+STATE_CHANGED: Final = "state_changed"
+WARNINGS_CHANGED: Final = "warnings_changed"
+OUTPUT_CHANGED: Final = "output_changed"
+LOG_CHANGED: Final = "log_changed"
+WARNING_CHANGED: Final = "warning_changed"
+FILE_CHANGED: Final = "file_changed"
+ENVIRON_CHANGED: Final = "environ_changed"
+EFFECT_KINDS: Final = (OUTPUT_CHANGED, LOG_CHANGED, WARNING_CHANGED, FILE_CHANGED, ENVIRON_CHANGED)
+CHANGE_KINDS: Final = (
+    OUTCOME_CHANGED,
+    CALL_ADDED,
+    CALL_REMOVED,
+    CALL_COUNT_CHANGED,
+    EXIT_CHANGED,
+    RESULT_CHANGED,
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    STAND_IN_ADDED,
+    STAND_IN_REMOVED,
+    STAND_IN_CHANGED,
+    EGRESS_ADDED,
+    EGRESS_REMOVED,
+    STATE_CHANGED,
+    WARNINGS_CHANGED,
+    *EFFECT_KINDS,
+)
+
+# How a symbol's code changed between the two commits (``code_changes[].change``).
+CODE_ADDED: Final = "added"
+CODE_REMOVED: Final = "removed"
+CODE_MODIFIED: Final = "modified"
+CODE_CHANGE_KINDS: Final = (CODE_ADDED, CODE_REMOVED, CODE_MODIFIED)

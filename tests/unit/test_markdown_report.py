@@ -541,8 +541,14 @@ def test_characters_outside_the_basic_plane_count_twice_as_forges_may_count_them
 
 
 def test_one_huge_line_is_shortened_inside_its_code_span() -> None:
-    huge = "py:pkg.f results: " + "dict[str, " * 2000
-    diff = diff_of([a_test("tests/t.py::test_a", "changed", Change(kind="x", base=huge, head=1))])
+    huge = "py:pkg." + "f_" * 4000
+    diff = diff_of(
+        [
+            a_test(
+                "tests/t.py::test_a", "changed", Change(kind="call_added", path=[huge], symbol=huge)
+            )
+        ]
+    )
     text = render_markdown(diff)
     [line] = [line for line in text.splitlines() if "tests/t.py::test_a" in line]
     item = line.split(" · 1 change: ", 1)[1]  # one line: the block is that line

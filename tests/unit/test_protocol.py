@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[2]
         (models.Mechanism, vocab.MECHANISMS),
         (models.Relation, vocab.RELATIONS),
         (models.DecisionKind, vocab.DECISION_KINDS),
+        (models.TestStatus, vocab.TEST_STATUSES),
+        (models.ChangeKind, vocab.CHANGE_KINDS),
+        (models.CodeChangeKind, vocab.CODE_CHANGE_KINDS),
     ],
 )
 def test_every_literal_of_the_models_is_its_vocabulary(

@@ -16,9 +16,9 @@ from diffgenome.analysis.diff.codechanges import (
     SymbolChange,
     code_changes_from_sources,
 )
-from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.diff.describe import describe
 from diffgenome.analysis.diff.document import DIGESTS_NOT_COMPARABLE, diff_documents
+from diffgenome.protocol.vocab import CHANGE_KINDS
 
 __all__ = [
     "CHANGE_KINDS",

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from diffgenome.analysis.diff.describe import ARROW, describe, fields_text, said
-from diffgenome.analysis.diff.effects import EFFECT_KINDS, describe_effect
+from diffgenome.analysis.diff.effects import describe_effect
 from diffgenome.analysis.diff.origins import TestOrigins, structure_origins
 from diffgenome.analysis.models import Cause, CauseGroup, Change, CodeChange, TestDiff
+from diffgenome.protocol.vocab import EFFECT_KINDS
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
 _LOUD = ("changed", "unverified")

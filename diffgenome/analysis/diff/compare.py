@@ -16,52 +16,32 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from diffgenome.analysis.diff.align import NodeDict, Path, PhaseIndex, TestIndex
-from diffgenome.analysis.diff.effects import EFFECT_KINDS, effects_diff
-from diffgenome.analysis.models import Change
+from diffgenome.analysis.diff.effects import effects_diff
+from diffgenome.analysis.models import Change, ChangeKind
 from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    CALL_ADDED,
+    CALL_COUNT_CHANGED,
+    CALL_REMOVED,
+    EGRESS_ADDED,
+    EGRESS_REMOVED,
+    EXIT_CHANGED,
     EXIT_RUNNING,
+    OUTCOME_CHANGED,
     PHASES,
+    RESULT_CHANGED,
+    STAND_IN_ADDED,
+    STAND_IN_CHANGED,
+    STAND_IN_REMOVED,
+    STATE_CHANGED,
     TYPE_CALL,
     TYPE_OS_EVENT,
     TYPE_SUBSTITUTION,
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
     VIA_THREAD,
-)
-
-OUTCOME_CHANGED = "outcome_changed"
-CALL_ADDED = "call_added"
-CALL_REMOVED = "call_removed"
-CALL_COUNT_CHANGED = "call_count_changed"
-EXIT_CHANGED = "exit_changed"
-RESULT_CHANGED = "result_changed"
-ARGS_CHANGED = "args_changed"
-BRANCH_CHANGED = "branch_changed"
-STAND_IN_ADDED = "stand_in_added"
-STAND_IN_REMOVED = "stand_in_removed"
-STAND_IN_CHANGED = "stand_in_changed"
-EGRESS_ADDED = "egress_added"
-EGRESS_REMOVED = "egress_removed"
-STATE_CHANGED = "state_changed"
-WARNINGS_CHANGED = "warnings_changed"
-
-CHANGE_KINDS: tuple[str, ...] = (
-    OUTCOME_CHANGED,
-    CALL_ADDED,
-    CALL_REMOVED,
-    CALL_COUNT_CHANGED,
-    EXIT_CHANGED,
-    RESULT_CHANGED,
-    ARGS_CHANGED,
-    BRANCH_CHANGED,
-    STAND_IN_ADDED,
-    STAND_IN_REMOVED,
-    STAND_IN_CHANGED,
-    EGRESS_ADDED,
-    EGRESS_REMOVED,
-    STATE_CHANGED,
     WARNINGS_CHANGED,
-    *EFFECT_KINDS,
 )
 
 # Kinds that say a node exists on one side only: instability of such a node covers its subtree.
@@ -69,8 +49,12 @@ PRESENCE_KINDS = frozenset(
     {CALL_ADDED, CALL_REMOVED, STAND_IN_ADDED, STAND_IN_REMOVED, EGRESS_ADDED, EGRESS_REMOVED}
 )
 
-_ADDED = {TYPE_CALL: CALL_ADDED, TYPE_SUBSTITUTION: STAND_IN_ADDED, TYPE_OS_EVENT: EGRESS_ADDED}
-_REMOVED = {
+_ADDED: dict[str, ChangeKind] = {
+    TYPE_CALL: CALL_ADDED,
+    TYPE_SUBSTITUTION: STAND_IN_ADDED,
+    TYPE_OS_EVENT: EGRESS_ADDED,
+}
+_REMOVED: dict[str, ChangeKind] = {
     TYPE_CALL: CALL_REMOVED,
     TYPE_SUBSTITUTION: STAND_IN_REMOVED,
     TYPE_OS_EVENT: EGRESS_REMOVED,
@@ -83,7 +67,7 @@ StabilityKey = tuple[str, str | None, Path, str | None]
 class Found:
     """One difference, before it becomes a :class:`Change` (cheap to make by the thousand)."""
 
-    kind: str
+    kind: ChangeKind
     phase: str | None
     path: Path
     symbol: str | None = None
@@ -97,7 +81,7 @@ class Found:
 
     def key(self) -> StabilityKey:
         """What must match for a difference between repeats to cover this one."""
-        family = "presence" if self.kind in PRESENCE_KINDS else self.kind
+        family: str = "presence" if self.kind in PRESENCE_KINDS else self.kind
         if self.timing:  # finalization's warnings never cover the others
             family = f"{family}|{self.timing}"
         return (family, self.phase, self.path, self.site)
@@ -263,7 +247,7 @@ def _compare_phase(
 
 
 def _one_sided(
-    kinds: Mapping[str, str], phase: str, path: Path, node: NodeDict, *, base_side: bool
+    kinds: Mapping[str, ChangeKind], phase: str, path: Path, node: NodeDict, *, base_side: bool
 ) -> Found:
     kind = kinds.get(str(node.get("type")), kinds[TYPE_CALL])
     value = node_summary(node)
@@ -374,7 +358,11 @@ def _compare_nodes(
     b_exits, h_exits = b.get("exits") or {}, h.get("exits") or {}
     if not _proportional(b_exits, h_exits, bc, hc):
         out.append(Found(EXIT_CHANGED, phase, path, symbol, base=dict(b_exits), head=dict(h_exits)))
-    for field, kind_name in (("args", ARGS_CHANGED), ("results", RESULT_CHANGED)):
+    fields: tuple[tuple[str, ChangeKind], ...] = (
+        ("args", ARGS_CHANGED),
+        ("results", RESULT_CHANGED),
+    )
+    for field, kind_name in fields:
         diff = values_diff(b, h, field, digests)
         if diff is not None:
             out.append(Found(kind_name, phase, path, symbol, base=diff[0], head=diff[1]))

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from diffgenome.analysis.diff.effects import EFFECT_KINDS, describe_effect
+from diffgenome.analysis.diff.effects import describe_effect
 from diffgenome.analysis.models import Change
+from diffgenome.protocol.vocab import EFFECT_KINDS
 
 ARROW = "\u2192"
 TIMES = "\u00d7"

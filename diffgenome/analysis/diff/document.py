@@ -11,18 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
 from diffgenome.analysis.diff.causes import causes_by_code_change
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import (
-    ARGS_CHANGED,
-    BRANCH_CHANGED,
-    EXIT_CHANGED,
     PRESENCE_KINDS,
-    RESULT_CHANGED,
-    STATE_CHANGED,
     TIMING_UNLESS_CHANGED,
     Found,
     StabilityKey,
@@ -41,8 +36,30 @@ from diffgenome.analysis.diff.structure import (
     runs_one_sided_code,
     summaries,
 )
-from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.analysis.models import (
+    DiffDocument,
+    DiffSide,
+    DiffSummary,
+    OutcomePair,
+    TestDiff,
+    TestStatus,
+)
+from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    EXIT_CHANGED,
+    IMPORT_TEST_ID,
+    RESULT_CHANGED,
+    STATE_CHANGED,
+    STATUS_ADDED,
+    STATUS_CHANGED,
+    STATUS_REMOVED,
+    STATUS_RESTRUCTURED,
+    STATUS_TOUCHED,
+    STATUS_UNCHANGED,
+    STATUS_UNSTABLE,
+    STATUS_UNVERIFIED,
+)
 
 # What a call makes of its arguments: when the arguments themselves differ between recordings
 # of one commit (an elapsed time, a timestamp), so may its result, its exits, the state it
@@ -55,9 +72,7 @@ WARNING_MESSAGES_NOT_COMPARABLE = (
     "warning messages not comparable: one side kept them as text (a recorder before "
     "2026-12-02), the other as keyed digests; record both again (diffgenome diff --rerecord)"
 )
-Status = Literal[
-    "unchanged", "changed", "added", "removed", "unverified", "unstable", "touched", "restructured"
-]
+Status = TestStatus
 MAX_UNSTABLE_REASONS = 20
 
 
@@ -373,9 +388,9 @@ def diff_documents(
             missing_side, missing_run = ("base", b_run) if b is None else ("head", h_run)
             if not missing_run.get("complete", True):
                 reasons = [f"not recorded in {missing_side}, whose run is incomplete", *reasons]
-                status = "unverified"
+                status = STATUS_UNVERIFIED
             else:
-                status = "added" if b is None else "removed"
+                status = STATUS_ADDED if b is None else STATUS_REMOVED
             diffs.append(
                 TestDiff(
                     id=test_id,
@@ -383,7 +398,7 @@ def diff_documents(
                     status=status,
                     outcome=outcome,
                     reasons=reasons,
-                    may_hide_change=status == "unverified",
+                    may_hide_change=status == STATUS_UNVERIFIED,
                 )
             )
             continue
@@ -420,20 +435,20 @@ def diff_documents(
             else None
         )
         if reasons:
-            status = "unverified"
+            status = STATUS_UNVERIFIED
             may_hide = bool(found) or _may_hide(b, h, reasons, run_reasons)
         elif restructured is not None:
             found, structure, behaviour = restructured
-            status = "changed" if behaviour else "restructured"
+            status = STATUS_CHANGED if behaviour else STATUS_RESTRUCTURED
         elif found and _only_one_sided(found, one_sided_sites, one_sided_state):
-            status = "touched"
+            status = STATUS_TOUCHED
         elif found:
-            status = "changed"
+            status = STATUS_CHANGED
         elif instability is not None:
-            status = "unstable"
+            status = STATUS_UNSTABLE
         else:
-            status = "unchanged"
-        if carried is not None and status in ("changed", "unstable"):
+            status = STATUS_UNCHANGED
+        if carried is not None and status in (STATUS_CHANGED, STATUS_UNSTABLE):
             reasons.append(carried)
         if instability is not None:
             reasons.extend(instability.all_reasons())

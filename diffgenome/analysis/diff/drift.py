@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping
 
 from diffgenome.analysis.diff.align import TestIndex, element_symbol
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
-from diffgenome.analysis.diff.compare import EXIT_CHANGED, RESULT_CHANGED, Found
+from diffgenome.analysis.diff.compare import Found
 from diffgenome.analysis.diff.describe import ARROW, describe
 from diffgenome.analysis.models import Drift
-from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
+from diffgenome.protocol.vocab import EXIT_CHANGED, RESULT_CHANGED, TYPE_SUBSTITUTION
 
 MAX_BEHAVIOUR_EVIDENCE = 10
 

@@ -20,21 +20,23 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-OUTPUT_CHANGED: Final = "output_changed"
-LOG_CHANGED: Final = "log_changed"
-WARNING_CHANGED: Final = "warning_changed"
-FILE_CHANGED: Final = "file_changed"
-ENVIRON_CHANGED: Final = "environ_changed"
+from diffgenome.analysis.models import ChangeKind
+from diffgenome.protocol.vocab import (
+    ENVIRON_CHANGED,
+    FILE_CHANGED,
+    LOG_CHANGED,
+    OUTPUT_CHANGED,
+    WARNING_CHANGED,
+)
 
 #: The change kind of each effect type, in the order reports show them.
-KIND_OF: Final = {
+KIND_OF: Final[dict[str, ChangeKind]] = {
     "output": OUTPUT_CHANGED,
     "log": LOG_CHANGED,
     "warning": WARNING_CHANGED,
     "file": FILE_CHANGED,
     "environ": ENVIRON_CHANGED,
 }
-EFFECT_KINDS: Final = tuple(KIND_OF.values())
 
 # Kept for people, never compared.
 _PREVIEWS: Final = frozenset({"template"})
@@ -88,7 +90,7 @@ def _entries(
 
 def effects_diff(
     base: Mapping[str, Any], head: Mapping[str, Any], *, digests: bool = True
-) -> list[tuple[str, str, list[dict[str, Any]] | None, list[dict[str, Any]] | None]]:
+) -> list[tuple[ChangeKind, str, list[dict[str, Any]] | None, list[dict[str, Any]] | None]]:
     """``(kind, phase, base entries, head entries)`` for every kind and phase whose effects
     differ; the entries are those on one side only, ``None`` for a side that did not see
     that kind (reported only where the other side has some)."""
@@ -103,7 +105,7 @@ def effects_diff(
     for side in (b, h):
         if side is not None:
             keys.update(side[0])
-    out: list[tuple[str, str, list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = []
+    out: list[tuple[ChangeKind, str, list[dict[str, Any]] | None, list[dict[str, Any]] | None]] = []
     empty: Counter[tuple[tuple[str, Any], ...]] = Counter()
     for kind, phase in sorted(
         keys, key=lambda k: (_PHASE_ORDER.get(k[1], 3), list(KIND_OF).index(k[0]))

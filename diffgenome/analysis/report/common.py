@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from diffgenome.analysis.diff.compare import CHANGE_KINDS
 from diffgenome.analysis.models import (
     Cause,
     CauseGroup,
@@ -24,7 +23,7 @@ from diffgenome.analysis.models import (
     DiffSide,
     TestDiff,
 )
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import CHANGE_KINDS, IMPORT_TEST_ID
 
 STATUS_ORDER = (
     "changed",
