@@ -263,7 +263,8 @@ RENDER_REHOMED = (
     "_is_empty_aot(v): continue`, so every unchanged condition of that chain (and the "
     "`assert k is not None`, `v.is_super_table()`, `k.is_dotted()` and separator checks "
     "inside it) sits under another enclosing `if`: a decision of one side's code (base's id "
-    "gone, head's new), whose counts differ only where an emptied array of tables is skipped"
+    "gone, head's new) with the same counts on both sides (no compared test renders an "
+    "emptied array of tables: those tests are new)"
 )
 ITEM_REHOMED = (
     "items.item: the loop over a dict's keys iterates `sorted(v.items(), key=_sort_key)` (was "
@@ -674,7 +675,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
                 "_render_aot_table/assert[4df65cdfc0]",
                 "_render_aot_table/if[f03f4cef4a]",  # v.is_super_table()
                 "_render_aot_table/if[87d6115e60]",
-                "_render_aot_table/if[fdfba2b4c2]",  # k.is_dotted() (base's id)
+                "_render_aot_table/if[fdfba2b4c2]",  # k.is_dotted()
+                "_render_aot_table/if[5377ff829f]",
             )
         ),
         Rule("real", MLB_CR, site="String.from_raw/if[91c490fe1d]", level="touched"),
