@@ -263,8 +263,8 @@ RENDER_REHOMED = (
     "_is_empty_aot(v): continue`, so every unchanged condition of that chain (and the "
     "`assert k is not None`, `v.is_super_table()`, `k.is_dotted()` and separator checks "
     "inside it) sits under another enclosing `if`: a decision of one side's code (base's id "
-    "gone, head's new) with the same counts on both sides (no compared test renders an "
-    "emptied array of tables: those tests are new)"
+    "gone, head's new) with the same counts on both sides (no compared test skips an "
+    "emptied array of tables: the tests that empty one are new)"
 )
 ITEM_REHOMED = (
     "items.item: the loop over a dict's keys iterates `sorted(v.items(), key=_sort_key)` (was "
