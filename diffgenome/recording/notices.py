@@ -11,7 +11,9 @@ notices to the controller through ``workeroutput``, which says them once.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from os import write as _os_write
 from typing import Any
 
 import pytest
@@ -41,6 +43,21 @@ def say(config: pytest.Config, text: str) -> None:
         return
     said.add(line)
     _write(config, line)
+
+
+def say_alone(config: pytest.Config, text: str) -> None:
+    """Say one notice from a process that shares its terminal with another that is still
+    writing (a copy of the session made by ``os.fork()`` in a test): the whole line in one
+    ``write`` on standard error's descriptor, so that the other process's lines never land
+    inside it (through the reporter, the copy's line reached the pipe in two pieces and the
+    recording process's closing line came in between)."""
+    line = " ".join((text if text.startswith(PREFIX) else PREFIX + text).split())
+    said = config.stash.setdefault(_said_key, set())
+    if line in said:
+        return
+    said.add(line)
+    with contextlib.suppress(OSError):
+        _os_write(2, (line + "\n").encode("utf-8", "replace"))
 
 
 def say_from_worker(config: pytest.Config, node: Any) -> None:

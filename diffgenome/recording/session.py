@@ -72,7 +72,7 @@ from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.genome import consistency_problems, export_phase
-from diffgenome.recording.notices import PREFIX, say
+from diffgenome.recording.notices import PREFIX, say, say_alone
 from diffgenome.recording.options import read_options
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
@@ -868,7 +868,7 @@ class Recorder:
             if not self._store_broken:
                 self._store_broken = True
                 self._store_failure_recorded = True  # not this process's run to finish
-                say(self.config, str(exc))
+                say_alone(self.config, str(exc))
             return
         if not self._store_broken:
             self._store_broken = True

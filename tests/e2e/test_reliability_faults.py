@@ -535,6 +535,11 @@ def test_a_forked_copy_of_the_session_writes_nothing_into_the_store(tmp_path: Pa
     assert result.returncode == 0, output
     copies = [n for n in diffgenome_notices(output) if "made by os.fork() in a test" in n]
     assert len(copies) == 1 and "records nothing" in copies[0], output
+    # Whole, on standard error: through the reporter the copy's line reached the shared pipe
+    # in two writes and the recording process's closing line once landed inside it.
+    assert [n for n in result.stderr.splitlines() if "made by os.fork() in a test" in n] == [
+        copies[0]
+    ], result.stderr
     line = _closing_line(output)
     assert "incomplete" not in line, line
     doc = export(project)
