@@ -484,12 +484,7 @@ class Runner:
                         # (jinja2 keys its bytecode cache by the sha1 of the template's
                         # absolute path) is then the same in base and head.
                         tree = self._checkout(workspace, sha, SIDE_TREE)
-                run_id = self._record(spec, tree, workspace, selection, subject=which)
-                if first is None:
-                    first = (run_id, which)
-                    documents.append(self._first_document(run_id, which))
-                else:
-                    documents.append(self._document(run_id, which))
+                first = self._record_into(documents, first, spec, tree, workspace, selection, which)
         finally:
             if tree is not None:
                 with sigint_ignored():
@@ -500,6 +495,25 @@ class Runner:
         )
         self._recorded[("revision", sha)] = side
         return side
+
+    def _record_into(
+        self,
+        documents: list[dict[str, Any]],
+        first: tuple[str, str] | None,
+        spec: str,
+        tree: str,
+        workspace: Workspace,
+        selection: list[str],
+        which: str,
+    ) -> tuple[str, str]:
+        """Record one repeat of a side into ``documents``; the side's first recording (run id
+        and subject), which is read as the one the diff may defer."""
+        run_id = self._record(spec, tree, workspace, selection, subject=which)
+        if first is None:
+            documents.append(self._first_document(run_id, which))
+            return run_id, which
+        documents.append(self._document(run_id, which))
+        return first
 
     def _record_worktree(self, name: str, workspace: Workspace) -> Side:
         assert self.repo is not None
@@ -512,12 +526,9 @@ class Runner:
         try:
             for n in range(1, repeat + 1):
                 which = subject if repeat == 1 else f"{subject}, {n} of {repeat}"
-                run_id = self._record(WORKTREE, tree, workspace, selection, subject=which)
-                if first is None:
-                    first = (run_id, which)
-                    documents.append(self._first_document(run_id, which))
-                else:
-                    documents.append(self._document(run_id, which))
+                first = self._record_into(
+                    documents, first, WORKTREE, tree, workspace, selection, which
+                )
         finally:
             with sigint_ignored():
                 workspace.remove_worktree(tree)
