@@ -25,7 +25,16 @@ ORIGIN_EXTERNAL: Final = "external"
 ORIGIN_UNKNOWN: Final = "unknown"
 ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
 
-SYMBOL_KINDS: Final = ("module", "class", "function", "lambda", "generator", "exception", "other")
+SYMBOL_KIND_MODULE: Final = "module"
+SYMBOL_KINDS: Final = (
+    SYMBOL_KIND_MODULE,
+    "class",
+    "function",
+    "lambda",
+    "generator",
+    "exception",
+    "other",
+)
 
 PLANES: Final = ("symbol", "os")
 FIDELITIES: Final = ("complete", "partial")

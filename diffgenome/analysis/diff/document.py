@@ -33,6 +33,7 @@ from diffgenome.analysis.diff.structure import (
     MOVED_SITE,
     Region,
     contract,
+    imports_modules,
     runs_one_sided_code,
     summaries,
 )
@@ -59,6 +60,7 @@ from diffgenome.protocol.vocab import (
     STATUS_UNCHANGED,
     STATUS_UNSTABLE,
     STATUS_UNVERIFIED,
+    SYMBOL_KIND_MODULE,
 )
 
 # What a call makes of its arguments: when the arguments themselves differ between recordings
@@ -371,7 +373,9 @@ def diff_documents(
         else {}
     )
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
-    region = Region.of(code_changes) if code_changes is not None else None
+    region = (
+        Region.of(code_changes, _module_symbols(base, head)) if code_changes is not None else None
+    )
     one_sided_state = (
         code_changes.one_sided_state() | region.one_sided_names()
         if code_changes is not None and region is not None
@@ -612,7 +616,9 @@ def _restructured(
     to that code are contracted out (docs/diffing.md, "Structure"), what moved, and whether
     any behaviour changed; None when it ran no such code or a side cannot be contracted
     exactly (then it is judged on its differences as recorded)."""
-    if not (runs_one_sided_code(b, region) or runs_one_sided_code(h, region)):
+    if not any(
+        runs_one_sided_code(test, region) or imports_modules(test, region) for test in (b, h)
+    ):
         return None
     cb, ch = contract(b, region), contract(h, region)
     if cb is None or ch is None:
@@ -634,6 +640,16 @@ def _restructured(
     }
     behaviour = bool(found) and not _only_one_sided(found, allowed, one_sided_state)
     return found, summaries(cb, ch, region, behaviour=behaviour), behaviour
+
+
+def _module_symbols(*documents: Mapping[str, Any]) -> set[str]:
+    """The symbols of kind ``module`` in the documents' symbol tables."""
+    return {
+        str(entry.get("id"))
+        for document in documents
+        for entry in document.get("symbols") or ()
+        if isinstance(entry, Mapping) and entry.get("kind") == SYMBOL_KIND_MODULE
+    }
 
 
 def _only_one_sided(

@@ -47,6 +47,9 @@ class Region:
     one_sided: frozenset[str]  # symbols the change added or removed
     changed: frozenset[str]  # every symbol the change touched (modified ones too)
     changes: Mapping[str, SymbolChange]
+    #: Module symbols of both runs, where the change touched a module body (its imports may
+    #: have changed); empty otherwise, and then import nesting is compared as recorded.
+    modules: frozenset[str] = frozenset()
 
     def looks_up_new_code(self, facts: object) -> bool:
         """Whether state facts only say that code looked up a method existing on one side
@@ -71,7 +74,8 @@ class Region:
         return frozenset(target for name in names for target in (f"self.{name}", f"global:{name}"))
 
     @classmethod
-    def of(cls, code_changes: CodeChangeInput) -> Region:
+    def of(cls, code_changes: CodeChangeInput, modules: Iterable[str] = ()) -> Region:
+        """``modules``: the symbols of kind ``module`` in either run's symbol table."""
         added = {c.symbol for c in code_changes.symbols if c.change == "added"}
         removed = {c.symbol for c in code_changes.symbols if c.change == "removed"}
         # A lambda or generator expression is named by its content: one whose code changed
@@ -79,10 +83,13 @@ class Region:
         # code, modified. Its values are behaviour, so it is never contracted.
         edited = {_anonymous_slot(s) for s in added} & {_anonymous_slot(s) for s in removed}
         edited.discard(None)
+        changed = frozenset(c.symbol for c in code_changes.symbols)
+        known = frozenset(modules)
         return cls(
             one_sided=frozenset(s for s in added | removed if _anonymous_slot(s) not in edited),
-            changed=frozenset(c.symbol for c in code_changes.symbols),
+            changed=changed,
             changes=code_changes.by_symbol(),
+            modules=known if known & changed else frozenset(),
         )
 
 
@@ -93,6 +100,9 @@ class Contracted:
     test: TestIndex
     #: One-sided symbol -> the symbols of its nearest kept callers (``None``: the phase root).
     moved: dict[str, set[str | None]] = field(default_factory=dict)
+    #: Module -> the module that first imported it (``None``: no module did), where module
+    #: bodies were hung under the nearest code that is no module body.
+    importers: dict[str, str | None] = field(default_factory=dict)
 
 
 _CONTENT_NAME = re.compile(r"(<(?:lambda|genexpr)>)\[[0-9a-f]+\]")
@@ -113,6 +123,13 @@ class _CannotMerge(Exception):
 def runs_one_sided_code(test: TestIndex, region: Region) -> bool:
     raw = test.record.get("phases")
     return isinstance(raw, Mapping) and _mentions(raw, region.one_sided)
+
+
+def imports_modules(test: TestIndex, region: Region) -> bool:
+    """Whether ``test`` ran a module body while the change touched one: who imports a
+    module first may then have moved, which the contraction tells apart from behaviour."""
+    raw = test.record.get("phases")
+    return bool(region.modules) and isinstance(raw, Mapping) and _mentions(raw, region.modules)
 
 
 def contract(test: TestIndex, region: Region) -> Contracted | None:
@@ -181,9 +198,23 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
     contracted: set[Any] = set()  # old ids of the calls contracted out
     joined: set[Any] = set()  # old ids of the nodes folded into a node already there
     known = {node.get("id") for node in genome.get("nodes") or ()}
+    symbol_of = {node.get("id"): node.get("symbol") for node in genome.get("nodes") or ()}
     for node in _in_parent_order(list(genome.get("nodes") or ())):
         parent = node.get("parent")
         new_parent = mapping.get(parent) if parent is not None and parent in known else None
+        hoisted = False
+        if node.get("type") == TYPE_CALL and node.get("symbol") in region.modules:
+            # A module body runs once, wherever the first import of it happens to be: under
+            # the module that imported it first. That is import order; what the body does
+            # hangs under it. Kept under the nearest code that is no module body, so a
+            # module first imported by another one is the same node on both sides.
+            importer = symbol_of.get(parent) if parent in known else None
+            out.importers[str(node.get("symbol"))] = (
+                str(importer) if importer in region.modules else None
+            )
+            while new_parent is not None and nodes[new_parent].get("symbol") in region.modules:
+                new_parent = nodes[new_parent].get("parent")
+                hoisted = True
         if node.get("type") == TYPE_CALL and node.get("symbol") in region.one_sided:
             contracted.add(node.get("id"))
             mapping[node.get("id")] = new_parent
@@ -200,7 +231,7 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
         # siblings the recording kept apart stay apart although they look alike (two
         # test-local callbacks called by one function are two stand-ins with one element),
         # and a lifted node with several twins cannot say which one it is.
-        lifted = parent in contracted or parent in joined
+        lifted = hoisted or parent in contracted or parent in joined
         twins = [i for i in same if _twin(nodes[i], node)] if lifted else []
         if len(twins) > 1:
             raise _CannotMerge
@@ -349,6 +380,14 @@ def summaries(
         lines.append(_one_sided_line(new, callers, region, extracted=True, neutral=behaviour))
     for old, callers in sorted(removed.items()):
         lines.append(_one_sided_line(old, callers, region, extracted=False, neutral=behaviour))
+    if base is not None and head is not None:
+        for module in sorted(base.importers.keys() & head.importers.keys()):
+            was, now = base.importers[module], head.importers[module]
+            if was != now:
+                lines.append(
+                    f"import order: `{_short(module)}` first imported by `{_short(now)}`"
+                    f" (was `{_short(was)}`)"
+                )
     return lines
 
 
