@@ -97,10 +97,14 @@ def test_a_module_first_imported_by_another_module_is_import_order(tmp_path: Pat
     record = _import(document)
     assert record["status"] == "restructured", record
     assert record["changes"] == [], record
+    # ``words`` moved with ``numbers``: one line, led by the changed module.
     assert record["structure"] == [
-        "import order: `sizes.numbers` first imported by `sizes.files` (was `sizes`)",
-        "import order: `sizes.words` first imported by `sizes.numbers` (was `sizes`)",
+        "import order: `sizes.numbers` first imported by `sizes.files` (was `sizes`);"
+        " 1 other module moved with it"
     ], record
+    assert [cause["summary"] for cause in document["causes"]] == [record["structure"][0]], document[
+        "causes"
+    ]
     statuses = {t["id"].rpartition("::")[2]: t["status"] for t in document["tests"]}
     assert statuses["test_number"] == "unchanged", document["tests"]
     assert code == 0, document["summary"]

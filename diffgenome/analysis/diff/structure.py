@@ -381,13 +381,30 @@ def summaries(
     for old, callers in sorted(removed.items()):
         lines.append(_one_sided_line(old, callers, region, extracted=False, neutral=behaviour))
     if base is not None and head is not None:
-        for module in sorted(base.importers.keys() & head.importers.keys()):
-            was, now = base.importers[module], head.importers[module]
-            if was != now:
-                lines.append(
-                    f"import order: `{_short(module)}` first imported by `{_short(now)}`"
-                    f" (was `{_short(was)}`)"
-                )
+        lines.extend(_import_order(base.importers, head.importers, region))
+    return lines
+
+
+def _import_order(
+    base: Mapping[str, str | None], head: Mapping[str, str | None], region: Region
+) -> list[str]:
+    """A line per module first imported by another importer, led by the changed code: a
+    module whose importer is changed code moved because of the change; the modules it
+    imports first in turn moved with it and are counted on its line (all are named when no
+    importer is changed code)."""
+    moved = [
+        (module, base[module], head[module])
+        for module in sorted(base.keys() & head.keys())
+        if base[module] != head[module]
+    ]
+    led = [item for item in moved if item[1] in region.changed or item[2] in region.changed]
+    lines = [
+        f"import order: `{_short(module)}` first imported by `{_short(now)}` (was `{_short(was)}`)"
+        for module, was, now in (led or moved)
+    ]
+    others = len(moved) - len(led)
+    if led and others:
+        lines[-1] += f"; {others} other module{'s' if others > 1 else ''} moved with it"
     return lines
 
 
