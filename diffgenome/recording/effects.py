@@ -556,11 +556,18 @@ class Effects:
 
 
 def _raw_environ() -> dict[bytes, bytes]:
-    """The process environment as bytes, without decoding every variable."""
+    """The process environment as bytes, without decoding every variable, and without
+    ``PYTEST_CURRENT_TEST``: pytest sets it inside every phase, so with it the two copies
+    of every phase differed and were compared name by name, for a change that is never
+    recorded (``_OWN_VARIABLES``)."""
     raw = getattr(os.environ, "_data", None)
     if isinstance(raw, dict):
-        return dict(raw)
-    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+        copy = dict(raw)
+    else:
+        copy = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    for name in _OWN_VARIABLES:
+        copy.pop(name, None)
+    return copy
 
 
 _PHASE_ORDER: Final = {"setup": 0, "call": 1, "teardown": 2}

@@ -53,6 +53,8 @@ from diffgenome.recording.collect.values import Digester
 MARK_HEX: Final = 12
 _TAG: Final = b"diffgenome-secret\0"
 _environ: Final = os.environ
+# pytest's own variable, under the raw mapping's keys (bytes on POSIX, str on Windows).
+_PYTEST_OWN: Final = (b"PYTEST_CURRENT_TEST", "PYTEST_CURRENT_TEST")
 
 #: Names of environment variables whose values are taken for secrets.
 SECRET_NAME: Final = re.compile(
@@ -221,15 +223,21 @@ class Redactor:
         """Take the secret-looking values of the environment as it is now (never raises).
 
         Called at the end of every test phase: the process environment is read again only
-        when its raw mapping changed (reading it decodes every variable; comparing the raw
-        one costs a microsecond)."""
+        when its raw mapping changed (reading it decodes every variable and matches every
+        name; comparing the raw one costs a microsecond). pytest sets ``PYTEST_CURRENT_TEST``
+        at every phase, and no rule takes a secret from it (its name is not a secret's): it
+        is left out of the comparison, or every phase of every test would read it all again
+        (a sixth of the recorder's time on a suite of tiny tests)."""
         try:
             if environ is None:
                 raw = getattr(_environ, "_data", None)
                 if isinstance(raw, dict):
-                    if raw == self._seen:
+                    seen = dict(raw)
+                    for name in _PYTEST_OWN:
+                        seen.pop(name, None)
+                    if seen == self._seen:
                         return
-                    self._seen = dict(raw)
+                    self._seen = seen
                 environ = _environ
             values = secret_environment_values(environ)
         except Exception:
