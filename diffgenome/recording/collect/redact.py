@@ -48,13 +48,18 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.values import Digester
 
 MARK_HEX: Final = 12
 _TAG: Final = b"diffgenome-secret\0"
 _environ: Final = os.environ
-# pytest's own variable, under the raw mapping's keys (bytes on POSIX, str on Windows).
-_PYTEST_OWN: Final = (b"PYTEST_CURRENT_TEST", "PYTEST_CURRENT_TEST")
+# The variables set at every phase: pytest's own, and the one that tells a child process its
+# phase (``childhook.ENV``), under the raw mapping's keys (bytes on POSIX, str on Windows).
+# Neither name is a secret's, so neither ever gives a secret.
+_PER_PHASE: Final = tuple(
+    key for name in ("PYTEST_CURRENT_TEST", CHILD_ENV) for key in (name.encode(), name)
+)
 
 #: Names of environment variables whose values are taken for secrets.
 SECRET_NAME: Final = re.compile(
@@ -225,15 +230,16 @@ class Redactor:
         Called at the end of every test phase: the process environment is read again only
         when its raw mapping changed (reading it decodes every variable and matches every
         name; comparing the raw one costs a microsecond). pytest sets ``PYTEST_CURRENT_TEST``
-        at every phase, and no rule takes a secret from it (its name is not a secret's): it
-        is left out of the comparison, or every phase of every test would read it all again
-        (a sixth of the recorder's time on a suite of tiny tests)."""
+        and the recorder ``DIFFGENOME_CHILD`` at every phase, and no rule takes a secret
+        from them (their names are not a secret's): they are left out of the comparison, or
+        every phase of every test would read it all again (a sixth of the recorder's time
+        on a suite of tiny tests)."""
         try:
             if environ is None:
                 raw = getattr(_environ, "_data", None)
                 if isinstance(raw, dict):
                     seen = dict(raw)
-                    for name in _PYTEST_OWN:
+                    for name in _PER_PHASE:
                         seen.pop(name, None)
                     if seen == self._seen:
                         return
