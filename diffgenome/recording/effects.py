@@ -48,6 +48,7 @@ from types import FrameType
 from typing import Any, Final
 
 from diffgenome.recording.collect import stable
+from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.values import Digester
 
@@ -71,6 +72,7 @@ _TAG_ENV: Final = b"diffgenome-environ\0"
 #: Variables pytest and diffgenome themselves set per phase: not the code's doing.
 _OWN_VARIABLES: Final = frozenset({b"PYTEST_CURRENT_TEST"})
 _OWN_PREFIX: Final = b"DIFFGENOME_"
+_PER_PHASE: Final = (b"PYTEST_CURRENT_TEST", CHILD_ENV.encode())
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _NOT_FILES: Final = ("/dev/", "/proc/", "/sys/")
 # How far up the stack a write or a warning is looked for its project frame.
@@ -556,11 +558,19 @@ class Effects:
 
 
 def _raw_environ() -> dict[bytes, bytes]:
-    """The process environment as bytes, without decoding every variable."""
+    """The process environment as bytes, without decoding every variable, and without the
+    two variables set at every phase (``PYTEST_CURRENT_TEST`` by pytest, inside the phase;
+    ``DIFFGENOME_CHILD`` by the recorder): with them the two copies of every phase differed
+    and were compared name by name, for changes that are never recorded (``_OWN_VARIABLES``,
+    ``_OWN_PREFIX``)."""
     raw = getattr(os.environ, "_data", None)
     if isinstance(raw, dict):
-        return dict(raw)
-    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+        copy = dict(raw)
+    else:
+        copy = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+    for name in _PER_PHASE:
+        copy.pop(name, None)
+    return copy
 
 
 _PHASE_ORDER: Final = {"setup": 0, "call": 1, "teardown": 2}

@@ -134,6 +134,8 @@ class StoreWriter:
         # run's tests name are never removed while it runs (runs_over_cap).
         self._stored: dict[str, int] = {}
         self._stored_run: str | None = None
+        # The genome format and key fingerprint of the run this writer writes (``_open_run``).
+        self._addressing: dict[str, tuple[str, str | None]] = {}
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -317,14 +319,24 @@ class StoreWriter:
     def _open_run(self, conn: sqlite3.Connection, run_id: str) -> tuple[str, str | None]:
         """Check that ``run_id`` is open for writing; the genome format and key fingerprint
         its phase bodies are addressed under (as a reader will find them in its run row)."""
-        row = conn.execute(
-            "SELECT status, config, key_fingerprint FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
+        known = self._addressing.get(run_id)
+        if known is not None:
+            # A run row's config and key fingerprint never change once written: only its
+            # status is read again (once per test, parsing the config was a tenth of the
+            # write on a suite of tiny tests).
+            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT status, config, key_fingerprint FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
         if row is None:
             raise StoreError(f"run {run_id} is not in the store; call begin_run first")
         if row[0] != STATUS_RUNNING:
             raise StoreError(f"run {run_id} is already finished ({row[0]}); start a new run")
-        return run_genome_format(row[1]), None if row[2] is None else str(row[2])
+        if known is None:
+            known = run_genome_format(row[1]), None if row[2] is None else str(row[2])
+            self._addressing = {run_id: known}
+        return known
 
     def _tx(self, what: str) -> _Transaction:
         if self._conn is None:

@@ -48,11 +48,18 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.values import Digester
 
 MARK_HEX: Final = 12
 _TAG: Final = b"diffgenome-secret\0"
 _environ: Final = os.environ
+# The variables set at every phase: pytest's own, and the one that tells a child process its
+# phase (``childhook.ENV``), under the raw mapping's keys (bytes on POSIX, str on Windows).
+# Neither name is a secret's, so neither ever gives a secret.
+_PER_PHASE: Final = tuple(
+    key for name in ("PYTEST_CURRENT_TEST", CHILD_ENV) for key in (name.encode(), name)
+)
 
 #: Names of environment variables whose values are taken for secrets.
 SECRET_NAME: Final = re.compile(
@@ -221,15 +228,22 @@ class Redactor:
         """Take the secret-looking values of the environment as it is now (never raises).
 
         Called at the end of every test phase: the process environment is read again only
-        when its raw mapping changed (reading it decodes every variable; comparing the raw
-        one costs a microsecond)."""
+        when its raw mapping changed (reading it decodes every variable and matches every
+        name; comparing the raw one costs a microsecond). pytest sets ``PYTEST_CURRENT_TEST``
+        and the recorder ``DIFFGENOME_CHILD`` at every phase, and no rule takes a secret
+        from them (their names are not a secret's): they are left out of the comparison, or
+        every phase of every test would read it all again (a sixth of the recorder's time
+        on a suite of tiny tests)."""
         try:
             if environ is None:
                 raw = getattr(_environ, "_data", None)
                 if isinstance(raw, dict):
-                    if raw == self._seen:
+                    seen = dict(raw)
+                    for name in _PER_PHASE:
+                        seen.pop(name, None)
+                    if seen == self._seen:
                         return
-                    self._seen = dict(raw)
+                    self._seen = seen
                 environ = _environ
             values = secret_environment_values(environ)
         except Exception:
