@@ -2,11 +2,14 @@
 the store yet, read the code changes from git, read the genomes the diff needs, diff, and
 confirm what differs by recording it again.
 
-This is the one module that knows the whole flow. The sides (resolving, recording, reusing a
-recording, confirming) are :mod:`diffgenome.analysis.record`'s, the comparison is
-:mod:`diffgenome.analysis.diff`'s and knows no git, child process or store; what is shown is
-the command's, through :mod:`diffgenome.analysis.report`. Every step says how far it is to
-the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
+This is the one module that knows the whole flow, and it goes down the floors once: the
+store as this diff uses it (``record/holds.py``), the sides (``record/sides.py``: resolved,
+reused or recorded through ``record/runner.py`` in trees of ``record/worktree.py``), the
+code changes (``record/git.py``, named by ``diff/codechanges.py``), the diff
+(:mod:`diffgenome.analysis.diff`, which knows no git, child process or store), the
+confirmation (``record/confirm.py``) and the diff again; the store's cap at the end. What
+is shown is the command's, through :mod:`diffgenome.analysis.report`. Every step says how
+far it is to the :class:`~diffgenome.analysis.progress.Progress` in :class:`Options`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_f
 from diffgenome.analysis.diff.document import diff_documents
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, DiffSide
+from diffgenome.analysis.record.confirm import confirm
 from diffgenome.analysis.record.git import Repository
+from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
-from diffgenome.analysis.record.runner import Options, Runner, Side
+from diffgenome.analysis.record.sides import Options, Side, Sides
 from diffgenome.protocol.formats import check_comparable, naming_of, values_of
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, STATUS_CHANGED, STATUS_UNVERIFIED
 
 
 @dataclass
@@ -40,9 +45,11 @@ class Prepared:
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
     """Resolve and record both sides; any user or input error is a :class:`UserError`."""
-    with Runner(options) as runner, _said_when_interrupted(runner):
-        prepared = _prepare(runner, need_head_recording=need_head_recording)
-        runner.finish()  # the store's cap, once the sides are read (its note joins the notes)
+    notes: list[str] = []
+    with StoreUse(options.store) as store, _said_when_interrupted(store):
+        sides = Sides(options, store, notes)
+        prepared = _prepare(sides, notes, need_head_recording=need_head_recording)
+        store.finish(notes)  # the store's cap, once the sides are read (its note joins)
         return prepared
 
 
@@ -53,14 +60,17 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     on each side, and whatever differs between recordings of one commit is masked as
     unstable; the cost grows with the number of differing tests, not with the suite.
     """
-    with Runner(options) as runner, _said_when_interrupted(runner):
-        diff = _diff(runner, options)
-        runner.finish()  # the store's cap, once everything is read (its note joins the notes)
-        return diff, [*runner.notes, *core_notes(diff)]
+    notes: list[str] = []
+    with StoreUse(options.store) as store, _said_when_interrupted(store):
+        sides = Sides(options, store, notes)
+        prepared = _prepare(sides, notes, skip_same=True)
+        diff = _diff(prepared, sides, options)
+        store.finish(notes)  # the store's cap, once everything is read (its note joins)
+        return diff, [*notes, *core_notes(diff)]
 
 
 @contextlib.contextmanager
-def _said_when_interrupted(runner: Runner) -> Iterator[None]:
+def _said_when_interrupted(store: StoreUse) -> Iterator[None]:
     """Ctrl-C (or SIGTERM) becomes :class:`Interrupted`, which says in one line what
     happened, once everything below it was cleaned up on the way out."""
     try:
@@ -69,14 +79,12 @@ def _said_when_interrupted(runner: Runner) -> Iterator[None]:
         raise
     except KeyboardInterrupt:
         with sigint_ignored():
-            message = runner.interruption()
+            message = store.interruption()
         raise Interrupted(message) from None
 
 
-def _diff(runner: Runner, options: Options) -> DiffDocument:
-    """:func:`run_diff` with the runner of its sides (which run_diff closes and whose notes
-    it says)."""
-    prepared = _prepare(runner, skip_same=True)
+def _diff(prepared: Prepared, sides: Sides, options: Options) -> DiffDocument:
+    """The diff of the prepared sides, confirmed (the tests that differ recorded again)."""
     base, head = prepared.base, prepared.head
     base_config = (base.document.get("run") or {}).get("config")
     head_config = (head.document.get("run") or {}).get("config")
@@ -109,14 +117,18 @@ def _diff(runner: Runner, options: Options) -> DiffDocument:
     with progress.step("diffing", "diffed") as step:
         diff = compare()
         step.result = _tests_text(diff)
-    differing_tests = [t for t in diff.tests if t.changes and t.status in ("changed", "unverified")]
+    differing_tests = [
+        t for t in diff.tests if t.changes and t.status in (STATUS_CHANGED, STATUS_UNVERIFIED)
+    ]
     differing = [t.id for t in differing_tests]
     if options.confirm and differing:
         one = len(differing) == 1
         subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
         with progress.step("confirming", "confirmed", subject) as step:
             step.result = f"recorded {'it' if one else 'them'} twice more on each side"
-            base_again, head_again = runner.confirm(
+            base_again, head_again = confirm(
+                sides.recordings,
+                prepared.notes,
                 _recordable(base),
                 _recordable(head),
                 differing,
@@ -167,21 +179,19 @@ def _tests_text(diff: DiffDocument) -> str:
 
 
 def _prepare(
-    runner: Runner, *, need_head_recording: bool = True, skip_same: bool = False
+    sides: Sides, notes: list[str], *, need_head_recording: bool = True, skip_same: bool = False
 ) -> Prepared:
     """Resolve and record both sides, read the code changes, and only then the genomes the
     diff needs. ``skip_same``: genomes that both sides hold byte for byte alike, and that the
     diff needs for nothing else, are not read (see :func:`_load_sides`); only a diff may ask,
     which compares such tests by address."""
-    base, head = runner.sides(need_head_recording=need_head_recording, skip_same=skip_same)
-    code_changes = _code_changes(runner, base, head)
-    _load_sides(runner, base, head, code_changes)
-    return Prepared(base, head, code_changes, runner.notes)
+    base, head = sides.resolve(need_head_recording=need_head_recording, skip_same=skip_same)
+    code_changes = _code_changes(sides, notes, base, head)
+    _load_sides(sides, base, head, code_changes)
+    return Prepared(base, head, code_changes, notes)
 
 
-def _load_sides(
-    runner: Runner, base: Side, head: Side, code_changes: CodeChangeInput | None
-) -> None:
+def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeInput | None) -> None:
     """Read the genomes of sides whose stored run was left unread (``Side.deferred``).
 
     A test whose every phase is the same stored genome on both sides (equal content
@@ -194,7 +204,7 @@ def _load_sides(
     (sqlparse: 0.7 of 1.3 s); most tests of a commit behave as in the last."""
     unread: frozenset[str] = frozenset()
     if base.deferred is not None and head.deferred is not None:
-        with runner.handle.reader() as reader:
+        with sides.store.handle.reader() as reader:
             runs = (base.deferred[0], head.deferred[0])
             unread = reader.same_genomes(*runs)
             if unread and code_changes is not None:
@@ -207,16 +217,17 @@ def _load_sides(
                     )
                     unread -= reader.mentioning(runs[0], unread, named)
     for side in (base, head):
-        runner.load(side, unread)
+        sides.load(side, unread)
 
 
-def _code_changes(runner: Runner, base: Side, head: Side) -> CodeChangeInput | None:
-    if runner.repo is None or base.code is None or head.code is None:
-        if runner.repo is None:
-            runner.notes.append("no git repository: code changes are not analysed")
+def _code_changes(sides: Sides, notes: list[str], base: Side, head: Side) -> CodeChangeInput | None:
+    repo = sides.repo
+    if repo is None or base.code is None or head.code is None:
+        if repo is None:
+            notes.append("no git repository: code changes are not analysed")
         return None
-    with runner.progress.step("reading", "read", "the code changes") as step:
-        changes = _read_code_changes(runner.repo, base.code, head.code, base, head)
+    with sides.progress.step("reading", "read", "the code changes") as step:
+        changes = _read_code_changes(repo, base.code, head.code, base, head)
         count = len(changes.symbols)
         step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
     return changes

@@ -16,6 +16,8 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.record.core import CoreSupply, provide
 from diffgenome.analysis.record.git import first_line
 from diffgenome.analysis.record.process import DiffError
 from diffgenome.analysis.record.worktree import Workspace
@@ -110,6 +112,19 @@ def probe(python: str, env: dict[str, str], cwd: str) -> Target:
     )
 
 
+def probed(
+    python: str, workspace: Workspace, prefix: str, progress: Progress
+) -> tuple[Target, CoreSupply]:
+    """The target interpreter, probed (:func:`probe`) in the environment of no tree, and the
+    compiled core the workspace's copy of the recording side gets for it
+    (:func:`diffgenome.analysis.record.core.provide`). A diff asks once, before its first
+    recording."""
+    env = environment(workspace, None, prefix)
+    target = probe(python, env, workspace.root)
+    core = provide(workspace.recorder_path(), target.python, target.version, env, progress)
+    return target, core
+
+
 #: Files that make a folder a Python project's root (where its modules are imported from).
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
@@ -183,4 +198,4 @@ def environment(
     return env
 
 
-__all__ = ["DIFF_HASH_SEED", "PLUGIN_MODULE", "Target", "environment", "probe"]
+__all__ = ["DIFF_HASH_SEED", "PLUGIN_MODULE", "Target", "environment", "probe", "probed"]

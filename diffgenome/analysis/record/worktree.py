@@ -1,8 +1,8 @@
 """Disposable places for one ``diffgenome diff``: a temp folder, git worktrees of the commits
 being recorded, and a copy of the recording side for interpreters without diffgenome.
 
-Everything is created under one temp folder and removed in ``close()``, which the runner
-calls from ``finally`` -- also on errors and Ctrl-C. That folder's name does not change
+Everything is created under one temp folder and removed in ``close()``, which the sides and
+confirmation call from ``finally`` -- also on errors and Ctrl-C. That folder's name does not change
 between invocations: ``diffgenome-<store>-<slot>`` under the system's temp folder, where
 ``<store>`` is a hash of the store's path and ``<slot>`` the first one no other diff holds
 (an exclusive ``flock`` on the folder, held while the workspace lives). What a test
@@ -29,6 +29,8 @@ from typing import Self
 import diffgenome
 from diffgenome.analysis.record.git import Repository, RevisionError
 
+#: The folder, under the diff's temp folder, that each side is checked out in (in turn).
+SIDE_TREE = "tree"
 # What the recording side needs in a foreign interpreter: never the analysis side.
 RECORDING_PARTS = ("protocol", "recording")
 #: Slots tried for the stable workspace folder before falling back to a fresh name.
@@ -203,3 +205,69 @@ class Workspace:
             if self._slot is not None:
                 os.close(self._slot)  # the slot is free again
                 self._slot = None
+
+
+_IGNORED_NOTE = "copied from the checkout into every side recorded here"
+
+
+class Checkouts:
+    """The trees one diff records in: worktrees of commits and the copy of the working tree,
+    each with the files git ignores that the project may import laid in from the checkout
+    (the same ones in every tree, said once in ``notes``)."""
+
+    def __init__(self, repo: Repository | None, notes: list[str]) -> None:
+        self.repo = repo
+        self.notes = notes
+        #: The files git ignores that every disposable tree gets from the checkout (None:
+        #: not looked for yet), and the fingerprint of their contents.
+        self._ignored: list[str] | None = None
+        self._ignored_print = ""
+
+    def worktree_copy(self, workspace: Workspace, name: str) -> str:
+        """The user's working tree, as a disposable copy at the path every side is recorded
+        at: a worktree of HEAD with the edits, deletions and untracked files laid over it
+        (and the ignored files every side gets). Recorded there, WORKTREE runs with the same
+        ``PYTHONPATH``, folder and temp folder as a revision; the user's checkout is only
+        read. A repository without a commit is recorded in place."""
+        assert self.repo is not None
+        head = self.repo.head()
+        if head is None:
+            return self.repo.toplevel
+        tree = self.checkout(workspace, head, name)
+        workspace.lay_over(tree, self.repo.edited())
+        return tree
+
+    def checkout(self, workspace: Workspace, sha: str, name: str) -> str:
+        """A worktree of ``sha`` with the files git ignores that the project may import
+        copied from the checkout (:meth:`Repository.ignored_modules`): both sides then record
+        over the same ones, and the copy is a note."""
+        tree = workspace.worktree(sha, name)
+        copied = workspace.add_ignored(tree, self._ignored_files())
+        if copied and not any(_IGNORED_NOTE in note for note in self.notes):
+            more = f" and {len(copied) - 5} more" if len(copied) > 5 else ""
+            shown = ", ".join(copied[:5]) + more
+            one = len(copied) == 1
+            self.notes.append(
+                f"{len(copied)} file{'' if one else 's'} git ignores {'was' if one else 'were'} "
+                f"copied from the checkout into every side recorded here, as the project may "
+                f"import {'it' if one else 'them'}: {shown}"
+            )
+        return tree
+
+    def ignored_print(self) -> str:
+        """The fingerprint of the ignored files every tree gets (their paths and contents):
+        part of the environment a recording runs in."""
+        self._ignored_files()
+        return self._ignored_print
+
+    def _ignored_files(self) -> list[str]:
+        if self._ignored is None:
+            self._ignored = self.repo.ignored_modules() if self.repo is not None else []
+            digest = hashlib.sha256()
+            for path in self._ignored:
+                digest.update(path.encode() + b"\0")
+                where = os.path.join(self.repo.toplevel if self.repo else "", path)
+                with contextlib.suppress(OSError), open(where, "rb") as f:
+                    digest.update(hashlib.sha256(f.read()).digest())
+            self._ignored_print = digest.hexdigest()
+        return self._ignored

@@ -1,0 +1,174 @@
+"""Confirmation: the tests that differ recorded again, twice on each side, in new worktrees.
+
+What differs between two recordings of one commit is noise, not change; the differ masks it
+as unstable. The cost grows with the number of differing tests, not with the suite: each
+confirming recording is narrowed to them (``--genome-only``), and base and head are recorded
+side by side.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from diffgenome.analysis.record import documents
+from diffgenome.analysis.record.process import interrupt_children, sigint_ignored
+from diffgenome.analysis.record.runner import Recordings
+from diffgenome.analysis.record.sides import Side, side_subject
+from diffgenome.analysis.record.worktree import Workspace
+from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
+from diffgenome.protocol.vocab import IMPORT_TEST_ID
+
+#: Recordings of each side's differing tests that confirmation compares with each other.
+CONFIRMATIONS = 2
+
+#: One confirming recording planned for a side: what it is, its tree, arguments, subject.
+_Job = tuple[str, str, list[str], str]
+
+
+def confirm(
+    recordings: Recordings,
+    notes: list[str],
+    base: Side,
+    head: Side,
+    test_ids: Sequence[str],
+    base_ids: Sequence[str] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
+    between those two recordings of one commit is noise, not change. Sides that cannot
+    be recorded again (a run, a file) give nothing, and a note says so. ``base_ids``:
+    the same tests by their ids in base, where a test was paired under a new id."""
+    repo = recordings.repo
+    prefix = f"{repo.prefix}/" if repo and repo.prefix else ""
+    node_ids = _node_ids(prefix, test_ids)
+    base_node_ids = _node_ids(prefix, base_ids) if base_ids else node_ids
+    if not node_ids:
+        return [], []
+    store, progress = recordings.store, recordings.progress
+    workspace = Workspace(repo, store.path)
+    try:
+        common = recordings.selection(workspace)
+        sides = (
+            (base, base_ids or test_ids, base_node_ids),
+            (head, test_ids, node_ids),
+        )
+        plan: list[_Job | None] = []
+        for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
+            only = _only(workspace, which, ids, named, recordings.pytest_args)
+            selection = [*common, *only]
+            subject = f"{side_subject(which, side.spec, side.sha)} again"
+            if side.kind == "revision" and side.sha is not None:
+                with progress.step("checking out", "checked out", subject):
+                    name = f"confirm-{which}-{side.sha[:12]}"
+                    tree = recordings.checkouts.checkout(workspace, side.sha, name)
+            elif side.kind == "worktree" and repo is not None:
+                with progress.step("checking out", "checked out", subject):
+                    name = f"confirm-{which}-worktree"
+                    tree = recordings.checkouts.worktree_copy(workspace, name)
+            else:
+                notes.append(
+                    f"{side.spec} cannot be recorded again: its differences are not confirmed"
+                )
+                plan.append(None)
+                continue
+            plan.append((f"{side.spec} (confirming)", tree, selection, subject))
+        out: list[list[dict[str, Any]]] = [[], []]
+        for n in range(1, CONFIRMATIONS + 1):
+            for index, run_id in _record_at_once(recordings, workspace, plan, n):
+                # Loaded within the confirmation's step: no step of its own.
+                out[index].append(documents.stored(store.handle, run_id, progress, None))
+    finally:
+        with sigint_ignored():
+            workspace.close()
+    return out[0], out[1]
+
+
+def _record_at_once(
+    recordings: Recordings, workspace: Workspace, plan: Sequence[_Job | None], n: int
+) -> list[tuple[int, str]]:
+    """One confirming recording of each planned side (the ``n``-th), the sides at the same
+    time, each a step of its own while the other runs.
+
+    Confirmation records tests that differed, and those are often slow by nature (a
+    retry's back-off, a consumer thread's sleep): recording base and head side by side
+    halves its wall time (google-api-core: 42 such tests, 7 s a recording) while each
+    side's two recordings stay one after the other, so a clash between the sides
+    (a fixed port, a shared file) happens alike in both rounds and masks nothing.
+    """
+    jobs = [(index, job) for index, job in enumerate(plan) if job is not None]
+    if not jobs:
+        return []
+
+    def record(spec: str, tree: str, selection: list[str], subject: str) -> str:
+        which = f"{subject} ({n} of {CONFIRMATIONS})"
+        return recordings.record(
+            spec, tree, workspace, selection, ORIGIN_CONFIRMATION, subject=which
+        )
+
+    if len(jobs) == 1:
+        index, job = jobs[0]
+        return [(index, record(*job))]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [(index, pool.submit(record, *job)) for index, job in jobs]
+        try:
+            return [(index, future.result()) for index, future in futures]
+        except BaseException:
+            # Ctrl-C, or one side failed: the other side's pytest must not run on (its
+            # thread would keep the pool, and the diff, waiting until it ends).
+            interrupt_children()
+            raise
+
+
+def _only(
+    workspace: Workspace,
+    which: str,
+    test_ids: Sequence[str],
+    node_ids: Sequence[str],
+    pytest_args: Sequence[str],
+) -> list[str]:
+    """The arguments that narrow a confirming recording to ``test_ids``.
+
+    ``--genome-only`` names them by recorded id, so that a path among the user's
+    arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
+    differed) cannot widen the selection. The node ids are also given as arguments,
+    which spares collecting the other files, only when the user's arguments hold no
+    word that pytest could read as a path.
+    """
+    listed = os.path.join(workspace.temp_path(), f"confirm-{which}.txt")
+    wanted = {_node_of(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID}
+    with open(listed, "w", encoding="utf-8") as out:
+        out.writelines(f"{test_id}\n" for test_id in sorted(wanted))
+    positional = any(not arg.startswith("-") for arg in pytest_args)
+    return [f"--genome-only={listed}", *([] if positional else node_ids)]
+
+
+def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
+    """pytest node ids (relative to where pytest runs, ``prefix`` of the repository) of
+    recorded test ids (relative to the repository root); subtests confirm through their
+    test."""
+    out: dict[str, None] = {}
+    for test_id in test_ids:
+        if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
+            continue
+        out[_node_of(test_id[len(prefix) :])] = None
+    return list(out)
+
+
+def _node_of(test_id: str) -> str:
+    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
+    the first space outside brackets, because parametrize ids may hold spaces of their own
+    (``test_upload[{"name": "x"}-b'']``, google-api-core)."""
+    depth = 0
+    for i, ch in enumerate(test_id):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            return test_id[:i]
+    return test_id
+
+
+__all__ = ["CONFIRMATIONS", "confirm"]
