@@ -48,6 +48,7 @@ from diffgenome.analysis.models import (
 from diffgenome.protocol.vocab import (
     ARGS_CHANGED,
     BRANCH_CHANGED,
+    CALL_COUNT_CHANGED,
     EXIT_CHANGED,
     IMPORT_TEST_ID,
     RESULT_CHANGED,
@@ -92,8 +93,17 @@ class Instability:
     presence: set[tuple[str | None, Path]] = field(default_factory=set)
     reasons: list[str] = field(default_factory=list)
     hidden: int = 0
+    #: The decision sites and calls whose counts differed between recordings of one
+    #: commit, at whichever call path (:func:`counted_site`), with where that was seen.
+    counts: dict[CountedSite, str] = field(default_factory=dict)
 
-    def add(self, side: str, found: Found) -> None:
+    def add(self, side: str, found: Found, *, one_commit: bool = False) -> None:
+        """``found`` as unstable; ``one_commit``: it differed between two recordings of one
+        commit (repeats, confirmation), so its site's counts are known to vary."""
+        where = side if side.endswith(_OWN_LABELS) else f"{side} repeats"
+        counted = counted_site(found) if one_commit else None
+        if counted is not None:
+            self.counts.setdefault(counted, where)
         key = found.key()
         if key in self.keys:
             return
@@ -101,10 +111,18 @@ class Instability:
         if found.kind in PRESENCE_KINDS:
             self.presence.add((found.phase, found.path))
         if len(self.reasons) < MAX_UNSTABLE_REASONS:
-            where = side if side.endswith(_OWN_LABELS) else f"{side} repeats"
             self.reasons.append(f"unstable ({where}): {describe(found.change())}")
         else:
             self.hidden += 1
+
+    def counts_varied(self, found: Found) -> str | None:
+        """Where the counts of ``found``'s decision site (or call) were seen to vary between
+        recordings of one commit, at any call path, when ``found`` differs in its counts
+        only (:func:`counts_only`); None otherwise."""
+        counted = counted_site(found)
+        if counted is None or not counts_only(found):
+            return None
+        return self.counts.get(counted)
 
     def covers(self, found: Found, *, products: bool = True) -> bool:
         """Whether ``found`` differed between recordings of one commit. ``products``: also
@@ -124,6 +142,53 @@ class Instability:
     def all_reasons(self) -> list[str]:
         extra = [f"unstable: and {self.hidden} more items"] if self.hidden else []
         return self.reasons + extra
+
+
+#: A decision site, or a call's symbol, whose counts are compared: (kind, phase, site).
+CountedSite = tuple[str, str | None, str]
+
+
+def counted_site(found: Found) -> CountedSite | None:
+    """The site whose counts ``found`` compares where both sides reached it: a decision
+    (its outcomes' counts), a call's count or a call's exits' counts; None for any other
+    difference (values, state, presence, effects), or a decision one side did not reach."""
+    if found.kind == BRANCH_CHANGED:
+        if found.site is None or found.base is None or found.head is None:
+            return None
+        return (BRANCH_CHANGED, found.phase, found.site)
+    if found.kind in (CALL_COUNT_CHANGED, EXIT_CHANGED) and found.symbol is not None:
+        if found.kind == EXIT_CHANGED and not _exit_counts(found):
+            return None  # an OS event's outcome, not counts
+        return (found.kind, found.phase, found.symbol)
+    return None
+
+
+def _exit_counts(found: Found) -> bool:
+    return (
+        isinstance(found.base, Mapping)
+        and isinstance(found.head, Mapping)
+        and "outcome" not in found.base
+        and "outcome" not in found.head
+    )
+
+
+def _reached(counts: object) -> frozenset[str]:
+    if not isinstance(counts, Mapping):
+        return frozenset()
+    return frozenset(str(key) for key, value in counts.items() if value)
+
+
+def counts_only(found: Found) -> bool:
+    """Whether ``found`` differs only in how often: a call that ran on both sides a
+    different number of times, or a decision (or a call's exits) whose outcomes reached on
+    each side are the same ones, only counted differently (``false 1013 → false 1011``).
+    A branch newly taken or no longer taken, another exit, a value: never."""
+    if found.kind == CALL_COUNT_CHANGED:
+        return True
+    if found.kind in (BRANCH_CHANGED, EXIT_CHANGED):
+        base, head = _reached(found.base), _reached(found.head)
+        return bool(base) and base == head
+    return False
 
 
 def pair_renumbered(base: Mapping[str, TestIndex], head: Mapping[str, TestIndex]) -> dict[str, str]:
@@ -209,7 +274,7 @@ def _instability(
             if other is None:
                 continue
             for found in compare_tests(test, other, digests=digests):
-                into.setdefault(test_id, Instability()).add(side, found)
+                into.setdefault(test_id, Instability()).add(side, found, one_commit=True)
 
 
 def _confirmation(
@@ -244,12 +309,41 @@ def _confirmation(
             # at one commit (a start time taken at import: boltons.ecoutils) is noise there
             # as anywhere, and masks that field (an identical tree was `<import> changed`).
             for found in compare_tests(test, twin, digests=digests):
-                into.setdefault(test_id, Instability()).add(label, found)
+                into.setdefault(test_id, Instability()).add(label, found, one_commit=True)
     return set(first) - {IMPORT_TEST_ID}
 
 
 NOT_REPRODUCED = "not reproduced when both sides were recorded again"
-_OWN_LABELS = ("confirmation", "timing", "thread", NOT_REPRODUCED)
+#: The reason's words for a difference of counts only at a site whose counts varied, in the
+#: recordings of one commit, at another call path (docs/diffing.md, "Counts that vary").
+COUNTS_ELSEWHERE = "varied in {seen} at another path"
+_OWN_LABELS = ("confirmation", "timing", "thread", NOT_REPRODUCED, "at another path")
+
+
+def _counts_that_vary(found: list[Found], instability: Instability | None) -> list[Found]:
+    """``found`` without the differences of counts only at a decision site or call whose
+    counts were seen to vary between recordings of one commit at another call path; those
+    are added to ``instability`` as unstable, with a reason that says so.
+
+    A loop whose rounds depend on the scheduler (how many reads a loopback socket needs:
+    boltons' ``BufferedSocket.recv_until``, ``false 1013 → false 1011``) runs on several
+    paths (a client and its server thread); confirmation may see the counts vary on one of
+    them and the first recordings differ on another. The same outcomes were reached on
+    both sides, only counted differently, at a site whose counts are known to vary: that is
+    no evidence of a change, and no evidence of none. The caller applies it only in tests
+    that run no changed code."""
+    if instability is None or not instability.counts:
+        return found
+    kept: list[Found] = []
+    for item in found:
+        seen = instability.counts_varied(item)
+        if seen is None:
+            kept.append(item)
+            continue
+        what = "site" if item.kind == BRANCH_CHANGED else "call"
+        label = f"counts of this {what} " + COUNTS_ELSEWHERE.format(seen=seen)
+        instability.add(label, item)
+    return kept
 
 
 def _reproduced(
@@ -409,6 +503,8 @@ def diff_documents(
         found = compare_tests(b, h, digests=digests)
         runs_changed_code = test_id in reaching
         found = _settled(found, test_id, unstable, runs_changed_code)
+        if found and not runs_changed_code:
+            found = _counts_that_vary(found, unstable.get(test_id))
         carried = (
             carried_state(found, code_changes)
             if code_changes is not None and found and not runs_changed_code
