@@ -188,3 +188,17 @@ def find_store(start: str, toplevel: str | None) -> str:
             break
         here = parent
     return os.path.join(top, DEFAULT_DIR)
+
+
+def node_id(test_id: str) -> str:
+    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
+    the first space outside brackets (parametrize ids may hold spaces of their own)."""
+    depth = 0
+    for i, ch in enumerate(test_id):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == " " and depth == 0:
+            return test_id[:i]
+    return test_id

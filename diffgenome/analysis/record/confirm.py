@@ -19,6 +19,7 @@ from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.sides import Side, side_subject
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
+from diffgenome.protocol.selection import node_id
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 #: Recordings of each side's differing tests that confirmation compares with each other.
@@ -137,7 +138,7 @@ def _only(
     word that pytest could read as a path.
     """
     listed = os.path.join(workspace.temp_path(), f"confirm-{which}.txt")
-    wanted = {_node_of(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID}
+    wanted = {node_id(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID}
     with open(listed, "w", encoding="utf-8") as out:
         out.writelines(f"{test_id}\n" for test_id in sorted(wanted))
     positional = any(not arg.startswith("-") for arg in pytest_args)
@@ -152,23 +153,8 @@ def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
     for test_id in test_ids:
         if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
             continue
-        out[_node_of(test_id[len(prefix) :])] = None
+        out[node_id(test_id[len(prefix) :])] = None
     return list(out)
-
-
-def _node_of(test_id: str) -> str:
-    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
-    the first space outside brackets, because parametrize ids may hold spaces of their own
-    (``test_upload[{"name": "x"}-b'']``, google-api-core)."""
-    depth = 0
-    for i, ch in enumerate(test_id):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(0, depth - 1)
-        elif ch == " " and depth == 0:
-            return test_id[:i]
-    return test_id
 
 
 __all__ = ["CONFIRMATIONS", "confirm"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from diffgenome.analysis.diff.affected import Affected, Reason
+from diffgenome.protocol.selection import node_id
 
 #: How a test reaches a changed symbol, by ``via``, after "N tests" (the verb agrees).
 _HOW = {
@@ -92,20 +93,6 @@ def render_ids(affected: list[Affected], prefix: str) -> str:
             node = node[len(prefix) :]
         out[node] = None
     return "".join(f"{node}\n" for node in out)
-
-
-def node_id(test_id: str) -> str:
-    """The pytest node id of a recorded test id: a subtest is ``<node id> [label]``, cut at
-    the first space outside brackets (parametrize ids may hold spaces of their own)."""
-    depth = 0
-    for i, ch in enumerate(test_id):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(0, depth - 1)
-        elif ch == " " and depth == 0:
-            return test_id[:i]
-    return test_id
 
 
 def _count(n: int) -> str:
