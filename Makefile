@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-fast lint format demo bench bench-quick compat compat-examples schema chromium clean
+.PHONY: venv test test-fast test-interpreter lint format demo bench bench-quick compat compat-examples schema chromium clean
 
 venv:
 	@sh scripts/venv $(VENV)
@@ -19,6 +19,11 @@ test: venv
 # The edit-run loop: the unit layer and the end-to-end smoke set (tests/e2e/conftest.py).
 test-fast: venv
 	$(PY) -m pytest $(XDIST) -q -m "not e2e or smoke" $(PYTEST_ARGS)
+
+# What CI runs on every further Python: the unit layer, the smoke set and the end-to-end
+# modules about what the recorder sees (tests/e2e/conftest.py, INTERPRETER).
+test-interpreter: venv
+	$(PY) -m pytest $(XDIST) -q -m "not e2e or smoke or interpreter" $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check diffgenome tests experiments

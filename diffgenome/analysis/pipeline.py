@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
-from diffgenome.analysis.diff.document import diff_documents
+from diffgenome.analysis.diff.document import diff_documents, environments_differ
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.record.confirm import confirm
@@ -133,6 +133,7 @@ def _diff(prepared: Prepared, sides: Sides, options: Options) -> DiffDocument:
                 _recordable(head),
                 differing,
                 [t.base_id or t.id for t in differing_tests],
+                one_place=environments_differ(base.document, head.document),
             )
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:

@@ -4,7 +4,9 @@ smoke set, are also marked ``smoke``.
 
 ``make test-fast`` runs ``-m "not e2e or smoke"``: the unit layer and the smoke set, one real
 session of each kind the product has (recording, a diff of two commits, the store through the
-command, xdist, children, egress, the HTML report). ``make test`` runs everything.
+command, xdist, children, egress, the HTML report). ``make test`` runs everything. The
+modules of :data:`INTERPRETER` are also marked ``interpreter``: what CI runs again on every
+further Python (``make test-interpreter``).
 
 The smoke set is named here rather than by decorators in the test files, so that it can be read
 in one place; a name that matches no test is a usage error (a renamed test must not leave the
@@ -43,6 +45,41 @@ SMOKE = (
 )
 
 
+#: The modules whose subject is what the recorder sees in the interpreter that runs them: the
+#: tracer and its cores, children, threads, stand-ins, effects, egress, faults, privacy,
+#: resources and the identities of what it records. CI runs every test on the first Python
+#: it finds and, on each further one, the unit layer, the smoke set and these
+#: (``make test-interpreter``): the diff's own logic, the reports, the documentation's
+#: commands and the packaging run in the interpreter of the ``diffgenome`` command, and
+#: one interpreter checks them. A module named here that does not exist is a usage error.
+INTERPRETER = (
+    "test_recording.py",
+    "test_recording_details.py",
+    "test_recording_env.py",
+    "test_recording_runs.py",
+    "test_cores.py",
+    "test_children.py",
+    "test_threads.py",
+    "test_tasks.py",
+    "test_monitoring_conflicts.py",
+    "test_standins.py",
+    "test_seams.py",
+    "test_effects_recording.py",
+    "test_programs.py",
+    "test_warnings.py",
+    "test_reliability_egress.py",
+    "test_reliability_faults.py",
+    "test_reliability_privacy.py",
+    "test_reliability_concurrency.py",
+    "test_reliability_resources.py",
+    "test_location_independence.py",
+    "test_scope_roots.py",
+    "test_strict_projects.py",
+    "test_combine.py",
+    "test_same_environment.py",
+)
+
+
 def _smoke_names() -> tuple[set[str], set[str]]:
     """The smoke entries as node ids relative to this folder: whole tests, and single cases."""
     whole = {entry for entry in SMOKE if "[" not in entry}
@@ -63,6 +100,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         item.add_marker(pytest.mark.e2e)
         relative = path.relative_to(HERE).as_posix()
+        if relative in INTERPRETER:
+            item.add_marker(pytest.mark.interpreter)
         function = getattr(item, "originalname", item.name)
         if f"{relative}::{function}" in whole:
             matched.add(f"{relative}::{function}")
@@ -74,6 +113,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module is not None:
             modules[path] = module
     _check_smoke_names(whole | cases, matched, modules)
+    missing = [name for name in INTERPRETER if not (HERE / name).is_file()]
+    if missing:
+        raise pytest.UsageError(
+            f"tests/e2e/conftest.py: INTERPRETER names modules that do not exist: {missing}"
+        )
     _slow_modules_first(items)
 
 

@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.helpers import (
     DIFF_PYTEST_ARGS,
     PY,
@@ -66,6 +68,10 @@ ENVCLI = {
     """,
     ".gitignore": "__pycache__/\n.diffgenome/\n",
 }
+
+
+#: What a diff adds to the selection so that both sides draw the same random numbers.
+SAME_DRAWS = ("--hypothesis-seed=0", "--genome-random-seed=0")
 
 
 def diff(repo: Path, tmp: Path, *args: str) -> tuple[int, dict[str, Any], str]:
@@ -215,3 +221,61 @@ def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
     assert prompt["status"] == "restructured", prompt
     assert (repo / "venv" / "lib" / "site.py").exists()
     assert not (repo / "tests" / "test_gone.py").exists()
+
+
+#: Edits of ``make_env``, which the environment-carrying test runs: a local renamed (the same
+#: behaviour), and a default added (another result).
+EDITS = {
+    "refactor": (
+        ("env = {", "environment = {"),
+        ("env.update(", "environment.update("),
+        ("sorted(env.items())", "sorted(environment.items())"),
+    ),
+    "behaviour": (('{"LANG": "C"}', '{"LANG": "C", "ENVCLI_COLOR": "never"}'),),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_a_pytest_run_reused_beside_a_fresh_side(tmp_path: Path, edit: str) -> None:
+    """The base is the user's own ``pytest --genome`` run (their environment, their temp
+    folder); the head is recorded by the diff. The first comparison differs by the
+    environment's values wherever a test copies it; confirmation records both sides again
+    in one environment, at one path, and what it does not reproduce is not a change (a
+    refactor was ``changed`` before: #24, a reused run carries its own run's paths), while a
+    changed result is reproduced and stays ``changed``."""
+    repo, git, tmp = _project(tmp_path)
+    user_tmp = tmp_path / "user-tmp"
+    user_tmp.mkdir()
+    done = subprocess.run(
+        # the selection a diff records with, in its order (the recording key reads it)
+        [PY, "-m", "pytest", "--genome", *DIFF_PYTEST_ARGS, *SAME_DRAWS],
+        cwd=repo,
+        env=clean_env(
+            {"PYTHONHASHSEED": "0", "PYTHONPATH": "src", "TMPDIR": str(user_tmp), "PWD": str(repo)}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    core = repo / "src" / "envcli" / "core.py"
+    text = core.read_text()
+    for old, new in EDITS[edit]:
+        assert old in text
+        text = text.replace(old, new)
+    core.write_text(text)
+    git.commit_all(edit)
+    code, document, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert "reusing run" in err, err  # the base is the user's run
+    statuses = {test["id"]: test["status"] for test in document["tests"]}
+    carrying = "tests/test_core.py::test_env_of_the_caller"
+    if edit == "refactor":
+        assert document["summary"]["changed"] == 0 and code == 0, err
+        # its environment's values differed, and confirmation in one environment did not
+        # reproduce them: unstable, with the reason, never unchanged
+        assert statuses[carrying] == "unstable", statuses
+        reasons = next(t["reasons"] for t in document["tests"] if t["id"] == carrying)
+        assert any("recorded again in one environment" in reason for reason in reasons), reasons
+    else:
+        assert statuses[carrying] == "changed" and code == 1, (statuses, err)

@@ -286,3 +286,31 @@ def test_a_difference_both_sides_lose_when_recorded_again_is_not_a_change() -> N
     assert diff(changed, again)[0] == "changed"
     # without code changes (runs or files compared) nothing is put down to the runs
     assert diff(None, again)[0] == "changed"
+
+
+def test_in_other_environments_only_what_confirmation_reproduces_is_a_change() -> None:
+    """Base is a user's ``pytest --genome`` run (no environment fingerprint), head a run the
+    diff recorded: the confirming pairs, recorded in one environment, are the evidence even in
+    a test that runs changed code. Not reproduced: unstable with its reason; reproduced: a
+    change."""
+    changed = CodeChangeInput(symbols=(SymbolChange("py:pkg.retry", "modified"),))
+    head = _timed_decision("true")
+    head["run"]["config"]["environment"] = "0123456789abcdef01234567"
+
+    def diff(head_again: list[dict[str, Any]]) -> tuple[str, list[str]]:
+        result = diff_documents(
+            _timed_decision("false"),
+            head,
+            base_rev="b",
+            head_rev="h",
+            code_changes=changed,
+            base_confirmation=[_timed_decision("true")] * 2,
+            head_confirmation=head_again,
+        )
+        (test,) = result.tests
+        return test.status, test.reasons
+
+    status, reasons = diff([_timed_decision("true")] * 2)
+    assert status == "unstable"
+    assert "recorded again in one environment" in reasons[0]
+    assert diff([_timed_decision("false")] * 2)[0] == "changed"

@@ -45,6 +45,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestStatus,
 )
+from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY
 from diffgenome.protocol.vocab import (
     ARGS_CHANGED,
     BRANCH_CHANGED,
@@ -314,10 +315,41 @@ def _confirmation(
 
 
 NOT_REPRODUCED = "not reproduced when both sides were recorded again"
+#: The reason's words where the first recordings ran in different environments (a user's
+#: ``pytest --genome`` run reused beside a side the diff recorded): confirmation's are in one.
+NOT_REPRODUCED_ONE_ENVIRONMENT = (
+    "not reproduced when both sides were recorded again in one environment "
+    "(the first recordings ran in different environments)"
+)
 #: The reason's words for a difference of counts only at a site whose counts varied, in the
 #: recordings of one commit, at another call path (docs/diffing.md, "Counts that vary").
 COUNTS_ELSEWHERE = "varied in {seen} at another path"
-_OWN_LABELS = ("confirmation", "timing", "thread", NOT_REPRODUCED, "at another path")
+_OWN_LABELS = (
+    "confirmation",
+    "timing",
+    "thread",
+    NOT_REPRODUCED,
+    NOT_REPRODUCED_ONE_ENVIRONMENT,
+    "at another path",
+)
+
+
+def environments_differ(base: Mapping[str, Any], head: Mapping[str, Any]) -> bool:
+    """Whether the two runs were recorded in different environments: a run a diff recorded
+    holds its environment's fingerprint (``run.config.environment``), one of ``pytest
+    --genome`` holds none (it ran wherever the user or CI ran it: their temp folder, their
+    ``PYTHONPATH``, their checkout's path, which tests copy into values). Two runs without
+    one (two ``pytest --genome`` runs, two genome files) are compared as they were
+    recorded: nothing tells their environments apart, and a difference in a test that runs
+    changed code is kept.
+    ``base``, ``head``: the genome documents."""
+
+    def environment(run: Mapping[str, Any]) -> object:
+        config = run.get("config")
+        return config.get(ENVIRONMENT_CONFIG_KEY) if isinstance(config, Mapping) else None
+
+    here, there = environment(base.get("run") or {}), environment(head.get("run") or {})
+    return here != there
 
 
 def _counts_that_vary(found: list[Found], instability: Instability | None) -> list[Found]:
@@ -466,6 +498,7 @@ def diff_documents(
         if code_changes is not None
         else {}
     )
+    other_environments = environments_differ(base, head)
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     region = (
         Region.of(code_changes, _module_symbols(base, head)) if code_changes is not None else None
@@ -512,13 +545,19 @@ def diff_documents(
         )
         instability = unstable.get(test_id)
         again = reproduced.get(test_id)
-        if found and again is not None and test_id not in reaching:
+        # A test that runs changed code keeps its differences, unless the first recordings
+        # ran in different environments: then only the confirming pairs, recorded in one,
+        # are evidence of the code (docs/diffing.md, "Reuse").
+        if found and again is not None and (test_id not in reaching or other_environments):
             gone = [item for item in found if item.key() not in again]
             if gone:
                 found = [item for item in found if item.key() in again]
                 instability = unstable.setdefault(test_id, Instability())
+                label = (
+                    NOT_REPRODUCED if test_id not in reaching else NOT_REPRODUCED_ONE_ENVIRONMENT
+                )
                 for item in gone:
-                    instability.add(NOT_REPRODUCED, item)
+                    instability.add(label, item)
         stable_changes[test_id] = found
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)

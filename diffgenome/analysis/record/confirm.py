@@ -9,8 +9,9 @@ side by side.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from diffgenome.analysis.record import documents
@@ -36,11 +37,20 @@ def confirm(
     head: Side,
     test_ids: Sequence[str],
     base_ids: Sequence[str] = (),
+    *,
+    one_place: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
     between those two recordings of one commit is noise, not change. Sides that cannot
     be recorded again (a run, a file) give nothing, and a note says so. ``base_ids``:
-    the same tests by their ids in base, where a test was paired under a new id."""
+    the same tests by their ids in base, where a test was paired under a new id.
+
+    ``one_place``: every confirming recording runs at one path, one after the other, so
+    that the i-th recordings of base and head run in one environment byte for byte (the
+    folder is part of it: ``PWD``, paths under the tree). The diff asks for it where its
+    first recordings ran in different environments (a user's ``pytest --genome`` run
+    reused beside a side it recorded): the confirming pairs are then its only evidence
+    of what the code did, and they must differ by nothing but the code."""
     repo = recordings.repo
     prefix = f"{repo.prefix}/" if repo and repo.prefix else ""
     node_ids = _node_ids(prefix, test_ids)
@@ -55,27 +65,50 @@ def confirm(
             (base, base_ids or test_ids, base_node_ids),
             (head, test_ids, node_ids),
         )
-        plan: list[_Job | None] = []
+        trees: list[Callable[[str], str] | None] = []
+        selections: list[tuple[str, list[str], str]] = []
         for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
             only = _only(workspace, which, ids, named, recordings.pytest_args)
-            selection = [*common, *only]
             subject = f"{side_subject(which, side.spec, side.sha)} again"
+            selections.append((f"{side.spec} (confirming)", [*common, *only], subject))
             if side.kind == "revision" and side.sha is not None:
-                with progress.step("checking out", "checked out", subject):
-                    name = f"confirm-{which}-{side.sha[:12]}"
-                    tree = recordings.checkouts.checkout(workspace, side.sha, name)
+                trees.append(functools.partial(recordings.checkouts.checkout, workspace, side.sha))
             elif side.kind == "worktree" and repo is not None:
-                with progress.step("checking out", "checked out", subject):
-                    name = f"confirm-{which}-worktree"
-                    tree = recordings.checkouts.worktree_copy(workspace, name)
+                trees.append(functools.partial(recordings.checkouts.worktree_copy, workspace))
             else:
                 notes.append(
                     f"{side.spec} cannot be recorded again: its differences are not confirmed"
                 )
+                trees.append(None)
+        out: list[list[dict[str, Any]]] = [[], []]
+        if one_place:
+            for n in range(1, CONFIRMATIONS + 1):
+                for index, make in enumerate(trees):
+                    if make is None:
+                        continue
+                    spec, selection, subject = selections[index]
+                    with progress.step("checking out", "checked out", subject):
+                        tree = make(_ONE_PLACE)
+                    job = (spec, tree, selection, subject)
+                    try:
+                        for _, run_id in _record_at_once(recordings, workspace, [job], n):
+                            out[index].append(
+                                documents.stored(store.handle, run_id, progress, None)
+                            )
+                    finally:
+                        workspace.remove_worktree(tree)
+            return out[0], out[1]
+        plan: list[_Job | None] = []
+        for which, side, make, (spec, selection, subject) in zip(
+            ("base", "head"), (base, head), trees, selections, strict=True
+        ):
+            if make is None:
                 plan.append(None)
                 continue
-            plan.append((f"{side.spec} (confirming)", tree, selection, subject))
-        out: list[list[dict[str, Any]]] = [[], []]
+            with progress.step("checking out", "checked out", subject):
+                tail = "worktree" if side.kind == "worktree" else str(side.sha)[:12]
+                tree = make(f"confirm-{which}-{tail}")
+            plan.append((spec, tree, selection, subject))
         for n in range(1, CONFIRMATIONS + 1):
             for index, run_id in _record_at_once(recordings, workspace, plan, n):
                 # Loaded within the confirmation's step: no step of its own.
@@ -84,6 +117,10 @@ def confirm(
         with sigint_ignored():
             workspace.close()
     return out[0], out[1]
+
+
+#: The one folder of every confirming recording made ``one_place``.
+_ONE_PLACE = "confirm"
 
 
 def _record_at_once(
