@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Final
 
 from diffgenome.protocol.store import DEFAULT_DIR
@@ -104,6 +105,39 @@ _SELECTION_WITH_VALUE: Final = frozenset(
         "--log-date-format",
         "--cov",
         "--cov-report",
+        "--genome-random-seed",
+        "--hypothesis-seed",
+        "--hypothesis-profile",
+    }
+)
+# Flags of the selection that take no value: what follows one of them is not its value.
+_SELECTION_FLAGS: Final = frozenset(
+    {
+        "-x",
+        "--exitfirst",
+        "-s",
+        "--lf",
+        "--last-failed",
+        "--ff",
+        "--failed-first",
+        "--nf",
+        "--new-first",
+        "--sw",
+        "--stepwise",
+        "--sw-skip",
+        "--stepwise-skip",
+        "--strict",
+        "--strict-markers",
+        "--strict-config",
+        "--runxfail",
+        "--doctest-modules",
+        "--continue-on-collection-errors",
+        "--setup-show",
+        "--cache-clear",
+        "--noconftest",
+        "--keep-duplicates",
+        "--pdb",
+        "--trace",
     }
 )
 
@@ -125,7 +159,7 @@ def recorded_selection(
     ``invocation_dir``, with or without ``::`` and a test name) becomes relative to ``top``;
     without both folders, or for anything else, the argument is kept as given.
     """
-    out: list[str] = []
+    units: list[list[str]] = []  # an option with its value, or one positional argument
     items = list(args)
     index = 0
     while index < len(items):
@@ -144,11 +178,32 @@ def recorded_selection(
         if arg.startswith("-p") and arg[2:] in _OUTPUT_PLUGINS:
             continue
         if arg in _SELECTION_WITH_VALUE and index < len(items):
-            out += [arg, items[index]]
+            units.append([arg, items[index]])
             index += 1
             continue
-        out.append(_from_top(arg, invocation_dir, top) if not arg.startswith("-") else arg)
-    return out
+        units.append([_from_top(arg, invocation_dir, top) if not arg.startswith("-") else arg])
+    return [arg for unit in _options_first(units) for arg in unit]
+
+
+def _options_first(units: list[list[str]]) -> list[list[str]]:
+    """The options in their order, then the test paths in theirs: pytest reads both the same
+    wherever they stand (``--genome-random-seed=0 tests`` is ``tests --genome-random-seed=0``).
+
+    Only where no positional argument could be the value of an option this module does not
+    know (``--foo a b`` and ``a --foo b`` must stay two selections): after such an option the
+    order is kept as given, which at worst records a run again instead of reusing it."""
+    for before, unit in pairwise(units):
+        option = before[0]
+        if (
+            len(before) == 1
+            and option.startswith("-")
+            and "=" not in option
+            and option not in _SELECTION_FLAGS
+            and not unit[0].startswith("-")
+        ):
+            return units
+    options = [unit for unit in units if unit[0].startswith("-")]
+    return options + [unit for unit in units if not unit[0].startswith("-")]
 
 
 def _from_top(arg: str, invocation_dir: str | None, top: str | None) -> str:

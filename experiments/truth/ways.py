@@ -13,6 +13,11 @@ For each project of ``truth/releases.py`` (its newer release), in a repository o
    other projects: a ``_version.py`` added to ``.gitignore`` and imported by the package's
    ``__init__``, committed as one change), present in the checkout only: ``diff A B`` fresh,
    then ``diff HEAD WORKTREE`` after the comment edit.
+5. ``pytest run``: the user's own ``pytest --genome`` of commit ``C`` in the checkout (their
+   environment and temp folder, ``PYTHONHASHSEED=0`` and the seeds the diff passes, as
+   docs/diffing.md "Reuse" asks), into a store of its own; an empty commit ``D`` and
+   ``diff C D``: base reused from that run, head recorded by the diff (confirmation then
+   records both sides in one environment, #24.2).
 
 Goal in every case: 0 ``changed``, exit status 0 (the default gate). The terminal's
 ``reusing run`` lines are counted to show which sides were reused.
@@ -21,12 +26,14 @@ Goal in every case: 0 ``changed``, exit status 0 (the default gate). The termina
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.envs import log
+from bench.envs import REPO_ROOT, log
 
 from truth.history import (
     HISTORY,
@@ -87,6 +94,33 @@ def _comment_edit(repo: Path, module: str) -> None:
     at = next(i for i, line in enumerate(lines) if line.startswith("def "))
     lines.insert(at, "# truth.py: a comment-only edit (#24 done-when, way 3)\n")
     path.write_text("".join(lines))
+
+
+def _user_pytest_run(repo: Path, python: str, args: list[str], store: Path, out: Path) -> None:
+    """``pytest --genome`` as a user runs it from the checkout: the tree's own code first on
+    the path (as an editable install would have it), the recorder from this repository, the
+    hash seed and the seeds the diff records with, the user's own temp folder."""
+    source = repo / "src" if (repo / "src").is_dir() else repo
+    has_hypothesis = subprocess.run([python, "-c", "import hypothesis"], capture_output=True)
+    seeds = ["--genome-random-seed=0"]
+    seeds += ["--hypothesis-seed=0"] if has_hypothesis.returncode == 0 else []
+    user_tmp = out / "user-tmp"
+    shutil.rmtree(user_tmp, ignore_errors=True)
+    user_tmp.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
+    env.update(
+        PYTHONHASHSEED="0",
+        PYTHONPATH=os.pathsep.join([str(source), str(REPO_ROOT)]),
+        TMPDIR=str(user_tmp),
+        PWD=str(repo),
+    )
+    cmd = [python, "-m", "pytest", "--genome"]  # the entry point of this checkout's egg-info
+    cmd += ["--genome-store", str(store), "-q", *seeds, *args]
+    log(f"ways: $ (cd {repo} && {' '.join(cmd)})")
+    done = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    (out / "user-pytest.txt").parent.mkdir(parents=True, exist_ok=True)
+    (out / "user-pytest.txt").write_text(done.stdout + done.stderr)
+    log(f"ways: user's pytest --genome exit {done.returncode}: {done.stdout.strip()[-200:]}")
 
 
 def _entry(way: str, done: Any, repo: Path) -> dict[str, Any]:
@@ -155,6 +189,12 @@ def _project(name: str, tag: str) -> dict[str, Any]:
     _comment_edit(plain, COMMENT_IN[name])
     diff("3 worktree: comment edit", plain, "HEAD", "WORKTREE", "3-worktree", store)
     git(plain, "checkout", "-q", "--", ".")
+    store5 = folder / "store-pytest"
+    shutil.rmtree(store5, ignore_errors=True)
+    _user_pytest_run(plain, python, args, store5, out / "5-pytest-run")
+    git(plain, "commit", "-q", "--allow-empty", "-m", "identical tree after the user's run")
+    diff("5 pytest run: C D (C from pytest --genome)", plain, "HEAD~1", "HEAD", "5-pytest-run",
+         store5)  # fmt: skip
     ignored = _repo(release, folder, ignored=True)
     store4 = folder / "store-ignored"
     shutil.rmtree(store4, ignore_errors=True)
@@ -192,7 +232,7 @@ def run(names: list[str], *, tag: str = "") -> dict[str, Any]:
 def write_markdown(tag: str) -> None:
     path = results_path("ways", tag, "json")
     data = json.loads(path.read_text())
-    out = ["# An identical tree, four ways: 0 changed and exit 0 expected", ""]
+    out = ["# An identical tree, five ways: 0 changed and exit 0 expected", ""]
     out += [
         "| project | way | tests | sides reused | statuses | exit | diffgenome |",
         "|---|---|---:|---:|---|---:|---|",

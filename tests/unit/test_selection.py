@@ -65,3 +65,24 @@ def test_the_store_is_the_nearest_one_up_to_the_git_top(tmp_path: Path) -> None:
     (tmp_path / ".diffgenome").mkdir()
     assert find_store(str(deep), str(top)) == str(top / "proj" / ".diffgenome")
     assert find_store(str(top / "proj" / "tests"), None) == str(deep / ".diffgenome")
+
+
+def test_options_and_paths_are_one_selection_in_either_order() -> None:
+    """A user's ``pytest --genome --genome-random-seed=0 tests`` records what ``diff``'s
+    ``tests --genome-random-seed=0`` records: the same selection, so the run is reused."""
+    diff_side = recorded_selection(["tests", "--genome-random-seed=0", "-x", "-k", "a or b"])
+    user_side = recorded_selection(["--genome-random-seed=0", "-x", "tests", "-k", "a or b"])
+    assert diff_side == user_side == ["--genome-random-seed=0", "-x", "-k", "a or b", "tests"]
+    # Options keep their own order among themselves; paths theirs.
+    assert recorded_selection(["b", "-x", "a", "--lf"]) == ["-x", "--lf", "b", "a"]
+    assert recorded_selection(["-m", "slow", "t1", "t2"]) == ["-m", "slow", "t1", "t2"]
+
+
+def test_an_option_that_may_take_the_next_argument_keeps_the_order() -> None:
+    """``--foo a b`` and ``a --foo b`` differ when ``--foo`` takes a value: an option this
+    module does not know keeps everything in the order given (two selections, never one)."""
+    first = recorded_selection(["--foo", "a", "b"])
+    second = recorded_selection(["a", "--foo", "b"])
+    assert first == ["--foo", "a", "b"]
+    assert second == ["a", "--foo", "b"]
+    assert first != second
