@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e.helpers import (
+    BASE_ARGS,
     PY,
     STORE,
     GitRepo,
@@ -455,3 +457,65 @@ def test_a_run_that_recorded_another_tree_is_never_reused(tmp_path: Path) -> Non
     assert f"reusing run {stale}" not in diffed.stderr, diffed.stderr
     assert "recorded base HEAD~1" in diffed.stderr, diffed.stderr
     assert "unverified" not in diffed.stdout.splitlines()[0], diffed.stdout
+    assert (
+        f"run {stale} of {_sha(project, 'HEAD~1')[:12]} (recorded by pytest) was not reused: a "
+        "test imported project code from outside the recorded tree"
+    ) in diffed.stdout, diffed.stdout
+
+
+def _sha(project: Path, rev: str) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", rev], cwd=project, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_a_pytest_run_the_diff_passes_over_is_named_with_why(tmp_path: Path) -> None:
+    """The README's recipe for a reusable ``pytest --genome`` (``PYTHONHASHSEED=0`` and
+    ``--genome-random-seed=0``, from a clean tree) is reused; a run made without the seed, or
+    beside an untracked file (an exported report), is another recording, and the diff says
+    which of them it passed over and why instead of recording again in silence."""
+    project = make_project(tmp_path, PRICING)
+    with (project / "pricing" / "core.py").open("a") as code:
+        code.write("\n# edited\n")
+    commit_all(project, "comment")
+    head = _sha(project, "HEAD")[:12]
+    seed = {"PYTHONHASHSEED": "0"}
+    diff = ("diff", "HEAD~1", "HEAD", "--no-confirm", "--", *BASE_ARGS)
+
+    # Without --genome-random-seed=0: another selection.
+    run = run_pytest(project, "--genome", "-q", env=seed)
+    assert run.returncode == 0, run.stdout + run.stderr
+    unseeded = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    done = cli(project, *diff, "--rerecord")
+    assert f"reusing run {unseeded}" not in done.stderr, done.stderr
+    # --rerecord passes every run over on purpose: nothing to explain.
+    assert "was not reused" not in done.stdout, done.stdout
+    shutil.rmtree(project / STORE)
+    run = run_pytest(project, "--genome", "-q", env=seed)
+    unseeded = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    done = cli(project, *diff)
+    assert f"reusing run {unseeded}" not in done.stderr, done.stderr
+    assert f"run {unseeded} of {head} (recorded by pytest) was not reused: its selection is" in (
+        done.stdout
+    ), done.stdout
+
+    # Seeded, but beside an untracked file: not a clean tree.
+    shutil.rmtree(project / STORE)
+    (project / "run.json").write_text("{}")
+    run = run_pytest(project, "--genome", "-q", "--genome-random-seed=0", env=seed)
+    dirty = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    done = cli(project, *diff)
+    assert (
+        f"run {dirty} of {head} (recorded by pytest) was not reused: it was recorded from a "
+        "tree with uncommitted changes or untracked files"
+    ) in done.stdout, done.stdout
+
+    # The README's recipe from a clean tree: reused, and nothing to explain.
+    (project / "run.json").unlink()
+    shutil.rmtree(project / STORE)
+    run = run_pytest(project, "--genome", "-q", "--genome-random-seed=0", env=seed)
+    assert run.returncode == 0, run.stdout + run.stderr
+    theirs = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    done = cli(project, *diff)
+    assert f"reusing run {theirs} of HEAD ({head}, recorded by pytest)" in done.stderr, done.stderr
+    assert "was not reused" not in done.stdout, done.stdout

@@ -32,6 +32,7 @@ def reusable_run(
     python: str,
     fingerprint: str | None,
     environment: str | None = None,
+    refused: list[tuple[RunSummary, str]] | None = None,
 ) -> RunSummary | None:
     """The newest complete run of ``sha`` that recorded what this diff would record:
     a clean tree, this interpreter version, the same key, hash seed and recorder, and
@@ -42,37 +43,73 @@ def reusable_run(
     ``environment``: the fingerprint of the environment this diff would record in (a run a
     diff made is reused only where it is the same; a run of ``pytest --genome``, or one
     combined from its shards, has none and is reused as before, recorded where the user or
-    the CI ran it)."""
+    the CI ran it). ``refused``, when given, gets each newer run of ``sha`` that was looked
+    at and passed over, with why: a user who ran ``pytest --genome`` to save the diff its
+    recording can then be told what made it another recording."""
     here = os.path.join(repo.toplevel, repo.prefix) if repo else os.getcwd()
     top = repo.toplevel if repo else None
     chosen = recorded_selection(selection, here, top)
     seed = os.environ.get("PYTHONHASHSEED") or DIFF_HASH_SEED
     for summary in reader.runs():  # newest first
-        if (
-            summary.commit != sha
-            or not summary.complete
-            or summary.dirty is not False
-            or summary.python != python
-            or summary.tests < 1  # an empty selection (<import> is not counted)
-            or summary.recording_key is None
-            or summary.key_fingerprint != fingerprint
-        ):
+        if summary.commit != sha:
             continue
-        raw = reader.run(summary.id).get("config")
-        config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-        config.pop("recording_key", None)
-        if config.get("recorder") != f"diffgenome {identity.version()}":
-            continue
-        if config.get("hash_seed") != seed:
-            continue
-        recorded_in = config.get(ENVIRONMENT_CONFIG_KEY)
-        if recorded_in != environment and (
-            recorded_in is not None or summary.origin in (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
-        ):
-            continue
-        key = recording_key(sha, False, summary.python, chosen, config)
-        if key == summary.recording_key and not _recorded_elsewhere(reader, summary.id):
+        why = _refusal(reader, summary, sha, chosen, python, fingerprint, environment, seed)
+        if why is None:
             return summary
+        if refused is not None:
+            refused.append((summary, why))
+    return None
+
+
+def _refusal(
+    reader: StoreReader,
+    summary: RunSummary,
+    sha: str,
+    chosen: list[str],
+    python: str,
+    fingerprint: str | None,
+    environment: str | None,
+    seed: str,
+) -> str | None:
+    """Why ``summary`` cannot stand for this diff's recording of ``sha``, in the words a
+    user can act on; None when it can."""
+    if not summary.complete:
+        return "it is incomplete"
+    if summary.dirty is not False:
+        return "it was recorded from a tree with uncommitted changes or untracked files"
+    if summary.python != python:
+        return f"it was recorded by Python {summary.python}, this diff records with {python}"
+    if summary.tests < 1:  # an empty selection (<import> is not counted)
+        return "it holds no test"
+    if summary.recording_key is None:
+        return "it has no recording key (an older recorder made it)"
+    if summary.key_fingerprint != fingerprint:
+        return "it was recorded with another digest key (--genome-key-file)"
+    raw = reader.run(summary.id).get("config")
+    config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    config.pop("recording_key", None)
+    recorder = f"diffgenome {identity.version()}"
+    if config.get("recorder") != recorder:
+        return f"it was recorded by {config.get('recorder') or 'another recorder'}, not {recorder}"
+    if config.get("hash_seed") != seed:
+        return (
+            f"it was recorded with PYTHONHASHSEED {config.get('hash_seed') or 'unset'}, this "
+            f"diff records with {seed}"
+        )
+    recorded_in = config.get(ENVIRONMENT_CONFIG_KEY)
+    if recorded_in != environment and (
+        recorded_in is not None or summary.origin in (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
+    ):
+        return "it was recorded in another environment (another folder or variables)"
+    if recording_key(sha, False, summary.python, chosen, config) != summary.recording_key:
+        if list(summary.selection) != chosen:
+            return (
+                f"its selection is `{' '.join(summary.selection) or '(default)'}`, this diff "
+                f"records `{' '.join(chosen) or '(default)'}`"
+            )
+        return "its recording options differ from this diff's"
+    if _recorded_elsewhere(reader, summary.id):
+        return "a test imported project code from outside the recorded tree"
     return None
 
 

@@ -26,11 +26,15 @@ from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
 from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.interpreter import source_root_of
 from diffgenome.analysis.record.process import DiffError, sigint_ignored
-from diffgenome.analysis.record.reuse import reusable_run
+from diffgenome.analysis.record.reuse import ORIGIN_DIFF, reusable_run
 from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.worktree import SIDE_TREE, Checkouts, Workspace
 from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError
 from diffgenome.protocol.errors import StoreError
+from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
+
+# Recordings a diff made for itself: passing one over needs no word to the user.
+_DIFF_ORIGINS = (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
 
 
 @dataclass(frozen=True)
@@ -323,8 +327,9 @@ class Sides:
             lambda path: repo.has_folder(sha, path),
         )
         _env, fingerprint = self.recordings.environment(workspace, tree, root)
+        refused: list[tuple[RunSummary, str]] = []
         with self.store.handle.reader() as reader:
-            return reusable_run(
+            found = reusable_run(
                 reader,
                 sha,
                 selection,
@@ -332,7 +337,19 @@ class Sides:
                 self.recordings.target.version,
                 self.store.key_fingerprint,
                 fingerprint,
+                refused=refused,
             )
+        # A run the user made for this commit and the diff passed over: say why, once (the
+        # newest), so that the next `pytest --genome` can be one the diff reuses.
+        theirs = [(run, why) for run, why in refused if run.origin not in _DIFF_ORIGINS]
+        if found is None and theirs:
+            run, why = theirs[0]
+            self.notes.append(
+                f"run {run.id} of {sha[:12]} (recorded by {run.origin or 'an earlier recording'}) "
+                f'was not reused: {why}; docs/diffing.md "Reuse" says what a reusable '
+                "recording needs"
+            )
+        return found
 
     def _record_into(
         self,
