@@ -279,3 +279,83 @@ def test_a_pytest_run_reused_beside_a_fresh_side(tmp_path: Path, edit: str) -> N
         assert any("recorded again in one environment" in reason for reason in reasons), reasons
     else:
         assert statuses[carrying] == "changed" and code == 1, (statuses, err)
+
+
+#: What a user's checkout holds and a fresh one does not, and what tests read of their run:
+#: a test that reads the command line (a profile echoing ``sys.argv``), a collection hook
+#: that runs once per folder entry (the user's ignored ``tests/scratch/`` is one more), and a
+#: test that passes only beside a file git ignores (boltons' ``test_iter_find_files`` walks
+#: its checkout).
+CHECKOUT_READERS = {
+    "src/envcli/profile.py": """
+        def describe(argv):
+            return " ".join(argv)
+    """,
+    "tests/conftest.py": """
+        def pytest_ignore_collect(collection_path, config):
+            return None
+    """,
+    "tests/test_profile.py": """
+        import sys
+        from pathlib import Path
+
+        from envcli import profile
+
+
+        def test_command_line():
+            assert profile.describe(sys.argv)
+
+
+        def test_beside_the_scratch_notes():
+            assert (Path(__file__).parent / "scratch" / "notes.txt").exists()
+    """,
+    ".gitignore": "__pycache__/\n.diffgenome/\ntests/scratch/\n",
+}
+
+
+def test_a_pytest_run_of_a_lived_in_checkout_is_confirmed_in_one_environment(
+    tmp_path: Path,
+) -> None:
+    """The user's ``pytest --genome`` ran in their checkout: a longer command line, an
+    ignored folder more, a file the fresh checkout lacks (a test passes there only). Beside
+    it the diff records head fresh, after a pure refactor. Confirmation in one place gives
+    both sides the same command line (its list file is named by what it lists), collects
+    what the first recordings collected (so ``<import>`` is confirmed too), and a test that
+    fails in the diff's environment on both sides is unstable, not a test that now fails:
+    before, exit 3 (``1 test now fails``), ``<import>`` and the command line ``changed``."""
+    repo = make_project(tmp_path, {**ENVCLI, **CHECKOUT_READERS})
+    git, tmp = GitRepo(repo), tmp_path / "tmp"
+    tmp.mkdir()
+    scratch = repo / "tests" / "scratch"
+    scratch.mkdir()
+    (scratch / "notes.txt").write_text("the user's own notes, ignored by git\n")
+    user_tmp = tmp_path / "user-tmp"
+    user_tmp.mkdir()
+    done = subprocess.run(
+        [PY, "-m", "pytest", "--genome", "-q", *DIFF_PYTEST_ARGS, *SAME_DRAWS],
+        cwd=repo,
+        env=clean_env(
+            {"PYTHONHASHSEED": "0", "PYTHONPATH": "src", "TMPDIR": str(user_tmp), "PWD": str(repo)}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    core = repo / "src" / "envcli" / "core.py"
+    text = core.read_text()
+    for old, new in EDITS["refactor"]:
+        text = text.replace(old, new)
+    core.write_text(text)
+    git.commit_all("refactor")
+    code, document, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert "reusing run" in err, err  # the base is the user's run
+    statuses = {test["id"]: test["status"] for test in document["tests"]}
+    assert document["summary"]["changed"] == 0 and code == 0, (statuses, err)
+    reasons = {test["id"]: test["reasons"] for test in document["tests"]}
+    lost = "tests/test_profile.py::test_beside_the_scratch_notes"
+    assert statuses[lost] == "unstable", statuses
+    assert any("outcome passed → failed" in reason for reason in reasons[lost]), reasons[lost]
+    assert statuses["tests/test_profile.py::test_command_line"] in ("unstable", "unchanged")
+    assert statuses["<import>"] in ("unstable", "unchanged"), reasons["<import>"]

@@ -382,6 +382,8 @@ def _reproduced(
     base_confirmation: Sequence[Mapping[str, Any]],
     head_confirmation: Sequence[Mapping[str, Any]],
     names: Mapping[str, str],
+    *,
+    with_import: bool = False,
 ) -> dict[str, set[StabilityKey]]:
     """Per confirmed test, what differs between base and head when both were recorded again
     the same way (the i-th confirming recording of each side, side by side).
@@ -390,6 +392,10 @@ def _reproduced(
     full runs went, not by the code: a decision on the time since the first attempt
     (google-api-core: ``now_timestamp - first_attempt_timestamp < 0.001``) went one way in a
     loaded full run and the other way in every recording of a few tests.
+
+    ``<import>`` only ``with_import``: confirmation in one place collects what the first
+    recordings collected (``confirm(one_place=True)``), so its imports are whole; otherwise
+    a confirming recording imports a few modules, and what it leaves out is no evidence.
     """
     pairs = [
         (
@@ -402,7 +408,9 @@ def _reproduced(
     if not pairs:
         return {}
     # Only tests every pair recorded on both sides: a test missing from one says nothing.
-    everywhere = set.intersection(*(set(b) & set(h) for b, h, _ in pairs)) - {IMPORT_TEST_ID}
+    everywhere = set.intersection(*(set(b) & set(h) for b, h, _ in pairs))
+    if not with_import:
+        everywhere.discard(IMPORT_TEST_ID)
     out: dict[str, set[StabilityKey]] = {test_id: set() for test_id in everywhere}
     for b_tests, h_tests, digests in pairs:
         for test_id in everywhere:
@@ -493,12 +501,12 @@ def diff_documents(
         else []
     )
     reaching = {test for entry in entries for test in (*entry.tests_base, *entry.tests_head)}
+    other_environments = environments_differ(base, head)
     reproduced = (
-        _reproduced(base_confirmation, head_confirmation, paired)
+        _reproduced(base_confirmation, head_confirmation, paired, with_import=other_environments)
         if code_changes is not None
         else {}
     )
-    other_environments = environments_differ(base, head)
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     region = (
         Region.of(code_changes, _module_symbols(base, head)) if code_changes is not None else None

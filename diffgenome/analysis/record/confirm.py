@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import hashlib
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -68,7 +69,7 @@ def confirm(
         trees: list[Callable[[str], str] | None] = []
         selections: list[tuple[str, list[str], str]] = []
         for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
-            only = _only(workspace, which, ids, named, recordings.pytest_args)
+            only = _only(workspace, ids, named, recordings.pytest_args, whole=one_place)
             subject = f"{side_subject(which, side.spec, side.sha)} again"
             selections.append((f"{side.spec} (confirming)", [*common, *only], subject))
             if side.kind == "revision" and side.sha is not None:
@@ -161,10 +162,11 @@ def _record_at_once(
 
 def _only(
     workspace: Workspace,
-    which: str,
     test_ids: Sequence[str],
     node_ids: Sequence[str],
     pytest_args: Sequence[str],
+    *,
+    whole: bool = False,
 ) -> list[str]:
     """The arguments that narrow a confirming recording to ``test_ids``.
 
@@ -172,13 +174,20 @@ def _only(
     arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
     differed) cannot widen the selection. The node ids are also given as arguments,
     which spares collecting the other files, only when the user's arguments hold no
-    word that pytest could read as a path.
+    word that pytest could read as a path, and not when ``whole``: then pytest collects
+    what the first recordings collected, so that the confirming ``<import>`` records are
+    the whole import too, comparable with each other (confirmation in one place).
+
+    The file is named by what it lists: the same tests confirmed on both sides give both
+    sides the same command line, which tests can read (``sys.argv`` in a profile).
     """
-    listed = os.path.join(workspace.temp_path(), f"confirm-{which}.txt")
-    wanted = {node_id(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID}
+    wanted = sorted({node_id(test_id) for test_id in test_ids if test_id != IMPORT_TEST_ID})
+    text = "".join(f"{test_id}\n" for test_id in wanted)
+    name = hashlib.sha256(text.encode()).hexdigest()[:12]
+    listed = os.path.join(workspace.temp_path(), f"confirm-{name}.txt")
     with open(listed, "w", encoding="utf-8") as out:
-        out.writelines(f"{test_id}\n" for test_id in sorted(wanted))
-    positional = any(not arg.startswith("-") for arg in pytest_args)
+        out.write(text)
+    positional = whole or any(not arg.startswith("-") for arg in pytest_args)
     return [f"--genome-only={listed}", *([] if positional else node_ids)]
 
 

@@ -23,7 +23,7 @@ from diffgenome.analysis.models import (
     DiffSide,
     TestDiff,
 )
-from diffgenome.protocol.vocab import CHANGE_KINDS, IMPORT_TEST_ID
+from diffgenome.protocol.vocab import CHANGE_KINDS, IMPORT_TEST_ID, STATUS_UNSTABLE
 
 STATUS_ORDER = (
     "changed",
@@ -42,8 +42,14 @@ FAILING = frozenset({"failed", "error"})
 
 
 def now_fails(test: TestDiff) -> bool:
-    """A test that did not fail in base and fails in head."""
+    """A test that did not fail in base and fails in head, and the difference stands: an
+    ``unstable`` test's outcome differed only as other recordings of one commit did, or
+    was not reproduced when both sides were recorded again (a failure of head's
+    environment, not of its code); it is listed as unstable with its outcome, never as a
+    test that now fails."""
     base, head = test.outcome.base, test.outcome.head
+    if test.status == STATUS_UNSTABLE:
+        return False
     return base is not None and base not in FAILING and head in FAILING
 
 
