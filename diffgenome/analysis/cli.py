@@ -89,7 +89,12 @@ from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.store import DEFAULT_DIR, OpenedStore, one_line
 from diffgenome.protocol.store import open_store as open_store_for_writing
 from diffgenome.protocol.storekey import KEY_BYTES, new_key_file
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import (
+    IMPORT_TEST_ID,
+    STATUS_CHANGED,
+    STATUS_RESTRUCTURED,
+    STATUS_UNVERIFIED,
+)
 
 PROG = "diffgenome"
 EXIT_OK = 0
@@ -646,7 +651,8 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 # -- diff and affected --------------------------------------------------------------------
 
-FAIL_ON = ("changed", "unverified", "restructured", "drift", "gaps", "never")
+#: What ``--fail-on`` takes: three of the statuses (see found_for), then the other findings.
+FAIL_ON = (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_RESTRUCTURED, "drift", "gaps", "never")
 EXIT_FOUND = 1
 EXIT_NOW_FAILING = 3
 
@@ -714,7 +720,7 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=FAIL_ON,
-        default="changed",
+        default=STATUS_CHANGED,
         help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
         "unverified where missing evidence could hide a change; the default), unverified "
         "(also every other unverified test), restructured (also every test whose calls a "
@@ -803,11 +809,11 @@ def found_for(diff: DiffDocument, fail_on: str) -> bool:
     s = diff.summary
     if s.changed or s.added or s.removed:
         return True
-    if fail_on == "unverified":
+    if fail_on == STATUS_UNVERIFIED:
         return bool(s.unverified)
-    if fail_on == "restructured" and s.restructured:
+    if fail_on == STATUS_RESTRUCTURED and s.restructured:
         return True
-    return any(t.status == "unverified" and t.may_hide_change for t in diff.tests)
+    return any(t.status == STATUS_UNVERIFIED and t.may_hide_change for t in diff.tests)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from diffgenome.analysis.models import DiffDocument, DiffSide, Run, TestRecord
 from diffgenome.analysis.report.html import SiteError, diff_site, run_site, write_site
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.vocab import STATUS_UNCHANGED
 
 PROG = "diffgenome"
 
@@ -66,7 +67,7 @@ def write_diff_html(
 ) -> str:
     """The site of ``diff``, with the call trees of its tests read from ``store`` (the store
     the diff used) or from the genome files its sides were; ``source_url`` links places."""
-    wanted = {test.id for test in diff.tests if test.status != "unchanged" or test.changes}
+    wanted = {test.id for test in diff.tests if test.status != STATUS_UNCHANGED or test.changes}
     base = _side_tests(diff.base, wanted, store)
     head = _side_tests(diff.head, wanted, store)
     return _written(write_site(diff_site(diff, base, head, source_url), directory))

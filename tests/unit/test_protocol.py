@@ -7,17 +7,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from diffgenome.analysis import models
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.schema import SCHEMAS, schema_filename, schema_for, schema_text
 from diffgenome.protocol import vocab
 from diffgenome.protocol.formats import (
+    DIFF_FORMAT,
     GENOME_FORMAT,
+    GENOME_FORMATS_READ,
     VALUES,
     FormatError,
     check_comparable,
@@ -50,6 +53,40 @@ def test_every_literal_of_the_models_is_its_vocabulary(
     literal: Any, words: tuple[str, ...]
 ) -> None:
     assert get_args(literal) == words
+
+
+@pytest.mark.parametrize(
+    ("model", "name", "words"),
+    [
+        (models.TestDiff, "status", vocab.TEST_STATUSES),
+        (models.Change, "kind", vocab.CHANGE_KINDS),
+        (models.CodeChange, "change", vocab.CODE_CHANGE_KINDS),
+        (models.CauseGroup, "change", vocab.CODE_CHANGE_KINDS),
+    ],
+)
+def test_the_diff_models_say_statuses_and_change_kinds_by_their_vocabulary(
+    model: type[BaseModel], name: str, words: tuple[str, ...]
+) -> None:
+    """The diff's status and change-kind fields are typed by the Literals checked above,
+    so a word added to vocab and not to a model (or the other way round) fails here."""
+    annotation = model.model_fields[name].annotation
+    if get_origin(annotation) is not Literal:  # optional: the Literal or None
+        (annotation,) = (arg for arg in get_args(annotation) if arg is not type(None))
+    assert get_origin(annotation) is Literal and get_args(annotation) == words
+
+
+def test_the_diff_summary_counts_every_status() -> None:
+    counted = [
+        name for name in models.DiffSummary.model_fields if name not in ("tests", "confirmed")
+    ]
+    assert tuple(counted) == vocab.TEST_STATUSES
+
+
+def test_the_models_formats_are_the_protocols() -> None:
+    assert get_args(models.GenomeDocument.model_fields["format"].annotation) == GENOME_FORMATS_READ
+    assert models.GenomeDocument.model_fields["format"].default == GENOME_FORMAT
+    assert get_args(models.DiffDocument.model_fields["format"].annotation) == (DIFF_FORMAT,)
+    assert models.DiffDocument.model_fields["format"].default == DIFF_FORMAT
 
 
 def test_the_node_types_of_the_models_are_the_vocabulary() -> None:

@@ -20,7 +20,14 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL, TYPE_SUBSTITUTION
+from diffgenome.protocol.vocab import (
+    CODE_ADDED,
+    CODE_MODIFIED,
+    IMPORT_TEST_ID,
+    SYMBOL_PREFIX,
+    TYPE_CALL,
+    TYPE_SUBSTITUTION,
+)
 
 _CONTAINER_KINDS = ("module", "class")
 
@@ -73,7 +80,7 @@ def affected_tests(
     module_of: Callable[[str], str | None],
 ) -> list[Affected]:
     """The base document's tests that reach ``code``'s changes, sorted by test id."""
-    changes = {c.symbol: c for c in code.symbols if c.change != "added"}
+    changes = {c.symbol: c for c in code.symbols if c.change != CODE_ADDED}
     kinds = {
         str(s.get("id")): str(s.get("kind"))
         for s in base.get("symbols") or ()
@@ -83,12 +90,14 @@ def affected_tests(
         # A module whose body ran before recording began (a conftest imported it) has no
         # symbol in the recording, yet it is a module: packaging's _tokenizer.
         module = module_of(change.path) if change.path else None
-        if module is not None and change.symbol == f"py:{module}":
+        if module is not None and change.symbol == f"{SYMBOL_PREFIX}{module}":
             kinds.setdefault(change.symbol, "module")
     containers = {
-        symbol[3:] + ".": (change, kinds[symbol])
+        symbol[len(SYMBOL_PREFIX) :] + ".": (change, kinds[symbol])
         for symbol, change in changes.items()
-        if kinds.get(symbol) in _CONTAINER_KINDS and symbol.startswith("py:") and change.opaque
+        if kinds.get(symbol) in _CONTAINER_KINDS
+        and symbol.startswith(SYMBOL_PREFIX)
+        and change.opaque
     }
     readers: dict[str, list[SymbolChange]] = {}
     state_names: dict[str, list[SymbolChange]] = {}
@@ -180,13 +189,13 @@ def _reasons(
                             (name,),
                         )
                     )
-            dotted = symbol[3:] if symbol.startswith("py:") else symbol
+            dotted = symbol.removeprefix(SYMBOL_PREFIX)
             for prefix, (container, via) in containers.items():
                 if dotted.startswith(prefix):
                     keep(Reason(container.symbol, container.change, via, phase_name, path))
             for prefix, file in unparsed.items():
                 if (dotted + ".").startswith(prefix):
-                    keep(Reason(f"file:{file}", "modified", "unparsed", phase_name, path))
+                    keep(Reason(f"file:{file}", CODE_MODIFIED, "unparsed", phase_name, path))
     return sorted(found.values(), key=lambda r: (r.symbol, r.via))
 
 

@@ -13,7 +13,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from diffgenome.protocol.vocab import PHASES, TYPE_CALL, TYPE_OS_EVENT, TYPE_SUBSTITUTION
+from diffgenome.protocol.vocab import (
+    PHASES,
+    SYMBOL_PREFIX,
+    TYPE_CALL,
+    TYPE_OS_EVENT,
+    TYPE_SUBSTITUTION,
+)
 
 Path = tuple[str, ...]
 NodeDict = Mapping[str, Any]
@@ -32,7 +38,7 @@ def element(node: NodeDict) -> str:
             # where it was made, ``py:tests.t.test_f.<locals>.cb``, so two of them in one test
             # stay apart and readable; anything else stays ``?``.
             made = node.get("substitute")
-            target = made if isinstance(made, str) and made.startswith("py:") else "?"
+            target = made if isinstance(made, str) and made.startswith(SYMBOL_PREFIX) else "?"
         return f"{STAND_IN_PREFIX}{node.get('mechanism')} {target} {node.get('path')}]"
     if kind == TYPE_OS_EVENT:
         return f"{OS_PREFIX}{node.get('kind')} {node.get('target')}]"

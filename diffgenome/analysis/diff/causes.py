@@ -23,10 +23,26 @@ from diffgenome.analysis.diff.describe import ARROW, describe, fields_text, said
 from diffgenome.analysis.diff.effects import describe_effect
 from diffgenome.analysis.diff.origins import TestOrigins, structure_origins
 from diffgenome.analysis.models import Cause, CauseGroup, Change, CodeChange, TestDiff
-from diffgenome.protocol.vocab import EFFECT_KINDS
+from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    CALL_ADDED,
+    CALL_COUNT_CHANGED,
+    CALL_REMOVED,
+    CODE_ADDED,
+    CODE_MODIFIED,
+    EFFECT_KINDS,
+    EXIT_CHANGED,
+    OUTCOME_CHANGED,
+    RESULT_CHANGED,
+    STATUS_CHANGED,
+    STATUS_RESTRUCTURED,
+    STATUS_UNVERIFIED,
+    WARNINGS_CHANGED,
+)
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
-_LOUD = ("changed", "unverified")
+_LOUD = (STATUS_CHANGED, STATUS_UNVERIFIED)
 #: How many test ids a cause names as examples.
 EXAMPLES = 3
 STRUCTURE_KIND = "structure"
@@ -43,7 +59,7 @@ def _edited_anonymous(changes: Sequence[Change]) -> dict[int, str]:
     function's two names under one caller."""
     sides: dict[tuple[str, tuple[str, ...]], dict[str, list[Change]]] = {}
     for change in changes:
-        if change.kind not in ("call_added", "call_removed") or not change.path:
+        if change.kind not in (CALL_ADDED, CALL_REMOVED) or not change.path:
             continue
         slot, n = _CONTENT_NAME.subn(r"\1", change.path[-1])
         if n:
@@ -51,10 +67,10 @@ def _edited_anonymous(changes: Sequence[Change]) -> dict[int, str]:
             sides.setdefault(key, {}).setdefault(change.kind, []).append(change)
     out: dict[int, str] = {}
     for (slot, parent), kinds in sides.items():
-        if "call_added" in kinds and "call_removed" in kinds:
+        if CALL_ADDED in kinds and CALL_REMOVED in kinds:
             under = f" under {parent[-1]}" if parent else ""
             line = f"{slot}: its code changed{under}"
-            for change in (*kinds["call_added"], *kinds["call_removed"]):
+            for change in (*kinds[CALL_ADDED], *kinds[CALL_REMOVED]):
                 out[id(change)] = line
     return out
 
@@ -87,7 +103,7 @@ def find_causes(
     A decision that exists in one side's code only (``one_sided_sites``: the change added or
     removed it) being taken on that side is the code change itself, listed with it and with
     each test: it is no cause of its own."""
-    kinds = {symbol: "modified" for symbol in changed_symbols}
+    kinds = {symbol: CODE_MODIFIED for symbol in changed_symbols}
     return causes_by_code_change(tests, kinds, one_sided_sites)[0]
 
 
@@ -120,7 +136,7 @@ def causes_by_code_change(
             edited = _edited_anonymous(test.changes)
             for change in test.changes:
                 one_sided = change.base is None or change.head is None
-                if change.kind == "branch_changed" and change.site in implied and one_sided:
+                if change.kind == BRANCH_CHANGED and change.site in implied and one_sided:
                     continue
                 slot = edited.get(id(change))
                 key = (EDITED_KIND, slot) if slot else (change.kind, signature(change))
@@ -148,7 +164,7 @@ def causes_by_code_change(
                 group.unreached |= not found
             if key not in seen:
                 seen.add(key)
-                if test.status == "restructured" and "restructured" not in group.statuses:
+                if test.status == STATUS_RESTRUCTURED and STATUS_RESTRUCTURED not in group.statuses:
                     group.summary = moved
                 _count(group, test)
     ordered = sorted(groups.values(), key=lambda group: _rank(group, changed))
@@ -252,7 +268,8 @@ def _by_code_change(
 def code_text(entry: CodeChange) -> str:
     """What changed in a symbol's code, one short line: ``new``, ``removed``, ``modified``,
     ``modified; decision `k is None` added``, ``modified; 28 decisions changed``."""
-    word = {"added": "new", "removed": "removed", "modified": "modified"}[entry.change]
+    # A code change kind says itself, but a symbol that was added is new.
+    word = "new" if entry.change == CODE_ADDED else entry.change
     sites = [site for site in entry.sites if isinstance(site.get("predicate"), str)]
     if len(sites) == 1:
         predicate = str(sites[0].get("predicate"))
@@ -278,7 +295,7 @@ def _bucket(group: _Group, changed: frozenset[str]) -> int:
 
 
 def _tier(group: _Group, changed: frozenset[str]) -> int:
-    if group.kind == "outcome_changed":
+    if group.kind == OUTCOME_CHANGED:
         return 0
     if group.kind == STRUCTURE_KIND:
         return 3
@@ -294,10 +311,10 @@ def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
 def signature(change: Change) -> str:
     """``change`` as one line with what differs by test left out."""
     kind, base, head = change.kind, change.base, change.head
-    if kind == "call_count_changed":
+    if kind == CALL_COUNT_CHANGED:
         at = change.path[-1] if change.path else "(test)"
         return f"{at} ran {_more_or_less(base, head)}"
-    if kind == "branch_changed":
+    if kind == BRANCH_CHANGED:
         site = change.site or "?"
         predicate = f" `{change.predicate}`" if change.predicate else ""
         return f"{site}{predicate}: {_ways(base)} {ARROW} {_ways(head)}"
@@ -306,21 +323,21 @@ def signature(change: Change) -> str:
     at = change.path[-1] if change.path else "(test)"
     if change.phase not in (None, "call"):
         at = f"[{change.phase}] {at}"
-    if kind.endswith(("_added", "_removed")) and kind != "warnings_changed":
+    if kind.endswith(("_added", "_removed")) and kind != WARNINGS_CHANGED:
         noun, _, verb = kind.rpartition("_")
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{noun.replace('_', '-')} {verb}: {at}{parent}"
-    if kind == "exit_changed" and not (isinstance(base, Mapping) and "outcome" in base):
+    if kind == EXIT_CHANGED and not (isinstance(base, Mapping) and "outcome" in base):
         return f"{at} exits {_keys(base)} {ARROW} {_keys(head)}"
-    if kind == "warnings_changed":
+    if kind == WARNINGS_CHANGED:
         return f"warnings: {_warnings(base)} {ARROW} {_warnings(head)}"
     b, h = _collapse(base), _collapse(head)
-    if kind == "args_changed":
+    if kind == ARGS_CHANGED:
         moved = _parameters_changed(b, h)
         if moved:
             return f"{at} args: {moved}"
-    if kind in ("result_changed", "args_changed") and b == h and b:
-        what = "results" if kind == "result_changed" else "args"
+    if kind in (RESULT_CHANGED, ARGS_CHANGED) and b == h and b:
+        what = "results" if kind == RESULT_CHANGED else "args"
         shapes = "; ".join(str(v.get("shape")) for v in b if isinstance(v, Mapping))
         return f"{at} {what}: other values of {shapes}"
     collapsed = change.model_copy(update={"base": b, "head": h})

@@ -21,8 +21,8 @@ import copy
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
+from diffgenome.analysis.models import CodeChangeKind
 from diffgenome.protocol.naming import (
     SourceNames,
     Span,
@@ -30,8 +30,7 @@ from diffgenome.protocol.naming import (
     node_span,
     parse_source,
 )
-
-ChangeKind = Literal["added", "removed", "modified"]
+from diffgenome.protocol.vocab import CODE_ADDED, CODE_MODIFIED, CODE_REMOVED, SYMBOL_PREFIX
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -45,7 +44,7 @@ class SiteChange:
     """A decision site of a modified symbol whose condition or guarded code changed."""
 
     site: str
-    change: ChangeKind
+    change: CodeChangeKind
     predicate: str
     #: Where it is for people (head's line, base's when removed); never part of its id.
     line: int | None = None
@@ -56,7 +55,7 @@ class SymbolChange:
     """One symbol the code change touched; ``path`` is the file (head's, or base's if removed)."""
 
     symbol: str
-    change: ChangeKind
+    change: CodeChangeKind
     sites: tuple[SiteChange, ...] = ()
     path: str | None = None
     # For a modified module or class body: the names its changed statements bind, the
@@ -98,7 +97,7 @@ class CodeChangeInput:
             site.site
             for change in self.symbols
             for site in change.sites
-            if site.change in ("added", "removed")
+            if site.change in (CODE_ADDED, CODE_REMOVED)
         )
 
 
@@ -159,14 +158,19 @@ def _compare_files(
         if b is None:
             sites = _site_changes({}, h.sites if h else {}, {}, h.lines if h else {})
             yield SymbolChange(
-                symbol, "added", sites, path, body=h.body if h else None, line=h.line if h else None
+                symbol,
+                CODE_ADDED,
+                sites,
+                path,
+                body=h.body if h else None,
+                line=h.line if h else None,
             )
         elif h is None:
-            yield SymbolChange(symbol, "removed", (), path, body=b.body, line=b.line)
+            yield SymbolChange(symbol, CODE_REMOVED, (), path, body=b.body, line=b.line)
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
             sites = _site_changes(b.sites, h.sites, b.lines, h.lines)
             if b.statements is None or h.statements is None:
-                yield SymbolChange(symbol, "modified", sites, path, line=h.line)
+                yield SymbolChange(symbol, CODE_MODIFIED, sites, path, line=h.line)
                 continue
             changed = _changed_statements(b.statements, h.statements)
             bound: set[str] = set()
@@ -185,7 +189,7 @@ def _compare_files(
             )
             yield SymbolChange(
                 symbol,
-                "modified",
+                CODE_MODIFIED,
                 sites,
                 path,
                 bound=tuple(sorted(bound)),
@@ -204,11 +208,13 @@ def _imported_readers(
     """Add to each changed module body's readers the functions of other modules that import
     one of the names it binds (or the module) and read it."""
     wanted = [
-        c for c in changes if c.bound and c.symbol.startswith("py:") and c.change == "modified"
+        c
+        for c in changes
+        if c.bound and c.symbol.startswith(SYMBOL_PREFIX) and c.change == CODE_MODIFIED
     ]
     if not wanted:
         return changes
-    modules = {c.symbol[3:] for c in wanted}
+    modules = {c.symbol[len(SYMBOL_PREFIX) :] for c in wanted}
     short = sorted({m.rpartition(".")[2] for m in modules})
     facts_of: dict[str, tuple[str, dict[str, _ScopeFacts], ast.Module]] = {}
     for path, source in importers(short).items():
@@ -225,7 +231,7 @@ def _imported_readers(
         if change not in wanted:
             out.append(change)
             continue
-        changed_module = change.symbol[3:]
+        changed_module = change.symbol[len(SYMBOL_PREFIX) :]
         readers = list(change.readers)
         for module, facts, tree in facts_of.values():
             names = _names_from(tree, module, changed_module, set(change.bound))
@@ -329,13 +335,13 @@ def _site_changes(
     for site in sorted(set(base) | set(head)):
         b, h = base.get(site), head.get(site)
         if b is None and h is not None:
-            out.append(SiteChange(site, "added", h[0], head_lines.get(site)))
+            out.append(SiteChange(site, CODE_ADDED, h[0], head_lines.get(site)))
         elif h is None and b is not None:
-            out.append(SiteChange(site, "removed", b[0], base_lines.get(site)))
+            out.append(SiteChange(site, CODE_REMOVED, b[0], base_lines.get(site)))
         elif b is not None and h is not None and (b[0] != h[0] or b[1] is None or b[1] != h[1]):
             # A site whose code could not be matched is taken as changed: better a gap too
             # many than a changed decision nobody looks at.
-            out.append(SiteChange(site, "modified", h[0], head_lines.get(site)))
+            out.append(SiteChange(site, CODE_MODIFIED, h[0], head_lines.get(site)))
     return tuple(out)
 
 

@@ -10,7 +10,24 @@ from collections.abc import Callable, Mapping, Sequence
 
 from diffgenome.analysis.diff.effects import describe_effect
 from diffgenome.analysis.models import Change
-from diffgenome.protocol.vocab import EFFECT_KINDS
+from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    BRANCH_CHANGED,
+    CALL_ADDED,
+    CALL_COUNT_CHANGED,
+    CALL_REMOVED,
+    EFFECT_KINDS,
+    EGRESS_ADDED,
+    EGRESS_REMOVED,
+    EXIT_CHANGED,
+    OUTCOME_CHANGED,
+    RESULT_CHANGED,
+    STAND_IN_ADDED,
+    STAND_IN_CHANGED,
+    STAND_IN_REMOVED,
+    STATE_CHANGED,
+    WARNINGS_CHANGED,
+)
 
 ARROW = "\u2192"
 TIMES = "\u00d7"
@@ -174,34 +191,34 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
     kind, base, head = change.kind, change.base, change.head
     digest: DigestText = labels if labels is not None else _digest
     at = where(change)
-    if kind == "outcome_changed":
+    if kind == OUTCOME_CHANGED:
         return f"outcome {base} {ARROW} {head}"
     if kind in EFFECT_KINDS:
         return describe_effect(kind, change.phase, base, head, labels)
-    if kind in ("call_added", "stand_in_added", "egress_added"):
+    if kind in (CALL_ADDED, STAND_IN_ADDED, EGRESS_ADDED):
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{_noun(kind)} added: {at}{_node(head)}{parent}"
-    if kind in ("call_removed", "stand_in_removed", "egress_removed"):
+    if kind in (CALL_REMOVED, STAND_IN_REMOVED, EGRESS_REMOVED):
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{_noun(kind)} removed: {at}{_node(base)}{parent}"
-    if kind == "call_count_changed":
+    if kind == CALL_COUNT_CHANGED:
         return f"{at} ran {TIMES}{base} {ARROW} {TIMES}{head}"
-    if kind == "exit_changed":
+    if kind == EXIT_CHANGED:
         if isinstance(base, Mapping) and "outcome" in base and isinstance(head, Mapping):
             return f"{at} outcome {base.get('outcome')} {ARROW} {head.get('outcome')}"
         return f"{at} exits {_exits(base)} {ARROW} {_exits(head)}"
-    if kind in ("result_changed", "args_changed"):
-        what = "results" if kind == "result_changed" else "args"
+    if kind in (RESULT_CHANGED, ARGS_CHANGED):
+        what = "results" if kind == RESULT_CHANGED else "args"
         return f"{at} {what}: {_either(lambda v: _values(v, digest), base, head)}"
-    if kind == "branch_changed":
+    if kind == BRANCH_CHANGED:
         site = change.site or "?"
         predicate = f" `{change.predicate}`" if change.predicate else ""
         return f"{site}{predicate}: {_outcomes(base)} {ARROW} {_outcomes(head)}"
-    if kind == "stand_in_changed":
+    if kind == STAND_IN_CHANGED:
         return f"{at}: {_fields(base, digest)} {ARROW} {_fields(head, digest)}"
-    if kind == "state_changed":
+    if kind == STATE_CHANGED:
         return f"{at} state: {_either(_facts, base, head)}"
-    if kind == "warnings_changed":
+    if kind == WARNINGS_CHANGED:
         if base is None or head is None:
             side = "base" if base is None else "head"
             other = _warned(base or head)

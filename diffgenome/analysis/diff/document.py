@@ -50,6 +50,7 @@ from diffgenome.protocol.vocab import (
     ARGS_CHANGED,
     BRANCH_CHANGED,
     CALL_COUNT_CHANGED,
+    CODE_MODIFIED,
     EXIT_CHANGED,
     IMPORT_TEST_ID,
     RESULT_CHANGED,
@@ -429,7 +430,7 @@ def _run_reasons(run: Mapping[str, Any], side: str) -> list[str]:
 def _test_reasons(test: TestIndex | None, side: str) -> list[str]:
     if test is None or test.record.get("verified", False):
         return []
-    reasons = test.record.get("unverified_reasons") or ["unverified"]
+    reasons = test.record.get("unverified_reasons") or [STATUS_UNVERIFIED]
     return [f"{side}: {reason}" for reason in reasons]
 
 
@@ -616,7 +617,7 @@ def diff_documents(
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
     changed_symbols = frozenset(entry.symbol for entry in entries)
-    one_sided = frozenset(entry.symbol for entry in entries if entry.change != "modified")
+    one_sided = frozenset(entry.symbol for entry in entries if entry.change != CODE_MODIFIED)
 
     def origins_of(test: TestDiff) -> TestOrigins:
         b, h = b_tests.get(test.id), h_tests.get(test.id)

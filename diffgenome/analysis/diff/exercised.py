@@ -10,7 +10,7 @@ from diffgenome.analysis.diff.align import TestIndex
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.drift import stand_in_users
 from diffgenome.analysis.models import CodeChange
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, TYPE_CALL
+from diffgenome.protocol.vocab import CODE_REMOVED, IMPORT_TEST_ID, TYPE_CALL
 
 GAP_NOT_EXECUTED = "not executed by any test"
 #: How protocol/naming.py names ``@typing.overload`` stubs (``f[overload]``, ``f[overload]#1``).
@@ -113,8 +113,8 @@ def code_change_entries(
             )
             if (
                 not in_tests
-                and change.change != "removed"
-                and site.change != "removed"
+                and change.change != CODE_REMOVED
+                and site.change != CODE_REMOVED
                 and tests_head
             ):
                 for outcome in ("true", "false"):
@@ -124,7 +124,7 @@ def code_change_entries(
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
         # An @overload stub is a type declaration: it never runs, so "not executed" is no gap.
         stub = OVERLOAD_MARK in change.symbol
-        if change.change != "removed" and not tests_head and not stub and not in_tests:
+        if change.change != CODE_REMOVED and not tests_head and not stub and not in_tests:
             if change.symbol in unseen_modules:
                 gap = GAP_BEFORE_RECORDING
             elif change.symbol in h_seen.stand_ins:

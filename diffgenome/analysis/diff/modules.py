@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from diffgenome.protocol.modules import is_excluded_dir, is_test_file, module_name
+from diffgenome.protocol.vocab import SYMBOL_PREFIX
 
 
 def module_namer(
@@ -105,7 +106,7 @@ def _rootdir_prefix(document: Mapping[str, object]) -> str:
         parts = path.split("/")
         for k in range(len(parts)):
             module = module_name("/".join(parts[k:]))
-            body = ident[3:] if ident.startswith("py:") else ident
+            body = ident.removeprefix(SYMBOL_PREFIX)
             if body == module or body.startswith(module + "."):
                 return "".join(p + "/" for p in parts[:k])
     return ""

@@ -32,11 +32,18 @@ from dataclasses import dataclass, field
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol
 from diffgenome.analysis.models import Change
+from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    CALL_ADDED,
+    CALL_COUNT_CHANGED,
+    CALL_REMOVED,
+    SYMBOL_PREFIX,
+)
 
 #: Kinds that say what a caller did (a call made or not, how often, with what): the
 #: caller's code is where they come from.
-_CALLER_KINDS = frozenset({"call_added", "call_removed", "call_count_changed", "args_changed"})
-_PRESENCE_KINDS = frozenset({"call_added", "call_removed", "call_count_changed"})
+_CALLER_KINDS = frozenset({CALL_ADDED, CALL_REMOVED, CALL_COUNT_CHANGED, ARGS_CHANGED})
+_PRESENCE_KINDS = frozenset({CALL_ADDED, CALL_REMOVED, CALL_COUNT_CHANGED})
 
 Path = tuple[str, ...]
 
@@ -164,5 +171,9 @@ def structure_origins(line: str, kinds: Mapping[str, str]) -> frozenset[str]:
     """The code change a structure line (``TestDiff.structure``) is about: the first changed
     symbol it names in backticks, which is what moved (the helper extracted, the method
     renamed, the function a lambda left); ``kinds`` holds the changed symbols."""
-    named = [f"py:{name}" for name in line.split("`")[1::2] if f"py:{name}" in kinds]
+    named = [
+        f"{SYMBOL_PREFIX}{name}"
+        for name in line.split("`")[1::2]
+        if f"{SYMBOL_PREFIX}{name}" in kinds
+    ]
     return frozenset(named[:1])

@@ -29,6 +29,9 @@ from diffgenome.analysis.diff.align import NodeDict, TestIndex, element
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.protocol.vocab import (
     CLASS_ATTRIBUTE_BUCKET,
+    CODE_ADDED,
+    CODE_MODIFIED,
+    CODE_REMOVED,
     SYMBOL_PREFIX,
     TYPE_CALL,
     TYPE_SUBSTITUTION,
@@ -76,8 +79,8 @@ class Region:
     @classmethod
     def of(cls, code_changes: CodeChangeInput, modules: Iterable[str] = ()) -> Region:
         """``modules``: the symbols of kind ``module`` in either run's symbol table."""
-        added = {c.symbol for c in code_changes.symbols if c.change == "added"}
-        removed = {c.symbol for c in code_changes.symbols if c.change == "removed"}
+        added = {c.symbol for c in code_changes.symbols if c.change == CODE_ADDED}
+        removed = {c.symbol for c in code_changes.symbols if c.change == CODE_REMOVED}
         # A lambda or generator expression is named by its content: one whose code changed
         # is "removed" under its old name and "added" under its new one, yet it is the same
         # code, modified. Its values are behaviour, so it is never contracted.
@@ -470,7 +473,7 @@ def _one_sided_line(
     symbol: str, callers: set[str | None], region: Region, *, extracted: bool, neutral: bool
 ) -> str:
     kept = sorted((c for c in callers if c is not None), key=str)
-    modified = [c for c in kept if (region.changes.get(c) or _NONE).change == "modified"]
+    modified = [c for c in kept if (region.changes.get(c) or _NONE).change == CODE_MODIFIED]
     where = ", ".join(f"`{_short(c)}`" for c in (modified or kept)) or "the test"
     if _anonymous(symbol):
         kind = "a generator expression" if "<genexpr>" in symbol else "a lambda"
@@ -483,4 +486,4 @@ def _one_sided_line(
     return f"`{_short(symbol)}` gone, was called by {where}"
 
 
-_NONE = SymbolChange("", "added")
+_NONE = SymbolChange("", CODE_ADDED)

@@ -23,17 +23,32 @@ from diffgenome.analysis.models import (
     DiffSide,
     TestDiff,
 )
-from diffgenome.protocol.vocab import CHANGE_KINDS, IMPORT_TEST_ID, STATUS_UNSTABLE
+from diffgenome.protocol.vocab import (
+    CHANGE_KINDS,
+    CODE_REMOVED,
+    IMPORT_TEST_ID,
+    OUTCOME_CHANGED,
+    STATUS_ADDED,
+    STATUS_CHANGED,
+    STATUS_REMOVED,
+    STATUS_RESTRUCTURED,
+    STATUS_TOUCHED,
+    STATUS_UNCHANGED,
+    STATUS_UNSTABLE,
+    STATUS_UNVERIFIED,
+)
 
+#: The statuses in the order every report lists them (the summary line, the Markdown
+#: report's sections, the HTML index's filters): what needs a look first.
 STATUS_ORDER = (
-    "changed",
-    "unverified",
-    "unstable",
-    "restructured",
-    "touched",
-    "added",
-    "removed",
-    "unchanged",
+    STATUS_CHANGED,
+    STATUS_UNVERIFIED,
+    STATUS_UNSTABLE,
+    STATUS_RESTRUCTURED,
+    STATUS_TOUCHED,
+    STATUS_ADDED,
+    STATUS_REMOVED,
+    STATUS_UNCHANGED,
 )
 
 
@@ -58,22 +73,22 @@ def now_failing(diff: DiffDocument) -> list[TestDiff]:
 
 
 #: Statuses that say the test behaves the same (shown after drift and gaps).
-QUIET = frozenset({"unstable", "restructured", "touched", "unchanged"})
+QUIET = frozenset({STATUS_UNSTABLE, STATUS_RESTRUCTURED, STATUS_TOUCHED, STATUS_UNCHANGED})
 
 
 def tier(test: TestDiff) -> int:
     """Where a test stands in the reading order (lower first)."""
     if now_fails(test):
         return 0
-    if test.status == "changed":
+    if test.status == STATUS_CHANGED:
         return 1
-    if test.status == "unverified" and test.may_hide_change:
+    if test.status == STATUS_UNVERIFIED and test.may_hide_change:
         return 2
-    if test.status in ("added", "removed"):
+    if test.status in (STATUS_ADDED, STATUS_REMOVED):
         return 3
-    if test.status == "unverified":
+    if test.status == STATUS_UNVERIFIED:
         return 4
-    return {"restructured": 5, "touched": 6, "unstable": 7}.get(test.status, 8)
+    return {STATUS_RESTRUCTURED: 5, STATUS_TOUCHED: 6, STATUS_UNSTABLE: 7}.get(test.status, 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +158,7 @@ def summary_text(diff: DiffDocument) -> str:
     tests = count(test_count(diff), "test")
     text = f"{tests}: {shown}" if shown else tests
     imported = next((test.status for test in diff.tests if test.id == IMPORT_TEST_ID), None)
-    if imported not in (None, "unchanged"):
+    if imported not in (None, STATUS_UNCHANGED):
         text += f"; {IMPORT_TEST_ID} {imported}"
     if s.confirmed:
         text += f" ({s.confirmed} confirmed by recording them again)"
@@ -193,7 +208,7 @@ def ordered_changes(changes: list[Change], changed: frozenset[str] = frozenset()
     def key(change: Change) -> tuple[int, int, int, int]:
         own = change.symbol in changed or (change.site or "").split("/", 1)[0] in changed
         return (
-            change.kind != "outcome_changed",
+            change.kind != OUTCOME_CHANGED,
             not own,
             -len(change.path),
             rank.get(change.kind, len(rank)),
@@ -217,7 +232,7 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
         if selection.pattern is not None:
             if not selection.selects(test.id):
                 continue
-        elif test.status == "unchanged" and not selection.everything:
+        elif test.status == STATUS_UNCHANGED and not selection.everything:
             continue
         blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes, changed)))
     # ``<import>`` is a record, not a test: within its tier it comes after the tests.
@@ -251,23 +266,23 @@ def gate_text(diff: DiffDocument, fail_on: str | None) -> str:
     existing test changed, and ``--fail-on changed`` counts an added test all the same (a
     product rule, docs/diffing.md, "The gate"). Empty in every other case: the statuses on
     the line say why."""
-    if fail_on not in ("changed", "unverified", "restructured") or now_failing(diff):
+    if fail_on not in (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_RESTRUCTURED) or now_failing(diff):
         return ""
-    added = [t for t in diff.tests if t.status == "added" and t.id != IMPORT_TEST_ID]
+    added = [t for t in diff.tests if t.status == STATUS_ADDED and t.id != IMPORT_TEST_ID]
     if not added:
         return ""
-    quiet = {"added", "unchanged", "touched", "unstable"}
-    if fail_on != "restructured":
-        quiet.add("restructured")
-    if fail_on != "unverified":
-        quiet.add("unverified")
+    quiet = {STATUS_ADDED, STATUS_UNCHANGED, STATUS_TOUCHED, STATUS_UNSTABLE}
+    if fail_on != STATUS_RESTRUCTURED:
+        quiet.add(STATUS_RESTRUCTURED)
+    if fail_on != STATUS_UNVERIFIED:
+        quiet.add(STATUS_UNVERIFIED)
     for test in diff.tests:
         if test.id == IMPORT_TEST_ID or (test.status in quiet and not test.may_hide_change):
             continue
         return ""
     imported = next((t for t in diff.tests if t.id == IMPORT_TEST_ID), None)
     also = ""
-    if imported is not None and imported.status == "changed":
+    if imported is not None and imported.status == STATUS_CHANGED:
         also = f" and {IMPORT_TEST_ID} changed"
     tests = count(len(added), "test")
     verb = "was" if len(added) == 1 else "were"
@@ -285,7 +300,9 @@ def causes_worth_showing(diff: DiffDocument) -> bool:
 
 def cause_text(cause: Cause) -> str:
     """``6 tests: py:pkg.f results: int → float``; quiet tests' share named."""
-    quiet = {k: v for k, v in cause.statuses.items() if k not in ("changed", "unverified")}
+    quiet = {
+        k: v for k, v in cause.statuses.items() if k not in (STATUS_CHANGED, STATUS_UNVERIFIED)
+    }
     extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
     prefix = "structure: " if cause.kind == "structure" else ""
     return f"{count(cause.tests, 'test')}{f' ({extra})' if extra else ''}: {prefix}{cause.summary}"
@@ -308,7 +325,9 @@ _NAMED_SYMBOLS = 3
 
 def group_tail(group: CauseGroup, causes: int) -> str:
     """``70 tests (3 restructured), 3 causes``: a group's tests, the quiet ones' share named."""
-    quiet = {k: v for k, v in group.statuses.items() if k not in ("changed", "unverified")}
+    quiet = {
+        k: v for k, v in group.statuses.items() if k not in (STATUS_CHANGED, STATUS_UNVERIFIED)
+    }
     extra = ", ".join(f"{n} {status}" for status, n in sorted(quiet.items()))
     tests = count(group.tests, "test") + (f" ({extra})" if extra else "")
     return f"{tests}, {count(causes, 'cause')}"
@@ -395,7 +414,7 @@ OUTCOME_GAP = "decision outcome never observed: "
 def gaps_of(entry: CodeChange, diff: DiffDocument) -> list[Gap]:
     """``entry``'s gaps with their places: a decision's at its condition, the others at the
     symbol's definition."""
-    side = diff.base if entry.change == "removed" else diff.head
+    side = diff.base if entry.change == CODE_REMOVED else diff.head
     commit = side.commit if side.commit and side.rev != "WORKTREE" else None
     out = []
     for text in entry.gaps:

@@ -47,6 +47,7 @@ from diffgenome.analysis.models import (
 from diffgenome.analysis.outfiles import output_file
 from diffgenome.analysis.report.common import (
     OUTCOME_GAP,
+    STATUS_ORDER,
     Gap,
     cause_groups,
     cause_text,
@@ -57,7 +58,24 @@ from diffgenome.analysis.report.common import (
     tier,
 )
 from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.vocab import PHASES
+from diffgenome.protocol.vocab import (
+    BRANCH_CHANGED,
+    CALL_ADDED,
+    CALL_COUNT_CHANGED,
+    CALL_REMOVED,
+    CODE_ADDED,
+    CODE_REMOVED,
+    EGRESS_ADDED,
+    EGRESS_REMOVED,
+    PHASES,
+    STAND_IN_ADDED,
+    STAND_IN_REMOVED,
+    STATUS_ADDED,
+    STATUS_REMOVED,
+    STATUS_RESTRUCTURED,
+    STATUS_UNCHANGED,
+    STATUS_UNVERIFIED,
+)
 
 ASSETS = ("style.css", "report.js")
 ASSET_DIR = "assets"
@@ -67,19 +85,9 @@ CSP = (
     "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
     "base-uri 'none'; form-action 'none'"
 )
-DIFF_STATUSES = (
-    "changed",
-    "unverified",
-    "unstable",
-    "restructured",
-    "touched",
-    "added",
-    "removed",
-    "unchanged",
-)
 OUTCOMES = ("failed", "error", "xpassed", "passed", "xfailed", "skipped")
 # Shown when the index opens, unless its URL says otherwise (#status=...): what needs a look.
-_HIDDEN_AT_FIRST = ("unchanged",)
+_HIDDEN_AT_FIRST = (STATUS_UNCHANGED,)
 
 Site = dict[str, bytes]
 _PAGE_FILE = re.compile(r"[0-9a-f]{20}\.html")  # what page_name makes: nothing else is removed
@@ -185,7 +193,7 @@ def diff_site(
     # Values are named as in the other reports ("value A"), one name per digest for the whole
     # site, given in the document's order so that the same diff names them the same.
     labels = ValueLabels()
-    with_page = [t for t in diff.tests if t.status != "unchanged" or t.changes]
+    with_page = [t for t in diff.tests if t.status != STATUS_UNCHANGED or t.changes]
     pages = {test.id: page_name(test.id) for test in with_page}
     # Pages link to the previous and next test in the index's order.
     ordered = [t.id for t in _index_order(with_page)]
@@ -249,7 +257,7 @@ def _diff_index(
     s = diff.summary
     title = f"diffgenome: {_side(diff.base)} {ARROW} {_side(diff.head)}"
     rows = Counter[str](test.status for test in diff.tests)  # the rows the boxes act on
-    statuses = [*DIFF_STATUSES, *sorted(set(rows) - set(DIFF_STATUSES))]
+    statuses = [*STATUS_ORDER, *sorted(set(rows) - set(STATUS_ORDER))]
     counts = [(status, rows[status]) for status in statuses if rows[status]]
     hidden = _HIDDEN_AT_FIRST if any(n for st, n in counts if st not in _HIDDEN_AT_FIRST) else ()
     parts = [
@@ -277,7 +285,7 @@ def _diff_index(
         label = f'<a href="{name}">{esc(test.id)}</a>' if name else esc(test.id)
         first = (
             "structure: " + test.structure[0]
-            if test.structure and test.status == "restructured"
+            if test.structure and test.status == STATUS_RESTRUCTURED
             else describe(test.changes[0], labels)
             if test.changes
             else labels.rewrite((test.reasons or [""])[0])
@@ -455,17 +463,17 @@ class _Marks:
 
 
 _ONE_SIDED = {
-    "call_added": "head",
-    "stand_in_added": "head",
-    "egress_added": "head",
-    "call_removed": "base",
-    "stand_in_removed": "base",
-    "egress_removed": "base",
+    CALL_ADDED: "head",
+    STAND_IN_ADDED: "head",
+    EGRESS_ADDED: "head",
+    CALL_REMOVED: "base",
+    STAND_IN_REMOVED: "base",
+    EGRESS_REMOVED: "base",
 }
 
 
 def _one_sided_symbols(diff: DiffDocument, side: str) -> frozenset[str]:
-    wanted = "added" if side == "head" else "removed"
+    wanted = CODE_ADDED if side == "head" else CODE_REMOVED
     return frozenset(entry.symbol for entry in diff.code_changes if entry.change == wanted)
 
 
@@ -475,7 +483,7 @@ def _marks(changes: Sequence[Change], side: str, moved: frozenset[str] = frozens
     for change in changes:
         phase = change.phase or "call"
         path = tuple(change.path)
-        if change.kind == "branch_changed":
+        if change.kind == BRANCH_CHANGED:
             # A decision reached on one side only is new or gone, like a call.
             if change.base is None or change.head is None:
                 if (change.base is None) == (side == "head"):
@@ -552,11 +560,11 @@ def _diff_test_page(
         parts.append(f'<div class="side" data-side="{side}">\n<h3>{side}</h3>\n')
         if record is None:
             missing = {
-                "added": "the test does not exist on the base side",
-                "removed": "the test does not exist on the head side",
+                STATUS_ADDED: "the test does not exist on the base side",
+                STATUS_REMOVED: "the test does not exist on the head side",
             }
-            gone = (test.status == "added" and side == "base") or (
-                test.status == "removed" and side == "head"
+            gone = (test.status == STATUS_ADDED and side == "base") or (
+                test.status == STATUS_REMOVED and side == "head"
             )
             note = missing[test.status] if gone else "recording not available"
             parts.append(f'<p class="empty">{esc(note)}</p>\n')
@@ -575,7 +583,7 @@ def _changes_table(changes: Sequence[Change], labels: ValueLabels) -> str:
     ]
     for change in changes:
         place = where(change)
-        if change.kind == "branch_changed":
+        if change.kind == BRANCH_CHANGED:
             place = change.site or "?"
             if change.predicate:
                 place += f" `{change.predicate}`"
@@ -596,9 +604,9 @@ def _value(kind: str, value: object, labels: ValueLabels) -> str:
     """One side of a change, as escaped HTML: lists as lines, mappings as ``key value``."""
     if value is None:
         return '<span class="none">—</span>'
-    if kind == "branch_changed":
+    if kind == BRANCH_CHANGED:
         return esc(_outcomes(value))
-    if kind == "call_count_changed":
+    if kind == CALL_COUNT_CHANGED:
         return esc(f"{TIMES}{value}")
     lines = _lines(value, labels)
     return "<br>".join(esc(line) for line in lines) if lines else '<span class="none">none</span>'
@@ -675,7 +683,7 @@ def _record_tree(
         parts.append('<ul class="reasons unverified">')
         parts.extend(
             f"<li>unverified: {esc(reason)}</li>"
-            for reason in record.unverified_reasons or ["unverified"]
+            for reason in record.unverified_reasons or [STATUS_UNVERIFIED]
         )
         parts.append("</ul>\n")
     rank = {phase: i for i, phase in enumerate(PHASES)}
@@ -896,7 +904,7 @@ def _run_index(run: Run, tests: Sequence[TestRecord], pages: Mapping[str, str]) 
         + "</p>\n",
         _run_meta(run),
         '</header>\n<main>\n<section id="tests-section">\n<h2>Tests</h2>\n',
-        _filters(counts, "test ids", only=[("unverified", unverified)] if unverified else []),
+        _filters(counts, "test ids", only=[(STATUS_UNVERIFIED, unverified)] if unverified else []),
         '<table id="tests" class="tests">\n<thead><tr><th>test</th><th>outcome</th>'
         "<th>verified</th><th>calls</th></tr></thead>\n<tbody>\n",
     ]

@@ -48,6 +48,12 @@ from diffgenome.analysis.report.common import (
     summary_text,
     test_blocks,
 )
+from diffgenome.protocol.vocab import (
+    STATUS_ADDED,
+    STATUS_CHANGED,
+    STATUS_REMOVED,
+    STATUS_UNVERIFIED,
+)
 
 ELLIPSIS = "\u2026"
 DOT = " \u00b7 "
@@ -196,17 +202,17 @@ def _test_entry(
     parts = [test.status, f"<code>{html_text(test.id)}</code>", count(len(block.changes), "change")]
     if block.reasons:
         parts.append(count(len(block.reasons), "reason"))
-    if test.status == "unverified" and test.may_hide_change:
+    if test.status == STATUS_UNVERIFIED and test.may_hide_change:
         parts.append("may hide a change")
     items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
     items += [f"structure: {code(_short(moved))}" for moved in test.structure]
     items += [code(_short(line)) for line in describe_each(block.changes, labels)]
     items += [f"_{code(_short(labels.rewrite(reason)))}_" for reason in block.reasons]
     outcome = outcome_text(test)
-    if outcome and (test.status in ("added", "removed") or not items):
+    if outcome and (test.status in (STATUS_ADDED, STATUS_REMOVED) or not items):
         # An outcome that changed is a change already; an added or removed test has nothing
         # else to say.
-        side = {"added": " (head only)", "removed": " (base only)"}.get(test.status, "")
+        side = {STATUS_ADDED: " (head only)", STATUS_REMOVED: " (base only)"}.get(test.status, "")
         items.insert(0, f"outcome {code(outcome)}{side}")
     items = _more_lines(
         items, max_lines, "lines (`diffgenome diff --test` with this test id shows them)"
@@ -277,12 +283,12 @@ def _entries(
     whole = not selection.collapses
     lines = None if whole else max_lines
     brief = None if whole else min(max_lines, MAX_LINES_BRIEF)
-    changed = [block for block in blocks if block.test.status == "changed"]
-    unverified = [block for block in blocks if block.test.status == "unverified"]
+    changed = [block for block in blocks if block.test.status == STATUS_CHANGED]
+    unverified = [block for block in blocks if block.test.status == STATUS_UNVERIFIED]
     # Stable: within each half, the ranking of test_blocks.
     unverified.sort(key=lambda block: not block.test.may_hide_change)
-    added = [block for block in blocks if block.test.status in ("added", "removed")]
-    loud = ("changed", "unverified", "added", "removed")
+    added = [block for block in blocks if block.test.status in (STATUS_ADDED, STATUS_REMOVED)]
+    loud = (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_ADDED, STATUS_REMOVED)
     same = [block for block in blocks if block.test.status not in loud]
 
     out = [_test_entry(_CHANGED, block, labels, lines, opened) for block in changed]

@@ -30,7 +30,7 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.store import RunSummary, TestSummary
 from diffgenome.protocol.runs import STATUS_COMPLETE, STATUS_RUNNING
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, STATUS_UNVERIFIED
 
 TIMES = "\u00d7"  # multiplication sign, as in "symbol x3"
 _STATUS_STYLE = {STATUS_COMPLETE: "green", STATUS_RUNNING: "yellow"}
@@ -127,7 +127,9 @@ def run_tests_table(run: Run, tests: Sequence[TestSummary]) -> RenderableType:
         verified = (
             Text("yes", style="green")
             if test.verified
-            else Text("no: " + "; ".join(test.unverified_reasons or ("unverified",)), style="red")
+            else Text(
+                "no: " + "; ".join(test.unverified_reasons or (STATUS_UNVERIFIED,)), style="red"
+            )
         )
         table.add_row(
             Text(test.id),
@@ -149,7 +151,7 @@ def genome_tree(run: Run, test: TestRecord) -> RenderableType:
     the call node they were taken in."""
     parts: list[RenderableType] = [run_header(run)]
     if not test.verified:
-        for reason in test.unverified_reasons or ["unverified"]:
+        for reason in test.unverified_reasons or [STATUS_UNVERIFIED]:
             parts.append(Text(f"unverified: {reason}", style="bold red"))
     root = Tree(
         Text.assemble((test.id, "bold"), "  ", (test.outcome, _OUTCOME_STYLE.get(test.outcome, "")))

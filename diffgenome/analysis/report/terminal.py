@@ -31,16 +31,26 @@ from diffgenome.analysis.report.common import (
     summary_text,
     test_blocks,
 )
+from diffgenome.protocol.vocab import (
+    STATUS_ADDED,
+    STATUS_CHANGED,
+    STATUS_REMOVED,
+    STATUS_RESTRUCTURED,
+    STATUS_TOUCHED,
+    STATUS_UNCHANGED,
+    STATUS_UNSTABLE,
+    STATUS_UNVERIFIED,
+)
 
 _STATUS_STYLE = {
-    "changed": "yellow",
-    "unverified": "red",
-    "unstable": "magenta",
-    "touched": "cyan",
-    "restructured": "blue",
-    "added": "green",
-    "removed": "red",
-    "unchanged": "green",
+    STATUS_CHANGED: "yellow",
+    STATUS_UNVERIFIED: "red",
+    STATUS_UNSTABLE: "magenta",
+    STATUS_TOUCHED: "cyan",
+    STATUS_RESTRUCTURED: "blue",
+    STATUS_ADDED: "green",
+    STATUS_REMOVED: "red",
+    STATUS_UNCHANGED: "green",
 }
 ELLIPSIS = "\u2026"
 #: Shown with the tests that reach the changed code.
@@ -168,7 +178,7 @@ def render_terminal(
     if quiet:
         kinds = ", ".join(
             f"{n} {status}"
-            for status in ("restructured", "touched", "unstable", "unchanged")
+            for status in (STATUS_RESTRUCTURED, STATUS_TOUCHED, STATUS_UNSTABLE, STATUS_UNCHANGED)
             if (n := sum(1 for block in quiet if block.test.status == status))
         )
         parts.append(Text(""))
