@@ -236,6 +236,21 @@ def test_uncommitted_edits_get_one_hint_pointing_to_worktree(proj: Path) -> None
     ], done.stdout
     clean = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
     assert "WORKTREE" not in clean.stdout + clean.stderr
+    # A reviewer's exported reports are untracked files, not uncommitted changes.
+    (proj / "report").mkdir()
+    (proj / "report" / "index.html").write_text("<html></html>\n")
+    (proj / "diff.json").write_text("{}\n")
+    try:
+        done = dg(proj, "diff", "HEAD~1", "HEAD", "--no-confirm", *PYTEST)
+    finally:
+        (proj / "diff.json").unlink()
+        (proj / "report" / "index.html").unlink()
+        (proj / "report").rmdir()
+    hints = [line for line in done.stdout.splitlines() if "WORKTREE" in line]
+    assert hints == [
+        "note: the working tree has 2 untracked files, which HEAD leaves out, as git does; "
+        "`diffgenome diff HEAD~1 WORKTREE` compares them too"
+    ], done.stdout
 
 
 # -- 11. affected for machines ----------------------------------------------------------------

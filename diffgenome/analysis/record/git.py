@@ -230,19 +230,21 @@ class Repository:
         ).stdout
         return sorted(p for p in out.split("\0") if p.endswith(".py") and not p.endswith("/"))
 
-    def uncommitted(self) -> list[str]:
-        """The paths (from the top) whose state in the working tree no commit holds:
-        modified, staged, deleted or untracked (what git does not ignore)."""
+    def uncommitted(self) -> tuple[list[str], list[str]]:
+        """The paths (from the top) whose state in the working tree no commit holds, as
+        (modified, staged or deleted; untracked, what git does not ignore): a reviewer's
+        exported reports are untracked files, not edits, and are told apart."""
         out = self.git("status", "--porcelain", "-z", "--untracked-files=all", check=False).stdout
-        paths = []
+        changed: list[str] = []
+        untracked: list[str] = []
         entries = iter(out.split("\0"))
         for entry in entries:
             if len(entry) < 4:
                 continue
-            paths.append(entry[3:])
+            (untracked if entry[:2] == "??" else changed).append(entry[3:])
             if entry[0] in "RC":  # a rename's old path follows
                 next(entries, None)
-        return paths
+        return changed, untracked
 
     def _untracked(self) -> list[str]:
         out = self.git("ls-files", "-z", "--others", "--exclude-standard").stdout

@@ -172,14 +172,22 @@ class Sides:
             return
         if head.sha is None or head.sha != self.repo.head():
             return
-        edited = self.repo.uncommitted()
+        edited, untracked = self.repo.uncommitted()
+        if not edited and not untracked:
+            return
+        extra = f"{len(untracked)} untracked file{'' if len(untracked) == 1 else 's'}"
         if edited:
             files = f"{len(edited)} file{'' if len(edited) == 1 else 's'}"
-            self.notes.append(
-                f"{files} of the working tree {'has' if len(edited) == 1 else 'have'} "
-                f"uncommitted changes, which {head.spec} leaves out, as git does; `diffgenome "
-                f"diff {base.spec} WORKTREE` compares them too"
+            what = f"{files} of the working tree {'has' if len(edited) == 1 else 'have'} "
+            what += "uncommitted changes" + (
+                f" and there {'is' if len(untracked) == 1 else 'are'} {extra}" if untracked else ""
             )
+        else:
+            what = f"the working tree has {extra}"
+        self.notes.append(
+            f"{what}, which {head.spec} leaves out, as git does; `diffgenome diff {base.spec} "
+            "WORKTREE` compares them too"
+        )
 
     def _side(self, spec: str, name: str, workspace: Workspace, *, record: bool) -> Side:
         repo = self.repo
