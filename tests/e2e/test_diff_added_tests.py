@@ -148,3 +148,62 @@ def test_the_code_change_leads_the_causes_before_what_no_code_change_reaches(
     # With them, <import>: test_more.py, collected first, now imports calc before test_ops.py.
     assert listing <= set(none["examples"]) and none["tests"] >= len(listing), none
     assert groups.index(none) > 0
+
+
+def test_new_test_modules_that_only_import_shows_are_one_line_of_the_causes(
+    tmp_path: Path,
+) -> None:
+    """Two new test modules, collected after the others (no import order moves) in a
+    project without collection hooks, beside an extracted helper: ``<import>`` is
+    restructured, one cause per new module and class. On the first screen and in the
+    comment they are one line after the code changes' causes, each named (a pull request
+    with tests was one heading per module, test code in the lead); ``--all`` lists them one
+    by one."""
+    files = {name: text for name, text in FILES.items() if name != "tests/conftest.py"}
+    files["tests/test_bounds.py"] = """
+        from calc.ops import clamp
+
+
+        def test_clamp_low():
+            assert clamp(-5, 0, 10) == 0
+    """
+    project = make_project(tmp_path, files)
+    git_in(project, "branch", "-M", "main")
+    git_in(project, "checkout", "-q", "-b", "more-tests")
+    (project / "tests" / "test_zz_more.py").write_text(NEW_TESTS)
+    (project / "tests" / "test_zz_class.py").write_text(
+        "from calc.ops import add\n\n\nclass TestAdd:\n    def test_zero(self):\n"
+        "        assert add(0, 0) == 0\n"
+    )
+    ops = project / "calc" / "ops.py"  # and a pure refactor: a helper extracted
+    ops.write_text(
+        ops.read_text().replace(
+            "return max(low, min(value, low))",
+            "return max(low, _bounded(value, low))\n\n\ndef _bounded(value, low):\n"
+            "    return min(value, low)",
+        )
+    )
+    git_in(project, "add", "-A")
+    git_in(project, "commit", "-qm", "two test modules, and a helper")
+    comment = tmp_path / "comment.md"
+    args = ("diff", "main", "more-tests", "--markdown", str(comment), "--", *DIFF_PYTEST_ARGS)
+    done = cli(project, *args)
+    assert "<import> restructured" in done.stdout.splitlines()[0], done.stdout
+    folded = [line for line in done.stdout.splitlines() if "only <import> shows" in line]
+    assert len(folded) == 1, done.stdout
+    for symbol in (
+        "py:tests.test_zz_more",
+        "py:tests.test_zz_class",
+        "py:tests.test_zz_class.TestAdd",
+    ):
+        assert symbol in folded[0], folded
+    assert "structure: new `tests.test_zz_more`" not in done.stdout, done.stdout
+    lines = done.stdout.splitlines()
+    extraction = next(i for i, line in enumerate(lines) if "py:calc.ops._bounded" in line)
+    assert extraction < lines.index(folded[0]), lines
+    text = comment.read_text()
+    assert "new code that only &lt;import&gt; shows, no test's behaviour (3)" in text, text
+    assert "**5 tests" not in text or "&lt;import&gt; restructured**" in text, text
+    everything = cli(project, *args[:3], "--all", "--", *DIFF_PYTEST_ARGS)
+    assert "only <import> shows" not in everything.stdout, everything.stdout
+    assert "structure: new `tests.test_zz_more`" in everything.stdout, everything.stdout

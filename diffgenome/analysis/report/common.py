@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from diffgenome.analysis.diff.causes import STRUCTURE_KIND as STRUCTURE_CAUSE
 from diffgenome.analysis.models import (
     Cause,
     CauseGroup,
@@ -25,6 +26,7 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.protocol.vocab import (
     CHANGE_KINDS,
+    CODE_ADDED,
     CODE_REMOVED,
     IMPORT_TEST_ID,
     OUTCOME_CHANGED,
@@ -317,6 +319,36 @@ def cause_groups(diff: DiffDocument) -> list[tuple[CauseGroup, list[Cause]]]:
         members = [diff.causes[i] for i in group.causes if 0 <= i < len(diff.causes)]
         out.append((group, members))
     return out
+
+
+def only_imported(group: CauseGroup, causes: Sequence[Cause]) -> bool:
+    """A group of new code that only ``<import>`` shows, as structure: a new test module or
+    class that collection imported (``structure: new `tests.test_pr`, called by the test``).
+    It changes no test's behaviour, and a pull request that adds tests has one per module:
+    the reports fold such groups into one line after the others, each still named."""
+    return (
+        group.reach == "code"
+        and group.change == CODE_ADDED
+        and group.examples == [IMPORT_TEST_ID]
+        and group.tests == 1
+        and all(cause.kind == STRUCTURE_CAUSE for cause in causes)
+    )
+
+
+def fold_imported(
+    groups: Sequence[tuple[CauseGroup, list[Cause]]],
+) -> tuple[list[tuple[CauseGroup, list[Cause]]], list[CauseGroup]]:
+    """``groups`` without those :func:`only_imported` holds (kept in order), and those."""
+    kept = [(group, causes) for group, causes in groups if not only_imported(group, causes)]
+    folded = [group for group, causes in groups if only_imported(group, causes)]
+    return kept, folded
+
+
+def imported_text(folded: Sequence[CauseGroup], few: int = 3) -> str:
+    """``new code only <import> shows (3): py:tests.test_a, py:tests.test_b and 1 more``."""
+    names = ", ".join(str(group.symbol) for group in folded[:few])
+    more = f" and {len(folded) - few} more" if len(folded) > few else ""
+    return f"new code that only <import> shows, no test's behaviour ({len(folded)}): {names}{more}"
 
 
 #: Changed symbols named in the heading of a group of causes that reach several of them.

@@ -38,9 +38,11 @@ from diffgenome.analysis.report.common import (
     causes_worth_showing,
     count,
     failing_text,
+    fold_imported,
     gaps_of,
     gate_text,
     group_tail,
+    imported_text,
     outcome_text,
     renamed_line,
     several_text,
@@ -155,6 +157,12 @@ def plain(text: str) -> str:
     Markdown that renders literally: every character Markdown or HTML could act on is
     backslash-escaped."""
     return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in _short(text))
+
+
+def _inert_tags(text: str) -> str:
+    """Our own line with ``<`` and ``>`` as entities: GitHub drops a tag it does not allow,
+    so ``<import> restructured`` read `` restructured``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _url(link: str) -> str:
@@ -320,7 +328,8 @@ def _lead(
         f"### diffgenome: {code(_short(side_text(diff.base)))} \u2192 "
         f"{code(_short(side_text(diff.head)))}",
         "",
-        f"**{failing_text(diff)}{summary_text(diff)}**" + (f"; {plain(gate)}" if gate else ""),
+        f"**{_inert_tags(failing_text(diff) + summary_text(diff))}**"
+        + (f"; {plain(gate)}" if gate else ""),
     ]
     if link:
         # Whether or not the comment is cut: the call trees and every value are there.
@@ -383,8 +392,11 @@ def _grouped_causes(diff: DiffDocument, limit: int = DEFAULT_MARKDOWN_LIMIT) -> 
         f"{count(len(diff.causes), 'cause')})",
         "",
     ]
-    budget = int(limit * CAUSES_SHARE)
-    named = 0
+    groups, folded = fold_imported(groups)
+    # Each new module or class that only collection imported, named on one line, last.
+    tail = [f"- {_inert_tags(imported_text(folded, few=len(folded)))}"] if folded else []
+    budget = int(limit * CAUSES_SHARE) - sum(comment_length(line) + 1 for line in tail)
+    named = len(folded)
     for shown, (group, causes) in enumerate(groups):
         block = [_group_line(group, len(causes))]
         for cause in causes:
@@ -410,11 +422,11 @@ def _grouped_causes(diff: DiffDocument, limit: int = DEFAULT_MARKDOWN_LIMIT) -> 
             more_groups = len(groups) - shown
             where = f" (in {count(more_groups, 'more group')})" if more_groups else ""
             lines.append(f"- {ELLIPSIS} and {count(left, 'more cause')}{where}, in the JSON report")
-            return lines
+            return lines + tail
         budget -= cost
         lines += block
         named += len(causes)
-    return lines
+    return lines + tail
 
 
 def _group_line(group: CauseGroup, causes: int) -> str:

@@ -22,9 +22,11 @@ from diffgenome.analysis.report.common import (
     causes_worth_showing,
     count,
     failing_text,
+    fold_imported,
     gaps_of,
     gate_text,
     group_text,
+    imported_text,
     outcome_text,
     renamed_line,
     side_text,
@@ -225,7 +227,10 @@ def _grouped_causes(
     heading = f"causes ({len(diff.causes)}) by code change"
     code = sum(1 for group, _ in groups if group.reach == "code")
     parts: list[RenderableType] = [Text(f"{heading} ({code})", style="bold")]
-    budget = SCREEN_LINES
+    folded: list[CauseGroup] = []
+    if collapse:
+        groups, folded = fold_imported(groups)
+    budget = SCREEN_LINES - (1 if folded else 0)
     shown_groups = shown_causes = 0
     for group, causes in groups:
         listed = causes[:CAUSES_PER_GROUP] if collapse else causes
@@ -242,11 +247,13 @@ def _grouped_causes(
         shown_groups += 1
         shown_causes += len(listed)
     hidden_groups = len(groups) - shown_groups
-    hidden_causes = len(diff.causes) - shown_causes
+    hidden_causes = len(diff.causes) - shown_causes - len(folded)
     if hidden_causes > 0:
         where = f" in {count(hidden_groups, 'more group')}" if hidden_groups else ""
         text = f"  {ELLIPSIS} and {count(hidden_causes, 'more cause')}{where} (--all, --json)"
         parts.append(Text(text, style="dim"))
+    if folded:
+        parts.append(Text(f"  {imported_text(folded)} (--all lists them)", style="dim"))
     return parts
 
 
