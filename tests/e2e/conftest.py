@@ -76,7 +76,6 @@ INTERPRETER = (
     "test_scope_roots.py",
     "test_strict_projects.py",
     "test_combine.py",
-    "test_same_environment.py",
 )
 
 
