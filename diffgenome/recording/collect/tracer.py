@@ -772,13 +772,40 @@ class Tracer:
         return info
 
     def _callbacks(self) -> dict[int, Callable[..., Any]]:
-        """The event callbacks, as closures over local references: every attribute lookup
-        saved here is saved on every call and return of in-scope code."""
+        """The event callbacks by event. Each is made by its own factory below, as a closure
+        over local references bound when it is made: every attribute lookup saved there is
+        saved on every call and return of in-scope code. This only assembles them; with the
+        compiled core in use it takes the hottest events and falls back to these closures."""
+        on_start = self._start_callback()
+        on_resume = self._resume_callback()
+        on_branch = self._branch_callback()
+        events = _events
+        callbacks: dict[int, Callable[..., Any]] = {
+            events.PY_START: on_start,
+            events.PY_RESUME: on_resume,
+            events.PY_THROW: on_resume,
+            events.PY_RETURN: self._return_callback(),
+            events.PY_YIELD: self._yield_callback(),
+            events.PY_UNWIND: self._unwind_callback(),
+        }
+        for event in CAPABILITIES.branch_events:
+            callbacks[event] = on_branch
+        if self._accel is not None:
+            compiled = self._compiled_callbacks(self._accel, on_start, on_resume, on_branch)
+            if compiled is not None:
+                callbacks.update(compiled)  # same keys: the dict keeps its order
+        return callbacks
+
+    def _start_callback(self) -> Callable[[CodeType, int], Any]:
+        """``PY_START``, raised by every code object: the scope decision on a code object's
+        first start (out of scope: ``DISABLE``, never raised again), then per call in scope
+        the parent up the frame chain, the call's node (or a test's stand-in), its arguments
+        and the state it enters with. The hottest callback: the references it uses on every
+        call are bound here, once."""
         tracer = self
         codes_get = self.codes.get
         active = self._active
         active_get = active.get
-        active_pop = active.pop
         task_frames = self._task_frames
         getframe = _getframe
         start_slow = self._start_slow
@@ -786,14 +813,9 @@ class Tracer:
         make_child = self.child
         record_args = self._record_args
         record_state = self._record_state
-        exception_symbol = self._exception_symbol
-        summarize = values.summarize
         disable = _DISABLE
-        no_decision = codemap.NO_DECISION
         call = NODE_CALL
         entry = contract.STATE_ENTRY
-        leave = contract.STATE_EXIT
-        shift = contract.BRANCH_KEY_SHIFT
 
         def on_start(code: CodeType, offset: int) -> Any:
             try:
@@ -839,6 +861,22 @@ class Tracer:
                 tracer.failed(exc)
             return None
 
+        return on_start
+
+    def _resume_callback(self) -> Callable[..., Any]:
+        """``PY_RESUME`` and ``PY_THROW`` (armed locally, on in-scope code): a generator or
+        coroutine going on is counted again under whoever drives it now, which may not be
+        the code that started it (a generator consumed elsewhere)."""
+        tracer = self
+        codes_get = self.codes.get
+        active = self._active
+        active_get = active.get
+        task_frames = self._task_frames
+        getframe = _getframe
+        parent_of = self._parent_of
+        make_child = self.child
+        call = NODE_CALL
+
         def on_resume(code: CodeType, offset: int, *rest: object) -> Any:
             # The parent lookup repeats on_start's on purpose: a shared helper would cost one
             # more Python call per event, and generator-heavy code resumes millions of times.
@@ -863,6 +901,20 @@ class Tracer:
             except Exception as exc:
                 tracer.failed(exc)
             return None
+
+        return on_resume
+
+    def _return_callback(self) -> Callable[[CodeType, int, object], Any]:
+        """``PY_RETURN`` (armed locally): the frame leaves its node with the summary of what
+        it returned and the state it leaves behind. A stand-in's node only counts the return;
+        a call node of another code object is not this frame's call and counts nothing."""
+        tracer = self
+        active_pop = self._active.pop
+        getframe = _getframe
+        record_state = self._record_state
+        summarize = values.summarize
+        call = NODE_CALL
+        leave = contract.STATE_EXIT
 
         def on_return(code: CodeType, offset: int, value: object) -> Any:
             try:
@@ -891,6 +943,15 @@ class Tracer:
                 tracer.failed(exc)
             return None
 
+        return on_return
+
+    def _yield_callback(self) -> Callable[[CodeType, int, object], Any]:
+        """``PY_YIELD`` (armed locally): a pause, not an exit; the frame's node counts it
+        and the next resume attributes the frame afresh."""
+        tracer = self
+        active_pop = self._active.pop
+        getframe = _getframe
+
         def on_yield(code: CodeType, offset: int, value: object) -> Any:
             try:
                 if not tracer._recording:
@@ -901,6 +962,19 @@ class Tracer:
             except Exception as exc:
                 tracer.failed(exc)
             return None
+
+        return on_yield
+
+    def _unwind_callback(self) -> Callable[[CodeType, int, BaseException], Any]:
+        """``PY_UNWIND``, raised by every code object (it cannot be local): a frame in scope
+        leaves by an exception, counted as an exit under the exception's symbol. The compiled
+        core does not take this event: this closure records every unwind with either core."""
+        tracer = self
+        codes_get = self.codes.get
+        active_pop = self._active.pop
+        getframe = _getframe
+        exception_symbol = self._exception_symbol
+        call = NODE_CALL
 
         def on_unwind(code: CodeType, offset: int, exc: BaseException) -> Any:
             try:
@@ -929,6 +1003,21 @@ class Tracer:
                 tracer.failed(exc)
             return None
 
+        return on_unwind
+
+    def _branch_callback(self) -> Callable[[CodeType, int, int], Any]:
+        """The branch events of the capability table (armed locally, on repo code only): each
+        (source, destination) pair of a code object is classified once through its file's
+        decision map and cached; a pair that is no decision is disabled, never raised again,
+        and a decision's outcome is counted on the frame's node."""
+        tracer = self
+        codes_get = self.codes.get
+        active_get = self._active.get
+        getframe = _getframe
+        disable = _DISABLE
+        no_decision = codemap.NO_DECISION
+        shift = contract.BRANCH_KEY_SHIFT
+
         def on_branch(code: CodeType, src: int, dest: int) -> Any:
             try:
                 info = codes_get(id(code))
@@ -955,65 +1044,69 @@ class Tracer:
                 tracer.failed(exc)
             return None
 
+        return on_branch
+
+    def _compiled_callbacks(
+        self,
+        accel: Any,
+        on_start: Callable[..., Any],
+        on_resume: Callable[..., Any],
+        on_branch: Callable[..., Any],
+    ) -> dict[int, Callable[..., Any]] | None:
+        """The compiled core's callbacks for the events it takes, or None when its encodings
+        disagree with values.py (the Python callbacks then record; ``core_reason`` says why).
+        It is handed the Python callbacks it falls back to and the very tables they work on
+        (code objects, active frames, task frames), so either core grows the same tree."""
+        core = accel.Core(
+            tracer=self,
+            codes=self.codes,
+            active=self._active,
+            task_frames=self._task_frames,
+            on_start=on_start,
+            on_resume=on_resume,
+            on_branch=on_branch,
+            record_state=self._record_state,
+            summarize=values.summarize,
+            disable=_DISABLE,
+            node_type=Node,
+            info_type=CodeInfo,
+            bounded_type=values.BoundedValues,
+            blake2b=values._blake2b,
+            str_markers=stable.markers(),
+            tempfile_names=stable.tempfile_names(),
+            tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
+            frame_get_var=CAPABILITIES.frame_get_var,
+            class_tables=(
+                values._PLAIN_SUMMARY,
+                reflect._DISPLAY_NAMES,
+                reflect._DICT_DESCRIPTORS,
+                reflect.CLASS_EPOCH,
+            ),
+            state_type=StateSet,
+            state_limit=self.bounds.state,
+            bucket=values.bucket,
+            enum_type=values._Enum,
+            on_error=None if self.first_errors is None else self.keep_first_error,
+            **contract.core_encodings(),
+        )
+        disagreement = contract.core_disagreement(
+            core.summarize, core.add_pair, core.bucket, core.add_values
+        )
+        if disagreement is not None:
+            self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
+            return None
+        self._core = core
+        core.recording = self._recording
         events = _events
         callbacks: dict[int, Callable[..., Any]] = {
-            events.PY_START: on_start,
-            events.PY_RESUME: on_resume,
-            events.PY_THROW: on_resume,
-            events.PY_RETURN: on_return,
-            events.PY_YIELD: on_yield,
-            events.PY_UNWIND: on_unwind,
+            events.PY_START: core.on_start,
+            events.PY_RESUME: core.on_resume,
+            events.PY_THROW: core.on_resume,
+            events.PY_RETURN: core.on_return,
+            events.PY_YIELD: core.on_yield,
         }
         for event in CAPABILITIES.branch_events:
-            callbacks[event] = on_branch
-        if self._accel is not None:
-            core = self._accel.Core(
-                tracer=self,
-                codes=self.codes,
-                active=active,
-                task_frames=task_frames,
-                on_start=on_start,
-                on_resume=on_resume,
-                on_branch=on_branch,
-                record_state=record_state,
-                summarize=summarize,
-                disable=disable,
-                node_type=Node,
-                info_type=CodeInfo,
-                bounded_type=values.BoundedValues,
-                blake2b=values._blake2b,
-                str_markers=stable.markers(),
-                tempfile_names=stable.tempfile_names(),
-                tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
-                frame_get_var=CAPABILITIES.frame_get_var,
-                class_tables=(
-                    values._PLAIN_SUMMARY,
-                    reflect._DISPLAY_NAMES,
-                    reflect._DICT_DESCRIPTORS,
-                    reflect.CLASS_EPOCH,
-                ),
-                state_type=StateSet,
-                state_limit=self.bounds.state,
-                bucket=values.bucket,
-                enum_type=values._Enum,
-                on_error=None if self.first_errors is None else self.keep_first_error,
-                **contract.core_encodings(),
-            )
-            disagreement = contract.core_disagreement(
-                core.summarize, core.add_pair, core.bucket, core.add_values
-            )
-            if disagreement is not None:
-                self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
-                return callbacks
-            self._core = core
-            core.recording = self._recording
-            callbacks[events.PY_START] = core.on_start
-            callbacks[events.PY_RESUME] = core.on_resume
-            callbacks[events.PY_THROW] = core.on_resume
-            callbacks[events.PY_RETURN] = core.on_return
-            callbacks[events.PY_YIELD] = core.on_yield
-            for event in CAPABILITIES.branch_events:
-                callbacks[event] = core.on_branch
+            callbacks[event] = core.on_branch
         return callbacks
 
     # -- evidence ------------------------------------------------------------------------
