@@ -92,6 +92,26 @@ def diff(repo: Path, tmp: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
+def _users_pytest_run(repo: Path, tmp_path: Path, *output: str) -> None:
+    """The user's own ``pytest --genome`` in their checkout: their temp folder, the tree's
+    code on the path, the selection and seeds a diff records with (the recording key reads
+    them), and output-only options such as ``-q`` that are not the selection."""
+    user_tmp = tmp_path / "user-tmp"
+    user_tmp.mkdir()
+    done = subprocess.run(
+        [PY, "-m", "pytest", "--genome", *output, *DIFF_PYTEST_ARGS, *SAME_DRAWS],
+        cwd=repo,
+        env=clean_env(
+            {"PYTHONHASHSEED": "0", "PYTHONPATH": "src", "TMPDIR": str(user_tmp), "PWD": str(repo)}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def changed(document: dict[str, Any]) -> list[str]:
     return [test["id"] for test in document["tests"] if test["status"] != "unchanged"]
 
@@ -244,21 +264,7 @@ def test_a_pytest_run_reused_beside_a_fresh_side(tmp_path: Path, edit: str) -> N
     refactor was ``changed`` before: #24, a reused run carries its own run's paths), while a
     changed result is reproduced and stays ``changed``."""
     repo, git, tmp = _project(tmp_path)
-    user_tmp = tmp_path / "user-tmp"
-    user_tmp.mkdir()
-    done = subprocess.run(
-        # the selection a diff records with, in its order (the recording key reads it)
-        [PY, "-m", "pytest", "--genome", *DIFF_PYTEST_ARGS, *SAME_DRAWS],
-        cwd=repo,
-        env=clean_env(
-            {"PYTHONHASHSEED": "0", "PYTHONPATH": "src", "TMPDIR": str(user_tmp), "PWD": str(repo)}
-        ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    _users_pytest_run(repo, tmp_path)
     core = repo / "src" / "envcli" / "core.py"
     text = core.read_text()
     for old, new in EDITS[edit]:
@@ -329,20 +335,7 @@ def test_a_pytest_run_of_a_lived_in_checkout_is_confirmed_in_one_environment(
     scratch = repo / "tests" / "scratch"
     scratch.mkdir()
     (scratch / "notes.txt").write_text("the user's own notes, ignored by git\n")
-    user_tmp = tmp_path / "user-tmp"
-    user_tmp.mkdir()
-    done = subprocess.run(
-        [PY, "-m", "pytest", "--genome", "-q", *DIFF_PYTEST_ARGS, *SAME_DRAWS],
-        cwd=repo,
-        env=clean_env(
-            {"PYTHONHASHSEED": "0", "PYTHONPATH": "src", "TMPDIR": str(user_tmp), "PWD": str(repo)}
-        ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    _users_pytest_run(repo, tmp_path, "-q")
     core = repo / "src" / "envcli" / "core.py"
     text = core.read_text()
     for old, new in EDITS["refactor"]:

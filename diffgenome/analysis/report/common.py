@@ -339,8 +339,13 @@ def fold_imported(
     groups: Sequence[tuple[CauseGroup, list[Cause]]],
 ) -> tuple[list[tuple[CauseGroup, list[Cause]]], list[CauseGroup]]:
     """``groups`` without those :func:`only_imported` holds (kept in order), and those."""
-    kept = [(group, causes) for group, causes in groups if not only_imported(group, causes)]
-    folded = [group for group, causes in groups if only_imported(group, causes)]
+    kept: list[tuple[CauseGroup, list[Cause]]] = []
+    folded: list[CauseGroup] = []
+    for group, causes in groups:
+        if only_imported(group, causes):
+            folded.append(group)
+        else:
+            kept.append((group, causes))
     return kept, folded
 
 
