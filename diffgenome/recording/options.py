@@ -205,8 +205,13 @@ def _max_nodes(config: pytest.Config) -> int:
 
 
 def _xdist_distributing(config: pytest.Config) -> bool:
-    """True in an xdist controller that will hand tests to workers."""
-    if not config.pluginmanager.hasplugin("xdist"):
+    """True in an xdist controller that will hand tests to workers. pytest registers xdist
+    as ``xdist`` when it loads it by itself and as ``xdist.plugin`` when it is named (``-p
+    xdist.plugin``, ``PYTEST_PLUGINS``, as with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``): a
+    controller that took itself for a serial session wrote each test the workers had
+    recorded again, empty and verified."""
+    plugins = config.pluginmanager
+    if not (plugins.hasplugin("xdist") or plugins.hasplugin("xdist.plugin")):
         return False
     dist = getattr(config.option, "dist", "no")
     numprocesses = getattr(config.option, "numprocesses", None)

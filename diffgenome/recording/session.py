@@ -763,6 +763,11 @@ class Recorder:
         except Exception as exc:
             self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:origins:{type(exc).__name__}")
         phases, reasons = self._phases, self._phase_reasons
+        if not phases and not reasons and test_id != IMPORT_TEST_ID:
+            # A test reported in this process whose phases no hook here bracketed (a plugin
+            # that runs tests elsewhere and reports them here): nothing of it was seen, so
+            # its empty record is not a complete one.
+            reasons.append(f"{REASON_NOT_RECORDED}:{PHASES[0]}")
         extra: dict[str, Any] = (
             {"disclosed": sorted(set(self._disclosed))} if self._disclosed else {}
         )
