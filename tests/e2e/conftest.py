@@ -15,9 +15,13 @@ set silently).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from e2e.helpers import SESSIONS
 
 HERE = Path(__file__).resolve().parent
 
@@ -77,6 +81,30 @@ INTERPRETER = (
     "test_strict_projects.py",
     "test_combine.py",
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_sessions(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked ``all_plugins``: its module fixtures' sessions load every plugin too
+    (e2e/helpers.py ``LEAN_PLUGINS`` says why the others do not)."""
+    with _sessions(request.node.get_closest_marker("all_plugins") is not None):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _test_sessions(request: pytest.FixtureRequest) -> Iterator[None]:
+    with _sessions(request.node.get_closest_marker("all_plugins") is not None):
+        yield
+
+
+@contextmanager
+def _sessions(all_plugins: bool) -> Iterator[None]:
+    before = SESSIONS.all_plugins
+    SESSIONS.all_plugins = all_plugins
+    try:
+        yield
+    finally:
+        SESSIONS.all_plugins = before
 
 
 def _smoke_names() -> tuple[set[str], set[str]]:

@@ -54,10 +54,46 @@ BASE_ARGS = (
 )
 
 
+# The plugins the example projects use (xdist's -n, pytest-mock's mocker, pytest-asyncio's and
+# anyio's async tests) and the recorder: a session started by this suite loads these and no
+# other. pytest's scan of every installed distribution for plugins, and the development
+# environment's other plugins (hypothesis, coverage, timeout, ...), cost about a quarter of a
+# second per session, and sessions are most of this suite's time. The recorder itself is
+# loaded by name, as a diff loads it into an environment where pytest does not load it by
+# itself (record/runner.py). A test about the plugins themselves (pytest loading the
+# recorder by itself, doctor, the compatibility matrix) is marked ``all_plugins``
+# (tests/e2e/conftest.py): its sessions find every plugin as a user's do.
+LEAN_PLUGINS = (
+    "diffgenome.recording.plugin",
+    "xdist.plugin",
+    "xdist.looponfail",
+    "pytest_mock",
+    "pytest_asyncio.plugin",
+    "anyio.pytest_plugin",
+)
+
+
+#: The mark of a test (or, as ``pytestmark``, a module) whose sessions load every plugin.
+ALL_PLUGINS = pytest.mark.all_plugins
+
+
+class _Sessions:
+    """Whether the sessions of the running test load every plugin (set per test from its
+    ``all_plugins`` mark by tests/e2e/conftest.py)."""
+
+    all_plugins = False
+
+
+SESSIONS = _Sessions()
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY_PREFIXES)}
     env.pop("PYTHONPATH", None)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if not SESSIONS.all_plugins:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        env["PYTEST_PLUGINS"] = ",".join(LEAN_PLUGINS)
     if extra:
         env.update(extra)
     return env

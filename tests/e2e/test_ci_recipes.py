@@ -34,7 +34,10 @@ from diffgenome.analysis.report.markdown import (
     GITHUB_COMMENT_LIMIT,
     comment_length,
 )
-from e2e.helpers import PY, REPO, GitRepo, clean_env, make_project, write_files
+from e2e.helpers import ALL_PLUGINS, PY, REPO, GitRepo, clean_env, make_project, write_files
+
+# The CI recipes install into fresh virtualenvs: their sessions find what is installed there.
+pytestmark = ALL_PLUGINS
 
 DOC = REPO / "docs" / "ci.md"
 

@@ -25,6 +25,7 @@ import pytest
 
 from diffgenome.protocol.formats import NAMING
 from e2e.helpers import (
+    ALL_PLUGINS,
     BASE_ARGS,
     GitRepo,
     clean_env,
@@ -586,6 +587,7 @@ def target_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
+@ALL_PLUGINS
 @pytest.mark.slow
 def test_a_target_venv_without_diffgenome_records(
     calc: Path, target_venv: Path, tmp_path: Path
@@ -635,6 +637,7 @@ def _editable_project(root: Path, layout: str) -> Path:
     )
 
 
+@ALL_PLUGINS
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["src", "flat"])
 def test_an_editable_install_of_the_checkout_does_not_hide_the_revision(

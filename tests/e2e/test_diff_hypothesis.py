@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e.helpers import DIFF_PYTEST_ARGS, GitRepo, cli_json, export, write_files
+from e2e.helpers import ALL_PLUGINS, DIFF_PYTEST_ARGS, GitRepo, cli_json, export, write_files
+
+# hypothesis' plugin, loaded by pytest itself, is what the diff seeds.
+pytestmark = ALL_PLUGINS
 
 PROJECT = {
     "pkg/__init__.py": "",

@@ -31,7 +31,19 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import BASE_ARGS, PROJECTS, REPO, STORE, GitRepo, clean_env, diffgenome_notices
+from e2e.helpers import (
+    ALL_PLUGINS,
+    BASE_ARGS,
+    PROJECTS,
+    REPO,
+    STORE,
+    GitRepo,
+    clean_env,
+    diffgenome_notices,
+)
+
+# Fresh virtualenvs, doctor and pytest loading the recorder by itself: every plugin, as a user's.
+pytestmark = ALL_PLUGINS
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 PYTEST_ARGS = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:cacheprovider")

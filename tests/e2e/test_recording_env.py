@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
+    ALL_PLUGINS,
     diffgenome_notices,
     make_project,
     one_node,
@@ -91,6 +92,7 @@ def test_all_tool_ids_taken_runs_tests_unverified_with_one_notice(tmp_path: Path
     [(None, True), ("sysmon", False), ("sysmon", True)],
     ids=["default-core", "sysmon", "sysmon-branch"],
 )
+@ALL_PLUGINS
 def test_coverage_and_genome_both_record(tmp_path: Path, core: str | None, branch: bool) -> None:
     # coverage's sys.monitoring core measures branches only from 3.14 on; before that it falls
     # back to its tracer, which then does not hold tool id 1.

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from e2e.helpers import (
+    ALL_PLUGINS,
     export,
     make_project,
     one_node,
@@ -152,8 +153,15 @@ def test_recording_twice_gives_the_same_document(lab: Path, serial: dict[str, An
     assert without_run(again) == without_run(serial)
 
 
-def test_xdist_records_the_same_genomes_as_a_serial_run(lab: Path, serial: dict[str, Any]) -> None:
-    doc = _record_stable(lab, ".dg-xdist", "-n", "2")
+@pytest.mark.parametrize("loaded", ["named", pytest.param("by-itself", marks=ALL_PLUGINS)])
+def test_xdist_records_the_same_genomes_as_a_serial_run(
+    lab: Path, serial: dict[str, Any], loaded: str
+) -> None:
+    """xdist loaded by pytest itself (its entry point) and named (``PYTEST_PLUGINS``, with
+    autoload off, as this suite's sessions run: e2e/helpers.py ``LEAN_PLUGINS``). Named, it
+    is registered as ``xdist.plugin``; the controller took itself for a serial session and
+    wrote every test again, empty and verified."""
+    doc = _record_stable(lab, f".dg-xdist-{loaded}", "-n", "2")
     assert "-n" in doc["run"]["selection"] and "-n" not in serial["run"]["selection"]
     assert doc["run"]["complete"] is True, doc["run"]["incomplete_reasons"]
     assert doc["run"]["incomplete_reasons"] == []
@@ -204,3 +212,56 @@ def test_os_exit_leaves_an_incomplete_run_with_the_tests_before_it(tmp_path: Pat
     assert "tests/test_dies.py::test_never" not in ids
     second = test_genome(doc, "::test_second")
     assert one_node(second["phases"]["call"], "py:pkg.mod.f")["count"] == 1
+
+
+# -- a test that ran elsewhere ---------------------------------------------------------------
+
+REPORTED_ONLY = """
+    import pytest
+    from _pytest.reports import TestReport
+
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(item, nextitem):
+        # As a distributing plugin's controller does: the test ran in another process, and
+        # only its reports arrive here.
+        if item.name != "test_run_elsewhere":
+            return None
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for when in ("setup", "call", "teardown"):
+            report = TestReport(item.nodeid, item.location, {}, "passed", None, when, [])
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+"""
+
+
+def test_a_test_reported_without_its_phases_running_here_is_unverified(tmp_path: Path) -> None:
+    """A test whose reports arrive without its phases running in this process (what the
+    xdist controller did when it took itself for a serial session) is not a complete,
+    empty record: it says that nothing of it was recorded."""
+    project = make_project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/mod.py": "def f(n):\n    return n + 1\n",
+            "conftest.py": REPORTED_ONLY,
+            "tests/test_where.py": """
+                from pkg.mod import f
+
+
+                def test_run_here():
+                    assert f(1) == 2
+
+
+                def test_run_elsewhere():
+                    assert f(2) == 3
+            """,
+        },
+    )
+    doc = record(project)
+    here, elsewhere = test_genome(doc, "test_run_here"), test_genome(doc, "test_run_elsewhere")
+    assert here["verified"] is True and set(here["phases"]) == {"setup", "call", "teardown"}
+    assert elsewhere["phases"] == {}
+    assert elsewhere["verified"] is False
+    assert elsewhere["unverified_reasons"] == ["not-recorded:setup"]

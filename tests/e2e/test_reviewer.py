@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e.helpers import (
+    ALL_PLUGINS,
     BASE_ARGS,
     PY,
     STORE,
@@ -295,6 +296,7 @@ def test_pytest_ends_with_one_line_naming_run_store_and_unverified(tmp_path: Pat
 # -- 5. reuse, the run list, and the store from a subfolder ----------------------------------
 
 
+@ALL_PLUGINS
 def test_a_pytest_recording_is_reused_whatever_its_output_options(tmp_path: Path) -> None:
     """A monorepo: the pytest project is ``proj/``; pytest there writes the store at the git
     top, where ``diffgenome`` finds it from the top and from ``proj/``, and ``diff`` reuses

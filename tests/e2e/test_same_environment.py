@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import (
+from e2e.helpers import (
+    ALL_PLUGINS,
     DIFF_PYTEST_ARGS,
     PY,
     GitRepo,
@@ -26,6 +27,9 @@ from tests.e2e.helpers import (
     run_pytest,
     write_files,
 )
+
+# The user's own pytest --genome, as they run it: every plugin, hypothesis' seed too.
+pytestmark = ALL_PLUGINS
 
 ENVCLI = {
     "src/envcli/__init__.py": "",

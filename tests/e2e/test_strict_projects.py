@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e.helpers import (
+    ALL_PLUGINS,
     PY,
     clean_env,
     diffgenome_notices,
@@ -130,6 +131,7 @@ def test_what_the_recorder_says_is_never_a_warning(tmp_path: Path, setting: str)
         assert any(r.startswith("tool-id-unavailable") for r in test["unverified_reasons"])
 
 
+@ALL_PLUGINS
 def test_xdist_workers_are_heard_once_through_the_controller(tmp_path: Path) -> None:
     """Under ``-n 2`` each worker finds no tool id free; the user reads it once (a worker's
     terminal is never seen), and nothing is a warning even with ``filterwarnings = error``."""

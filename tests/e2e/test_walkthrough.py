@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import PY, clean_env, git_in, make_project, write_files
+from e2e.helpers import ALL_PLUGINS, PY, clean_env, git_in, make_project, write_files
 
-pytestmark = pytest.mark.slow
+# The walk-through installs into a fresh virtualenv: its sessions find what is installed there.
+pytestmark = [pytest.mark.slow, ALL_PLUGINS]
 
 FILES = {
     "proj/pyproject.toml": """
