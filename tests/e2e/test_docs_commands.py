@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e.helpers import PY, REPO, clean_env, git_in, make_project, write_files
+from e2e.helpers import ALL_PLUGINS, PY, REPO, clean_env, git_in, make_project, write_files
 
-pytestmark = pytest.mark.slow
+# The documentation's commands as a user runs them: pytest finds every plugin by itself.
+pytestmark = [pytest.mark.slow, ALL_PLUGINS]
 
 #: Lines of the ```sh blocks that install or build, which this test does not run.
 NOT_RUN = ("make ", "pip ", "pipx ", "git clone", "python -m build", "uv ", "python -m venv ~/")
