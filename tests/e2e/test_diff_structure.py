@@ -352,3 +352,66 @@ def test_a_generator_expression_that_moves_with_an_extraction_is_that_extraction
         "`hexes.norm._expand` extracted from `hexes.norm.normalize`"
     ]
     assert code == 0
+
+
+# A helper that binds the local a decision tests (``with self._open() as lines``) is renamed,
+# and, in the same pull request, what one test passes in changes: that test is ``changed`` by
+# its value, and the decisions below the renamed call (taken as often as before), whose ids
+# say how ``lines`` was bound, are not a second change beside the structure line.
+READER = {
+    "reader/__init__.py": "",
+    "reader/core.py": """
+        import contextlib
+        import io
+
+
+        class Reader:
+            def __init__(self, text):
+                self.text = text
+
+            @contextlib.contextmanager
+            def _open(self):
+                yield io.StringIO(self.text)
+
+            def keys(self):
+                found = []
+                with self._open() as lines:
+                    for line in lines:
+                        if "=" in line:
+                            found.append(line.split("=", 1)[0])
+                return found
+    """,
+    "tests/test_reader.py": """
+        from reader.core import Reader
+
+        TEXT = "a=1\\nb=2\\n"
+
+
+        def test_keys():
+            assert Reader(TEXT).keys()[0] == "a"
+    """,
+}
+
+
+def test_a_renamed_helper_s_decisions_are_not_listed_beside_a_real_change(
+    tmp_path: Path,
+) -> None:
+    repo = make_project(tmp_path, READER)
+    git_in(repo, "branch", "-M", "main")
+    git_in(repo, "checkout", "-q", "-b", "pr")
+    core = repo / "reader" / "core.py"
+    core.write_text(core.read_text().replace("_open(", "_open_text("))
+    test = repo / "tests" / "test_reader.py"
+    test.write_text(test.read_text().replace("Reader(TEXT)", "Reader(TEXT.upper())"))
+    test.write_text(test.read_text().replace('== "a"', '== "A"'))
+    git_in(repo, "commit", "-qam", "rename the helper; the test's text in capitals")
+    _, document = _diff(repo, tmp_path, "HEAD")
+    [entry] = [t for t in document["tests"] if t["id"].endswith("test_keys")]
+    assert entry["status"] == "changed"
+    assert entry["structure"] == [
+        "`reader.core.Reader._open` renamed to `reader.core.Reader._open_text` (the same code), "
+        "called by `reader.core.Reader.keys`"
+    ]
+    kinds = [change["kind"] for change in entry["changes"]]
+    assert "branch_changed" not in kinds, entry["changes"]
+    assert kinds, entry  # the test's own change: the text it passes, the keys found

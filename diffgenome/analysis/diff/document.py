@@ -607,7 +607,7 @@ def diff_documents(
                 status=status,
                 outcome=outcome,
                 reasons=reasons,
-                changes=[item.change() for item in _listed(found, region)],
+                changes=[item.change() for item in _listed(found, region, one_sided_sites)],
                 structure=structure,
                 may_hide_change=may_hide,
             )
@@ -708,19 +708,52 @@ def carried_state(found: Sequence[Found], code_changes: CodeChangeInput) -> str 
     )
 
 
-def _listed(found: Sequence[Found], region: Region | None) -> list[Found]:
+def _listed(
+    found: Sequence[Found], region: Region | None, one_sided_sites: frozenset[str]
+) -> list[Found]:
     """What a test's entry lists: not the state facts that only say its code looked up a
-    method that exists on one side only (the code change says so already)."""
+    method that exists on one side only (the code change says so already), nor a decision
+    that the change only renamed (:func:`_renamed_decisions`)."""
     if region is None:
         return list(found)
+    renamed = _renamed_decisions(found, one_sided_sites)
     return [
         item
         for item in found
-        if not (
+        if id(item) not in renamed
+        and not (
             item.kind == STATE_CHANGED
             and region.looks_up_new_code([*(item.base or ()), *(item.head or ())])
         )
     ]
+
+
+def _renamed_decisions(found: Sequence[Found], one_sided_sites: frozenset[str]) -> set[int]:
+    """The decisions whose id the change moved and nothing else: one only in base, one only
+    in head, both ids the change removed or added, in one function, testing the same
+    condition with the same outcomes (a decision's id says how the names it tests were bound,
+    so renaming a helper that binds one, ``with self._get_stream() as stream``, gives the
+    decisions below it new ids). In a test that changed for another reason they are what
+    the structure line already says, not a second change."""
+    gone: dict[tuple[object, ...], list[Found]] = {}
+    for item in found:
+        if item.kind == BRANCH_CHANGED and item.head is None and item.site in one_sided_sites:
+            gone.setdefault(_decision_key(item, item.base), []).append(item)
+    pairs: set[int] = set()
+    for item in found:
+        if item.kind != BRANCH_CHANGED or item.base is not None:
+            continue
+        if item.site not in one_sided_sites:
+            continue
+        twins = gone.get(_decision_key(item, item.head))
+        if twins:
+            pairs.update((id(twins.pop()), id(item)))
+    return pairs
+
+
+def _decision_key(item: Found, outcomes: object) -> tuple[object, ...]:
+    counted = tuple(sorted(outcomes.items())) if isinstance(outcomes, Mapping) else None
+    return (item.phase, item.symbol, item.predicate, item.path, counted)
 
 
 def _settled(
