@@ -274,9 +274,11 @@ def test_affected_ids_feed_pytest_and_the_listing_is_by_symbol(proj: Path, tmp_p
         proj,
         "bash",
         "-c",
-        "pytest -p no:randomly $(diffgenome affected HEAD~1 HEAD --ids -q)",
+        "diffgenome affected HEAD~1 HEAD --ids -q > affected.txt && "
+        "pytest -p no:randomly @affected.txt",
         env=env,
     )
+    (proj / "affected.txt").unlink()
     assert selected.returncode == 0, selected.stdout + selected.stderr
     assert "3 passed" in selected.stdout
     listing = dg(proj, "affected", "HEAD~1", "HEAD", "-q")
@@ -475,3 +477,41 @@ def test_a_gap_names_its_predicate_and_place_and_links_it(proj: Path, tmp_path: 
     assert center["line"] == 2 and re.fullmatch(
         r"py:tab\.core\.segment/if\[[0-9a-f]{10}\]", center["site"]
     )
+
+
+def test_affected_ids_with_a_space_reach_pytest_whole(tmp_path: Path) -> None:
+    """A parametrized id with a space in it (python-dotenv has eleven): through pytest's
+    argument file, as the README writes it, each line is one argument; ``pytest $(…)``
+    would split it into words that name no test."""
+    repo = tmp_path / "top"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def words(text):\n    return text.split()\n",
+        "tests/test_core.py": (
+            "import pytest\n\nfrom pkg.core import words\n\n\n"
+            '@pytest.mark.parametrize("text", ["a b", "c"])\n'
+            "def test_words(text):\n    assert words(text)\n"
+        ),
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git_in(repo, "init", "-q")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-qm", "base")
+    done = run(repo, PY, "-m", "pytest", "-q", "-p", "no:randomly", "--genome")
+    assert done.returncode == 0, done.stdout + done.stderr
+    core = repo / "pkg" / "core.py"
+    core.write_text(core.read_text().replace("text.split()", "text.split(' ')"))
+    git_in(repo, "commit", "-qam", "split on spaces only")
+    ids = dg(repo, "affected", "HEAD~1", "HEAD", "--ids", "-q")
+    assert ids.stdout.splitlines() == [
+        "tests/test_core.py::test_words[a b]",
+        "tests/test_core.py::test_words[c]",
+    ], ids.stderr
+    (repo / "affected.txt").write_text(ids.stdout)
+    selected = run(repo, PY, "-m", "pytest", "-p", "no:randomly", "@affected.txt")
+    assert selected.returncode == 0, selected.stdout + selected.stderr
+    assert "2 passed" in selected.stdout.splitlines()[-1]
+    split = run(repo, "bash", "-c", f"{PY} -m pytest -p no:randomly $(cat affected.txt)")
+    assert split.returncode == 4, split.stdout + split.stderr  # "a" and "b]" are no tests
