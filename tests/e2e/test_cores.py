@@ -59,6 +59,19 @@ WORKOUT = {
                 return isinstance(other, Box) and other.size == self.size
 
 
+        class Crate(Box):
+            # Read through self in C (#26): a base's method and constant, one of its own,
+            # and a name neither the instance nor a class holds.
+            LID = "lid"
+
+            def describe(self):
+                try:
+                    extra = self.missing
+                except AttributeError:
+                    extra = "-"
+                return self.kind() + self.LID + self.KIND + extra
+
+
         def ident(x):
             return x
 
@@ -173,6 +186,11 @@ WORKOUT = {
                 box.grow(-1)
             assert len({core.Box(1), core.Box(1), core.Box(2)}) == 2
             assert box.kind() == "cratebox"
+            crate = core.Crate(4, "c")
+            for _ in range(3):
+                assert crate.describe() == "cratec" + "lid" + "crate" + "-"
+            crate.missing = "!"
+            assert crate.describe().endswith("!")
 
 
         def test_decisions():

@@ -537,6 +537,95 @@ add_value_fact(Core *self, PyObject *state, PyObject *facts, Py_ssize_t room, Py
     return rc;
 }
 
+/* reflect.class_dict's test, remembered as it remembers it (reflect._STR_KEYED): whether the
+ * namespace ``ns`` of ``klass`` holds only exact-str keys, so that looking a str up in it runs
+ * no user code. 1 or 0; -1 on failure. */
+static int
+str_keyed(Core *self, PyObject *klass, PyObject *ns)
+{
+    PyObject *key = id_key(self, klass);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *known = PyDict_GetItemWithError(self->str_keyed, key);
+    if (known == klass || (known == NULL && PyErr_Occurred())) {
+        Py_DECREF(key);
+        return known == klass ? 1 : -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *name, *ignored;
+    while (PyDict_Next(ns, &pos, &name, &ignored)) {
+        if (!PyUnicode_CheckExact(name)) {
+            Py_DECREF(key);
+            return 0;
+        }
+    }
+    if (PyDict_GET_SIZE(self->str_keyed) >= self->str_keyed_max) {
+        PyDict_Clear(self->str_keyed);
+    }
+    int rc = PyDict_SetItem(self->str_keyed, key, klass);
+    Py_DECREF(key);
+    return rc < 0 ? -1 : 1;
+}
+
+/* reflect.class_dicts(kind) as Tracer._record_state asks it, for a class of the usual form
+ * (a heap type, an MRO tuple of types, dict namespaces): 1 when every namespace of its MRO
+ * is readable, 0 when one is not (class_dicts gives None: its attributes read as absent), 2
+ * when only the Python method may tell, -1 on failure. */
+static int
+namespaces_readable(Core *self, PyTypeObject *kind)
+{
+    PyObject *mro = kind->tp_mro;
+    if (!(kind->tp_flags & Py_TPFLAGS_HEAPTYPE) || mro == NULL || !PyTuple_CheckExact(mro)) {
+        return 2;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *klass = PyTuple_GET_ITEM(mro, i);
+        if (!PyType_Check(klass)) {
+            return 2;
+        }
+        PyObject *ns = PyType_GetDict((PyTypeObject *)klass);
+        if (ns == NULL || !PyDict_CheckExact(ns)) {
+            Py_XDECREF(ns);
+            return PyErr_Occurred() ? -1 : 2;
+        }
+        int rc = str_keyed(self, klass, ns);
+        Py_DECREF(ns);
+        if (rc <= 0) {
+            return rc;
+        }
+    }
+    return 1;
+}
+
+/* reflect.lookup(class_dicts(kind), name) is not MISSING, once namespaces_readable said 1:
+ * 1 or 0; -1 on failure. Every namespace holds only exact-str keys and ``name`` is an exact
+ * str, so no lookup runs user code. */
+static int
+class_holds(PyTypeObject *kind, PyObject *name)
+{
+    PyObject *mro = kind->tp_mro;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *ns = PyType_GetDict((PyTypeObject *)PyTuple_GET_ITEM(mro, i));
+        if (ns == NULL) {
+            return -1;
+        }
+        int held = PyDict_Contains(ns, name);
+        Py_DECREF(ns);
+        if (held) {
+            return held;
+        }
+    }
+    return 0;
+}
+
+/* A receiver's attributes one method reads at most, for record_state_fast's pre-pass (more:
+ * the Python method). */
+#define MAX_SELF_ATTRS 64
+
+/* Where a receiver's attribute was found: on the instance, on its class, nowhere. */
+enum { ATTR_ABSENT, ATTR_HELD, ATTR_CLASS };
+
 /* Tracer._record_state once its code object's globals are decided: 1 when done, 0 when the
  * Python method must do it (globals not yet decided, a receiver's class reflect's memo does
  * not know yet, anything unusual), -1 on failure. Everything that could send it to Python is
@@ -562,7 +651,11 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
     }
     int reads_self = PyTuple_GET_SIZE(attrs) && receiver != Py_None;
     PyObject *fields = NULL;
+    char where[MAX_SELF_ATTRS];
     if (reads_self) {
+        if (PyTuple_GET_SIZE(attrs) > MAX_SELF_ATTRS) {
+            return 0;
+        }
         /* As Tracer._record_state reads it: frame.f_locals.get(receiver) (which on 3.12
          * refreshes the frame's snapshot of its locals, see capabilities.frame_get_var). */
         PyObject *locals = self->frame_get_var ? NULL : PyFrame_GetLocals(frame);
@@ -575,22 +668,36 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
             return -1;
         }
         fields = instance_fields(self, value);
-        Py_DECREF(value);
         if (fields == NULL) {
+            Py_DECREF(value);
             return PyErr_Occurred() ? -1 : 0;
         }
-        /* An attribute the instance does not hold may be its class's (``class attribute``):
-         * the Python method reads the class dicts as reflect does, so both cores say the
-         * same. Checked here, before the first fact is added. */
-        if (fields != Py_None) {
-            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs); i++) {
-                int held = PyDict_Contains(fields, PyTuple_GET_ITEM(attrs, i));
-                if (held <= 0) {
-                    Py_DECREF(fields);
-                    return held < 0 ? -1 : 0;
-                }
+        /* An attribute the instance does not hold is its class's (``class attribute``: a
+         * method, a constant) when a namespace of its MRO holds it, read as reflect reads
+         * the class dicts, so both cores say the same; else it is absent. Decided here,
+         * before the first fact is added. */
+        int readable = -2;  /* the class dicts, not read yet */
+        for (Py_ssize_t i = 0; fields != Py_None && i < PyTuple_GET_SIZE(attrs); i++) {
+            PyObject *attr = PyTuple_GET_ITEM(attrs, i);
+            int held = PyUnicode_CheckExact(attr) ? PyDict_Contains(fields, attr) : -2;
+            if (held == 0 && readable == -2) {
+                readable = namespaces_readable(self, Py_TYPE(value));
             }
+            if (held == 0 && readable == 1) {
+                held = class_holds(Py_TYPE(value), attr);
+                held = held > 0 ? ATTR_CLASS : held;
+            }
+            else if (held == 0 && readable != 0) {
+                held = readable < 0 ? -1 : -2;
+            }
+            if (held < 0) {
+                Py_DECREF(fields);
+                Py_DECREF(value);
+                return held == -1 ? -1 : 0;
+            }
+            where[i] = (char)held;
         }
+        Py_DECREF(value);
     }
     PyObject *module_globals = PyTuple_GET_SIZE(names) ? PyFrame_GetGlobals(frame) : NULL;
     int rc = 1;
@@ -631,10 +738,20 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
     Py_INCREF(facts);
     if (fields != NULL && fields != Py_None) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(attrs) && rc == 1; i++) {
-            PyObject *item = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(attrs, i));
+            PyObject *label = PyTuple_GET_ITEM(labels, i);
+            if (where[i] == ATTR_CLASS) {
+                PyObject *fact = PyTuple_Pack(3, when, label, self->class_attribute);
+                if (fact == NULL || add_fact(self, state, facts, room, fact) < 0) {
+                    rc = -1;
+                }
+                Py_XDECREF(fact);
+                continue;
+            }
+            PyObject *item = where[i] == ATTR_HELD
+                                 ? PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(attrs, i))
+                                 : NULL;
             if ((item == NULL && PyErr_Occurred()) ||
-                add_value_fact(self, state, facts, room, when, PyTuple_GET_ITEM(labels, i),
-                               item) < 0) {
+                add_value_fact(self, state, facts, room, when, label, item) < 0) {
                 rc = -1;
             }
         }
@@ -1059,6 +1176,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     int max_depth, max_items, max_bytes, max_shape, shape_items0, shape_items1, max_union;
     int frame_get_var = 0;
     PyObject *display_names, *dict_descriptors, *state_type, *state_limit, *bucket, *enum_type;
+    PyObject *str_keyed, *class_attribute;
+    Py_ssize_t str_keyed_max;
     long node_call, no_decision, small_int;
     Py_ssize_t short_str;
     int branch_shift, digest_size, name_length, name_base, name_bits;
@@ -1070,9 +1189,10 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
                             "arg_canon_separator", "branch_key_shift", "no_decision", "small_int",
                             "short_str", "overflow_tags", "overflow_digest_size",
                             "none_summary", "tempfile_name_hash", "value_bounds", "frame_get_var", "class_tables",
-                            "state_type", "state_limit", "bucket", "enum_type", NULL};
+                            "state_type", "state_limit", "bucket", "enum_type", "class_namespaces",
+                            NULL};
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!O!OO", names, &tracer,
+            args, kwargs, "OO!O!O!OOOOOOO!O!O!OO!O!O!O$lUUUSilln(SS)iO(iii)(iiii(ii)i)p(O!O!O!O!)O!O!OO(O!nU)", names, &tracer,
             &PyDict_Type, &codes, &PyDict_Type, &active, &PyDict_Type, &task_frames,
             &py_start, &py_resume, &py_branch, &record_state, &summarize, &disable,
             &PyType_Type, &node_type, &PyType_Type, &info_type, &PyType_Type, &bounded_type,
@@ -1084,7 +1204,8 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
             &shape_items0, &shape_items1, &max_union, &frame_get_var, &PyDict_Type,
             &plain_summaries, &PyDict_Type, &display_names, &PyDict_Type, &dict_descriptors,
             &PyList_Type, &class_epoch, &PyType_Type, &state_type,
-            &PyLong_Type, &state_limit, &bucket, &enum_type)) {
+            &PyLong_Type, &state_limit, &bucket, &enum_type, &PyDict_Type, &str_keyed,
+            &str_keyed_max, &class_attribute)) {
         return -1;
     }
     if (!PyDict_CheckExact(codes) || !PyDict_CheckExact(active) ||
@@ -1214,6 +1335,9 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->class_epoch, Py_NewRef(class_epoch));
     Py_XSETREF(self->display_names, Py_NewRef(display_names));
     Py_XSETREF(self->dict_descriptors, Py_NewRef(dict_descriptors));
+    Py_XSETREF(self->str_keyed, Py_NewRef(str_keyed));
+    Py_XSETREF(self->class_attribute, Py_NewRef(class_attribute));
+    self->str_keyed_max = str_keyed_max;
     Py_XSETREF(self->state_type, Py_NewRef(state_type));
     Py_XSETREF(self->state_limit, Py_NewRef(state_limit));
     Py_XSETREF(self->bucket, Py_NewRef(bucket));
@@ -1306,6 +1430,8 @@ Core_traverse(Core *self, visitproc visit, void *arg)
     }
     Py_VISIT(self->display_names);
     Py_VISIT(self->dict_descriptors);
+    Py_VISIT(self->str_keyed);
+    Py_VISIT(self->class_attribute);
     Py_VISIT(self->state_type);
     Py_VISIT(self->state_limit);
     Py_VISIT(self->bucket);
@@ -1364,6 +1490,8 @@ Core_clear(Core *self)
     forget_arguments(self);
     Py_CLEAR(self->display_names);
     Py_CLEAR(self->dict_descriptors);
+    Py_CLEAR(self->str_keyed);
+    Py_CLEAR(self->class_attribute);
     Py_CLEAR(self->state_type);
     Py_CLEAR(self->state_limit);
     Py_CLEAR(self->bucket);
@@ -1567,7 +1695,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 16) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 17) < 0) {
         Py_DECREF(module);
         return NULL;
     }

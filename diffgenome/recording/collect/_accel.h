@@ -70,6 +70,10 @@ typedef struct {
         PyObject *type, *summary, *bucket, *dict_descr;
     } classes[PLAIN_CACHE_SIZE];
     PyObject *plain_summaries, *display_names, *dict_descriptors, *class_epoch, *plain_epoch;
+    /* reflect._STR_KEYED (classes whose namespace holds only exact-str keys, by id) and its
+     * bound, and vocab.CLASS_ATTRIBUTE_BUCKET: a receiver's attribute found on its class. */
+    PyObject *str_keyed, *class_attribute;
+    Py_ssize_t str_keyed_max;
     PyObject *state_type, *state_limit, *bucket, *enum_type;
     PyObject *bucket_names[12];
     ArgEntry *arg_cache;     /* ARG_CACHE_SIZE entries, direct-mapped */

@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 16
+CORE_VERSION = 17
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
@@ -1082,6 +1082,7 @@ class Tracer:
                 reflect._DICT_DESCRIPTORS,
                 reflect.CLASS_EPOCH,
             ),
+            class_namespaces=(reflect._STR_KEYED, reflect._STR_KEYED_MAX, _CLASS_ATTRIBUTE),
             state_type=StateSet,
             state_limit=self.bounds.state,
             bucket=values.bucket,
