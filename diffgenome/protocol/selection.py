@@ -4,7 +4,8 @@ these rules from here, so that ``pytest --genome`` and ``diffgenome diff`` agree
 A recording is the same recording whatever pytest printed while making it: ``-q``, ``-v``,
 ``--tb``, ``-r``, ``--color``, ``-p no:cacheprovider`` and the like change the terminal, not
 the tests run or what they do. Nor do diffgenome's own ``--genome``, ``--genome-store`` and
-``--genome-key-file`` (the key is compared through the run's key fingerprint). Everything
+``--genome-key-file`` (the key is compared through the run's key fingerprint) and
+``--genome-writer`` (which process writes the same rows). Everything
 else -- test paths, ``-k``, ``-m``, ``-W``, ``-x``, ``-o``, other plugins -- is the test
 selection, and paths in it are written from the git top (else pytest's rootdir), so that the
 same tests named from two folders are the same selection.
@@ -47,6 +48,7 @@ _OUTPUT_WITH_VALUE: Final = frozenset(
         "--verbosity",
         "--genome-store",
         "--genome-key-file",
+        "--genome-writer",
     }
 )
 _OUTPUT_FLAGS: Final = frozenset(

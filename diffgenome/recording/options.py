@@ -16,6 +16,7 @@ from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.vocab import EGRESS_POLICIES
 from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.run import git_toplevel
+from diffgenome.recording.writer import WRITER_AUTO, WRITER_MODES
 
 if TYPE_CHECKING:
     from diffgenome.recording.netns import Isolation
@@ -57,6 +58,8 @@ class Options:
     #: small scalar values of calls, secret rules applied, next to their digests (off: the
     #: digests alone).
     preview: bool = False
+    #: ``--genome-writer``: ``auto``, ``process`` or ``inline`` (recording/writer.py).
+    writer: str = "auto"
 
 
 #: What ``--genome-egress=isolate`` achieved in this process, before any conftest ran (set by
@@ -103,7 +106,18 @@ def read_options(config: pytest.Config) -> Options:
         only=_only(config),
         egress_asked=asked,
         preview=bool(config.getoption("genome_preview", None) or config.getini("genome_preview")),
+        writer=_writer(config),
     )
+
+
+def _writer(config: pytest.Config) -> str:
+    mode = str(config.getoption("genome_writer", None) or config.getini("genome_writer") or "")
+    mode = mode.strip() or WRITER_AUTO
+    if mode not in WRITER_MODES:
+        raise pytest.UsageError(
+            f"genome_writer must be one of {', '.join(WRITER_MODES)}, not {mode!r}"
+        )
+    return mode
 
 
 def _egress(config: pytest.Config) -> str:

@@ -19,6 +19,8 @@ _RECORDER_NAME = "diffgenome-recorder"
 #: The policies of ``--genome-egress`` (diffgenome.protocol.vocab.EGRESS_POLICIES; not
 #: imported here: this module must cost nothing in sessions that do not record).
 _POLICIES = ("loopback", "block", "allow", "isolate")
+#: The choices of ``--genome-writer`` (diffgenome.recording.writer.WRITER_MODES, likewise).
+_WRITERS = ("auto", "process", "inline")
 #: This session gave ``socket.socket`` the ``connect_ex`` that keeps its contract.
 _CONNECT_EX: pytest.StashKey[bool] = pytest.StashKey()
 
@@ -98,7 +100,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "equal to an environment variable's; left out of `diffgenome export` unless asked "
         "(default: digests alone; see docs/recording.md)",
     )
+    group.addoption(
+        "--genome-writer",
+        choices=_WRITERS,
+        default=None,
+        help="who writes finished tests into the store: a writer process of their own, on "
+        "another core, so the next test does not wait (process), the test process itself "
+        "(inline), or a writer process once at least 200 tests are to run (auto, the "
+        "default); the store holds the same rows either way",
+    )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
+    parser.addini("genome_writer", "who writes finished tests (like --genome-writer)", default="")
     parser.addini(
         "genome_preview",
         "keep previews of warning messages and small values (like --genome-preview)",

@@ -78,6 +78,15 @@ from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
+from diffgenome.recording.writer import (
+    AUTO_MIN_TESTS,
+    WRITER_INLINE,
+    WRITER_PROCESS,
+    WriterLost,
+    WriterProcess,
+    start_writer,
+    writer_name,
+)
 
 _enumerate_threads = threading.enumerate
 _seed_random = random.seed
@@ -168,6 +177,9 @@ class Recorder:
         # SIGKILL) still leaves every finished test in the store. A WAL commit without fsync
         # costs far less than a test.
         self._pending: list[dict[str, Any]] = []
+        #: Where finished tests go when a process of their own writes them
+        #: (``--genome-writer``, recording/writer.py); None: this process writes them.
+        self._writer: WriterProcess | None = None
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
         # Facts about the capture that leave it complete (a thread that outlived its phase)
@@ -438,6 +450,33 @@ class Recorder:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        self._start_writer(len(session.items))
+        return (yield)
+
+    def _start_writer(self, tests: int) -> None:
+        """Once the tests to run are known, between phases: a writer process of their own
+        where asked, or where they are many enough to repay it (``--genome-writer``)."""
+        mode = self.options.writer
+        if self.is_controller or not self._tracing or self._store_broken or self._closed:
+            return
+        if mode == WRITER_INLINE or (mode != WRITER_PROCESS and tests < AUTO_MIN_TESTS):
+            return
+        try:
+            with egress.unobserved():  # the recorder's own child: no test's spawn
+                self._writer = start_writer(self.store, self.run_id, self.worker)
+        except OSError as exc:
+            # It may have joined the run before it failed: it wrote nothing, and leaves.
+            with contextlib.suppress(Exception):
+                self.store.leave_run(self.run_id, writer_name(self.worker), True, [])
+            if mode == WRITER_PROCESS:
+                say(
+                    self.config,
+                    f"no writer process could be started ({one_line(exc)}); this process "
+                    "writes the tests itself",
+                )
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self._collection_failed = True
@@ -472,6 +511,7 @@ class Recorder:
             self._release_import()
             self._release_held()
             self._flush()
+            self._finish_writer()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
             reasons = [RUN_INTERRUPTED] if exitstatus == 2 else []
             if exitstatus == 3:
@@ -875,6 +915,9 @@ class Recorder:
                 self._store_failure_recorded = True  # not this process's run to finish
                 say_alone(self.config, str(exc))
             return
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._salvage(writer)
         if not self._store_broken:
             self._store_broken = True
             self._store_failure = f"{RUN_STORE_FAILED}: {one_line(exc)}"
@@ -884,6 +927,25 @@ class Recorder:
                 "is incomplete",
             )
             self._record_store_failure()
+
+    def _salvage(self, writer: WriterProcess) -> None:
+        """The writer process met a store error: the tests it had not committed yet ran
+        before whatever broke the store (a test that filled the disk), and as written by this
+        process they would be there. Best effort, as this process would have written them:
+        with the store's reserve given back, and nothing said when they do not fit."""
+        with contextlib.suppress(Exception):
+            writer.stop()
+        with contextlib.suppress(Exception):
+            self.store.make_room()
+        for _, kind, run_id, worker, payload in writer.unacknowledged:
+            try:
+                if kind == "symbols":
+                    self.store.add_symbols(run_id, list(payload))
+                else:
+                    self.store.add_tests(run_id, worker, list(payload))
+            except Exception:
+                break
+        writer.unacknowledged = []
 
     def _record_store_failure(self) -> None:
         """Best effort: the run says why it is incomplete (tried when the store fails and
@@ -918,11 +980,58 @@ class Recorder:
             {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
             for info in self.tracer.take_new_symbols()
         ]
+        writer = self._writer
+        if writer is not None:
+            try:
+                # A batch is queued (kept until acknowledged) before WriterLost can say the
+                # writer is gone: what raised it is written again with the rest.
+                if symbols:
+                    writer.add_symbols(self.run_id, symbols)
+                    symbols = []
+                if self._pending:
+                    pending, self._pending = self._pending, []
+                    writer.add_tests(self.run_id, self.worker, pending)
+                return
+            except WriterLost as exc:
+                self._writer_lost(writer, str(exc))
+                symbols = []
         if symbols:
             self.store.add_symbols(self.run_id, symbols)
         if self._pending:
             self.store.add_tests(self.run_id, self.worker, self._pending)
             self._pending = []
+
+    def _writer_lost(self, writer: WriterProcess, why: str) -> None:
+        """The writer process cannot go on: this process writes what it did not acknowledge
+        (tests and symbols are written by key: one written twice is the same row) and every
+        later test itself."""
+        self._writer = None
+        writer.stop()
+        for _, kind, run_id, worker, payload in writer.unacknowledged:
+            if kind == "symbols":
+                self.store.add_symbols(run_id, list(payload))
+            else:
+                self.store.add_tests(run_id, worker, list(payload))
+        writer.unacknowledged = []
+        # The writer did not leave the run itself: it did its part, this process the rest.
+        self.store.leave_run(self.run_id, writer.name, True, [])
+        if why != "finished":
+            say(
+                self.config,
+                f"the store's writer process stopped ({why}); this process "
+                "writes the rest of the tests itself",
+            )
+
+    def _finish_writer(self) -> None:
+        """Wait for the writer process to commit what it was handed (before the run ends)."""
+        writer = self._writer
+        if writer is None:
+            return
+        self._writer = None
+        try:
+            writer.finish()
+        except WriterLost as exc:
+            self._writer_lost(writer, str(exc))
 
 
 def _imported_before(scope: Scope) -> list[str]:

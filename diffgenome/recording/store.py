@@ -137,6 +137,11 @@ class StoreWriter:
         # The genome format and key fingerprint of the run this writer writes (``_open_run``).
         self._addressing: dict[str, tuple[str, str | None]] = {}
 
+    @property
+    def key_file(self) -> str | None:
+        """The key file the store was opened with (None: the store folder's own)."""
+        return self._key_file
+
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod

@@ -73,6 +73,7 @@ INTERPRETER = (
     "test_warnings.py",
     "test_reliability_egress.py",
     "test_reliability_faults.py",
+    "test_writer.py",
     "test_reliability_privacy.py",
     "test_reliability_concurrency.py",
     "test_reliability_resources.py",

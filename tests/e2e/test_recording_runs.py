@@ -5,6 +5,7 @@ run, determinism, a session killed by ``os._exit``.
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,28 @@ def test_xdist_records_the_same_genomes_as_a_serial_run(
     assert doc["run"]["incomplete_reasons"] == []
     assert test_summary(doc) == test_summary(serial)
     assert without_run(doc) == without_run(serial)
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_writer_process_stores_what_the_test_process_would(
+    lab: Path, serial: dict[str, Any], xdist: tuple[str, ...]
+) -> None:
+    """``--genome-writer=process`` (recording/writer.py): the same rows, written by a process
+    of each recording process's own, which leaves the run ok once it committed them."""
+    store = f".dg-writer-{len(xdist)}"
+    doc = _record_stable(lab, store, "--genome-writer=process", *xdist)
+    assert doc["run"]["complete"] is True, doc["run"]["incomplete_reasons"]
+    assert without_run(doc) == without_run(serial)
+    if not xdist:
+        # Which process writes is no part of what was recorded: the run is reusable.
+        assert doc["run"]["config"]["recording_key"] == serial["run"]["config"]["recording_key"]
+    with sqlite3.connect(lab / store / "genome.sqlite") as conn:
+        workers = dict(conn.execute("SELECT worker, ok FROM workers WHERE left_at IS NOT NULL"))
+    recorders = ["gw0", "gw1"] if xdist else ["main"]
+    assert workers == {
+        **{name: 1 for name in recorders},
+        **{f"{name}/writer": 1 for name in recorders},
+    }
 
 
 # -- a session that dies ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,27 @@ def _project(tmp_path: Path, body: str) -> Path:
     return make_project(tmp_path, {**MOD, "tests/test_x.py": body})
 
 
+# Who writes finished tests (recording/writer.py): the faults below must leave the same store
+# whether the test process writes them itself or hands them to its writer process.
+WRITERS = pytest.mark.parametrize("writer", ["inline", "process"])
+
+
+def settled(project: Path, **kwargs: Any) -> dict[str, Any]:
+    """The export once no writer of the run is alive: a writer process outlives a killed test
+    process by the milliseconds it takes to commit what it was handed, and the run reads as
+    running meanwhile (docs/recording.md, "The writer process")."""
+    deadline = time.monotonic() + 30
+    while True:
+        doc = export(project, **kwargs)
+        reasons = doc["run"].get("incomplete_reasons") or []
+        if not any(str(r).startswith("running") for r in reasons) or time.monotonic() > deadline:
+            return doc
+        time.sleep(0.1)
+
+
 def assert_incomplete_with_first_test(project: Path, *reason_parts: str) -> dict[str, Any]:
     """The run is incomplete with a reason, through export, show and runs; test_first kept."""
-    doc = export(project)
+    doc = settled(project)
     run = doc["run"]
     assert run["complete"] is False
     assert run["incomplete_reasons"], "an incomplete run must say why"
@@ -69,8 +88,11 @@ def _ids(doc: dict[str, Any]) -> set[str]:
 # -- a test that kills its own process -------------------------------------------------------
 
 
+@WRITERS
 @pytest.mark.parametrize("signame", ["SIGKILL", "SIGTERM"])
-def test_a_test_killing_its_process_leaves_an_incomplete_run(tmp_path: Path, signame: str) -> None:
+def test_a_test_killing_its_process_leaves_an_incomplete_run(
+    tmp_path: Path, signame: str, writer: str
+) -> None:
     project = _project(
         tmp_path,
         f"""
@@ -93,7 +115,7 @@ def test_a_test_killing_its_process_leaves_an_incomplete_run(tmp_path: Path, sig
             f(3)
         """,
     )
-    proc = run_pytest(project, "--genome", "-q")
+    proc = run_pytest(project, "--genome", "-q", f"--genome-writer={writer}")
     assert proc.returncode == -getattr(signal, signame), proc.stdout + proc.stderr
     doc = assert_incomplete_with_first_test(project, "interrupted")
     assert "test_dies" not in _ids(doc) and "test_never" not in _ids(doc)
@@ -102,7 +124,8 @@ def test_a_test_killing_its_process_leaves_an_incomplete_run(tmp_path: Path, sig
 # -- Ctrl-C in the middle of a session --------------------------------------------------------
 
 
-def test_ctrl_c_mid_session_marks_the_run_interrupted(tmp_path: Path) -> None:
+@WRITERS
+def test_ctrl_c_mid_session_marks_the_run_interrupted(tmp_path: Path, writer: str) -> None:
     ready = tmp_path / "blocked"
     project = _project(
         tmp_path,
@@ -128,7 +151,7 @@ def test_ctrl_c_mid_session_marks_the_run_interrupted(tmp_path: Path) -> None:
             f(3)
         """,
     )
-    proc = start_pytest(project, "--genome", "-q", interruptible=True)
+    proc = start_pytest(project, "--genome", "-q", f"--genome-writer={writer}", interruptible=True)
     output, _ = interrupt_when(
         proc, ready.exists, "the session never reached test_blocks", poll_s=0.02
     )
@@ -218,7 +241,10 @@ def test_a_fixture_raising_is_an_error_in_a_complete_run(tmp_path: Path) -> None
 # -- the store folder made read-only by a test ------------------------------------------------
 
 
-def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: Path) -> None:
+@WRITERS
+def test_a_test_making_the_store_read_only_does_not_break_the_session(
+    tmp_path: Path, writer: str
+) -> None:
     project = _project(
         tmp_path,
         """
@@ -246,7 +272,7 @@ def test_a_test_making_the_store_read_only_does_not_break_the_session(tmp_path: 
     )
     prefix = unprivileged()
     try:
-        proc = run_pytest(project, "--genome", "-q", prefix=prefix)
+        proc = run_pytest(project, "--genome", "-q", f"--genome-writer={writer}", prefix=prefix)
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0, output
         assert "3 passed" in proc.stdout
@@ -338,7 +364,10 @@ def test_its_files_hold_what_it_wrote():
 """
 
 
-def test_a_test_taking_the_store_descriptors_keeps_its_files_and_the_run(tmp_path: Path) -> None:
+@WRITERS
+def test_a_test_taking_the_store_descriptors_keeps_its_files_and_the_run(
+    tmp_path: Path, writer: str
+) -> None:
     """``os.closerange`` then the test's own files on the freed numbers, and ``dup2`` of its
     files over the store's: SQLite wrote pages and WAL frames into them (and lost the run)
     before the writer checked its descriptors. Now every user file holds exactly what its test
@@ -349,7 +378,9 @@ def test_a_test_taking_the_store_descriptors_keeps_its_files_and_the_run(tmp_pat
         files = tmp_path / f"user-files-{mode}"
         files.mkdir()
         # -s: a test that closes every descriptor closes pytest's own capture files too.
-        args = ["-s", "-v", "--genome"] if mode == "genome" else ["-s", "-v"]
+        args = ["-s", "-v", "--genome", f"--genome-writer={writer}"]
+        if mode == "plain":
+            args = ["-s", "-v"]
         held = "3" if mode == "genome" else "0"
         env = {"USER_FILES": str(files), "STORE_DESCRIPTORS": held}
         result = run_pytest(project, *args, env=env)
@@ -367,8 +398,14 @@ def test_a_test_taking_the_store_descriptors_keeps_its_files_and_the_run(tmp_pat
         assert len(written) == 16 + int(held), (written, result.stdout[-3000:])
         if mode == "genome":
             notices = diffgenome_notices(result.stdout + result.stderr)
-            assert len([n for n in notices if "file descriptors of the store" in n]) == 2, notices
-            assert all("nothing was written through them" in n for n in notices), notices
+            taken = [n for n in notices if "file descriptors of the store" in n]
+            assert len(taken) == 2, notices
+            assert all("nothing was written through them" in n for n in taken), notices
+            # The writer process's pipe went with the closed numbers: this process wrote the
+            # rest itself, and said so once.
+            lost = [n for n in notices if "writer process stopped" in n]
+            assert len(lost) == (writer == "process"), notices
+            assert len(notices) == len(taken) + len(lost), notices
     assert outcomes["plain"] == outcomes["genome"]
     assert outcomes["genome"][0] == 0 and len(outcomes["genome"][1]) == 4
     doc = export(project)
@@ -433,7 +470,8 @@ def small_disk(tmp_path: Path) -> Any:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_is_named_as_the_cause(tmp_path: Path, small_disk: Path) -> None:
+@WRITERS
+def test_a_full_disk_is_named_as_the_cause(tmp_path: Path, small_disk: Path, writer: str) -> None:
     """The notice named SQLite's ``cannot rollback - no transaction is active`` (a ROLLBACK
     after SQLite had rolled back by itself) and the run read as ``interrupted``; now both say
     the disk holding the store is full, and the tests before it are kept."""
@@ -445,7 +483,12 @@ def test_a_full_disk_is_named_as_the_cause(tmp_path: Path, small_disk: Path) -> 
     assert filler.stat().st_size > 1 << 20
     filler.unlink()
     result = run_pytest(
-        project, "-q", "--genome", f"--genome-store={store}", env={"FILLER": str(filler)}
+        project,
+        "-q",
+        "--genome",
+        f"--genome-store={store}",
+        f"--genome-writer={writer}",
+        env={"FILLER": str(filler)},
     )
     assert (plain.returncode, result.returncode) == (0, 0), result.stdout + result.stderr
     notices = diffgenome_notices(result.stdout + result.stderr)
@@ -504,7 +547,10 @@ def test_a_crashed_xdist_worker_makes_the_closing_line_say_incomplete(tmp_path: 
     assert line.endswith(f"; the run is incomplete ({crashed})"), (line, run)
 
 
-def test_a_forked_copy_of_the_session_writes_nothing_into_the_store(tmp_path: Path) -> None:
+@WRITERS
+def test_a_forked_copy_of_the_session_writes_nothing_into_the_store(
+    tmp_path: Path, writer: str
+) -> None:
     """A test forks and the copy returns into pytest, running the rest of the session: the
     copy wrote into the store through the connection it inherited and finished the run
     itself, while the recording process could not. Now the copy says one line and writes
@@ -533,7 +579,9 @@ def test_a_forked_copy_of_the_session_writes_nothing_into_the_store(tmp_path: Pa
             assert f(3) == 4
         """,
     )
-    result = run_pytest(project, "-q", "-p", "no:faulthandler", "--genome")
+    result = run_pytest(
+        project, "-q", "-p", "no:faulthandler", "--genome", f"--genome-writer={writer}"
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     copies = [n for n in diffgenome_notices(output) if "made by os.fork() in a test" in n]

@@ -88,13 +88,14 @@ What it does NOT reach
 from __future__ import annotations
 
 import _socket
+import contextlib
 import errno as _errno
 import ipaddress
 import os
 import socket as _socket_module
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from os.path import realpath as _realpath
 from types import FrameType
 from typing import Any, Final
@@ -371,6 +372,19 @@ def _dispatch(
     # but the watched ones leave after one set lookup.
     if event in _watched:
         _route(event, args, _state)
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """The recorder's own work on this thread (its writer process's start): no guard judges
+    or records what it raises."""
+    local = _STATE.local
+    was = getattr(local, "busy", False)
+    local.busy = True
+    try:
+        yield
+    finally:
+        local.busy = was
 
 
 class EgressGuard:
