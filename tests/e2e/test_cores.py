@@ -294,6 +294,15 @@ def test_workout_records_the_same_genomes_with_both_cores(
     assert compiled == python
 
 
+def test_a_bounded_tree_is_the_same_with_both_cores(tmp_path: Path) -> None:
+    """Past the node bound every new call lands in the phase's sink; the compiled core makes
+    a call's new node through the tracer's own ``child`` (#26), bound and sink included."""
+    project = make_project(tmp_path, WORKOUT)
+    compiled, python, _, _ = _record_both(project, "-o", "genome_max_nodes=12")
+    assert "truncated" in compiled
+    assert compiled == python
+
+
 @pytest.mark.parametrize(
     ("base", "args", "returncode"),
     [

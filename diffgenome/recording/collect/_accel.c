@@ -864,6 +864,26 @@ fast_child(Core *self, PyObject *parent, PyObject *info)
     return node;
 }
 
+/* Tracer.child(parent, NODE_CALL, info), as the Python callbacks make a call's node the tree
+ * does not hold yet (within the node bound, else the sink). Borrowed: the parent's children
+ * or the tracer's sink hold it. NULL with an error on failure. */
+static PyObject *
+new_child(Core *self, PyObject *parent, PyObject *info)
+{
+    PyObject *args[3] = {parent, self->node_call_obj, info};
+    PyObject *made = PyObject_Vectorcall(self->make_child, args, 3, NULL);
+    if (made == NULL) {
+        return NULL;
+    }
+    if (Py_TYPE(made) != (PyTypeObject *)self->node_type) {
+        Py_DECREF(made);
+        PyErr_SetString(PyExc_TypeError, "tracer.child did not make a Node");
+        return NULL;
+    }
+    Py_DECREF(made);
+    return made;
+}
+
 /* The tree node of the frame an event is about, as a new reference: taken out of the active
  * map when the frame's step ends (``pop``), else only looked up. NULL without an error when the
  * frame has none, NULL with one on failure. */
@@ -915,6 +935,9 @@ Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *parent = fast_parent(self, frame);
     PyObject *node = parent == NULL ? NULL : fast_child(self, parent, info);
+    if (node == NULL && parent != NULL && !PyErr_Occurred()) {
+        node = new_child(self, parent, info);
+    }
     if (node == NULL) {
         if (PyErr_Occurred()) {
             return failed(self);
@@ -965,6 +988,9 @@ Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
     PyFrameObject *frame = PyEval_GetFrame();
     PyObject *parent = frame == NULL ? NULL : fast_parent(self, frame);
     PyObject *node = parent == NULL ? NULL : fast_child(self, parent, info);
+    if (node == NULL && parent != NULL && !PyErr_Occurred()) {
+        node = new_child(self, parent, info);
+    }
     if (node == NULL) {
         if (PyErr_Occurred()) {
             return failed(self);
@@ -1293,6 +1319,14 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->make_child, PyObject_GetAttrString(tracer, "child"));
+    if (self->make_child == NULL) {
+        return -1;
+    }
+    Py_XSETREF(self->node_call_obj, PyLong_FromLong(node_call));
+    if (self->node_call_obj == NULL) {
+        return -1;
+    }
     Py_XSETREF(self->codes, Py_NewRef(codes));
     Py_XSETREF(self->active, Py_NewRef(active));
     Py_XSETREF(self->task_frames, Py_NewRef(task_frames));
@@ -1392,6 +1426,8 @@ static int
 Core_traverse(Core *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->tracer);
+    Py_VISIT(self->make_child);
+    Py_VISIT(self->node_call_obj);
     Py_VISIT(self->codes);
     Py_VISIT(self->active);
     Py_VISIT(self->task_frames);
@@ -1449,6 +1485,8 @@ static int
 Core_clear(Core *self)
 {
     Py_CLEAR(self->tracer);
+    Py_CLEAR(self->make_child);
+    Py_CLEAR(self->node_call_obj);
     Py_CLEAR(self->codes);
     Py_CLEAR(self->active);
     Py_CLEAR(self->task_frames);
@@ -1695,7 +1733,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 17) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 18) < 0) {
         Py_DECREF(module);
         return NULL;
     }

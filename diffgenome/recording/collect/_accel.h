@@ -45,6 +45,8 @@ typedef struct {
     PyObject *active;        /* id(frame) -> Node */
     PyObject *task_frames;   /* non-empty: attribution needs the Python path */
     PyObject *py_start, *py_resume, *py_branch;
+    /* tracer.child: a call's node made where the tree has none yet (its bound and sink). */
+    PyObject *make_child, *node_call_obj;
     PyObject *record_state;
     PyObject *summarize;
     PyObject *disable;
