@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.helpers import (
     export,
     make_project,
@@ -368,6 +370,53 @@ def test_classes_made_by_a_test_are_not_kept_alive_by_the_recorder(tmp_path: Pat
     doc = record(project)
     assert test_genome(doc, "::test_they_are_gone")["outcome"] == "passed"
     assert test_genome(doc, "::test_make_and_use_classes")["outcome"] == "passed"
+
+
+@pytest.mark.parametrize("core", ["c", "python"])
+def test_an_argument_dies_with_its_last_reference_as_without_the_recorder(
+    tmp_path: Path, core: str
+) -> None:
+    """A generator drops its argument and waits: the argument dies when the test drops it too.
+    On 3.12 reading the arguments through ``f_locals`` left a snapshot of them in the frame,
+    alive until the generator ended (capabilities.frame_get_var); both cores read the frame's
+    slots now, wherever the compiled core is built."""
+    files = {
+        "pkg/__init__.py": """
+            def held(x):
+                x = None
+                yield 1
+                yield 2
+        """,
+        "tests/test_dies.py": """
+            import gc
+            import weakref
+
+            from pkg import held
+
+
+            class Thing:
+                pass
+
+
+            def test_the_argument_dies_while_the_generator_waits():
+                thing = Thing()
+                ref = weakref.ref(thing)
+                waiting = held(thing)
+                assert next(waiting) == 1
+                del thing
+                gc.collect()
+                assert ref() is None
+                assert next(waiting) == 2
+        """,
+    }
+    project = make_project(tmp_path, files)
+    plain = run_pytest(project, "-q")
+    assert plain.returncode == 0, plain.stdout
+    env = {"DIFFGENOME_CORE": "python"} if core == "python" else None
+    doc = record(project, env=env)
+    test = test_genome(doc, "::test_the_argument_dies_while_the_generator_waits")
+    assert test["outcome"] == "passed", test
+    assert one_node(test["phases"]["call"], "py:pkg.held")["count"] == 2  # started, resumed
 
 
 def test_hash_results_do_not_make_two_recordings_differ(tmp_path: Path) -> None:

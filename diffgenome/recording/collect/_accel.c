@@ -1697,11 +1697,38 @@ static PyTypeObject CoreType = {
     .tp_members = Core_members,
 };
 
+/* frame_var(frame, name): what ``frame.f_locals.get(name)`` gives for an argument (a cell's
+ * contents included; None when unbound), read from the interpreter frame's slot: on 3.12 the
+ * Python callbacks read through this too, so that no core builds ``f_locals``, whose snapshot
+ * keeps the frame's values alive (capabilities.frame_get_var). */
+static PyObject *
+module_frame_var(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyFrame_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "frame_var(frame, name)");
+        return NULL;
+    }
+    PyObject *value = PyFrame_GetVar((PyFrameObject *)args[0], args[1]);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_NameError)) {
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    return value;
+}
+
+static PyMethodDef accel_functions[] = {
+    {"frame_var", (PyCFunction)(void (*)(void))module_frame_var, METH_FASTCALL,
+     "frame.f_locals.get(name) for an argument, without building f_locals."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef accel_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "diffgenome.recording.collect._accel",
     .m_doc = "Compiled hot path of the diffgenome collector (see tracer.py).",
     .m_size = -1,
+    .m_methods = accel_functions,
 };
 
 /* -DDIFFGENOME_CORE_SOURCE=<hex digest>, unquoted (MSVC mangles quotes in defines). */
@@ -1733,7 +1760,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 18) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 19) < 0) {
         Py_DECREF(module);
         return NULL;
     }

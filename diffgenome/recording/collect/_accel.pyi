@@ -2,10 +2,13 @@
 contract.py for the encodings it is handed."""
 
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 ABI: int
 VERSION: int
+
+def frame_var(frame: FrameType, name: str, /) -> Any: ...
 
 class Core:
     recording: bool

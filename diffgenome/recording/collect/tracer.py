@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 18
+CORE_VERSION = 19
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
@@ -151,6 +151,26 @@ def _absent_reason(exc: ImportError) -> str:
 
 
 _ACCEL, _ACCEL_ABSENT = _load_accelerator()
+
+
+def _load_frame_var() -> Callable[[FrameType, str], Any] | None:
+    """The compiled core's ``frame_var`` wherever it is built, whichever core records: the
+    Python callbacks read arguments as the compiled core does (capabilities.frame_get_var),
+    so that both leave the same objects alive. None without a built core of this version."""
+    if not CAPABILITIES.frame_get_var or not CAPABILITIES.tested:
+        return None
+    try:
+        from diffgenome.recording.collect import _accel
+    except ImportError:
+        return None
+    if getattr(_accel, "VERSION", None) != CORE_VERSION:
+        return None
+    found: Callable[[FrameType, str], Any] | None = getattr(_accel, "frame_var", None)
+    return found
+
+
+#: ``frame.f_locals.get(name)`` without ``f_locals`` (None: read ``f_locals``).
+_frame_var = _load_frame_var()
 
 
 # Nodes a thread can be inside of when a phase ends.
@@ -1113,18 +1133,22 @@ class Tracer:
     # -- evidence ------------------------------------------------------------------------
 
     def _record_args(self, node: Node, info: CodeInfo, frame: FrameType) -> None:
-        local = frame.f_locals
+        read = _frame_var
+        local = frame.f_locals if read is None else None
         summarize = values.summarize
         labels = info.arg_labels
         if len(labels) == 1:
-            shape, canon = summarize(local.get(info.argnames[0]))
+            name = info.argnames[0]
+            value = read(frame, name) if local is None else local.get(name)  # type: ignore[misc]
+            shape, canon = summarize(value)
             node.args.add_pair((labels[0] + shape, canon))
             return
         shapes: list[str] = []
         canons: list[bytes] = []
         complete = True
         for name, label in zip(info.argnames, labels, strict=True):
-            shape, canon = summarize(local.get(name))
+            value = read(frame, name) if local is None else local.get(name)  # type: ignore[misc]
+            shape, canon = summarize(value)
             shapes.append(label + shape)
             if canon is None:
                 complete = False
@@ -1139,7 +1163,10 @@ class Tracer:
         if state is None:
             state = node.state = StateSet(self.bounds.state)
         if info.self_attrs and info.receiver is not None:
-            receiver = frame.f_locals.get(info.receiver)
+            read = _frame_var
+            receiver = (
+                frame.f_locals.get(info.receiver) if read is None else read(frame, info.receiver)
+            )
             fields = _fields_of(receiver)
             if fields is not None:
                 classes: list[Any] | None = None
