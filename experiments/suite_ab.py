@@ -11,9 +11,9 @@ diffgenome: each tree (a copy of diffgenome's sources with its compiled core bui
 ``python setup.py build_ext --inplace``) is put first on ``PYTHONPATH`` and the recorder is
 loaded by name, with pytest's plugin autoload off, so the same interpreter, pytest and project
 run every tree. ``LABEL=PATH|ARGS`` adds pytest arguments for that tree. Each run is one whole
-process; its CPU time (user + sys of it and the children it waited for, the writer process
-included) and wall time are taken, and the medians printed as a Markdown table with the
-multiple of plain.
+process, after one unmeasured plain warm-up run; its CPU time (user + sys of it and the
+children it waited for, the writer process included) and wall time are taken, and the
+medians printed as a Markdown table with the multiple of plain.
 """
 
 from __future__ import annotations
@@ -48,6 +48,12 @@ def main() -> int:
     parser.add_argument("--tree", action="append", default=[], metavar="LABEL=PATH[|ARGS]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--args", default="", help="pytest arguments of every run")
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="also coverage.py as make bench runs it (branch, per-test contexts; installed in "
+        "the project's interpreter)",
+    )
     options = parser.parse_args()
     trees: list[tuple[str, Path, list[str]]] = []
     for spec in options.tree or [f"this={Path(__file__).resolve().parents[1]}"]:
@@ -58,17 +64,30 @@ def main() -> int:
     common += shlex.split(options.args)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DIFFGENOME_"))}
     base.pop("PYTHONPATH", None)
+    # As make bench: pytest's rewritten test modules are cached after the warm-up run.
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
     base["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     runs: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="suite-ab-") as scratch:
+        run(common, options.project, base)  # warm-up, unmeasured (fills __pycache__)
         for round_no in range(options.rounds):
             modes: list[tuple[str, Path | None, list[str]]] = [("plain", None, []), *trees]
+            if options.coverage:
+                modes.append(("coverage.py", None, ["coverage"]))
             # The order turns from round to round: no mode always runs first.
             shift = round_no % len(modes)
             for label, tree, args in modes[shift:] + modes[:shift]:
                 env = dict(base)
                 cmd = list(common)
-                if tree is not None:
+                if args == ["coverage"]:
+                    rc = Path(scratch) / "coveragerc"
+                    data = Path(scratch) / f"coverage-{round_no}"
+                    rc.write_text(
+                        f"[run]\nbranch = True\ndynamic_context = test_function\n"
+                        f"data_file = {data}\n"
+                    )
+                    cmd = [options.python, "-m", "coverage", "run", f"--rcfile={rc}", *cmd[1:]]
+                elif tree is not None:
                     env["PYTHONPATH"] = str(tree)
                     env["PYTEST_PLUGINS"] = "diffgenome.recording.plugin"
                     store = Path(scratch) / f"store-{label}-{round_no}"
