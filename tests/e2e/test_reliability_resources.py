@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from diffgenome.recording.collect import tracer as tracer_module
 from e2e.helpers import (
     export,
     make_project,
@@ -308,13 +309,14 @@ def test_outcome_is_the_same_with_and_without_genome(lab: Lab, name: str) -> Non
     assert test["verified"] is True, test["unverified_reasons"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracer: sys.monitoring callbacks are Python frames; a call that takes the last "
-    "free frame below the recursion limit leaves none for the PY_START callback, whose "
-    "RecursionError reaches the test (3.12 and 3.13)",
-)
 def test_recursion_to_the_last_free_frame_is_not_changed_by_recording(lab: Lab) -> None:
+    """The compiled core's callbacks are no Python frames: a call that takes the last free
+    frame below the recursion limit leaves the core none to make the call's node with, which
+    it counts and discloses (below) without raising into the test. The pure-Python core's
+    callbacks are Python frames, whose RecursionError reaches the test: that is known, and
+    docs/recording.md says so."""
+    if tracer_module._ACCEL is None:
+        pytest.xfail(f"the pure-Python core records here ({tracer_module._ACCEL_ABSENT})")
     name = "test_recursion_to_the_last_free_frame"
     assert lab.plain[name] == "PASSED"
     assert lab.genome[name] == lab.plain[name]

@@ -68,7 +68,18 @@ failed(Core *self)
     if (!PyErr_ExceptionMatches(PyExc_Exception)) {
         return NULL;
     }
+    int recursion = PyErr_ExceptionMatches(PyExc_RecursionError);
     PyObject *exc = PyErr_GetRaisedException();
+    if (recursion && self->recursion_reason != NULL) {
+        /* Near the limit the Python code the core calls (a new node) finds no frame left:
+         * the phase says so, as the Python callbacks' does. No Python frame is used here. */
+        PyObject *reasons = PyObject_GetAttr(self->tracer, self->str_reasons);
+        if (reasons != NULL && PySet_Check(reasons)) {
+            PySet_Add(reasons, self->recursion_reason);
+        }
+        Py_XDECREF(reasons);
+        PyErr_Clear();
+    }
     PyObject *errors = PyObject_GetAttr(self->tracer, self->str_errors);
     if (errors != NULL) {
         PyObject *more = PyNumber_Add(errors, one);
@@ -1319,6 +1330,11 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->recursion_reason, PyObject_GetAttrString(tracer, "RECURSION_REASON"));
+    Py_XSETREF(self->str_reasons, PyUnicode_InternFromString("_reasons"));
+    if (self->recursion_reason == NULL || self->str_reasons == NULL) {
+        return -1;
+    }
     Py_XSETREF(self->make_child, PyObject_GetAttrString(tracer, "child"));
     if (self->make_child == NULL) {
         return -1;
@@ -1427,6 +1443,7 @@ Core_traverse(Core *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->tracer);
     Py_VISIT(self->make_child);
+    Py_VISIT(self->recursion_reason);
     Py_VISIT(self->node_call_obj);
     Py_VISIT(self->codes);
     Py_VISIT(self->active);
@@ -1486,6 +1503,8 @@ Core_clear(Core *self)
 {
     Py_CLEAR(self->tracer);
     Py_CLEAR(self->make_child);
+    Py_CLEAR(self->recursion_reason);
+    Py_CLEAR(self->str_reasons);
     Py_CLEAR(self->node_call_obj);
     Py_CLEAR(self->codes);
     Py_CLEAR(self->active);
@@ -1760,7 +1779,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 19) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 20) < 0) {
         Py_DECREF(module);
         return NULL;
     }

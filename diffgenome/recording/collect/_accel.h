@@ -47,6 +47,9 @@ typedef struct {
     PyObject *py_start, *py_resume, *py_branch;
     /* tracer.child: a call's node made where the tree has none yet (its bound and sink). */
     PyObject *make_child, *node_call_obj;
+    /* Tracer.RECURSION_REASON, added to tracer._reasons when a callback meets the recursion
+     * limit (as the Python callbacks do). */
+    PyObject *recursion_reason, *str_reasons;
     PyObject *record_state;
     PyObject *summarize;
     PyObject *disable;

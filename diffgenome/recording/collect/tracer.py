@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 19
+CORE_VERSION = 20
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
@@ -180,6 +180,10 @@ _MAY_RUN: Final = frozenset({NODE_CALL, NODE_SUBSTITUTION})
 class Tracer:
     """Owns the tool id, the callbacks and the per-phase trees."""
 
+    #: What a phase says when a callback met the recursion limit (the compiled core adds it
+    #: to ``_reasons`` itself: near the limit it can call no Python code).
+    RECURSION_REASON: Final = REASON_RECURSION_LIMIT
+
     def __init__(
         self, scope: Scope, digester: values.Digester, bounds: Bounds, *, core: str = "auto"
     ) -> None:
@@ -238,6 +242,8 @@ class Tracer:
         """A callback caught ``exc``: count it (the phase is then unverified) and, when
         debugging callbacks, keep the first one of its kind with where it was raised."""
         self.errors += 1
+        if type(exc) is RecursionError:
+            self._reasons.add(REASON_RECURSION_LIMIT)
         if self.first_errors is not None:
             self.keep_first_error(exc)
 
