@@ -71,6 +71,15 @@ class ForkedCopy(StoreError):
     on with the session. SQLite connections must not cross a fork, and the run is the
     recording process's: the copy writes nothing at all."""
 
+    @classmethod
+    def of(cls, pid: int, owner: int) -> ForkedCopy:
+        """What the copy ``pid`` of the recording process ``owner`` says, once."""
+        return cls(
+            f"this process (pid {pid}) is a copy of the recording process {owner} made by "
+            "os.fork() in a test, and it went on with the session: it records nothing; the "
+            "recording process keeps the run"
+        )
+
 
 # Addresses a writer remembers having stored (about 100 bytes each): past this, it starts
 # over, and a body it forgot is only compressed and offered to the store once more.
@@ -359,11 +368,7 @@ class StoreWriter:
             raise StoreError(f"cannot {what}: the store writer is closed; open a new one")
         pid = _getpid()
         if pid != self._owner:
-            raise ForkedCopy(
-                f"this process (pid {pid}) is a copy of the recording process {self._owner} "
-                "made by os.fork() in a test, and it went on with the session: it records "
-                "nothing; the recording process keeps the run"
-            )
+            raise ForkedCopy.of(pid, self._owner)
         if self._held.intact():
             return conn
         taken = ", ".join(str(fd) for fd in self._held.taken())

@@ -258,11 +258,7 @@ class WriterProcess:
     def _check_owner(self) -> None:
         pid = _getpid()
         if pid != self._owner:
-            raise ForkedCopy(
-                f"this process (pid {pid}) is a copy of the recording process {self._owner} "
-                "made by os.fork() in a test, and it went on with the session: it records "
-                "nothing; the recording process keeps the run"
-            )
+            raise ForkedCopy.of(pid, self._owner)
 
     def _check(self) -> None:
         self._check_owner()
