@@ -60,6 +60,8 @@ class Options:
     preview: bool = False
     #: ``--genome-writer``: ``auto``, ``process`` or ``inline`` (recording/writer.py).
     writer: str = "auto"
+    #: How many pytest-xdist workers the session runs (None: not under xdist).
+    workers: int | None = None
 
 
 #: What ``--genome-egress=isolate`` achieved in this process, before any conftest ran (set by
@@ -107,6 +109,9 @@ def read_options(config: pytest.Config) -> Options:
         egress_asked=asked,
         preview=bool(config.getoption("genome_preview", None) or config.getini("genome_preview")),
         writer=_writer(config),
+        workers=int(workerinput["workercount"])
+        if workerinput and isinstance(workerinput.get("workercount"), int)
+        else None,
     )
 
 

@@ -106,8 +106,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="who writes finished tests into the store: a writer process of their own, on "
         "another core, so the next test does not wait (process), the test process itself "
-        "(inline), or a writer process once at least 200 tests are to run (auto, the "
-        "default); the store holds the same rows either way",
+        "(inline), or a writer process once at least 200 tests are to run and a core is free "
+        "(auto, the default); the store holds the same rows either way",
     )
     parser.addini("genome", "record genomes (like --genome)", type="bool", default=False)
     parser.addini("genome_writer", "who writes finished tests (like --genome-writer)", default="")

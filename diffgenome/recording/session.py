@@ -79,13 +79,12 @@ from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
 from diffgenome.recording.writer import (
-    AUTO_MIN_TESTS,
-    WRITER_INLINE,
     WRITER_PROCESS,
     WriterLost,
     WriterProcess,
     start_writer,
     writer_name,
+    writer_wanted,
 )
 
 _enumerate_threads = threading.enumerate
@@ -461,7 +460,7 @@ class Recorder:
         mode = self.options.writer
         if self.is_controller or not self._tracing or self._store_broken or self._closed:
             return
-        if mode == WRITER_INLINE or (mode != WRITER_PROCESS and tests < AUTO_MIN_TESTS):
+        if not writer_wanted(mode, tests, self.options.workers, _cores()):
             return
         try:
             with egress.unobserved():  # the recorder's own child: no test's spawn
@@ -1032,6 +1031,14 @@ class Recorder:
             writer.finish()
         except WriterLost as exc:
             self._writer_lost(writer, str(exc))
+
+
+def _cores() -> int | None:
+    """The cores this process may run on (None where that cannot be told)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 def _imported_before(scope: Scope) -> list[str]:

@@ -313,6 +313,18 @@ class WriterProcess:
                 pipe.inode = -1
 
 
+def writer_wanted(mode: str, tests: int, workers: int | None, cores: int | None) -> bool:
+    """Whether a session starts a writer process: always under ``process``, never under
+    ``inline``; under ``auto``, for 200 tests or more, unless pytest-xdist already runs a
+    worker on every core (``workers``: how many; None without xdist), where the writers would
+    only take turns with the workers for the same cores."""
+    if mode == WRITER_PROCESS:
+        return True
+    if mode == WRITER_INLINE or tests < AUTO_MIN_TESTS:
+        return False
+    return workers is None or cores is None or workers < cores
+
+
 def writer_name(worker: str) -> str:
     """The writer process of ``worker`` (``main``, ``gw0``) among the run's writers: while it
     lives the run reads as running (it may still be committing a test process's last tests)."""
