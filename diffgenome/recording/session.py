@@ -936,15 +936,8 @@ class Recorder:
             writer.stop()
         with contextlib.suppress(Exception):
             self.store.make_room()
-        for _, kind, run_id, worker, payload in writer.unacknowledged:
-            try:
-                if kind == "symbols":
-                    self.store.add_symbols(run_id, list(payload))
-                else:
-                    self.store.add_tests(run_id, worker, list(payload))
-            except Exception:
-                break
-        writer.unacknowledged = []
+        with contextlib.suppress(Exception):
+            writer.write_unacknowledged(self.store)
 
     def _record_store_failure(self) -> None:
         """Best effort: the run says why it is incomplete (tried when the store fails and
@@ -1006,20 +999,14 @@ class Recorder:
         later test itself."""
         self._writer = None
         writer.stop()
-        for _, kind, run_id, worker, payload in writer.unacknowledged:
-            if kind == "symbols":
-                self.store.add_symbols(run_id, list(payload))
-            else:
-                self.store.add_tests(run_id, worker, list(payload))
-        writer.unacknowledged = []
+        writer.write_unacknowledged(self.store)
         # The writer did not leave the run itself: it did its part, this process the rest.
         self.store.leave_run(self.run_id, writer.name, True, [])
-        if why != "finished":
-            say(
-                self.config,
-                f"the store's writer process stopped ({why}); this process "
-                "writes the rest of the tests itself",
-            )
+        say(
+            self.config,
+            f"the store's writer process stopped ({why}); this process writes the rest of "
+            "the tests itself",
+        )
 
     def _finish_writer(self) -> None:
         """Wait for the writer process to commit what it was handed (before the run ends)."""

@@ -255,6 +255,17 @@ class WriterProcess:
             if self._failed is not None:
                 raise StoreError(self._failed)
 
+    def write_unacknowledged(self, store: StoreWriter) -> None:
+        """Write what the writer did not acknowledge through ``store``, in order (tests and
+        symbols are written by key: one the writer did commit is the same row again); the
+        first store error is raised and what follows it is dropped."""
+        batches, self.unacknowledged = self.unacknowledged, []
+        for _, kind, run_id, worker, payload in batches:
+            if kind == _SYMBOLS:
+                store.add_symbols(run_id, list(payload))
+            else:
+                store.add_tests(run_id, worker, list(payload))
+
     def _check_owner(self) -> None:
         pid = _getpid()
         if pid != self._owner:
