@@ -5,6 +5,7 @@ test_recording_runs.py's; the faults of a session with one are test_reliability_
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -44,6 +45,16 @@ def test_auto_starts_a_writer_for_a_session_of_200_tests_or_more(
     doc = export(project)
     assert doc["run"]["complete"] is True
     assert len(doc["tests"]) == count + 1  # and <import>
+
+
+def test_auto_starts_none_where_xdist_runs_a_worker_on_every_core(tmp_path: Path) -> None:
+    """The writers would only take turns with the workers for the same cores."""
+    project = make_project(tmp_path, {**MOD, "tests/test_many.py": MANY.format(count=400)})
+    cores = len(os.sched_getaffinity(0))
+    result = run_pytest(project, "-q", "--genome", "-n", str(cores))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _writers(project) == {f"gw{i}": 1 for i in range(cores)}
+    assert export(project)["run"]["complete"] is True
 
 
 def test_inline_starts_none_however_many_tests(tmp_path: Path) -> None:
