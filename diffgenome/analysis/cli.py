@@ -22,7 +22,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, NoReturn
 
 from pydantic import BaseModel, ValidationError
@@ -30,35 +30,29 @@ from rich.console import Console, RenderableType
 
 from diffgenome.analysis import pipeline
 from diffgenome.analysis.combine import combine
+from diffgenome.analysis.delivery import EXIT_FOUND, deliver
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
-from diffgenome.analysis.htmlreport import check_directory, write_diff_html, write_run_html
+from diffgenome.analysis.htmlreport import write_run_html
 from diffgenome.analysis.models import (
-    DiffDocument,
     Run,
     TestRecord,
     genome_problem,
     record_problem,
 )
-from diffgenome.analysis.outfiles import output_file
-from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record.git import git_output
+from diffgenome.analysis.outfiles import check_output, output_file, write_output
+from diffgenome.analysis.record.git import git_output, place_of
 from diffgenome.analysis.record.process import Interrupted
 from diffgenome.analysis.report import (
     render_affected,
     render_ids,
-    render_markdown,
-    render_terminal,
 )
-from diffgenome.analysis.report.common import Selection, now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import (
     DEFAULT_MARKDOWN_LIMIT,
     GITHUB_COMMENT_LIMIT,
-    MIN_MARKDOWN_LIMIT,
-    MarkdownTooLong,
 )
-from diffgenome.analysis.report.progress import make_progress
+from diffgenome.analysis.report.progress import progress_on_stderr
 from diffgenome.analysis.report.runs import (
     genome_tree,
     run_tests_table,
@@ -66,6 +60,7 @@ from diffgenome.analysis.report.runs import (
     short_commit,
     size_text,
 )
+from diffgenome.analysis.request import read_request
 from diffgenome.analysis.schema import SCHEMAS, schema_text
 from diffgenome.analysis.store import (
     RunSummary,
@@ -85,7 +80,7 @@ from diffgenome.protocol.retention import (
     set_keep_runs,
 )
 from diffgenome.protocol.runs import STATUS_RUNNING
-from diffgenome.protocol.selection import find_store
+from diffgenome.protocol.selection import command_store
 from diffgenome.protocol.store import DEFAULT_DIR, OpenedStore, one_line
 from diffgenome.protocol.store import open_store as open_store_for_writing
 from diffgenome.protocol.storekey import KEY_BYTES, new_key_file
@@ -127,26 +122,18 @@ def default_store(where: str | None = None) -> str:
     """The store ``pytest --genome`` run in ``where`` (default: here) writes to: the nearest
     ``.diffgenome/`` from there up to the git top, else at the git top (outside git: there)."""
     here = where or os.getcwd()
-    toplevel = (git_output(here, "rev-parse", "--show-toplevel") or "").strip()
-    return find_store(here, toplevel or None)
+    return command_store(None, here, place_of(here).toplevel or None)
 
 
 def store_path(args: argparse.Namespace) -> str:
-    """The one answer to where this command's store is: ``--store``, else the store of
-    ``--repo`` (``diff``, ``affected``) or of the current folder. ``diff`` records into it,
-    reads its sides from it and writes the HTML report from it: every part is handed this
-    path, none looks for the store itself."""
-    return args.store or default_store(getattr(args, "repo", None))
+    """Where this command's store is: ``--store``, else the store of ``--repo`` or of the
+    current folder (:func:`~diffgenome.protocol.selection.command_store`, as ``diff``'s
+    request decides it)."""
+    return str(args.store or default_store(getattr(args, "repo", None)))
 
 
 def open_store(args: argparse.Namespace) -> StoreReader:
     return StoreReader.open(store_path(args))
-
-
-def _git_prefix(repo: str | None) -> str:
-    """Where the folder the tests run from (``--repo``, else here) is in its git repository
-    (``proj/``), as ``git rev-parse --show-prefix`` says; empty at the top or outside git."""
-    return (git_output(repo or os.getcwd(), "rev-parse", "--show-prefix") or "").strip()
 
 
 def _git_commit(spec: str) -> str | None:
@@ -179,24 +166,6 @@ def validation_message(exc: ValidationError) -> str:
     where = ".".join(str(part) for part in first.get("loc", ())) or "document"
     more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
     return f"{where}: {first.get('msg', 'invalid')}{more}"
-
-
-def write_output(text: str, output: str | None, option: str = "-o") -> None:
-    """Write to stdout for None or "-", else to ``output`` atomically (never half a file);
-    ``option`` names the argument that gave it, for the error."""
-    data = text.encode("utf-8")
-    if output in (None, "-"):
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    assert output is not None
-    try:
-        with output_file(output) as handle:
-            handle.write(data)
-    except OSError as exc:
-        raise CliError(
-            f"cannot write {output}: {exc.strerror or exc}; choose another {option} path"
-        ) from None
 
 
 def console() -> Console:
@@ -469,31 +438,16 @@ def _configure_export(parser: argparse.ArgumentParser) -> None:
     _add_quiet(parser)
 
 
-def _check_output(output: str | None, option: str = "-o") -> None:
-    """Fail before any work when ``output`` cannot be written (its folder is missing): a
-    run can take a while to load and check (a diff, to record), and the error should not
-    wait for that."""
-    if output in (None, "-"):
-        return
-    assert output is not None
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise CliError(
-            f"cannot write {output}: the folder {folder} does not exist; create it or choose "
-            f"another {option} path"
-        )
-
-
 def _run_export(args: argparse.Namespace) -> int:
     to_stdout = args.output in (None, "-")
-    _check_output(args.output)
+    check_output(args.output)
     if args.indent is not None and (args.format != "json" or args.indent < 0):
         raise CliError(
             "--indent N needs N >= 0 and --format json (JSON Lines hold a record per line); "
             "drop --indent or export as json"
         )
     buffer = io.BytesIO()
-    with _progress(args) as progress, open_store(args) as reader:
+    with progress_on_stderr(args.quiet) as progress, open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
         where = "" if to_stdout else f" to {args.output}"
         # Loading and writing are one step: the run is read, checked and encoded test by test.
@@ -653,8 +607,6 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 
 #: What ``--fail-on`` takes: three of the statuses (see found_for), then the other findings.
 FAIL_ON = (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_RESTRUCTURED, "drift", "gaps", "never")
-EXIT_FOUND = 1
-EXIT_NOW_FAILING = 3
 
 
 def _configure_sides(parser: argparse.ArgumentParser) -> None:
@@ -770,53 +722,6 @@ def _add_quiet(parser: argparse.ArgumentParser) -> None:
 
 
 @contextlib.contextmanager
-def _progress(args: argparse.Namespace) -> Iterator[Progress]:
-    """Progress for this command on standard error (never standard output, which may hold
-    ``--json -``): a live line on a terminal, plain lines in a log, nothing with ``-q``.
-    Closed on every way out, so that an error line never lands on a half-drawn live line."""
-    progress = make_progress(quiet=bool(getattr(args, "quiet", False)))
-    try:
-        yield progress
-    finally:
-        progress.close()
-
-
-def _diff_options(
-    args: argparse.Namespace, progress: Progress, store: str, repeat: int = 1
-) -> pipeline.Options:
-    return pipeline.Options(
-        base=args.base,
-        head=args.head,
-        store=store,
-        repo=args.repo,
-        python=args.python,
-        pytest_args=tuple(args.pytest_args),
-        repeat=repeat,
-        rerecord=args.rerecord,
-        confirm=getattr(args, "confirm", True),
-        progress=progress,
-    )
-
-
-def found_for(diff: DiffDocument, fail_on: str) -> bool:
-    """Whether ``diff`` holds what ``--fail-on`` names (see docs/diffing.md)."""
-    if fail_on == "never":
-        return False
-    if fail_on == "drift":
-        return bool(diff.drift)
-    if fail_on == "gaps":
-        return any(change.gaps for change in diff.code_changes)
-    s = diff.summary
-    if s.changed or s.added or s.removed:
-        return True
-    if fail_on == STATUS_UNVERIFIED:
-        return bool(s.unverified)
-    if fail_on == STATUS_RESTRUCTURED and s.restructured:
-        return True
-    return any(t.status == STATUS_UNVERIFIED and t.may_hide_change for t in diff.tests)
-
-
-@contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM cleans up like Ctrl-C: worktrees and temp folders never stay behind."""
 
@@ -835,88 +740,11 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    if args.json == "-" and args.markdown == "-":
-        raise CliError("--json - and --markdown - both want standard output; give one a FILE")
-    if args.repeat < 1:
-        raise CliError(f"--repeat must be at least 1, not {args.repeat}")
-    if args.markdown_limit < MIN_MARKDOWN_LIMIT:
-        raise CliError(
-            f"--markdown-limit must be at least {MIN_MARKDOWN_LIMIT}, not {args.markdown_limit}"
-        )
-    if args.html is not None:
-        check_directory(args.html)
-    _check_output(args.json, "--json")
-    _check_output(args.markdown, "--markdown")
-    selection = Selection(
-        pattern=args.test, everything=args.everything, prefix=_git_prefix(args.repo)
-    )
-
-    def json_text() -> str:
-        return diff.model_dump_json(indent=2) + "\n"
-
-    def markdown_text() -> str:
-        try:
-            return render_markdown(
-                diff,
-                selection=selection,
-                limit=args.markdown_limit,
-                link=args.markdown_link,
-                written=[path for path in (args.html, args.json) if path not in (None, "-")],
-                notes=notes,
-                source_url=args.source_url,
-                fail_on=args.fail_on,
-            )
-        except MarkdownTooLong as exc:
-            raise CliError(f"--markdown-limit {args.markdown_limit}: {exc}") from None
-
-    store = store_path(args)
-    with _progress(args) as progress:
+    request = read_request(args)
+    with progress_on_stderr(request.quiet) as progress:
         with _terminate_as_interrupt():
-            diff, notes = pipeline.run_diff(_diff_options(args, progress, store, args.repeat))
-        if args.test is not None and not any(selection.selects(t.id) for t in diff.tests):
-            raise CliError(
-                f"no test of the diff matches --test {args.test!r} ({test_count(diff)} tests "
-                "compared); give a part of a test id, or --all"
-            )
-        # Reports to files are a step; what goes to standard output is written after the
-        # progress is closed, so that a live line never mixes with it on one terminal.
-        kinds = [
-            kind
-            for kind, target in (("JSON", args.json), ("Markdown", args.markdown))
-            if target not in (None, "-")
-        ] + (["HTML"] if args.html is not None else [])
-        if kinds:
-            what = f"the {_and(kinds)} report{'s' if len(kinds) > 1 else ''}"
-            with progress.step("writing", "wrote", what):
-                if args.json not in (None, "-"):
-                    write_output(json_text(), args.json, "--json")
-                if args.markdown not in (None, "-"):
-                    write_output(markdown_text(), args.markdown, "--markdown")
-                if args.html is not None:
-                    write_diff_html(diff, args.html, store, args.source_url)
-    if args.json == "-":
-        write_output(json_text(), "-")
-    if args.markdown == "-":
-        write_output(markdown_text(), "-")
-    if "-" not in (args.json, args.markdown):
-        out = console()
-        print_whole(out, render_terminal(diff, selection=selection, fail_on=args.fail_on))
-        for note in notes:
-            out.print(f"note: {note}", style="dim", markup=False)
-    return exit_status(diff, args.fail_on)
-
-
-def exit_status(diff: DiffDocument, fail_on: str) -> int:
-    """0 nothing ``--fail-on`` names; 1 it was found; 3 a test that did not fail in base
-    fails in head (worse than any other change; not with ``--fail-on never``)."""
-    if fail_on != "never" and now_failing(diff):
-        return EXIT_NOW_FAILING
-    return EXIT_FOUND if found_for(diff, fail_on) else EXIT_OK
-
-
-def _and(words: list[str]) -> str:
-    """``JSON``, ``JSON and HTML``, ``JSON, Markdown and HTML``."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+            diff, notes = pipeline.run_diff(replace(request.options, progress=progress))
+        return deliver(diff, notes, request.reports, progress)
 
 
 def _configure_affected(parser: argparse.ArgumentParser) -> None:
@@ -932,8 +760,9 @@ def _configure_affected(parser: argparse.ArgumentParser) -> None:
 def _run_affected(args: argparse.Namespace) -> int:
     if args.ids and args.json == "-":
         raise CliError("--ids and --json - both want standard output; give --json a FILE")
-    with _progress(args) as progress, _terminate_as_interrupt():
-        options = _diff_options(args, progress, store_path(args))
+    request = read_request(args)
+    with progress_on_stderr(request.quiet) as progress, _terminate_as_interrupt():
+        options = replace(request.options, progress=progress)
         prepared = pipeline.prepare(options, need_head_recording=False)
     if prepared.code_changes is None:
         why = "; ".join(prepared.notes) or "the code of a side is unknown"
@@ -945,7 +774,7 @@ def _run_affected(args: argparse.Namespace) -> int:
     found = affected_tests(base, prepared.code_changes, module_of)
     if args.ids:
         # Only the ids: for `pytest $(diffgenome affected main HEAD --ids)` where this runs.
-        write_output(render_ids(found, _git_prefix(args.repo)), None)
+        write_output(render_ids(found, request.place.prefix), None)
         for note in prepared.notes:
             sys.stderr.write(f"{PROG}: note: {note}\n")
         return EXIT_OK

@@ -22,16 +22,6 @@ from diffgenome.protocol.vocab import STATUS_UNCHANGED
 PROG = "diffgenome"
 
 
-def check_directory(directory: str) -> None:
-    """Fail before any work when ``directory`` cannot become the site's folder."""
-    if not directory:
-        raise SiteError("--html needs a folder; pass --html DIR")
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise SiteError(
-            f"cannot write the HTML report: {directory} is not a folder; pass --html DIR"
-        )
-
-
 def _records(raw: list[dict[str, object]]) -> dict[str, TestRecord]:
     out: dict[str, TestRecord] = {}
     for item in raw:

@@ -14,8 +14,58 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from typing import BinaryIO
+
+from diffgenome.protocol.errors import UserError
+
+
+class OutputError(UserError):
+    """An output of the command cannot be written where the user asked."""
+
+
+def check_output(output: str | None, option: str = "-o") -> None:
+    """Fail before any work when ``output`` cannot be written (its folder is missing): a
+    run can take a while to load and check (a diff, to record), and the error should not
+    wait for that. None and ``-`` are standard output."""
+    if output in (None, "-"):
+        return
+    assert output is not None
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise OutputError(
+            f"cannot write {output}: the folder {folder} does not exist; create it or choose "
+            f"another {option} path"
+        )
+
+
+def check_folder(directory: str, option: str = "--html") -> None:
+    """Fail before any work when ``directory`` cannot become a folder of output files."""
+    if not directory:
+        raise OutputError(f"{option} needs a folder; pass {option} DIR")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise OutputError(
+            f"cannot write the HTML report: {directory} is not a folder; pass {option} DIR"
+        )
+
+
+def write_output(text: str, output: str | None, option: str = "-o") -> None:
+    """Write to standard output for None or ``-``, else to ``output`` whole or not at all;
+    ``option`` names the argument that gave it, for the error."""
+    data = text.encode("utf-8")
+    if output in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    assert output is not None
+    try:
+        with output_file(output) as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {output}: {exc.strerror or exc}; choose another {option} path"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -64,7 +64,7 @@ def run_diff(options: Options) -> tuple[DiffDocument, list[str]]:
     with StoreUse(options.store) as store, _said_when_interrupted(store):
         sides = Sides(options, store, notes)
         prepared = _prepare(sides, notes, skip_same=True)
-        diff = _diff(prepared, sides, options)
+        diff = _diff(prepared, sides)
         store.finish(notes)  # the store's cap, once everything is read (its note joins)
         return diff, [*notes, *core_notes(diff)]
 
@@ -83,8 +83,9 @@ def _said_when_interrupted(store: StoreUse) -> Iterator[None]:
         raise Interrupted(message) from None
 
 
-def _diff(prepared: Prepared, sides: Sides, options: Options) -> DiffDocument:
-    """The diff of the prepared sides, confirmed (the tests that differ recorded again)."""
+def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
+    """The diff of the prepared sides, confirmed (the tests that differ recorded again) as
+    the options the sides were made with ask."""
     base, head = prepared.base, prepared.head
     base_config = (base.document.get("run") or {}).get("config")
     head_config = (head.document.get("run") or {}).get("config")
@@ -113,7 +114,7 @@ def _diff(prepared: Prepared, sides: Sides, options: Options) -> DiffDocument:
             head_confirmation=head_confirmation,
         )
 
-    progress = options.progress
+    progress = sides.progress
     with progress.step("diffing", "diffed") as step:
         diff = compare()
         step.result = _tests_text(diff)
@@ -121,7 +122,7 @@ def _diff(prepared: Prepared, sides: Sides, options: Options) -> DiffDocument:
         t for t in diff.tests if t.changes and t.status in (STATUS_CHANGED, STATUS_UNVERIFIED)
     ]
     differing = [t.id for t in differing_tests]
-    if options.confirm and differing:
+    if sides.options.confirm and differing:
         one = len(differing) == 1
         subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
         with progress.step("confirming", "confirmed", subject) as step:

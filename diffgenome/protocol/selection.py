@@ -219,6 +219,14 @@ def _from_top(arg: str, invocation_dir: str | None, top: str | None) -> str:
     return rel.replace(os.sep, "/") + sep + rest
 
 
+def command_store(given: str | None, start: str, toplevel: str | None) -> str:
+    """The one answer to where a ``diffgenome`` command's store is: ``--store`` when
+    ``given``, else :func:`find_store` from ``start`` (``--repo``, else the current folder).
+    ``diff`` records into it, reads its sides from it and writes the HTML report from it:
+    every part is handed this path, none looks for the store itself."""
+    return given or find_store(start, toplevel)
+
+
 def find_store(start: str, toplevel: str | None) -> str:
     """The store for a command run in ``start``: the nearest ``.diffgenome/`` folder from
     ``start`` up to the git top ``toplevel``, else ``.diffgenome/`` at the git top. Outside

@@ -103,7 +103,7 @@ def test_no_import_climbs_to_a_higher_floor() -> None:
     [
         ("diffgenome/analysis/record/documents.py", 3, "diffgenome/analysis/store.py"),
         ("diffgenome/analysis/pipeline.py", 4, "diffgenome/analysis/record/sides.py"),
-        ("diffgenome/analysis/cli.py", 6, "diffgenome/analysis/pipeline.py"),
+        ("diffgenome/analysis/cli.py", 7, "diffgenome/analysis/pipeline.py"),
     ],
 )
 def test_the_check_reads_real_rows_and_real_imports(path: str, floor: int, imports: str) -> None:

@@ -188,6 +188,45 @@ def test_the_floors_of_the_analysis_side() -> None:
     assert _offenders("analysis/diff", pipeline) == {}
 
 
+def test_the_command_reads_the_request_runs_the_pipeline_and_delivers() -> None:
+    """``diff`` is three rooms, one after the other: the request (arguments read and checked,
+    nothing run), the pipeline (which knows no report and no argument), the delivery (the
+    reports, which know neither the pipeline nor how the sides were recorded)."""
+    request = _file_imports("diffgenome/analysis/request.py")
+    delivery = _file_imports("diffgenome/analysis/delivery.py")
+    pipeline = _file_imports("diffgenome/analysis/pipeline.py")
+    later = (
+        "diffgenome.analysis.pipeline",
+        "diffgenome.analysis.delivery",
+        "diffgenome.analysis.cli",
+    )
+    assert sorted(n for n in request if n.startswith(later)) == []
+    assert (
+        sorted(
+            n
+            for n in pipeline
+            if n.startswith(("diffgenome.analysis.report", "diffgenome.analysis.request", *later))
+        )
+        == []
+    )
+    assert (
+        sorted(
+            n
+            for n in delivery
+            if n.startswith(
+                ("diffgenome.analysis.record", "diffgenome.analysis.pipeline", "argparse")
+            )
+        )
+        == []
+    )
+    # The check reads real imports: each room imports what it is known to use.
+    assert "diffgenome.analysis.record.sides" in request
+    assert "diffgenome.analysis.request" in delivery
+    assert "diffgenome.analysis.record.sides" in pipeline
+    for room in ("report", "diff", "record"):
+        assert _offenders(f"analysis/{room}", ("diffgenome.analysis.request", *later)) == {}
+
+
 def test_the_floor_check_would_notice_an_arrow_up() -> None:
     """The check reads real imports: the pipeline itself imports both floors it joins."""
     names = _file_imports("diffgenome/analysis/pipeline.py")

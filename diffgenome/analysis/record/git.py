@@ -89,6 +89,25 @@ def git_bytes(cwd: str, *args: str) -> bytes | None:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where a folder stands in git: the top of its work tree, and its ``prefix`` there as
+    ``git rev-parse --show-prefix`` writes it (``proj/``); both empty outside git."""
+
+    toplevel: str = ""
+    prefix: str = ""
+
+
+def place_of(where: str) -> Place:
+    """The :class:`Place` of ``where``, in one git call; outside git (or without git) empty."""
+    text = git_output(where, "rev-parse", "--show-toplevel", "--show-prefix")
+    if text is None:
+        return Place()
+    lines = text.splitlines()
+    toplevel = lines[0].strip() if lines else ""
+    return Place(toplevel, lines[1].strip() if len(lines) > 1 else "")
+
+
+@dataclass(frozen=True)
 class Repository:
     """A git work tree: its top folder, and where the user stands in it (``sub/dir`` or "")."""
 

@@ -24,7 +24,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TextIO
 
 from rich.console import Console, RenderableType
@@ -325,6 +325,18 @@ def log_interval(environ: Mapping[str, str] | None = None) -> float:
             if math.isfinite(value) and value >= 0:
                 return value
     return LOG_INTERVAL_S
+
+
+@contextlib.contextmanager
+def progress_on_stderr(quiet: bool) -> Iterator[Progress]:
+    """Progress for a command on standard error (never standard output, which may hold
+    ``--json -``): a live line on a terminal, plain lines in a log, nothing with ``quiet``.
+    Closed on every way out, so that an error line never lands on a half-drawn live line."""
+    progress = make_progress(quiet=quiet)
+    try:
+        yield progress
+    finally:
+        progress.close()
 
 
 def make_progress(
