@@ -76,10 +76,12 @@ def phase_rows(
     genome_format: str,
     fingerprint: str | None,
     stored: Mapping[str, int] | None = None,
+    level: int = PHASE_ZLIB_LEVEL,
 ) -> PhaseRows:
     """Split a test's ``phases`` object into content-addressed rows. ``stored``: addresses
     the caller knows the store holds, with their compressed sizes; their bodies are neither
-    compressed again nor among the rows (most tests share their setup and teardown)."""
+    compressed again nor among the rows (most tests share their setup and teardown).
+    ``level``: zlib's; any level reads back the same bytes, so the address is the same."""
     refs: dict[str, str] = {}
     bodies: list[tuple[str, bytes, int]] = []
     size = 0
@@ -95,7 +97,7 @@ def phase_rows(
         if known is not None:
             size += known
             continue
-        body = zlib.compress(text, PHASE_ZLIB_LEVEL)
+        body = zlib.compress(text, level)
         # Canonical JSON writes a node's type exactly so; inside a string value the quotes
         # would be escaped. A reader that needs only stand-ins reads only these bodies.
         bodies.append((address, body, text.count(_SUBSTITUTION_NODE)))

@@ -14,7 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from time import gmtime as _gmtime
 from time import strftime as _strftime
 
-from diffgenome.protocol.addresses import PhaseRows, canonical_json, insert_bodies, phase_rows
+from diffgenome.protocol.addresses import (
+    PHASE_ZLIB_LEVEL,
+    PhaseRows,
+    canonical_json,
+    insert_bodies,
+    phase_rows,
+)
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.store import RUN_COLUMNS, TEST_COLUMNS
 
@@ -141,11 +147,12 @@ def test_phases(
     genome_format: str,
     fingerprint: str | None,
     stored: Mapping[str, int] | None = None,
+    level: int = PHASE_ZLIB_LEVEL,
 ) -> PhaseRows:
     """A test record's phases as content-addressed rows (``protocol.addresses.phase_rows``)."""
     phases = test.get("phases")
     return phase_rows(
-        phases if isinstance(phases, dict) else {}, genome_format, fingerprint, stored
+        phases if isinstance(phases, dict) else {}, genome_format, fingerprint, stored, level
     )
 
 

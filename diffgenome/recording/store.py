@@ -18,7 +18,7 @@ from os import uname as _uname
 from types import TracebackType
 from typing import Self
 
-from diffgenome.protocol.addresses import canonical_json
+from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, canonical_json
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.retention import (
@@ -145,6 +145,9 @@ class StoreWriter:
         self._stored_run: str | None = None
         # The genome format and key fingerprint of the run this writer writes (``_open_run``).
         self._addressing: dict[str, tuple[str, str | None]] = {}
+        #: zlib's level for new phase bodies: the test process's cheap one by default; the
+        #: writer process, off the tests' path, packs harder (any level reads back alike).
+        self.compress_level = PHASE_ZLIB_LEVEL
 
     @property
     def key_file(self) -> str | None:
@@ -201,7 +204,8 @@ class StoreWriter:
         known = self._stored
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
-            stored = [test_phases(test, genome_format, fingerprint, known) for test in tests]
+            level = self.compress_level
+            stored = [test_phases(test, genome_format, fingerprint, known, level) for test in tests]
             insert_tests(
                 conn, run_id, [(worker, *pair) for pair in zip(tests, stored, strict=True)]
             )

@@ -77,6 +77,10 @@ FINISH_TIMEOUT_S: Final = 300.0
 #: How long the test process waits for the writer to open the store before the first test.
 READY_TIMEOUT_S: Final = 60.0
 _READ_CHUNK: Final = 1 << 20
+#: zlib's level for the phase bodies the writer process stores: off the tests' path, it can
+#: pack harder than the test process's level 3 (jinja2: 27 against 30 KB per test, measured
+#: in docs/performance.md); a body reads back the same bytes at any level.
+WRITER_ZLIB_LEVEL: Final = 9
 
 # ``os._exit``: the writer's connection is never closed. Closing the last connection to a
 # WAL database checkpoints it and deletes its ``-wal`` and ``-shm`` files, and a test that
@@ -379,6 +383,7 @@ def serve(argv: list[str]) -> int:
     if store.key_fingerprint != fingerprint:
         say("error the store's digest key changed while the run was recorded; record again")
         return 2
+    store.compress_level = WRITER_ZLIB_LEVEL
     buffer = b""
     ended = False
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,16 @@ def test_a_writer_process_stores_what_the_test_process_would(
         **{name: 1 for name in recorders},
         **{f"{name}/writer": 1 for name in recorders},
     }
+    # The writer process packs the bodies harder (WRITER_ZLIB_LEVEL): by address, the same
+    # bytes once inflated, and together fewer of them than the test process stores.
+    with sqlite3.connect(lab / ".dg-serial" / "genome.sqlite") as conn:
+        inline = dict(conn.execute("SELECT hash, body FROM genomes"))
+    with sqlite3.connect(lab / store / "genome.sqlite") as conn:
+        packed = dict(conn.execute("SELECT hash, body FROM genomes"))
+    common = inline.keys() & packed.keys()
+    assert len(common) > 10, (len(inline), len(packed))
+    assert all(zlib.decompress(packed[h]) == zlib.decompress(inline[h]) for h in common)
+    assert sum(len(packed[h]) for h in common) < sum(len(inline[h]) for h in common)
 
 
 # -- a session that dies ---------------------------------------------------------------------
