@@ -1003,6 +1003,16 @@ class BoundedValues:
     ) -> tuple[list[dict[str, str | None]], dict[str, object] | None]:
         """The entries (sorted) and the overflow; ``preview`` (``--genome-preview``) gives
         an entry with a canonical form its text for people, or None (collect/preview.py)."""
+        seen = self._seen
+        if preview is None and not self._count and len(seen) < 2:
+            # Most nodes saw one value or none: nothing to sort (a parser's export calls
+            # this twice per node).
+            if not seen:
+                return [], None
+            [(shape, form)] = seen
+            return [
+                {"shape": shape, "digest": None if form is None else digester.digest(form)}
+            ], None
         entries: list[dict[str, str | None]] = [
             {"shape": shape, "digest": None if form is None else digester.digest(form)}
             for shape, form in self._seen
