@@ -82,8 +82,9 @@ SECRET_RULES = 1
 # gave them none (a null digest). The same value may have a digest under one revision and
 # none under the other: a comparison would read that as a change. 3: a state fact of
 # ``self.X`` that the instance does not hold while its class defines ``X`` (a class attribute,
-# a method) is ``class attribute``, where 2 said ``absent``.
-VALUES = 3
+# a method) is ``class attribute``, where 2 said ``absent``. 4: a field a method changes in
+# place (``self.n += 1``) is state, read before the change, where 3 did not record it.
+VALUES = 4
 
 
 # What a test's code did to the world through the standard library, per phase (its

@@ -87,6 +87,12 @@ DECISION_KINDS: Final = ("if", "while", "ifexp", "comprehension", "match", "asse
 # session), and the audit-hook guard judging as under ``loopback`` on top.
 EGRESS_POLICIES: Final = ("loopback", "block", "allow", "isolate")
 
+# When a call node's state fact was read: at the call's entry, or at its return (a call that
+# raises leaves no exit facts).
+STATE_ENTRY: Final = "entry"
+STATE_EXIT: Final = "exit"
+STATE_MOMENTS: Final = (STATE_ENTRY, STATE_EXIT)
+
 # Exit keys of a call node: "returned", or "raised:<exception symbol>".
 EXIT_RETURNED: Final = "returned"
 EXIT_RAISED_PREFIX: Final = "raised:"

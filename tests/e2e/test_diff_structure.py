@@ -415,3 +415,106 @@ def test_a_renamed_helper_s_decisions_are_not_listed_beside_a_real_change(
     kinds = [change["kind"] for change in entry["changes"]]
     assert "branch_changed" not in kinds, entry["changes"]
     assert kinds, entry  # the test's own change: the text it passes, the keys found
+
+
+BOUNDS = {
+    "bounds/__init__.py": "",
+    "bounds/validate.py": """
+        class Invalid(Exception):
+            pass
+
+
+        class Range:
+            checks = 0
+
+            def __init__(self, low=None, high=None, inclusive=True):
+                self.low = low
+                self.high = high
+                self.inclusive = inclusive
+
+            def __call__(self, value):
+                if self.low is not None and (
+                    value < self.low if self.inclusive else value <= self.low
+                ):
+                    raise Invalid(f"below {self.low}")
+                if self.high is not None and (
+                    value > self.high if self.inclusive else value >= self.high
+                ):
+                    raise Invalid(f"above {self.high}")
+                return value
+    """,
+    "tests/test_range.py": """
+        import pytest
+
+        from bounds.validate import Invalid, Range
+
+
+        def test_rejects():
+            for bounds, value in (((0, 5), -1), ((0, 5), 6), ((1, None), 0), ((None, 2), 3)):
+                with pytest.raises(Invalid):
+                    Range(*bounds)(value)
+
+
+        def test_accepts():
+            assert Range(0, 5)(3) == 3
+            assert Range(0, 5, inclusive=False)(4) == 4
+    """,
+}
+
+
+def test_predicates_extracted_from_a_validator_that_raises_are_structure(tmp_path: Path) -> None:
+    """marshmallow 3.23's ``Range.__call__`` with its bound checks extracted as methods
+    (``self._below(value)``): the checks return, then the caller raises. The caller left no
+    exit state and read the bounds itself; the helpers' readings of them were listed as
+    changes, so the refactor was ``changed`` and failed the gate."""
+    repo = make_project(tmp_path, BOUNDS, name="bounds")
+    git_in(repo, "branch", "-M", "main")
+    git_in(repo, "checkout", "-q", "-b", "extract")
+    path = repo / "bounds" / "validate.py"
+    text = path.read_text()
+    below = (
+        "        if self.low is not None and (\n"
+        "            value < self.low if self.inclusive else value <= self.low\n"
+        "        ):\n"
+    )
+    above = (
+        "        if self.high is not None and (\n"
+        "            value > self.high if self.inclusive else value >= self.high\n"
+        "        ):\n"
+    )
+    assert text.count(below) == 1 and text.count(above) == 1
+    text = text.replace(below, "        if self._below(value):\n").replace(
+        above, "        if self._above(value):\n"
+    )
+    text += (
+        "\n    def _below(self, value):\n"
+        "        if self.low is None:\n            return False\n"
+        "        return value < self.low if self.inclusive else value <= self.low\n"
+        "\n    def _above(self, value):\n"
+        "        if self.high is None:\n            return False\n"
+        "        return value > self.high if self.inclusive else value >= self.high\n"
+    )
+    path.write_text(text)
+    git_in(repo, "commit", "-qam", "extract the bound checks")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "extract")
+    statuses = _statuses(document)
+    assert statuses["test_rejects"] == "restructured", document["tests"]
+    assert statuses["test_accepts"] == "restructured", document["tests"]
+    assert code == 0
+    # The same extraction, but the helper also counts its checks on the validator: every
+    # test still passes, and the count it leaves is state the caller now leaves: changed.
+    git_in(repo, "checkout", "-q", "-b", "extract-count")
+    path.write_text(
+        path.read_text().replace(
+            "    def _below(self, value):\n",
+            "    def _below(self, value):\n        self.checks += 1\n",
+        )
+    )
+    git_in(repo, "commit", "-qam", "remember the check")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "extract-count")
+    [test] = [t for t in document["tests"] if t["id"].endswith("test_accepts")]
+    assert test["status"] == "changed" and test["outcome"]["head"] == "passed", test
+    state = [change for change in test["changes"] if change["kind"] == "state_changed"]
+    targets = {fact["target"] for change in state for fact in change["head"]}
+    assert "self.checks" in targets, test["changes"]
+    assert code == 1

@@ -451,18 +451,25 @@ def test_a_run_that_recorded_another_tree_is_never_reused(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
     assert "foreign-module:pricing" in done.stdout, done.stdout
     stale = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
-    write_files(project, {"pricing/labels.json": '{"label": "newer"}\n'})
-    commit_all(project, "data")
-    same = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-W", "ignore::DeprecationWarning")
-    diffed = cli(project, "diff", "HEAD~1", "HEAD", "--no-confirm", "--", *same)
-    assert diffed.returncode == 1, diffed.stdout + diffed.stderr
-    assert f"reusing run {stale}" not in diffed.stderr, diffed.stderr
-    assert "recorded base HEAD~1" in diffed.stderr, diffed.stderr
+    diffed = _diff_passing_over(project, stale)
     assert "unverified" not in diffed.stdout.splitlines()[0], diffed.stdout
     assert (
         f"run {stale} of {_sha(project, 'HEAD~1')[:12]} (recorded by pytest) was not reused: a "
         "test imported project code from outside the recorded tree"
     ) in diffed.stdout, diffed.stdout
+
+
+def _diff_passing_over(project: Path, run_id: str) -> subprocess.CompletedProcess[str]:
+    """A new commit on top of the recorded one, then ``diff HEAD~1 HEAD`` with the recorded
+    selection: it must record the base again rather than reuse ``run_id``."""
+    write_files(project, {"pricing/labels.json": '{"label": "newer"}\n'})
+    commit_all(project, "data")
+    same = ("-p", "no:randomly", "-p", "no:hypothesispytest", "-W", "ignore::DeprecationWarning")
+    diffed = cli(project, "diff", "HEAD~1", "HEAD", "--no-confirm", "--", *same)
+    assert diffed.returncode == 1, diffed.stdout + diffed.stderr
+    assert f"reusing run {run_id}" not in diffed.stderr, diffed.stderr
+    assert "recorded base HEAD~1" in diffed.stderr, diffed.stderr
+    return diffed
 
 
 def _sha(project: Path, rev: str) -> str:
@@ -521,3 +528,24 @@ def test_a_pytest_run_the_diff_passes_over_is_named_with_why(tmp_path: Path) -> 
     done = cli(project, *diff)
     assert f"reusing run {theirs} of HEAD ({head}, recorded by pytest)" in done.stderr, done.stderr
     assert "was not reused" not in done.stdout, done.stdout
+
+
+def test_a_run_of_another_values_revision_is_recorded_again_not_refused(tmp_path: Path) -> None:
+    """A recorder whose version string stays while what it records changes (an editable
+    install: values revision 4 came with no release) made the diff reuse a run of the old
+    revision beside a new recording, then refuse the pair in one line ("base digests its
+    values by values revision 4 and head by 3"). Such a run is another recording: passed over
+    with why, and the commit recorded again."""
+    project = make_project(tmp_path, PRICING)
+    seed = {"PYTHONHASHSEED": "0"}
+    done = run_pytest(project, "--genome", "-q", "--genome-random-seed=0", env=seed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    old = json.loads(cli(project, "export", "latest").stdout)["run"]["id"]
+    with sqlite3.connect(project / STORE / "genome.sqlite") as conn:
+        (raw,) = conn.execute("SELECT config FROM runs WHERE id = ?", (old,)).fetchone()
+        config = json.loads(raw)
+        assert config["values"] >= 4
+        config["values"] = 3
+        conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), old))
+    diffed = _diff_passing_over(project, old)
+    assert "digests values by values revision 3, this diff by" in diffed.stdout, diffed.stdout

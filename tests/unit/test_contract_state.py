@@ -3,7 +3,7 @@ its bytecode, on every supported Python."""
 
 from __future__ import annotations
 
-from diffgenome.recording.collect.contract import _state_reads
+from diffgenome.recording.collect.contract import _argument_names, _state_reads
 
 RATE = 3
 
@@ -22,6 +22,19 @@ class Pricing:
     def other_pair(self, a: int, b: int) -> int:
         return a * b + self.tax
 
+    def count(self) -> None:
+        self.seen += 1
+
+    def mark(self) -> None:
+        self.done = True
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Pricing:
+        return self
+
+    def copy_other(self, other: Pricing) -> int:
+        other.seen += 1
+        return self.tax
+
 
 def test_a_field_read_after_a_fused_pair_of_loads_is_seen() -> None:
     assert _state_reads(Pricing.fused.__code__, "self") == (("tax",), ())
@@ -34,3 +47,19 @@ def test_plain_reads_and_globals() -> None:
 def test_a_pair_without_the_receiver_on_top_is_no_read() -> None:
     assert _state_reads(Pricing.other_pair.__code__, "self") == (("tax",), ())
     assert _state_reads(Pricing.fused.__code__, None) == ((), ())
+
+
+def test_a_field_changed_in_place_is_read_state() -> None:
+    """``self.seen += 1`` copies the receiver, then reads ``seen`` (values revision 4)."""
+    assert _state_reads(Pricing.count.__code__, "self") == (("seen",), ())
+
+
+def test_a_field_only_assigned_and_another_objects_field_are_not() -> None:
+    assert _state_reads(Pricing.mark.__code__, "self") == ((), ())
+    assert _state_reads(Pricing.copy_other.__code__, "self") == (("tax",), ())
+
+
+def test_the_memo_of_deepcopy_is_no_argument() -> None:
+    """``copy.deepcopy``'s memo is keyed by id(): a digest of it is noise (values revision 4)."""
+    assert _argument_names(Pricing.__deepcopy__.__code__) == ((), "self")
+    assert _argument_names(Pricing.copy_other.__code__) == (("other",), "self")

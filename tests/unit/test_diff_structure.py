@@ -121,3 +121,115 @@ def test_a_lambda_turned_into_a_local_function_is_said_as_such() -> None:
         "`m.f.<locals>._key` extracted from `m.f`",
         "a lambda removed from `m.f`",
     ]
+
+
+def _state(*facts: tuple[str, str, str]) -> list[dict[str, str]]:
+    return [{"when": when, "target": target, "bucket": bucket} for when, target, bucket in facts]
+
+
+RANGE_CHANGES = (
+    SymbolChange("py:m.Range.__call__", "modified"),
+    SymbolChange("py:m.Range._below_min", "added"),
+)
+
+
+def _raising_call(i: int, parent: int, symbol: str, state: list[dict[str, str]]) -> dict:  # type: ignore[type-arg]
+    return call(i, parent, symbol, exits={"raised:py:m.ValidationError": 1}, state=state)
+
+
+def test_an_extracted_predicate_whose_caller_raises_after_it_returned_is_restructured() -> None:
+    """marshmallow's ``Range.__call__``: its bound check moved into ``_below_min``, which
+    returns before the caller raises. The caller left no exit state on either side; the
+    helper's exit facts are no exit of the caller's, and a field the caller reads itself
+    (``self.max``) is what the caller's own entry says, not what the helper saw later."""
+    base = phase(
+        [
+            call(0, None, T),
+            _raising_call(
+                1,
+                0,
+                "py:m.Range.__call__",
+                _state(("entry", "self.min", "zero"), ("entry", "self.max", "pos")),
+            ),
+        ]
+    )
+    head = phase(
+        [
+            call(0, None, T),
+            _raising_call(
+                1,
+                0,
+                "py:m.Range.__call__",
+                _state(
+                    ("entry", "self.max", "pos"),
+                    ("entry", "self._below_min", "class attribute"),
+                ),
+            ),
+            call(
+                2,
+                1,
+                "py:m.Range._below_min",
+                state=_state(
+                    ("entry", "self.min", "zero"),
+                    ("exit", "self.min", "zero"),
+                    ("entry", "self.max", "neg"),
+                    ("exit", "self.max", "neg"),
+                ),
+            ),
+        ]
+    )
+    test = _one(base, head, _code(*RANGE_CHANGES))
+    assert test["status"] == "restructured", test["changes"]
+    assert test["changes"] == []
+
+
+def test_what_the_helper_saw_still_counts_where_the_caller_did_not_read_it() -> None:
+    """The lifted facts are evidence where the caller has none of its own: a field only the
+    helper reads, whose bucket changed, is a change."""
+    base = phase(
+        [
+            call(0, None, T),
+            _raising_call(1, 0, "py:m.Range.__call__", _state(("entry", "self.min", "zero"))),
+        ]
+    )
+    head = phase(
+        [
+            call(0, None, T),
+            _raising_call(1, 0, "py:m.Range.__call__", []),
+            call(2, 1, "py:m.Range._below_min", state=_state(("entry", "self.min", "pos"))),
+        ]
+    )
+    test = _one(base, head, _code(*RANGE_CHANGES))
+    assert test["status"] == "changed"
+    assert [c["kind"] for c in test["changes"]] == ["state_changed"]
+
+
+def test_a_returning_caller_takes_the_helpers_exit_facts() -> None:
+    """Where the caller returned, what the extracted helper left is what it leaves: a write
+    that differs is a change."""
+    base = phase(
+        [
+            call(0, None, T),
+            call(
+                1,
+                0,
+                "py:m.Range.__call__",
+                state=_state(("entry", "self.n", "zero"), ("exit", "self.n", "pos")),
+            ),
+        ]
+    )
+    head = phase(
+        [
+            call(0, None, T),
+            call(1, 0, "py:m.Range.__call__"),
+            call(
+                2,
+                1,
+                "py:m.Range._below_min",
+                state=_state(("entry", "self.n", "zero"), ("exit", "self.n", "zero")),
+            ),
+        ]
+    )
+    test = _one(base, head, _code(*RANGE_CHANGES))
+    assert test["status"] == "changed"
+    assert [c["kind"] for c in test["changes"]] == ["state_changed"]

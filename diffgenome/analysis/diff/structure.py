@@ -32,6 +32,8 @@ from diffgenome.protocol.vocab import (
     CODE_ADDED,
     CODE_MODIFIED,
     CODE_REMOVED,
+    EXIT_RETURNED,
+    STATE_EXIT,
     SYMBOL_PREFIX,
     TYPE_CALL,
     TYPE_SUBSTITUTION,
@@ -200,6 +202,9 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
     mapping: dict[Any, int | None] = {}
     contracted: set[Any] = set()  # old ids of the calls contracted out
     joined: set[Any] = set()  # old ids of the nodes folded into a node already there
+    # The state targets each kept node's own code read (at its own entry and exit), before
+    # any contracted call's facts were lifted into it.
+    own_targets: list[frozenset[str]] = []
     known = {node.get("id") for node in genome.get("nodes") or ()}
     symbol_of = {node.get("id"): node.get("symbol") for node in genome.get("nodes") or ()}
     for node in _in_parent_order(list(genome.get("nodes") or ())):
@@ -222,7 +227,7 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
             contracted.add(node.get("id"))
             mapping[node.get("id")] = new_parent
             if new_parent is not None:
-                _lift_state(nodes[new_parent], node)
+                _lift_state(nodes[new_parent], node, own_targets[new_parent])
             caller = None if new_parent is None else nodes[new_parent].get("symbol")
             out.moved.setdefault(str(node.get("symbol")), set()).add(
                 None if caller is None else str(caller)
@@ -246,6 +251,7 @@ def _contract_phase(genome: Mapping[str, Any], region: Region, out: Contracted) 
             index = len(nodes)
             same.append(index)
             nodes.append({**node, "id": index, "parent": new_parent})
+            own_targets.append(_targets(node))
         mapping[node.get("id")] = index
     branches: dict[tuple[int, str], dict[str, Any]] = {}
     for branch in genome.get("branches") or ():
@@ -304,24 +310,39 @@ def _merge(into: dict[str, Any], node: NodeDict) -> None:
             into[name] = joined
 
 
-def _lift_state(into: dict[str, Any], node: NodeDict) -> None:
+def _lift_state(into: dict[str, Any], node: NodeDict, own: frozenset[str]) -> None:
     """A contracted call's state facts become its kept caller's: what an inlined helper read
     of ``self`` its caller now reads itself, and what an extracted one writes its caller
     used to. Module globals always; ``self.<field>`` facts only between methods of one
     class (a method moved onto another class reads another object's fields, which its old
-    home read through an argument, recorded by neither)."""
+    home read through an argument, recorded by neither).
+
+    Two kinds of facts are not lifted, because the caller's own recording already says, at
+    the caller's own moments, what they would say at the helper's: a target the caller's
+    own code reads (``own``: its value at the caller's entry and exit is recorded, the
+    helper's reading in between is a moment the other side never observes either), and the
+    helper's exit facts where the caller never returned (a caller that raised left no exit
+    state on either side; marshmallow's ``Range.__call__`` raising after an extracted
+    ``_below_min`` had returned)."""
     if not node.get("state") and not node.get("state_overflow"):
         return
     if into.get("state_overflow") or node.get("state_overflow"):
         raise _CannotMerge
     same_owner = _owner(node.get("symbol")) == _owner(into.get("symbol"))
+    returned = bool((into.get("exits") or {}).get(EXIT_RETURNED))
     facts = [
         fact
         for fact in node.get("state") or ()
-        if same_owner or not str(fact.get("target", "")).startswith("self.")
+        if (same_owner or not str(fact.get("target", "")).startswith("self."))
+        and fact.get("target") not in own
+        and (returned or fact.get("when") != STATE_EXIT)
     ]
     if facts:
         into["state"] = _union(into.get("state") or (), facts)
+
+
+def _targets(node: NodeDict) -> frozenset[str]:
+    return frozenset(str(fact.get("target")) for fact in node.get("state") or ())
 
 
 def _owner(symbol: object) -> str:

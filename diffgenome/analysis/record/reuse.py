@@ -17,6 +17,7 @@ from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
+from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, VALUES, naming_of, values_of
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY, ORIGIN_CONFIRMATION, recording_key
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
@@ -91,6 +92,15 @@ def _refusal(
     recorder = f"diffgenome {identity.version()}"
     if config.get("recorder") != recorder:
         return f"it was recorded by {config.get('recorder') or 'another recorder'}, not {recorder}"
+    # The recorder's version does not change with every revision of what it records (an
+    # editable install, a development build): a run of another revision would not be
+    # comparable with this diff's other side.
+    if config.get("genome_format") != GENOME_FORMAT:
+        return f"it is a {config.get('genome_format')} recording, this diff records {GENOME_FORMAT}"
+    if naming_of(config) != NAMING:
+        return f"it names code by naming revision {naming_of(config)}, this diff by {NAMING}"
+    if values_of(config) != VALUES:
+        return f"it digests values by values revision {values_of(config)}, this diff by {VALUES}"
     if config.get("hash_seed") != seed:
         return (
             f"it was recorded with PYTHONHASHSEED {config.get('hash_seed') or 'unset'}, this "

@@ -19,6 +19,7 @@ from dis import get_instructions as _get_instructions
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Final
 
+from diffgenome.protocol import vocab
 from diffgenome.protocol.vocab import ORIGIN_TEST
 from diffgenome.recording.collect import codemap, stable, values
 
@@ -185,8 +186,8 @@ class PhaseCapture:
 # -- encodings the compiled core writes as the Python callbacks do ---------------------------
 
 #: ``when`` of a state fact read as a frame starts, and as it returns.
-STATE_ENTRY: Final = "entry"
-STATE_EXIT: Final = "exit"
+STATE_ENTRY: Final = vocab.STATE_ENTRY
+STATE_EXIT: Final = vocab.STATE_EXIT
 #: Several arguments are one pair: their labelled shapes joined by the first, their
 #: canonical forms by the second (a form of its own never holds a bare record separator).
 ARG_SHAPE_SEPARATOR: Final = ", "
@@ -369,6 +370,11 @@ def _argument_names(code: CodeType) -> tuple[tuple[str, ...], str | None]:
         if not owner.endswith("<locals>"):
             receiver = names[0]
             names = names[1:]
+    if code.co_name == "__deepcopy__" and receiver is not None and names:
+        # ``copy.deepcopy``'s memo maps id() of each object copied so far to its copy: its
+        # digest differs in every process (values revision 4; marshmallow's fields, 442 of
+        # 1,233 tests unstable). It is the copy module's bookkeeping, not the caller's data.
+        names = names[1:]
     return tuple(names), receiver
 
 
@@ -411,6 +417,10 @@ def _read_state_reads(
     previous_self = False
     for instruction in _get_instructions(code):
         opname = instruction.opname
+        if previous_self and opname == "COPY" and instruction.arg == 1:
+            # ``self.n += 1``: the receiver is copied for the store, then ``n`` is read from
+            # it (values revision 4; before, a counter changed in place was never state).
+            continue
         if opname == "LOAD_GLOBAL" and isinstance(instruction.argval, str):
             globals_read.append(instruction.argval)
         if previous_self and opname == "LOAD_ATTR" and isinstance(instruction.argval, str):
