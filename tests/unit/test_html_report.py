@@ -340,3 +340,16 @@ def test_a_tests_page_lists_its_effects_as_text() -> None:
     assert "[call] stdout #bbbbbbbb (2 lines)" in text
     assert f"[setup] {EVIL} INFO template (no digest) \u00d71" in text
     assert "not seen: output:test-captures" in text
+
+
+def test_the_unverified_warning_counts_in_the_right_number() -> None:
+    """One unverified test is "it" (the terminal and Markdown reports said so; the site said
+    "their recordings ... they are")."""
+    diff, base, head = evil_diff()
+    for n, words in (
+        (1, "1 test is unverified: its recordings cannot be compared as a whole, so it is never"),
+        (3, "3 tests are unverified: their recordings cannot be compared as a whole, so they"),
+    ):
+        diff.summary.unverified = n
+        text = parsed(diff_site(diff, records(base), records(head))[INDEX]).text
+        assert words in " ".join(text.split()), text

@@ -268,9 +268,12 @@ def _diff_index(
         "</header>\n<main>\n",
     ]
     if s.unverified:
+        one = s.unverified == 1
         parts.append(
-            f'<p class="warn">{esc(_count(s.unverified, "test"))} unverified: their recordings '
-            "cannot be compared as a whole, so they are never reported as unchanged.</p>\n"
+            f'<p class="warn">{esc(_count(s.unverified, "test"))} '
+            f"{'is' if one else 'are'} unverified: {'its' if one else 'their'} recordings "
+            f"cannot be compared as a whole, so {'it is' if one else 'they are'} never "
+            "reported as unchanged.</p>\n"
         )
     if causes_worth_showing(diff):
         parts.append(_causes_section(diff, pages))
