@@ -518,3 +518,46 @@ def test_predicates_extracted_from_a_validator_that_raises_are_structure(tmp_pat
     targets = {fact["target"] for change in state for fact in change["head"]}
     assert "self.checks" in targets, test["changes"]
     assert code == 1
+
+
+CHAIN = {
+    "chain/__init__.py": "",
+    "chain/valid.py": """
+        class All:
+            def __init__(self, *validators):
+                self.validators = validators
+
+            def __call__(self, value):
+                return self._exec((check for check in self.validators), value)
+
+            def _exec(self, checks, value):
+                for check in checks:
+                    value = check(value)
+                return value
+    """,
+    "tests/test_valid.py": """
+        from chain.valid import All
+
+
+        def test_chain():
+            assert All(str.strip, str.upper)(" a ") == "A"
+    """,
+}
+
+
+def test_a_private_method_renamed_under_a_generator_passed_to_it_is_structure(
+    tmp_path: Path,
+) -> None:
+    """voluptuous 0.15's ``_exec`` renamed ``_execute``: the generator expression passed to
+    it is named by where it is bound too, so it was one removed and one added generator,
+    never contracted (its values are behaviour), and the rename was ``changed``."""
+    repo = make_project(tmp_path, CHAIN, name="chain")
+    git_in(repo, "branch", "-M", "main")
+    git_in(repo, "checkout", "-q", "-b", "rename")
+    path = repo / "chain" / "valid.py"
+    assert path.read_text().count("_exec(") == 2
+    path.write_text(path.read_text().replace("_exec(", "_execute("))
+    git_in(repo, "commit", "-qam", "rename _exec")
+    code, document = cli_json(repo, tmp_path, "diff", "main", "rename")
+    assert _statuses(document)["test_chain"] == "restructured", document["tests"]
+    assert code == 0

@@ -319,3 +319,18 @@ def test_affected_selects_readers_of_a_module_imported_before_recording() -> Non
     assert [item.test for item in found] == ["tests/test_p.py::test_parse"]
     [reason] = found[0].reasons
     assert (reason.symbol, reason.via, reason.names) == ("py:pkg._tokenizer", "reads", ("RULES",))
+
+
+def test_a_generator_passed_to_a_renamed_callee_keeps_its_body() -> None:
+    """Its name says where it is bound, so renaming the callee renames it; its body digest
+    is its code, equal on both sides, so the differ can tell the rename from new code."""
+    base = "class V:\n    def f(self, xs):\n        return self._exec(x + 1 for x in xs)\n"
+    head = base.replace("_exec", "_execute")
+    code = changes(base, head)
+    gens = {c.change: c for c in code.symbols if "<genexpr>" in c.symbol}
+    assert set(gens) == {"added", "removed"}, code.symbols
+    assert gens["added"].body is not None
+    assert gens["added"].body == gens["removed"].body
+    other = changes(base, base.replace("x + 1", "x + 2"))
+    moved = {c.change: c for c in other.symbols if "<genexpr>" in c.symbol}
+    assert moved["added"].body != moved["removed"].body

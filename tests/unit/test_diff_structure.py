@@ -107,6 +107,34 @@ def test_a_renamed_by_content_generator_is_never_contracted() -> None:
     assert {c["kind"] for c in test["changes"]} == {"call_added", "call_removed"}
 
 
+def test_a_generator_renamed_only_where_it_is_bound_is_contracted() -> None:
+    """The same generator expression passed to a renamed callee (voluptuous'
+    ``self._exec(Schema(v) for v in ...)`` → ``self._execute(...)``): its name says where
+    it is bound, so it is one removed and one added name, but the code is the same (equal
+    bodies): a rename, contracted like a renamed function, not a change."""
+    gen_a, gen_b = "py:m.f.<locals>.<genexpr>[aaaaaaaaaa]", "py:m.f.<locals>.<genexpr>[bbbbbbbbbb]"
+    base = phase([call(0, None, T), call(1, 0, "py:m.f"), call(2, 1, gen_a)])
+    head = phase([call(0, None, T), call(1, 0, "py:m.f"), call(2, 1, gen_b)])
+    code = _code(
+        SymbolChange("py:m.f", "modified"),
+        SymbolChange(gen_a, "removed", body="same"),
+        SymbolChange(gen_b, "added", body="same"),
+    )
+    test = _one(base, head, code)
+    assert test["status"] == "restructured", test["changes"]
+    assert test["structure"] == [
+        "`m.f.<locals>.<genexpr>[aaaaaaaaaa]` renamed to `m.f.<locals>.<genexpr>[bbbbbbbbbb]`"
+        " (the same code), called by `m.f`"
+    ]
+    # Another body is another generator: changed, as before.
+    code = _code(
+        SymbolChange("py:m.f", "modified"),
+        SymbolChange(gen_a, "removed", body="old"),
+        SymbolChange(gen_b, "added", body="new"),
+    )
+    assert _one(base, head, code)["status"] == "changed"
+
+
 def test_a_lambda_turned_into_a_local_function_is_said_as_such() -> None:
     lam = "py:m.f.<locals>.<lambda>[aaaaaaaaaa]"
     key = "py:m.f.<locals>._key"

@@ -440,12 +440,17 @@ def _fingerprint(top: ast.AST) -> str | None:
 
 def _body_digest(top: ast.AST) -> str | None:
     """A function's or class's code without its own name (and without what
-    :func:`_fingerprint` leaves out): equal for the same code under two names."""
-    if not isinstance(top, _DEFS):
+    :func:`_fingerprint` leaves out): equal for the same code under two names. A lambda's or
+    generator expression's is its code: its name also says where it is bound (the callee
+    it is passed to), which a rename of that callee changes while the code stays."""
+    if isinstance(top, _DEFS):
+        nameless = copy.copy(top)
+        nameless.name = ""
+        text = _fingerprint(nameless)
+    elif isinstance(top, _SCOPES):
+        text = _fingerprint(top)
+    else:
         return None
-    nameless = copy.copy(top)
-    nameless.name = ""
-    text = _fingerprint(nameless)
     if text is None:
         return None
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

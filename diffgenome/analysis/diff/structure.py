@@ -88,6 +88,16 @@ class Region:
         # code, modified. Its values are behaviour, so it is never contracted.
         edited = {_anonymous_slot(s) for s in added} & {_anonymous_slot(s) for s in removed}
         edited.discard(None)
+        # ... unless it is the same code, renamed because where it is bound was (the callee
+        # it is passed to renamed, voluptuous' ``self._exec(... for val in ...)``): then it
+        # is contracted like a renamed function.
+        bodies = {c.symbol: c.body for c in code_changes.symbols}
+        for slot in list(edited):
+            new = [s for s in added if _anonymous_slot(s) == slot]
+            old = [s for s in removed if _anonymous_slot(s) == slot]
+            same = len(new) == len(old) == 1 and bodies.get(new[0]) is not None
+            if same and bodies.get(new[0]) == bodies.get(old[0]):
+                edited.discard(slot)
         changed = frozenset(c.symbol for c in code_changes.symbols)
         known = frozenset(modules)
         return cls(
