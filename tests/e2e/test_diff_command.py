@@ -696,6 +696,17 @@ def test_outside_a_git_repository_is_one_line(tmp_path: Path, tmpdir_for_cli: Pa
     assert os.listdir(tmpdir_for_cli) == []
 
 
+def test_a_repository_another_user_owns_is_named_as_such(calc: Path, tmpdir_for_cli: Path) -> None:
+    """git refuses a repository another user owns (a CI checkout made under another uid):
+    the error said "not in a git repository", which sends the user to the wrong fix. git's
+    own knob makes it refuse here as it would there."""
+    different = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}
+    done = diffgenome("diff", "HEAD~1", "HEAD", cwd=calc, tmpdir=tmpdir_for_cli, env=different)
+    assert_one_line_error(done, "git refuses the repository at", "safe.directory")
+    assert "not in a git repository" not in done.stderr
+    assert os.listdir(tmpdir_for_cli) == []
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [

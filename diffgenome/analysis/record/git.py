@@ -10,6 +10,7 @@ Every failure becomes a :class:`RevisionError` with one line that says what to d
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 from diffgenome.protocol.errors import UserError
 
 WORKTREE = "WORKTREE"
+#: What git says of a repository another user owns (its messages are in English here).
+_DUBIOUS = "detected dubious ownership"
 GIT_TIMEOUT_S = 120
 
 
@@ -119,6 +122,16 @@ class Repository:
         if not os.path.isdir(where):
             raise RevisionError(f"{where} is not a folder; pass --repo DIR of a git repository")
         done = run_git(where, "rev-parse", "--show-toplevel", "--show-prefix", check=False)
+        if done.returncode != 0 and _DUBIOUS in done.stderr:
+            # Not "no repository": git refuses one that another user owns (a CI checkout
+            # made under another uid, a container's bind mount).
+            found = re.search(r"repository at '([^']*)'", done.stderr)
+            top = found.group(1) if found else os.path.abspath(where)
+            raise RevisionError(
+                f"git refuses the repository at {top}: another user owns it (git's "
+                f"safe.directory check); run `git config --global --add safe.directory {top}` "
+                "or run diffgenome as its owner"
+            )
         if done.returncode != 0:
             raise RevisionError(
                 f"{os.path.abspath(where)} is not in a git repository; run diffgenome in the "
