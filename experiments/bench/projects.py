@@ -85,6 +85,24 @@ PROJECTS: tuple[Project, ...] = (
         ),
     ),
     Project(
+        name="mistune",
+        version="3.0.2",
+        test_deps=("pytest",),
+        paths=("tests",),
+        notes="markdown parser (#26): regex-driven block and inline parsers, a token dict "
+        "per element; most tests render a fixture document",
+    ),
+    Project(
+        name="click",
+        version="8.1.8",
+        test_deps=("pytest",),
+        # Its filterwarnings=error meets pytest 9's deprecation of a non-Collection
+        # argument in one of its fixtures: an error at collection, with or without us.
+        pytest_args=("-W", "ignore::pytest.PytestRemovedIn10Warning"),
+        paths=("tests",),
+        notes="CLI library (#26): decorators, contexts and a CliRunner per test",
+    ),
+    Project(
         name="sqlparse",
         version="0.5.3",
         test_deps=("pytest",),
