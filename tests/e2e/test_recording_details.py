@@ -629,3 +629,45 @@ def test_a_class_attribute_read_through_self_is_no_absent_field(tmp_path: Path) 
         assert ("entry", "self.HARMFUL_PROTOCOLS", "class attribute") in facts, (core, facts)
         assert ("entry", "self.lazy", "absent") in facts, (core, facts)
         assert ("entry", "self.ready", "bool:false") in facts, (core, facts)
+
+
+def test_deepcopys_memo_is_no_argument_and_two_runs_agree(tmp_path: Path) -> None:
+    """``copy.deepcopy`` hands ``__deepcopy__`` its memo, keyed by ``id()`` of what it copied:
+    recorded as an argument, its digest differed in every process, and every test that
+    deep-copied a project object was unstable (marshmallow's fields: 442 of 1,233 tests).
+    Values revision 4 leaves it out; the object's own arguments stay."""
+    project = make_project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/box.py": """
+                import copy
+
+
+                class Box:
+                    def __init__(self, items):
+                        self.items = items
+
+                    def __deepcopy__(self, memo):
+                        return Box(copy.deepcopy(self.items, memo))
+            """,
+            "tests/test_box.py": """
+                import copy
+
+                from pkg.box import Box
+
+
+                def test_copy():
+                    assert copy.deepcopy(Box([1, [2]])).items == [1, [2]]
+            """,
+        },
+    )
+    first = record(project)
+    node = one_node(
+        test_genome(first, "test_copy")["phases"]["call"], "py:pkg.box.Box.__deepcopy__"
+    )
+    assert node["args"] == [], node
+    assert node["results"][0]["shape"] == "pkg.box.Box", node
+    assert first["run"]["config"]["values"] >= 4
+    second = record(project)
+    assert test_genome(second, "test_copy") == test_genome(first, "test_copy")
