@@ -65,6 +65,14 @@ def _logical(db: Path) -> dict[str, Any]:
         )
         bodies = con.execute("SELECT COUNT(*), SUM(LENGTH(body)) FROM genomes").fetchone()
         runs = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY started_at, rowid")]
+        columns = {str(row[1]) for row in con.execute("PRAGMA table_info(runs)")}
+        shared = (
+            con.execute(
+                "SELECT SUM(tests_in IS NOT NULL), SUM(symbols_in IS NOT NULL) FROM runs"
+            ).fetchone()
+            if "tests_in" in columns
+            else (0, 0)
+        )
     finally:
         con.close()
     return {
@@ -73,6 +81,9 @@ def _logical(db: Path) -> dict[str, Any]:
         "symbols": [int(symbols.get(r, 0)) for r in runs],
         "bodies": int(bodies[0] or 0),
         "body_bytes": int(bodies[1] or 0),
+        # store/3: runs whose test rows (symbols) are an earlier run's manifest, not their own
+        "shared_tests": int(shared[0] or 0),
+        "shared_symbols": int(shared[1] or 0),
     }
 
 

@@ -31,6 +31,7 @@ from diffgenome.protocol.formats import (
     check_store_format,
     genome_format_of,
 )
+from diffgenome.protocol.manifest import SYMBOLS, TESTS, holder, holders_of
 from diffgenome.protocol.runs import (
     ORIGIN_CONFIRMATION,
     REASON_INTERRUPTED,
@@ -213,13 +214,15 @@ class StoreReader:
                     "SELECT run_id, SUM(LENGTH(doc) + LENGTH(id)) FROM symbols GROUP BY run_id"
                 )
             }
+            holders = holders_of(self._conn)
             rows = self._conn.execute(
                 _RUN_SELECT + " ORDER BY started_at DESC, rowid DESC"
             ).fetchall()
             out = []
             for row in rows:
-                tests, size = counts.get(row[0], (0, 0))
-                out.append(self._summary(row, tests, size + symbols.get(row[0], 0)))
+                tests_in, symbols_in = holders.get(str(row[0]), (row[0], row[0]))
+                tests, size = counts.get(tests_in, (0, 0))
+                out.append(self._summary(row, tests, size + symbols.get(symbols_in, 0)))
             return out
 
     def resolve(self, spec: str) -> str:
@@ -264,7 +267,8 @@ class StoreReader:
         with self._snapshot():
             row = self._run_row(run_id)
             (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM tests WHERE run_id = ? AND id != ?", (run_id, IMPORT_TEST_ID)
+                "SELECT COUNT(*) FROM tests WHERE run_id = ? AND id != ?",
+                (holder(self._conn, run_id, TESTS), IMPORT_TEST_ID),
             ).fetchone()
             return self._summary(row, int(count))
 
@@ -305,7 +309,8 @@ class StoreReader:
         with self._snapshot():
             self._run_row(run_id)
             rows = self._conn.execute(
-                "SELECT id FROM tests WHERE run_id = ? ORDER BY id", (run_id,)
+                "SELECT id FROM tests WHERE run_id = ? ORDER BY id",
+                (holder(self._conn, run_id, TESTS),),
             ).fetchall()
         return [str(row[0]) for row in rows]
 
@@ -315,7 +320,7 @@ class StoreReader:
             rows = self._conn.execute(
                 "SELECT id, outcome, verified, unverified_reasons FROM tests WHERE run_id = ?"
                 " ORDER BY id",
-                (run_id,),
+                (holder(self._conn, run_id, TESTS),),
             ).fetchall()
         return [
             TestSummary(
@@ -351,7 +356,8 @@ class StoreReader:
             cells = [
                 dict(
                     self._conn.execute(
-                        "SELECT id, phases FROM tests WHERE run_id = ?", (run,)
+                        "SELECT id, phases FROM tests WHERE run_id = ?",
+                        (holder(self._conn, run, TESTS),),
                     ).fetchall()
                 )
                 for run in (run_a, run_b)
@@ -402,7 +408,8 @@ class StoreReader:
             config = _json(row[9], dict, run_id, "config") if row[9] is not None else {}
             genome_format = genome_format_of(config)
             for test_id, cell in self._conn.execute(
-                "SELECT id, phases FROM tests WHERE run_id = ?", (run_id,)
+                "SELECT id, phases FROM tests WHERE run_id = ?",
+                (holder(self._conn, run_id, TESTS),),
             ):
                 if test_id not in wanted:
                     continue
@@ -576,7 +583,8 @@ class StoreReader:
     def _symbols(self, run_id: str) -> list[dict[str, object]]:
         symbols = []
         for symbol_id, doc in self._conn.execute(
-            "SELECT id, doc FROM symbols WHERE run_id = ? ORDER BY id", (run_id,)
+            "SELECT id, doc FROM symbols WHERE run_id = ? ORDER BY id",
+            (holder(self._conn, run_id, SYMBOLS),),
         ):
             symbols.append(_json(doc, dict, run_id, f"symbol {symbol_id!r}"))
         return symbols
@@ -621,7 +629,7 @@ class StoreReader:
             for found in self._conn.execute(
                 "SELECT id, outcome, verified, unverified_reasons, extra, phases FROM tests"
                 " WHERE run_id = ? ORDER BY id",
-                (run_id,),
+                (holder(self._conn, run_id, TESTS),),
             )
             if ids is None or found[0] in ids
         ]

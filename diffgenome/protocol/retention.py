@@ -12,6 +12,7 @@ from os import uname as _uname
 from typing import Final
 
 from diffgenome.protocol.addresses import drop_unreferenced_genomes
+from diffgenome.protocol.manifest import hand_down
 from diffgenome.protocol.runs import (
     ORIGIN_CONFIRMATION,
     STATUS_COMPLETE,
@@ -172,7 +173,9 @@ def cap_notice(cap: int, removed: list[str]) -> str:
 
 
 def delete_runs(conn: sqlite3.Connection, run_ids: list[str]) -> None:
-    """Remove runs with their tests, symbols and workers (the caller holds a transaction)."""
+    """Remove runs with their tests, symbols and workers (the caller holds a transaction);
+    rows a removed run holds for a run that stays pass to that run first."""
+    hand_down(conn, run_ids)
     for run_id in run_ids:
         for table, column in (
             ("tests", "run_id"),

@@ -39,6 +39,7 @@ from diffgenome.protocol.formats import (
     FormatError,
     check_store_format,
 )
+from diffgenome.protocol.manifest import add_manifest_columns
 from diffgenome.protocol.retention import compact
 from diffgenome.protocol.runs import RUN_STATUSES, run_genome_format
 from diffgenome.protocol.storekey import load_key, store_key
@@ -102,7 +103,11 @@ CREATE TABLE IF NOT EXISTS runs (
     extra           TEXT NOT NULL DEFAULT '{{}}',
     owner_pid       INTEGER,
     owner_host      TEXT,
-    owner_token     TEXT
+    owner_token     TEXT,
+    tests_in         TEXT,
+    tests_manifest   TEXT,
+    symbols_in       TEXT,
+    symbols_manifest TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_recording_key ON runs (recording_key);
 CREATE INDEX IF NOT EXISTS runs_commit ON runs (commit_sha);
@@ -382,6 +387,10 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> int:
                     conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", FORMAT_ROW)
             upgraded = _upgrade_from_v1(conn) if _format(conn) == _STORE_V1 else 0
+            if add_manifest_columns(conn) or _format(conn) != STORE_FORMAT:
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = ?", (STORE_FORMAT, META_FORMAT_KEY)
+                )
             conn.execute("COMMIT")
             _check_existing(conn, db_path)
             return upgraded

@@ -21,6 +21,7 @@ from typing import Self
 from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, canonical_json
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
+from diffgenome.protocol.manifest import TESTS, holder, share_rows
 from diffgenome.protocol.retention import (
     compact,
     delete_runs,
@@ -254,6 +255,7 @@ class StoreWriter:
                     run_id,
                 ),
             )
+            share_rows(conn, run_id)
         return [] if whole else why
 
     def tally(self, run_id: str) -> tuple[int, int, str | None, int]:
@@ -263,7 +265,8 @@ class StoreWriter:
         reasons: dict[str, int] = {}
         with self._tx(f"count the tests of run {run_id}") as conn:
             for test_id, verified, why in conn.execute(
-                "SELECT id, verified, unverified_reasons FROM tests WHERE run_id = ?", (run_id,)
+                "SELECT id, verified, unverified_reasons FROM tests WHERE run_id = ?",
+                (holder(conn, run_id, TESTS),),
             ):
                 if test_id == IMPORT_TEST_ID:
                     continue

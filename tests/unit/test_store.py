@@ -645,6 +645,58 @@ def test_store_format_is_recorded(store: Path) -> None:
     conn.close()
 
 
+def as_store_v2(store: Path) -> None:
+    """Turn the store/3 file in ``store`` back into the store/2 layout: no manifest columns
+    (every run then holds its own rows, as store/2 wrote them)."""
+    conn = sqlite3.connect(store / DB_FILE, isolation_level=None)
+    try:
+        for column in ("tests_in", "tests_manifest", "symbols_in", "symbols_manifest"):
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value = 'diffgenome-store/2' WHERE key = 'format'")
+    finally:
+        conn.close()
+
+
+def test_a_store_v2_is_read_as_it_is_and_upgraded_by_the_next_writer(store: Path) -> None:
+    record(store, "a", started="2026-01-01T00:00:00Z")
+    as_store_v2(store)
+    with StoreReader.open(str(store)) as reader:
+        assert [r.tests for r in reader.runs()] == [3]
+        before = reader.document("a")
+    conn = sqlite3.connect(store / DB_FILE)
+    assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (
+        "diffgenome-store/2",
+    )
+    conn.close()
+    # The next writer adds the columns; the old run keeps its rows, the new one names it.
+    record(store, "b", started="2026-01-01T00:00:01Z")
+    conn = sqlite3.connect(store / DB_FILE)
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (
+            STORE_FORMAT,
+        )
+        holders = dict(conn.execute("SELECT id, tests_in FROM runs").fetchall())
+        owners = {row[0] for row in conn.execute("SELECT DISTINCT run_id FROM tests")}
+    finally:
+        conn.close()
+    # a's manifest was never summed up (it finished under store/2): b keeps its own rows.
+    assert holders == {"a": None, "b": None}
+    assert owners == {"a", "b"}
+    record(store, "c", started="2026-01-01T00:00:02Z")
+    with StoreReader.open(str(store)) as reader:
+        assert [r.tests for r in reader.runs()] == [3, 3, 3]
+        assert reader.document("c")["tests"] == before["tests"]
+        assert reader.symbols("c") == reader.symbols("a")
+    conn = sqlite3.connect(store / DB_FILE)
+    try:
+        assert conn.execute("SELECT tests_in, symbols_in FROM runs WHERE id = 'c'").fetchone() == (
+            "b",
+            "b",
+        )
+    finally:
+        conn.close()
+
+
 # -- permissions (root ignores them, so as root the checks run with capabilities dropped) -------
 
 
