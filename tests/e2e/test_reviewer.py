@@ -549,3 +549,66 @@ def test_a_run_of_another_values_revision_is_recorded_again_not_refused(tmp_path
         conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), old))
     diffed = _diff_passing_over(project, old)
     assert "digests values by values revision 3, this diff by" in diffed.stdout, diffed.stdout
+
+
+def test_an_added_test_shows_what_it_mocks_and_a_removed_one_what_it_mocked(
+    tmp_path: Path,
+) -> None:
+    """A pull request that adds a test with a mock: the reviewer's first screen names the real
+    code the new test replaces (before, the block said only "added passed"); one that deletes
+    such a test says what its stand-in stood in for."""
+    project = make_project(
+        tmp_path,
+        {
+            **PRICING,
+            "tests/test_old.py": """
+                from unittest import mock
+
+                from pricing import core
+
+
+                def test_old_mock():
+                    with mock.patch.object(core, "same", return_value=2):
+                        assert core.same() == 2
+            """,
+        },
+    )
+    (project / "tests" / "test_old.py").unlink()
+    write_files(
+        project,
+        {
+            "tests/test_new.py": """
+                from unittest import mock
+
+                from pricing import core
+
+
+                def test_label_mocked():
+                    with mock.patch("pricing.core.label", return_value="x"):
+                        assert core.label() == "x"
+            """
+        },
+    )
+    commit_all(project, "a test with a mock replaces another")
+    done = cli_run(project, *DIFF, "--json", "-", "--fail-on", "never", *PYTEST)
+    assert done.returncode == 0, done.stderr
+    tests = {t["id"]: t for t in json.loads(done.stdout)["tests"]}
+    added = tests["tests/test_new.py::test_label_mocked"]
+    assert added["status"] == "added"
+    assert [(c["kind"], c["symbol"]) for c in added["changes"]] == [
+        ("stand_in_added", "py:pricing.core.label")
+    ]
+    assert added["changes"][0]["head"]["mechanism"] == "mock_object"
+    removed = tests["tests/test_old.py::test_old_mock"]
+    assert removed["status"] == "removed"
+    assert [(c["kind"], c["symbol"]) for c in removed["changes"]] == [
+        ("stand_in_removed", "py:pricing.core.same")
+    ]
+    # A test without a stand-in has no change to list.
+    assert tests["tests/test_core.py::test_price"]["changes"] == []
+    screen = cli_run(project, *DIFF, "--fail-on", "never", *PYTEST)
+    assert screen.returncode == 0, screen.stderr
+    lines = screen.stdout.splitlines()
+    [at] = [n for n, line in enumerate(lines) if line.strip().startswith("tests/test_new.py")]
+    assert "added" in lines[at]
+    assert "stand-in added" in lines[at + 1] and "py:pricing.core.label" in lines[at + 1]

@@ -141,6 +141,20 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
     return found
 
 
+def one_sided_stand_ins(test: TestIndex, *, base_side: bool) -> list[Found]:
+    """The stand-ins of a test that one side has and the other has not (added, or removed,
+    with the test): nothing else of it is a difference, but which real code a new test
+    replaces is what a reviewer reads it for ("which tests mock what changed?")."""
+    kinds = _REMOVED if base_side else _ADDED
+    out: list[Found] = []
+    phases = test.phases
+    for phase in _phases(phases, {}):
+        for path, node in phases[phase].nodes.items():
+            if node.get("type") == TYPE_SUBSTITUTION:
+                out.append(_one_sided(kinds, phase, path, node, base_side=base_side))
+    return out
+
+
 def _timed(item: Found, base: PhaseIndex, head: PhaseIndex) -> Found:
     if _in_finalizer(item.path):
         return replace(item, timing=FINALIZER)

@@ -22,6 +22,7 @@ from diffgenome.analysis.diff.compare import (
     Found,
     StabilityKey,
     compare_tests,
+    one_sided_stand_ins,
     warning_messages_comparable,
 )
 from diffgenome.analysis.diff.describe import ARROW, describe
@@ -531,6 +532,7 @@ def diff_documents(
                 status = STATUS_UNVERIFIED
             else:
                 status = STATUS_ADDED if b is None else STATUS_REMOVED
+            one_side = b if h is None else h
             diffs.append(
                 TestDiff(
                     id=test_id,
@@ -538,6 +540,12 @@ def diff_documents(
                     status=status,
                     outcome=outcome,
                     reasons=reasons,
+                    changes=[
+                        found.change()
+                        for found in one_sided_stand_ins(one_side, base_side=h is None)
+                    ]
+                    if one_side is not None and status != STATUS_UNVERIFIED
+                    else [],
                     may_hide_change=status == STATUS_UNVERIFIED,
                 )
             )
