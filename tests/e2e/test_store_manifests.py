@@ -27,32 +27,27 @@ pytestmark = pytest.mark.slow
 SEEDED = {"PYTHONHASHSEED": "0"}
 
 FILES = {
-    "calc/__init__.py": "",
-    "calc/core.py": """
+    "shop/__init__.py": "",
+    "shop/cart.py": """
         import os
 
-
-        def sign(x):
-            if os.environ.get("FLIP"):
-                x = -x
-            if x >= 0:
-                return "pos"
-            return "neg"
+        RATE = -1 if os.environ.get("FLIP") else 1
 
 
-        def double(x):
-            return x * 2
+        def total(prices):
+            amount = sum(prices) * RATE
+            return max(amount, 0) if amount < 0 else amount
     """,
-    "tests/test_core.py": """
-        from calc import core
+    "tests/test_cart.py": """
+        from shop.cart import total
 
 
-        def test_sign():
-            assert core.sign(1) in ("pos", "neg")
+        def test_total():
+            assert total([1, 2]) >= 0
 
 
-        def test_double():
-            assert core.double(2) == 4
+        def test_empty():
+            assert total([]) == 0
     """,
 }
 
@@ -124,7 +119,7 @@ def test_repeated_recordings_share_their_rows_and_read_back_whole(tmp_path: Path
     )
     assert diffed.returncode == 0, diffed.stderr
     statuses = {t["id"]: t["status"] for t in json.loads(diffed.stdout)["tests"]}
-    assert statuses["tests/test_core.py::test_sign"] == "changed", statuses
+    assert statuses["tests/test_cart.py::test_total"] == "changed", statuses
     same = cli(project, "diff", first, third, "--json", "-", "--fail-on", "never")
     assert same.returncode == 0, same.stderr
     assert {t["status"] for t in json.loads(same.stdout)["tests"]} == {"unchanged"}
