@@ -29,7 +29,14 @@ from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.sides import Options, Side, Sides
 from diffgenome.protocol.formats import check_comparable, naming_of, values_of
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, STATUS_CHANGED, STATUS_UNVERIFIED
+from diffgenome.protocol.selection import all_cases
+from diffgenome.protocol.vocab import (
+    IMPORT_TEST_ID,
+    STATUS_ADDED,
+    STATUS_CHANGED,
+    STATUS_REMOVED,
+    STATUS_UNVERIFIED,
+)
 
 
 @dataclass
@@ -122,18 +129,26 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
         t for t in diff.tests if t.changes and t.status in (STATUS_CHANGED, STATUS_UNVERIFIED)
     ]
     differing = [t.id for t in differing_tests]
-    if sides.options.confirm and differing:
+    moved = moved_cases(diff)
+    if sides.options.confirm and (differing or moved):
         one = len(differing) == 1
         subject = f"{len(differing)} test{'' if one else 's'} that differ{'s' if one else ''}"
+        if moved:
+            functions = f"{len(moved)} function{'' if len(moved) == 1 else 's'}"
+            subject = (f"{subject} and " if differing else "") + (
+                f"the cases of {functions} whose case ids moved"
+            )
         with progress.step("confirming", "confirmed", subject) as step:
-            step.result = f"recorded {'it' if one else 'them'} twice more on each side"
+            step.result = (
+                f"recorded {'it' if one and not moved else 'them'} twice more on each side"
+            )
             base_again, head_again = confirm(
                 sides.recordings,
                 prepared.notes,
                 _recordable(base),
                 _recordable(head),
-                differing,
-                [t.base_id or t.id for t in differing_tests],
+                [*differing, *moved],
+                [*(t.base_id or t.id for t in differing_tests), *moved],
                 one_place=environments_differ(base.document, head.document),
             )
         if base_again or head_again:
@@ -141,6 +156,24 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
                 diff = compare(base_again, head_again)
                 step.result = _tests_text(diff)
     return diff
+
+
+def moved_cases(diff: DiffDocument) -> list[str]:
+    """``--genome-only`` entries for every case of each parametrized function that has cases
+    in base only *and* in head only: ids built from something that moves (the clock) make
+    every case removed and added in every diff. Confirmation records them again, and a
+    function whose case ids differ between two recordings of one commit has them read as
+    unstable (docs/diffing.md, "Case ids that move")."""
+    statuses: dict[str, set[str]] = {}
+    for test in diff.tests:
+        function, bracket, _ = test.id.partition("[")
+        if bracket:
+            statuses.setdefault(function, set()).add(test.status)
+    return sorted(
+        all_cases(function)
+        for function, seen in statuses.items()
+        if STATUS_ADDED in seen and STATUS_REMOVED in seen
+    )
 
 
 def core_notes(diff: DiffDocument) -> list[str]:

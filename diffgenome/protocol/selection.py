@@ -267,3 +267,21 @@ def node_id(test_id: str) -> str:
         elif ch == " " and depth == 0:
             return test_id[:i]
     return test_id
+
+
+#: An entry of ``--genome-only`` that selects every case of a parametrized test function,
+#: whatever their ids: confirmation records a function whose case ids moved between base and
+#: head (ids built from the clock) to see whether they move between two recordings of one
+#: commit too.
+ALL_CASES = "[*]"
+
+
+def all_cases(test_id: str) -> str:
+    """The ``--genome-only`` entry selecting every case of the function ``test_id`` is a case
+    of."""
+    return test_id.partition("[")[0] + ALL_CASES
+
+
+def selected(test_id: str, only: frozenset[str]) -> bool:
+    """Whether ``--genome-only``'s entries ``only`` select the recorded id ``test_id``."""
+    return test_id in only or ("[" in test_id and all_cases(test_id) in only)

@@ -41,6 +41,7 @@ from diffgenome.protocol.runs import (
     is_run_id,
     new_run_id,
 )
+from diffgenome.protocol.selection import selected
 from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
@@ -444,7 +445,7 @@ class Recorder:
         clear_id = self.redactor.test_id
         for item in items:
             # Recorded ids are masked (collect/redact.py): compare like with like.
-            (keep if clear_id(self._test_id(item.nodeid)) in only else drop).append(item)
+            (keep if selected(clear_id(self._test_id(item.nodeid)), only) else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep

@@ -316,6 +316,42 @@ def _confirmation(
     return set(first) - {IMPORT_TEST_ID}
 
 
+def _moving_case_ids(recordings: Sequence[Mapping[str, Any]], side: str) -> dict[str, str]:
+    """Parametrized functions whose case ids differ between two recordings of one commit
+    (ids built from the clock: marshmallow's ``[11:29:00 2026-12-05]``), with the reason
+    their one-sided cases give: a case removed and one added in every diff is the ids
+    moving, not tests coming and going."""
+    if len(recordings) < 2:
+        return {}
+    cases: list[dict[str, set[str]]] = []
+    for recording in recordings:
+        by_function: dict[str, set[str]] = {}
+        for test in recording.get("tests") or ():
+            test_id = str(test.get("id"))
+            function, bracket, _ = test_id.partition("[")
+            if bracket:
+                by_function.setdefault(function, set()).add(test_id)
+        cases.append(by_function)
+    moving: dict[str, str] = {}
+    for other in cases[1:]:
+        for function in cases[0].keys() & other.keys():
+            first, again = cases[0][function], other[function]
+            if first == again or function in moving:
+                continue
+            gone, new = sorted(first - again), sorted(again - first)
+            example = (
+                f"{gone[0]} {ARROW} {new[0]}"
+                if gone and new
+                else f"{len(first)} {ARROW} {len(again)} cases"
+            )
+            moving[function] = (
+                f"unstable ({side} confirmation): the case ids of {function} differ between "
+                f"two recordings of one commit ({example}), so a case on one side only is "
+                "its id moving, not a test added or removed"
+            )
+    return moving
+
+
 NOT_REPRODUCED = "not reproduced when both sides were recorded again"
 #: The reason's words where the first recordings ran in different environments (a user's
 #: ``pytest --genome`` run reused beside a side the diff recorded): confirmation's are in one.
@@ -489,6 +525,10 @@ def diff_documents(
     _instability(h_tests, h_run, head_repeats, "head", unstable, {})
     confirmed = _confirmation(base_confirmation, "base", unstable, paired)
     confirmed |= _confirmation(head_confirmation, "head", unstable, {})
+    moving = {
+        **_moving_case_ids(head_confirmation, "head"),
+        **_moving_case_ids(base_confirmation, "base"),
+    }
 
     # Tests that run changed code: a difference there is never put down to how the runs went.
     entries = (
@@ -530,6 +570,9 @@ def diff_documents(
             if not missing_run.get("complete", True):
                 reasons = [f"not recorded in {missing_side}, whose run is incomplete", *reasons]
                 status = STATUS_UNVERIFIED
+            elif test_id.partition("[")[0] in moving:
+                reasons = [moving[test_id.partition("[")[0]], *reasons]
+                status = STATUS_UNSTABLE
             else:
                 status = STATUS_ADDED if b is None else STATUS_REMOVED
             one_side = b if h is None else h
@@ -544,7 +587,7 @@ def diff_documents(
                         found.change()
                         for found in one_sided_stand_ins(one_side, base_side=h is None)
                     ]
-                    if one_side is not None and status != STATUS_UNVERIFIED
+                    if one_side is not None and status in (STATUS_ADDED, STATUS_REMOVED)
                     else [],
                     may_hide_change=status == STATUS_UNVERIFIED,
                 )
