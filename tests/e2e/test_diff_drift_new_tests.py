@@ -65,3 +65,51 @@ def test_a_stand_in_in_a_test_new_at_head_is_not_drift(tmp_path: Path) -> None:
     # ... the ones written with the new code did not
     assert "py:pkg.net.parse" not in drift, drift
     assert code == 1  # tests were added
+
+
+SVC = """
+class Svc:
+    def _exec(self, x):
+        return x + 1
+
+    def handle(self, x):
+        return self._exec(x) * 2
+"""
+SVC_TESTS = """
+from unittest import mock
+
+from pkg.svc import Svc
+
+
+def test_real():
+    assert Svc().handle(1) == 4
+
+
+def test_mocked():
+    with mock.patch.object(Svc, "handle", return_value=0):
+        assert Svc().handle(1) == 0
+"""
+
+
+def test_a_helper_renamed_as_it_was_is_no_drift_of_a_mock_of_its_caller(tmp_path: Path) -> None:
+    """voluptuous' ``_exec`` renamed ``_execute``: the mock of a validator that calls it was
+    listed as drifted (the helper "removed", its caller "modified"), on a pure refactor."""
+    repo = tmp_path / "repo"
+    write_files(repo, {"pkg/__init__.py": "", "pkg/svc.py": SVC, "tests/test_svc.py": SVC_TESTS})
+    GitRepo.init(repo).commit_all("initial")
+    write_files(repo, {"pkg/svc.py": SVC.replace("_exec", "_execute")})
+    GitRepo(repo).commit_tracked("rename _exec")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert document["drift"] == [], document["drift"]
+    statuses = {t["id"]: t["status"] for t in document["tests"]}
+    assert statuses["tests/test_svc.py::test_real"] == "restructured", statuses
+    assert code == 0
+    # The helper edited as well: the mock of its caller drifted.
+    write_files(repo, {"pkg/svc.py": SVC.replace("_exec", "_execute").replace("+ 1", "+ 2")})
+    GitRepo(repo).commit_tracked("and change it")
+    # test_real now fails (exit 3); test_mocked passes on, its mock answering as before.
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~2", "HEAD", codes=(3,))
+    [drift] = document["drift"]
+    assert drift["claimed_target"] == "py:pkg.svc.Svc.handle"
+    assert drift["tests"] == ["tests/test_svc.py::test_mocked"]
+    assert any("py:pkg.svc.Svc._exec removed" in e for e in drift["evidence"]), drift

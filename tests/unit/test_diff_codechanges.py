@@ -334,3 +334,31 @@ def test_a_generator_passed_to_a_renamed_callee_keeps_its_body() -> None:
     other = changes(base, base.replace("x + 1", "x + 2"))
     moved = {c.change: c for c in other.symbols if "<genexpr>" in c.symbol}
     assert moved["added"].body != moved["removed"].body
+
+
+def test_a_caller_changed_only_to_name_renamed_code_anew_is_the_same_code() -> None:
+    """``_exec`` renamed ``_execute`` as it was: its caller ``run`` differs only by the name it
+    calls, and behaves as before (mock drift takes none of them as evidence)."""
+    base = textwrap.dedent(
+        """
+        class V:
+            def _exec(self, x):
+                return x + 1
+
+            def run(self, x):
+                return self._exec(x) * 2
+        """
+    )
+    renamed = base.replace("_exec", "_execute")
+    code = changes(base, renamed)
+    by_symbol = code.by_symbol()
+    assert by_symbol["py:pkg.mod.V.run"].renames_only
+    assert code.same_code() == {"py:pkg.mod.V._exec", "py:pkg.mod.V._execute", "py:pkg.mod.V.run"}
+    # The caller also edited: not the same code.
+    edited = changes(base, renamed.replace("* 2", "* 3"))
+    assert not edited.by_symbol()["py:pkg.mod.V.run"].renames_only
+    assert edited.same_code() == {"py:pkg.mod.V._exec", "py:pkg.mod.V._execute"}
+    # The helper renamed *and* edited: no rename, so nothing is the same code.
+    both = changes(base, renamed.replace("x + 1", "x + 2"))
+    assert not both.by_symbol()["py:pkg.mod.V.run"].renames_only
+    assert both.same_code() == frozenset()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from diffgenome.analysis.models import CodeChangeKind
@@ -70,6 +70,10 @@ class SymbolChange:
     # For an added or removed function or class: a digest of its code without its own name,
     # so that a rename (the same code under another name) can be told from new code.
     body: str | None = None
+    # For a modified one: its code is base's once the names of code renamed by the change
+    # (the same code under another name) are read as their new names: a caller of a renamed
+    # helper, changed by the rename only.
+    renames_only: bool = False
     #: Where its definition starts in ``path``, for people only (no identity holds a line).
     line: int | None = None
 
@@ -84,6 +88,14 @@ class CodeChangeInput:
 
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
+
+    def same_code(self) -> frozenset[str]:
+        """Symbols the change renamed or moved without changing their code (a removed one
+        whose code an added one has), with both names, and those it modified only by
+        naming such code anew: none of them behaves otherwise."""
+        return frozenset(
+            symbol for old, new in renamed(self.symbols).items() for symbol in (old, new)
+        ) | frozenset(change.symbol for change in self.symbols if change.renames_only)
 
     def one_sided_state(self) -> frozenset[str]:
         """State targets (``global:<name>``) of module-level names bound on one side only."""
@@ -130,6 +142,7 @@ def code_changes_from_sources(
     DEFAULT_RULES``) is read there, and the functions that read it are readers too."""
     changes: list[SymbolChange] = []
     unparsed: list[str] = []
+    texts: dict[str, tuple[str, str]] = {}  # modified functions: base's and head's code
     for path in sorted(set(base_files) | set(head_files)):
         b_src, h_src = base_files.get(path), head_files.get(path)
         if b_src == h_src:
@@ -143,15 +156,66 @@ def code_changes_from_sources(
         except (SyntaxError, ValueError):
             unparsed.append(path)
             continue
-        changes.extend(_compare_files(b_facts, h_facts, path))
+        changes.extend(_compare_files(b_facts, h_facts, path, texts))
+    changes = _renames_only(changes, texts)
     if importers is not None:
         changes = _imported_readers(changes, importers, module_of)
     changes.sort(key=lambda change: change.symbol)
     return CodeChangeInput(tuple(changes), tuple(unparsed))
 
 
+def renamed(symbols: Iterable[SymbolChange]) -> dict[str, str]:
+    """Removed symbol -> the added one with the same code (its body digest), where exactly one
+    added symbol has it and no other removed one does."""
+    removed: dict[str, list[str]] = {}
+    added: dict[str, list[str]] = {}
+    for change in symbols:
+        if change.body is None:
+            continue
+        if change.change == CODE_REMOVED:
+            removed.setdefault(change.body, []).append(change.symbol)
+        elif change.change == CODE_ADDED:
+            added.setdefault(change.body, []).append(change.symbol)
+    return {
+        olds[0]: added[body][0]
+        for body, olds in removed.items()
+        if len(olds) == 1 and len(added.get(body, ())) == 1
+    }
+
+
+def _renames_only(
+    changes: list[SymbolChange], texts: Mapping[str, tuple[str, str]]
+) -> list[SymbolChange]:
+    """Mark the modified functions whose code differs from base's only by the names of code
+    the change renamed (the calls of ``self._exec`` become ``self._execute``)."""
+    names: dict[str, str | None] = {}
+    for old, new in renamed(changes).items():
+        before, after = old.rpartition(".")[2], new.rpartition(".")[2]
+        if before != after:
+            # Two renames of one name to two others: which is meant cannot be told.
+            names[before] = after if names.get(before, after) == after else None
+    pairs = [(before, after) for before, after in names.items() if after is not None]
+    if not pairs:
+        return changes
+    out: list[SymbolChange] = []
+    for change in changes:
+        both = texts.get(change.symbol)
+        if change.change == CODE_MODIFIED and both is not None:
+            text = both[0]
+            for before, after in pairs:
+                for field_name in ("attr", "id"):
+                    text = text.replace(f"{field_name}={before!r}", f"{field_name}={after!r}")
+            if text == both[1]:
+                change = replace(change, renames_only=True)
+        out.append(change)
+    return out
+
+
 def _compare_files(
-    base: Mapping[str, _ScopeFacts], head: Mapping[str, _ScopeFacts], path: str
+    base: Mapping[str, _ScopeFacts],
+    head: Mapping[str, _ScopeFacts],
+    path: str,
+    texts: dict[str, tuple[str, str]],
 ) -> Iterator[SymbolChange]:
     for symbol in sorted(set(base) | set(head)):
         b, h = base.get(symbol), head.get(symbol)
@@ -170,6 +234,8 @@ def _compare_files(
         elif b.fingerprint is None or h.fingerprint is None or b.fingerprint != h.fingerprint:
             sites = _site_changes(b.sites, h.sites, b.lines, h.lines)
             if b.statements is None or h.statements is None:
+                if b.fingerprint is not None and h.fingerprint is not None:
+                    texts[symbol] = (b.fingerprint, h.fingerprint)
                 yield SymbolChange(symbol, CODE_MODIFIED, sites, path, line=h.line)
                 continue
             changed = _changed_statements(b.statements, h.statements)
