@@ -561,3 +561,31 @@ def test_a_private_method_renamed_under_a_generator_passed_to_it_is_structure(
     code, document = cli_json(repo, tmp_path, "diff", "main", "rename")
     assert _statuses(document)["test_chain"] == "restructured", document["tests"]
     assert code == 0
+
+
+def test_a_method_renamed_and_edited_is_said_so_not_inlined_and_extracted(
+    orders: Path, tmp_path: Path
+) -> None:
+    """voluptuous' ``Any._exec`` became ``Any._execute`` with ``>`` made ``>=``: the report
+    said the old method was inlined into its caller and the new one extracted from it, which
+    nobody did."""
+    git_in(orders, "checkout", "-q", "-b", "rename-and-edit", "main")
+    try:
+        path = orders / "orders" / "pricing.py"
+        text = path.read_text()
+        text = text.replace("self._tax(subtotal)", "self._tax_on(subtotal)")
+        text = text.replace(
+            "    def _tax(self, amount):\n        return amount * self.tax_percent // 100\n",
+            "    def _tax_on(self, amount):\n"
+            "        return (amount * self.tax_percent + 50) // 100\n",
+        )
+        path.write_text(text)
+        git_in(orders, "commit", "-qam", "rename _tax and round it")
+    finally:
+        git_in(orders, "checkout", "-q", "main")
+    _, document = _diff(orders, tmp_path, "rename-and-edit")
+    said = {line for test in document["tests"] for line in test["structure"]}
+    assert said == {
+        "`orders.pricing.Pricing._tax` renamed to `orders.pricing.Pricing._tax_on` (its code "
+        "edited), called by `orders.pricing.Pricing.total`"
+    }, said

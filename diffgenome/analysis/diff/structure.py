@@ -410,6 +410,9 @@ def summaries(
         verb = "renamed to" if _last(old) != _last(partner) else "moved to"
         how = " (the same code)" if same_body else ""
         lines.append(f"`{_short(old)}` {verb} `{_short(partner)}`{how}{called_by}")
+    for old, new in _edited_renames(removed, added):
+        called_by = _callers(removed.pop(old) | added.pop(new))
+        lines.append(f"`{_short(old)}` renamed to `{_short(new)}` (its code edited){called_by}")
     for new, callers in sorted(added.items()):
         lines.append(_one_sided_line(new, callers, region, extracted=True, neutral=behaviour))
     for old, callers in sorted(removed.items()):
@@ -462,6 +465,27 @@ def _carried(
                 pairs.append((old, new))
                 break
     return pairs
+
+
+def _edited_renames(
+    removed: Mapping[str, set[str | None]], added: Mapping[str, set[str | None]]
+) -> list[tuple[str, str]]:
+    """A removed and an added method of one owner, called by the same caller in this test,
+    where no other pair of the owner could be meant: one method renamed and edited
+    (voluptuous' ``Any._exec`` became ``Any._execute`` with ``>`` made ``>=``). Without this,
+    the two read as code inlined into the caller and code extracted from it, which nobody did."""
+    candidates = [
+        (old, new)
+        for old in sorted(removed)
+        for new in sorted(added)
+        if _owner(old) == _owner(new)
+        and not _anonymous(old)
+        and not _anonymous(new)
+        and (removed[old] & added[new]) - {None}
+    ]
+    olds = [old for old, _ in candidates]
+    news = [new for _, new in candidates]
+    return [(old, new) for old, new in candidates if olds.count(old) == 1 and news.count(new) == 1]
 
 
 def _enclosing_function(symbol: str) -> str:
