@@ -615,8 +615,8 @@ class DiffDocument(_Model):
         default_factory=list,
         description="added 2026-12-02: the causes grouped by the code change they descend "
         "from, most telling first, then those through several code changes and those with "
-        "no code change in reach; every cause is in exactly one group. Empty when the diff "
-        "had no code changes to read",
+        "no changed code on its call path; every cause is in exactly one group. Empty when "
+        "the diff had no code changes to read",
     )
     tests: list[TestDiff] = []
     code_changes: list[CodeChange] = []

@@ -135,7 +135,7 @@ def test_the_code_change_leads_the_causes_before_what_no_code_change_reaches(
     """Two tests list the package's folder, which the pull request's new module joins (no
     code imports it): their results changed with no changed code in reach, and they are
     more than the fix's one test.
-    The fix's code change comes first all the same; theirs is "no code change in reach"."""
+    The fix's code change comes first all the same; theirs is "no changed code on its call path"."""
     code, document = cli_json(repo, tmp_path, "diff", "main", "fix-and-test")
     assert code == 1
     groups = document["cause_groups"]

@@ -246,7 +246,7 @@ def _by_code_change(
         elif reach == "several":
             code = "through several code changes: " + ", ".join(sorted(symbols))
         else:
-            code = "no code change in reach"
+            code = "no changed code on its call path"
         group = CauseGroup(
             reach=reach,
             symbol=symbol,

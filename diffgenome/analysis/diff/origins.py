@@ -20,8 +20,9 @@ the recordings, never guessed:
 
 A cause whose changes all descend from one changed symbol is listed under it; one whose
 changes reach several is "through several code changes", with them named; one with no
-changed code in reach (a difference of the environment, or of test code) is "no code change
-in reach". Nothing is dropped: every cause is in exactly one of these places.
+changed code above or below its node (a difference of the environment, of test code, or a
+value that changed code made earlier in the test and this node only reads) is "no changed
+code on its call path". Nothing is dropped: every cause is in exactly one of these places.
 """
 
 from __future__ import annotations

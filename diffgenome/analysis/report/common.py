@@ -387,7 +387,7 @@ def group_text(group: CauseGroup, causes: int) -> str:
         return f"{group.symbol} ({group.code}): {tail}"
     if group.reach == "several":
         return f"through several code changes ({several_text(group.symbols)}): {tail}"
-    return f"no code change in reach: {tail}"
+    return f"no changed code on its call path: {tail}"
 
 
 def outcome_text(test: TestDiff) -> str:

@@ -437,7 +437,7 @@ def _group_line(group: CauseGroup, causes: int) -> str:
     elif group.reach == "several":
         title = f"**through several code changes** ({several_text(group.symbols, code)})"
     else:
-        title = "**no code change in reach**"
+        title = "**no changed code on its call path**"
     tail = group_tail(group, causes)
     return f"- {title}{DOT}{plain(tail)}{example}"
 
