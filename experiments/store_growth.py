@@ -293,7 +293,10 @@ def _markdown(r: dict[str, Any]) -> str:
         f"run ({100 * later / disk[0] / max(len(disk) - 1, 1):.1f} % per run). Logically: "
         f"{logical['bodies']:,} distinct phase bodies ({logical['body_bytes']:,} bytes) for "
         f"all runs; per run {statistics.median(logical['test_rows']):,.0f} bytes of test rows "
-        f"and {statistics.median(logical['symbols']):,.0f} of symbols (medians).",
+        f"and {statistics.median(logical['symbols']):,.0f} of symbols (medians); "
+        f"{logical.get('shared_tests', 0)} runs hold no test rows of their own and "
+        f"{logical.get('shared_symbols', 0)} no symbols (store/3: an earlier run holds the "
+        "same).",
         "",
         "| reading | wall (median) | peak memory |",
         "|---|---:|---:|",

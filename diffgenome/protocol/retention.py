@@ -30,6 +30,17 @@ DEFAULT_KEEP_RUNS: Final = 20
 META_KEEP_RUNS: Final = "keep_runs"
 
 
+#: SQLite's incremental auto-vacuum: free pages can be given back to the file system in the
+#: middle of a store's life (:func:`release_free_pages`), not only by a whole ``VACUUM``.
+AUTO_VACUUM: Final = "INCREMENTAL"
+
+
+def release_free_pages(conn: sqlite3.Connection) -> None:
+    """Give the store's free pages back to the file system (the caller's transaction; a
+    store made before incremental auto-vacuum has none to give: a no-op there)."""
+    conn.execute("PRAGMA incremental_vacuum").fetchall()  # one page per step: step them all
+
+
 def keep_runs(conn: sqlite3.Connection) -> int:
     """The store's cap on runs (``meta.keep_runs``, else :data:`DEFAULT_KEEP_RUNS`); 0: none."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEEP_RUNS,)).fetchone()
@@ -199,6 +210,7 @@ def compact(conn: sqlite3.Connection, *, at_least: float = 0.0) -> bool:
         if not pages or free / pages < at_least:
             return False
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute(f"PRAGMA auto_vacuum = {AUTO_VACUUM}")  # an older store takes it here
     conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return True

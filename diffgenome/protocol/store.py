@@ -40,7 +40,7 @@ from diffgenome.protocol.formats import (
     check_store_format,
 )
 from diffgenome.protocol.manifest import add_manifest_columns
-from diffgenome.protocol.retention import compact
+from diffgenome.protocol.retention import AUTO_VACUUM, compact
 from diffgenome.protocol.runs import RUN_STATUSES, run_genome_format
 from diffgenome.protocol.storekey import load_key, store_key
 
@@ -376,6 +376,11 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> int:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             _check_existing(conn, db_path)
+            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # A new file: pages freed later (a run's rows given up for an earlier run's,
+                # protocol/manifest.py) can go back to the file system without a VACUUM.
+                # Only an empty file takes this; an older store takes it when compacted.
+                conn.execute(f"PRAGMA auto_vacuum = {AUTO_VACUUM}")
             # Switching to WAL needs a moment alone with the file; a racing creator may hold
             # it, so this is retried rather than waited on by the busy handler.
             if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":

@@ -26,6 +26,7 @@ from diffgenome.protocol.retention import (
     compact,
     delete_runs,
     keep_runs,
+    release_free_pages,
     runs_over_cap,
     said_removals,
 )
@@ -255,7 +256,10 @@ class StoreWriter:
                     run_id,
                 ),
             )
-            share_rows(conn, run_id)
+            if any(share_rows(conn, run_id)):
+                # The rows it gave up were pages the next recording would reuse; at rest,
+                # the store holds them once (ten runs of one commit, docs/performance.md).
+                release_free_pages(conn)
         return [] if whole else why
 
     def tally(self, run_id: str) -> tuple[int, int, str | None, int]:

@@ -786,3 +786,32 @@ def test_reader_reads_a_store_in_a_read_only_folder(shared_dir: Path) -> None:
     done = run_unprivileged(["-c", READ_RUNS, str(store)])
     assert done.returncode == 3
     assert "permission" in done.stdout.lower() and "; " in done.stdout
+
+
+def test_a_run_that_shares_its_rows_gives_their_pages_back(store: Path) -> None:
+    """The rows a finished run gives up for an earlier run's (protocol/manifest.py) were
+    written while it recorded: their pages go back to the file system at once (incremental
+    auto-vacuum), so ten recordings of one commit take about the room of one."""
+    record(store, "a", tests=400, started="2026-01-01T00:00:00Z")
+    conn = sqlite3.connect(store / DB_FILE)
+    try:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        conn.close()
+    for n in range(1, 4):
+        record(store, f"r{n}", tests=400, started=f"2026-01-01T00:00:0{n}Z")
+    conn = sqlite3.connect(store / DB_FILE)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+        grown = conn.execute("PRAGMA page_count").fetchone()[0] - pages
+        holders = dict(conn.execute("SELECT id, tests_in FROM runs").fetchall())
+    finally:
+        conn.close()
+    assert holders == {"a": None, "r1": "a", "r2": "a", "r3": "a"}
+    # Three run rows (and an index entry each), not three copies of 400 test rows.
+    assert grown <= 3, grown
+    with StoreReader.open(str(store)) as reader:
+        assert [r.tests for r in reader.runs()] == [400, 400, 400, 400]
