@@ -187,6 +187,7 @@ class Recorder:
         # Digests of the parameter values of the running test (``params`` in its record):
         # what pairs ``test[kwargs18]`` with ``test[kwargs20]`` when cases were inserted.
         self._params: dict[str, str | None] | None = None
+        self._param_memo: dict[tuple[type, object], str | None] = {}
         self._reports: dict[str, pytest.TestReport] = {}
         self._tracing = False
         self._closed = False
@@ -724,7 +725,7 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         self.tracer.test_serial += 1
-        self._params = _param_digests(item, self.digester)
+        self._params = _param_digests(item, self.digester, self._param_memo)
         try:
             self._own_capture = not OWN_CAPTURE.isdisjoint(getattr(item, "fixturenames", ()))
         except Exception:
@@ -1081,17 +1082,42 @@ def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
     return foreign
 
 
-def _param_digests(item: pytest.Item, digester: values.Digester) -> dict[str, str | None] | None:
+def _param_digests(
+    item: pytest.Item, digester: values.Digester, memo: dict[tuple[type, object], str | None]
+) -> dict[str, str | None] | None:
     """The keyed digest of each of a parametrized test's values, by argument name. pytest
     names a case it cannot print by its position (``kwargs18``), which inserting a case
-    shifts; the values themselves do not shift."""
+    shifts; the values themselves do not shift.
+
+    ``memo``: the digests of plain scalars already seen (a parametrized suite passes the same
+    few values to thousands of cases: packaging's version strings), by type and value, so
+    that ``True`` and ``1`` stay apart."""
     try:
         params = item.callspec.params  # type: ignore[attr-defined]
         if not isinstance(params, dict) or not params:
             return None
-        return {str(name): _param_digest(params[name], digester) for name in sorted(params)}
+        out: dict[str, str | None] = {}
+        for name in sorted(params):
+            value = params[name]
+            kind = type(value)
+            if kind in _MEMO_TYPES:
+                key = (kind, value)
+                if key in memo:
+                    out[str(name)] = memo[key]
+                    continue
+                if len(memo) >= _PARAM_MEMO_SIZE:
+                    memo.clear()
+                out[str(name)] = memo[key] = _param_digest(value, digester)
+            else:
+                out[str(name)] = _param_digest(value, digester)
+        return out
     except Exception:  # not parametrized (no callspec), or a value that resists reading
         return None
+
+
+#: Parameter types whose value alone decides the digest (immutable, equal means same form).
+_MEMO_TYPES = frozenset((str, bytes, int, bool, type(None)))
+_PARAM_MEMO_SIZE = 65536
 
 
 def _param_digest(value: object, digester: values.Digester) -> str | None:

@@ -671,3 +671,32 @@ def test_deepcopys_memo_is_no_argument_and_two_runs_agree(tmp_path: Path) -> Non
     assert first["run"]["config"]["values"] >= 4
     second = record(project)
     assert test_genome(second, "test_copy") == test_genome(first, "test_copy")
+
+
+def test_parameter_digests_tell_equal_values_of_other_types_apart(tmp_path: Path) -> None:
+    """The digests of a parametrized test's values (what pairs renumbered cases) are
+    remembered per value within a session: ``True`` and ``1`` are equal in Python and must
+    still get their own digests, and each equals what a session of that case alone gives."""
+    project = make_project(
+        tmp_path,
+        {
+            "tests/test_p.py": """
+                import pytest
+
+
+                @pytest.mark.parametrize(
+                    "v", [1, True, "1", b"1", None, 1], ids=["i", "t", "s", "b", "n", "i2"]
+                )
+                def test_v(v):
+                    assert v is None or v
+            """
+        },
+    )
+    whole = {t["id"]: t.get("params") for t in record(project)["tests"] if "[" in t["id"]}
+    digests = {test_id.rpartition("[")[2][:-1]: params["v"] for test_id, params in whole.items()}
+    assert digests["i"] == digests["i2"]
+    assert len({digests[k] for k in ("i", "t", "s", "b", "n")}) == 5, digests
+    for case in ("t", "b"):
+        alone = record(project, f"tests/test_p.py::test_v[{case}]")
+        [test] = [t for t in alone["tests"] if "[" in t["id"]]
+        assert test["params"]["v"] == digests[case]
