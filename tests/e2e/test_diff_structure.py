@@ -589,3 +589,72 @@ def test_a_method_renamed_and_edited_is_said_so_not_inlined_and_extracted(
         "`orders.pricing.Pricing._tax` renamed to `orders.pricing.Pricing._tax_on` (its code "
         "edited), called by `orders.pricing.Pricing.total`"
     }, said
+
+
+SIGNER = """
+class Signer:
+    def now(self):
+        return 100
+
+    def unsign(self, value, max_age=None):
+        if max_age is not None:
+            age = self.now() - value
+            if age > max_age:
+                raise ValueError("expired")
+        return value
+"""
+SIGNER_EXTRACTED = """
+class Signer:
+    def now(self):
+        return 100
+
+    def _check_age(self, value, max_age):
+        age = self.now() - value
+        if age > max_age:
+            raise ValueError("expired")
+
+    def unsign(self, value, max_age=None):
+        if max_age is not None:
+            self._check_age(value, max_age)
+        return value
+"""
+
+
+def test_a_method_named_on_one_side_only_is_no_change_of_a_test_that_never_calls_it(
+    tmp_path: Path,
+) -> None:
+    """itsdangerous: ``unsign``'s age checks extracted as ``self._check_age``. ``unsign``
+    names ``self._check_age`` where it named ``self.now``, and its state facts said so
+    (``class attribute`` on one side only): 91 tests that never check an age were
+    ``changed``. They ran changed code and did the same: ``touched``."""
+    repo = make_project(
+        tmp_path,
+        {
+            "sig/__init__.py": "",
+            "sig/core.py": SIGNER,
+            "tests/test_sig.py": """
+                import pytest
+
+                from sig.core import Signer
+
+
+                def test_plain():
+                    assert Signer().unsign(5) == 5
+
+
+                def test_expired():
+                    with pytest.raises(ValueError):
+                        Signer().unsign(5, max_age=10)
+            """,
+        },
+    )
+    (repo / "sig" / "core.py").write_text(SIGNER_EXTRACTED)
+    git_in(repo, "commit", "-qam", "extract the age check")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    statuses = _statuses(document)
+    assert statuses == {
+        "<import>": "unchanged",
+        "test_plain": "touched",
+        "test_expired": "restructured",
+    }, document["tests"]
+    assert code == 0
