@@ -11,6 +11,7 @@ every refactor was ``changed`` (3 to 6 tests each) and failed the default gate.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -658,3 +659,91 @@ def test_a_method_named_on_one_side_only_is_no_change_of_a_test_that_never_calls
         "test_expired": "restructured",
     }, document["tests"]
     assert code == 0
+
+
+def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None:
+    """itsdangerous: ``age > max_age`` made ``age >= max_age`` changes nothing for a test
+    that is not at the boundary: the tests were quietly ``touched``, and the first screen
+    said nothing of the edit. It is a gap of the changed code now; a test at the boundary,
+    which does behave otherwise, takes it away."""
+    tests = """
+        import pytest
+
+        from sig.core import Signer
+
+
+        def test_expired():
+            with pytest.raises(ValueError):
+                Signer().unsign(5, max_age=10)
+
+
+        def test_fresh():
+            assert Signer().unsign(95, max_age=10) == 95
+    """
+    repo = make_project(
+        tmp_path, {"sig/__init__.py": "", "sig/core.py": SIGNER, "tests/test_sig.py": tests}
+    )
+    (repo / "sig" / "core.py").write_text(SIGNER.replace("age > max_age", "age >= max_age"))
+    git_in(repo, "commit", "-qam", "an age of max_age has expired")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:sig.core.Signer.unsign"]
+    edit = (
+        "decision edited, and no test that reaches it behaves otherwise: "
+        "`age > max_age` → `age >= max_age`"
+    )
+    assert edit in entry["gaps"], entry["gaps"]
+    screen = cli(repo, "diff", "HEAD~1", "HEAD")
+    assert edit in screen.stdout, screen.stdout
+    # A test at the boundary: it behaves otherwise (its outcome changes), so no gap.
+    boundary = (
+        tests
+        + """
+
+        def test_boundary():
+            assert Signer().unsign(90, max_age=10) == 90
+    """
+    )
+    (repo / "tests" / "test_sig.py").write_text(textwrap.dedent(boundary))
+    (repo / "sig" / "core.py").write_text(SIGNER)
+    git_in(repo, "commit", "-qam", "a boundary test")
+    (repo / "sig" / "core.py").write_text(SIGNER.replace("age > max_age", "age >= max_age"))
+    git_in(repo, "commit", "-qam", "the edit again")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(3,))
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:sig.core.Signer.unsign"]
+    assert not any(gap.startswith("decision edited") for gap in entry["gaps"]), entry["gaps"]
+
+
+def test_an_extraction_that_edits_a_decision_on_the_way_says_so(tmp_path: Path) -> None:
+    """itsdangerous: the age checks extracted *and* ``>`` made ``>=`` read as a pure
+    extraction (``restructured``, exit 0): the tests took the same ways with either
+    condition. The structure line names the condition that was not in the code it came
+    from."""
+    repo = make_project(
+        tmp_path,
+        {
+            "sig/__init__.py": "",
+            "sig/core.py": SIGNER,
+            "tests/test_sig.py": """
+                import pytest
+
+                from sig.core import Signer
+
+
+                def test_expired():
+                    with pytest.raises(ValueError):
+                        Signer().unsign(5, max_age=10)
+            """,
+        },
+    )
+    (repo / "sig" / "core.py").write_text(
+        SIGNER_EXTRACTED.replace("age > max_age", "age >= max_age")
+    )
+    git_in(repo, "commit", "-qam", "extract the age check, and expire at max_age")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    [test] = [t for t in document["tests"] if t["id"].endswith("test_expired")]
+    assert test["status"] == "restructured"
+    assert test["structure"] == [
+        "`sig.core.Signer._check_age` extracted from `sig.core.Signer.unsign`, with a decision "
+        "the code it came from did not have: `age >= max_age` (gone from there: "
+        "`age > max_age`); no test here tells them apart"
+    ]

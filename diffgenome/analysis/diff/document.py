@@ -39,6 +39,7 @@ from diffgenome.analysis.diff.structure import (
     summaries,
 )
 from diffgenome.analysis.models import (
+    CodeChange,
     DiffDocument,
     DiffSide,
     DiffSummary,
@@ -52,7 +53,9 @@ from diffgenome.protocol.vocab import (
     BRANCH_CHANGED,
     CALL_COUNT_CHANGED,
     CLASS_ATTRIBUTE_BUCKET,
+    CODE_ADDED,
     CODE_MODIFIED,
+    CODE_REMOVED,
     EXIT_CHANGED,
     IMPORT_TEST_ID,
     RESULT_CHANGED,
@@ -665,6 +668,7 @@ def diff_documents(
             )
         )
 
+    _untold_edits(entries, diffs)
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
@@ -688,6 +692,36 @@ def diff_documents(
         code_changes=entries,
         drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
     )
+
+
+#: The gap of a changed symbol whose decision was edited while no test that reaches it
+#: behaves otherwise (docs/diffing.md, "Code changes").
+GAP_UNTOLD_EDIT = "decision edited, and no test that reaches it behaves otherwise: {edit}"
+
+
+def _untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> None:
+    """Add a gap to each changed symbol whose decisions were edited in place (a condition
+    gone and another come in the same function: itsdangerous' ``age > max_age`` made ``age
+    >= max_age``) when none of the tests that reach it changed: each took the same ways with
+    either condition, so none tells them apart, and the edit (a fix, or a slip) is untested."""
+    loud = {diff.id for diff in diffs if diff.status in (STATUS_CHANGED, STATUS_UNVERIFIED)}
+    for entry in entries:
+        if entry.change != CODE_MODIFIED:
+            continue
+        gone = sorted(
+            str(site.get("predicate")) for site in entry.sites if site.get("change") == CODE_REMOVED
+        )
+        came = sorted(
+            str(site.get("predicate")) for site in entry.sites if site.get("change") == CODE_ADDED
+        )
+        reached = set(entry.tests_base) | set(entry.tests_head)
+        if not gone or not came or not reached or reached & loud:
+            continue
+        if len(gone) == len(came) == 1:
+            edit = f"`{gone[0]}` → `{came[0]}`"
+        else:
+            edit = f"{', '.join(f'`{p}`' for p in gone)} → {', '.join(f'`{p}`' for p in came)}"
+        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=edit))
 
 
 #: The reason a test gets when its differences come from state other tests left (#24.6).

@@ -21,6 +21,7 @@ as before: never quieter than the evidence allows.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -535,10 +536,41 @@ def _one_sided_line(
         return f"{kind} {'added in' if extracted else 'removed from'} {where}"
     if modified and not neutral:
         verb = "extracted from" if extracted else "inlined into"
-        return f"`{_short(symbol)}` {verb} {where}"
+        edited = _edited_decisions(symbol, modified, region) if extracted else ""
+        return f"`{_short(symbol)}` {verb} {where}{edited}"
     if extracted:
         return f"new `{_short(symbol)}`, called by {where}"
     return f"`{_short(symbol)}` gone, was called by {where}"
+
+
+def _edited_decisions(symbol: str, callers: Sequence[str], region: Region) -> str:
+    """What to add to an extraction's line when the decisions that moved are not the
+    decisions they came from: a condition edited on the way (itsdangerous' ``age > max_age``
+    extracted as ``age >= max_age``). The tests whose line this is took the same ways either
+    way, so they stay ``restructured``; the line says that none of them tells the two
+    conditions apart, which is what a reviewer of a "pure refactor" must know. (A removed
+    symbol's decisions are not listed by the code change, so an inlining says nothing.)"""
+    change = region.changes.get(symbol)
+    if change is None:
+        return ""
+    moved = Counter(site.predicate for site in change.sites if site.change == CODE_ADDED)
+    left = Counter(
+        site.predicate
+        for caller in callers
+        if caller in region.changes
+        for site in region.changes[caller].sites
+        if site.change == CODE_REMOVED
+    )
+    new = sorted((moved - left).elements())
+    if not new:
+        return ""
+    gone = sorted((left - moved).elements())
+    text = ", ".join(f"`{p}`" for p in new)
+    was = f" (gone from there: {', '.join(f'`{p}`' for p in gone)})" if gone else ""
+    return (
+        f", with a decision the code it came from did not have: {text}{was}; "
+        "no test here tells them apart"
+    )
 
 
 _NONE = SymbolChange("", CODE_ADDED)
