@@ -700,28 +700,35 @@ GAP_UNTOLD_EDIT = "decision edited, and no test that reaches it behaves otherwis
 
 
 def _untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> None:
-    """Add a gap to each changed symbol whose decisions were edited in place (a condition
-    gone and another come in the same function: itsdangerous' ``age > max_age`` made ``age
-    >= max_age``) when none of the tests that reach it changed: each took the same ways with
+    """Add a gap to each changed symbol whose decision was edited in place (one condition
+    gone and one come in the same function: itsdangerous' ``age > max_age`` made ``age >=
+    max_age``) when none of the tests that reach it changed: each took the same ways with
     either condition, so none tells them apart, and the edit (a fix, or a slip) is untested."""
     loud = {diff.id for diff in diffs if diff.status in (STATUS_CHANGED, STATUS_UNVERIFIED)}
+
+    def predicates(entry: CodeChange, kind: str) -> list[str]:
+        return [str(site.get("predicate")) for site in entry.sites if site.get("change") == kind]
+
     for entry in entries:
         if entry.change != CODE_MODIFIED:
             continue
-        gone = sorted(
-            str(site.get("predicate")) for site in entry.sites if site.get("change") == CODE_REMOVED
-        )
-        came = sorted(
-            str(site.get("predicate")) for site in entry.sites if site.get("change") == CODE_ADDED
-        )
+        # A condition that went to another changed symbol (an extracted helper), or came
+        # from one (an inlined helper), moved: it was not edited here.
+        elsewhere_added = {
+            p for other in entries if other is not entry for p in predicates(other, CODE_ADDED)
+        }
+        elsewhere_gone = {
+            p for other in entries if other is not entry for p in predicates(other, CODE_REMOVED)
+        }
+        gone = sorted(p for p in predicates(entry, CODE_REMOVED) if p not in elsewhere_added)
+        came = sorted(p for p in predicates(entry, CODE_ADDED) if p not in elsewhere_gone)
         reached = set(entry.tests_base) | set(entry.tests_head)
-        if not gone or not came or not reached or reached & loud:
+        # One condition for another: an edit. Several for several is the function rewritten
+        # (marshmallow's bound checks turned into calls of new helpers), which the other gaps
+        # and the tests' structure lines say better than a list of conditions would.
+        if len(gone) != 1 or len(came) != 1 or not reached or reached & loud:
             continue
-        if len(gone) == len(came) == 1:
-            edit = f"`{gone[0]}` → `{came[0]}`"
-        else:
-            edit = f"{', '.join(f'`{p}`' for p in gone)} → {', '.join(f'`{p}`' for p in came)}"
-        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=edit))
+        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=f"`{gone[0]}` → `{came[0]}`"))
 
 
 #: The reason a test gets when its differences come from state other tests left (#24.6).
