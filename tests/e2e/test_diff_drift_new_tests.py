@@ -113,3 +113,26 @@ def test_a_helper_renamed_as_it_was_is_no_drift_of_a_mock_of_its_caller(tmp_path
     assert drift["claimed_target"] == "py:pkg.svc.Svc.handle"
     assert drift["tests"] == ["tests/test_svc.py::test_mocked"]
     assert any("py:pkg.svc.Svc._exec removed" in e for e in drift["evidence"]), drift
+
+
+def test_drift_says_when_every_test_of_the_real_code_behaves_the_same(tmp_path: Path) -> None:
+    """itsdangerous: an extraction in ``unsign`` listed every mock of ``unsign`` as drifted,
+    "code: unsign modified", with nothing to tell a refactor from a change. The code line
+    now says that the tests running the real code all behave the same."""
+    repo = tmp_path / "repo"
+    write_files(repo, {"pkg/__init__.py": "", "pkg/svc.py": SVC, "tests/test_svc.py": SVC_TESTS})
+    GitRepo.init(repo).commit_all("initial")
+    extracted = SVC.replace(
+        "        return self._exec(x) * 2\n",
+        "        return self._double(self._exec(x))\n\n"
+        "    def _double(self, y):\n        return y * 2\n",
+    )
+    write_files(repo, {"pkg/svc.py": extracted})
+    GitRepo(repo).commit_tracked("extract _double")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert code == 0
+    [drift] = document["drift"]
+    assert drift["evidence"] == [
+        "code: py:pkg.svc.Svc.handle modified; the 1 test that runs it behaves the same "
+        "(restructured)"
+    ]

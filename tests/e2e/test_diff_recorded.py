@@ -778,9 +778,13 @@ def test_a_stand_in_for_changed_code_drifted(rec: Recorded) -> None:
     )
     diff = validated(diff_documents(base, head, base_rev="b", head_rev="h", code_changes=code))
     assert [d.claimed_target for d in diff.drift] == ["py:calc.core.removed_fn"]
+    # The one test that runs removed_fn for real behaves the same: the code line says so,
+    # for the reviewer to weigh a change no test saw against one a test did.
     assert diff.drift[0].evidence == [
-        "code: py:calc.core.removed_fn modified",
-        "code: py:calc.core.legacy removed (called by the real py:calc.core.removed_fn at base)",
+        "code: py:calc.core.removed_fn modified; the 1 test that runs it behaves the same "
+        "(restructured)",
+        "code: py:calc.core.legacy removed (called by the real py:calc.core.removed_fn at base)"
+        "; the 1 test that runs it behaves the same (restructured)",
     ]
 
 

@@ -690,7 +690,14 @@ def diff_documents(
         cause_groups=cause_groups,
         tests=diffs,
         code_changes=entries,
-        drift=find_drift(b_tests, h_tests, stable_changes, code_changes),
+        drift=find_drift(
+            b_tests,
+            h_tests,
+            stable_changes,
+            code_changes,
+            {entry.symbol: {*entry.tests_base, *entry.tests_head} for entry in entries},
+            {diff.id: diff.status for diff in diffs},
+        ),
     )
 
 

@@ -23,7 +23,14 @@ from diffgenome.analysis.diff.codechanges import CodeChangeInput
 from diffgenome.analysis.diff.compare import Found
 from diffgenome.analysis.diff.describe import ARROW, describe
 from diffgenome.analysis.models import Drift
-from diffgenome.protocol.vocab import EXIT_CHANGED, RESULT_CHANGED, TYPE_SUBSTITUTION
+from diffgenome.protocol.vocab import (
+    EXIT_CHANGED,
+    RESULT_CHANGED,
+    STATUS_RESTRUCTURED,
+    STATUS_TOUCHED,
+    STATUS_UNCHANGED,
+    TYPE_SUBSTITUTION,
+)
 
 MAX_BEHAVIOUR_EVIDENCE = 10
 
@@ -98,8 +105,15 @@ def find_drift(
     head: Mapping[str, TestIndex],
     changes_by_test: Mapping[str, list[Found]],
     code: CodeChangeInput | None,
+    runners: Mapping[str, Iterable[str]] | None = None,
+    status_of: Mapping[str, str] | None = None,
 ) -> list[Drift]:
-    """Drift entries, one per claimed target with evidence, sorted by target."""
+    """Drift entries, one per claimed target with evidence, sorted by target.
+
+    ``runners`` (changed symbol -> the tests that ran it) and ``status_of`` (test -> its
+    status): a code line says when every test that runs the changed code for real behaves
+    the same (``restructured``, ``touched``, ``unchanged``): the code changed, and no test
+    saw its behaviour change, which a reviewer weighs differently from a change seen."""
     users = stand_in_users(base, head)  # any side: such a test does not run the real code
     before, after = stand_in_users(base), stand_in_users(head)
     kept = {target: before.get(target, set()) & after.get(target, set()) for target in users}
@@ -132,11 +146,15 @@ def find_drift(
             continue  # no stand-in for it existed before the change and still does
         evidence: list[str] = _signature_evidence(target, base_seams, head_seams)
         if target in changed:
-            evidence.append(f"code: {target} {changed[target].change}")
+            evidence.append(
+                f"code: {target} {changed[target].change}"
+                + _seen_alike(target, users.get(target, set()), runners, status_of)
+            )
         for symbol in sorted(under.get(target, set()) - {target}):
             if symbol in changed:
                 evidence.append(
                     f"code: {symbol} {changed[symbol].change} (called by the real {target} at base)"
+                    + _seen_alike(symbol, users.get(target, set()), runners, status_of)
                 )
         seen = behaviour.get(target, [])
         evidence.extend(seen[:MAX_BEHAVIOUR_EVIDENCE])
@@ -147,3 +165,28 @@ def find_drift(
                 Drift(claimed_target=target, tests=sorted(kept[target]), evidence=evidence)
             )
     return drift
+
+
+#: Statuses of a test whose behaviour did not change (the code it ran may have).
+_ALIKE = frozenset({STATUS_UNCHANGED, STATUS_RESTRUCTURED, STATUS_TOUCHED})
+
+
+def _seen_alike(
+    symbol: str,
+    stand_in_users: set[str],
+    runners: Mapping[str, Iterable[str]] | None,
+    status_of: Mapping[str, str] | None,
+) -> str:
+    """``; the 6 tests that run it behave the same (restructured, touched)`` when every test
+    that ran ``symbol`` for real (not one that stands in for the target) kept its
+    behaviour, else nothing."""
+    if runners is None or status_of is None:
+        return ""
+    ran = sorted(set(runners.get(symbol, ())) - stand_in_users)
+    statuses = [status_of.get(test) for test in ran]
+    if not ran or not all(status in _ALIKE for status in statuses):
+        return ""
+    kinds = ", ".join(sorted({str(status) for status in statuses}))
+    if len(ran) == 1:
+        return f"; the 1 test that runs it behaves the same ({kinds})"
+    return f"; the {len(ran)} tests that run it behave the same ({kinds})"
