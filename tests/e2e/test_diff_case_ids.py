@@ -12,13 +12,12 @@ and stay removed and added.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.helpers import PY, GitRepo, clean_env, make_project, write_files
+from e2e.helpers import GitRepo, cli, make_project, write_files
 
 pytestmark = pytest.mark.slow
 
@@ -51,15 +50,7 @@ FILES = {
 
 
 def diff(project: Path) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"],
-        cwd=project,
-        env=clean_env({"TMPDIR": str(project.parent)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = cli(project, "diff", "HEAD~1", "HEAD", "--json", "-", timeout=300)
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout), done.stderr
 
