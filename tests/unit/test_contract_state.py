@@ -3,7 +3,7 @@ its bytecode, on every supported Python."""
 
 from __future__ import annotations
 
-from diffgenome.recording.collect.contract import _argument_names, _state_reads
+from diffgenome.recording.collect.contract import CodeInfo, _argument_names, _state_reads
 
 RATE = 3
 
@@ -63,3 +63,30 @@ def test_the_memo_of_deepcopy_is_no_argument() -> None:
     """``copy.deepcopy``'s memo is keyed by id(): a digest of it is noise (values revision 4)."""
     assert _argument_names(Pricing.__deepcopy__.__code__) == ((), "self")
     assert _argument_names(Pricing.copy_other.__code__) == (("other",), "self")
+
+
+def test_a_hash_method_records_no_receiver_state() -> None:
+    """cachetools' ``_HashedTuple.__hash__`` caches its hash on the instance: the bucket of
+    that int moves with addresses, as the hash it returns does (values revision 5)."""
+
+    class Hashed(tuple):  # type: ignore[type-arg]
+        _cached = None
+
+        def __hash__(self) -> int:
+            value = self._cached
+            if value is None:
+                self._cached = value = tuple.__hash__(self)
+            return value
+
+        def size(self) -> int:
+            return len(self) + (self._cached or 0)
+
+    hashing = CodeInfo(
+        Hashed.__hash__.__code__, "py:m.Hashed.__hash__", "repo", "function", 1, "/m.py", None
+    )
+    assert hashing.salted_results
+    assert hashing.self_attrs == ()
+    sizing = CodeInfo(
+        Hashed.size.__code__, "py:m.Hashed.size", "repo", "function", 1, "/m.py", None
+    )
+    assert sizing.self_attrs == ("_cached",)

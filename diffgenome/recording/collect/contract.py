@@ -105,6 +105,11 @@ class CodeInfo:
         self.salted_results = code.co_name == "__hash__"
         self.receiver = receiver
         self.self_attrs, self.globals_read = _state_reads(code, receiver)
+        if self.salted_results:
+            # A hash it caches on the instance (cachetools' ``_HashedTuple.__hashvalue``)
+            # is salted like the hash it returns: its bucket moves with str hashing and
+            # object addresses, not with behaviour (values revision 5).
+            self.self_attrs = ()
         self.self_labels = tuple("self." + attr for attr in self.self_attrs)
         # Globals that hold data, not code: decided at the first call, from the module's
         # namespace then (a name bound to a function is a function's name, not state).
