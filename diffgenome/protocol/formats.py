@@ -85,9 +85,10 @@ SECRET_RULES = 1
 # none under the other: a comparison would read that as a change. 3: a state fact of
 # ``self.X`` that the instance does not hold while its class defines ``X`` (a class attribute,
 # a method) is ``class attribute``, where 2 said ``absent``. 4: a field a method changes in
-# place (``self.n += 1``) is state, read before the change, where 3 did not record it. 5: a
-# ``__hash__`` records no receiver state, as its results are kept by shape only: a hash it
-# caches (cachetools' ``_HashedTuple.__hashvalue``) is as salted as the hash it returns.
+# place (``self.n += 1``) is state, read before the change, where 3 did not record it. 5: an
+# exception has a form (its class and args) and a call that raises keeps it among its
+# results; a ``__hash__`` records no receiver state, as its results are kept by shape only (a
+# hash it caches, cachetools' ``_HashedTuple.__hashvalue``, is as salted as the one it returns).
 VALUES = 5
 
 

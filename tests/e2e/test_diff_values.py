@@ -451,3 +451,58 @@ def test_cases_without_a_canonical_form_pair_by_their_repr(tmp_path: Path) -> No
         "unchanged"
     }
     assert code == 1  # a test was added
+
+
+def test_a_changed_exception_message_is_a_changed_result(tmp_path: Path) -> None:
+    """cachetools: ``raise ValueError("value too large")`` given the sizes in its message.
+    The tests only check that a ``ValueError`` is raised, and a raising call kept only its
+    exit's type: 207 of 215 tests read ``unchanged``. What a call raises is among its
+    results now (values revision 5), by its class and its ``args``."""
+    repo = make_project(
+        tmp_path,
+        {
+            "box/__init__.py": "",
+            "box/core.py": """
+                def put(size, limit=3):
+                    if size > limit:
+                        raise ValueError("too large")
+                    return size
+            """,
+            "tests/test_box.py": """
+                import pytest
+
+                from box.core import put
+
+
+                def test_too_large():
+                    with pytest.raises(ValueError):
+                        put(5)
+
+
+                def test_fits():
+                    assert put(2) == 2
+            """,
+        },
+    )
+    core = repo / "box" / "core.py"
+    core.write_text(core.read_text().replace('"too large"', '"too large: %d > %d" % (size, limit)'))
+    git_in(repo, "commit", "-qam", "say the sizes")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", "--no-confirm")
+    tests = _tests(document)
+    assert tests["test_fits"]["status"] == "unchanged"
+    too_large = tests["test_too_large"]
+    assert too_large["status"] == "changed", too_large
+    [change] = too_large["changes"]
+    assert change["kind"] == "result_changed"
+    assert change["symbol"] == "py:box.core.put"
+    assert code == 1
+    # The genome keeps the exception among the results of the call that raised it.
+    doc = record(repo)
+    [put] = [
+        node
+        for node in test_genome(doc, "test_too_large")["phases"]["call"]["nodes"]
+        if node.get("symbol") == "py:box.core.put"
+    ]
+    assert put["exits"] == {"raised:py:builtins.ValueError": 1}
+    assert [value["shape"] for value in put["results"]] == ["builtins.ValueError"]
+    assert put["results"][0]["digest"] is not None

@@ -1302,3 +1302,28 @@ def test_every_rewrite_is_announced_by_a_marker() -> None:
     for text in samples:
         assert value_summaries.stable_text(text) != text
         assert any(marker in text for marker in value_summaries.STR_MARKERS)
+
+
+def test_an_exception_has_a_form_of_its_class_and_args() -> None:
+    """Values revision 5: what a call raises is among its results, so a changed message is
+    a changed value; an exception that holds more than its args keeps its shape only."""
+
+    class Holds(Exception):
+        def __init__(self, message: str) -> None:
+            super().__init__(message)
+            self.code = 3
+
+    class Lies(Exception):
+        @property
+        def args(self) -> tuple[object, ...]:  # type: ignore[override]
+            raise AssertionError("user code must not run")
+
+    canonical = value_summaries.canonical
+    first, second = canonical(ValueError("too large")), canonical(ValueError("x"))
+    assert first is not None and second is not None and first != second
+    assert canonical(ValueError("too large")) == first
+    assert canonical(KeyError("too large")) != first
+    assert value_summaries.form_end(first) == len(first)
+    assert canonical(Holds("m")) is None
+    assert canonical(ValueError(object())) is None
+    assert canonical(Lies("m")) is not None  # read through BaseException's descriptor

@@ -1000,6 +1000,7 @@ class Tracer:
         active_pop = self._active.pop
         getframe = _getframe
         exception_symbol = self._exception_symbol
+        summarize = values.summarize
         call = NODE_CALL
 
         def on_unwind(code: CodeType, offset: int, exc: BaseException) -> Any:
@@ -1025,6 +1026,13 @@ class Tracer:
                 key = EXIT_RAISED_PREFIX + exception_symbol(exc)
                 exits = node.exits
                 exits[key] = exits.get(key, 0) + 1
+                if node.ntype == call:
+                    # What it raised is what it gave back (values revision 5): an exception
+                    # with another message is another result, as a returned value would be.
+                    summary = summarize(exc)
+                    if node.key.salted_results:
+                        summary = (summary[0], None)
+                    node.results.add_pair(summary)
             except Exception as exc:
                 tracer.failed(exc)
             return None

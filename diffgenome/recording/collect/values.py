@@ -24,9 +24,10 @@ members (class ``module.qualname`` and member name), namedtuples and dataclass i
 standard library's value types, exact classes only: ``timedelta``, ``date``, ``datetime``,
 ``time``, ``timezone``, ``zoneinfo.ZoneInfo``, ``Decimal``, ``UUID``, ``Fraction`` (a ``v`` tag,
 the type's name, the fields that make the value: a datetime's zone must be one of these or
-none). Every form carries a type tag, so ``1``, ``1.0``,
-``True``, ``"1"`` and ``(1,)`` all differ; equality is therefore *type-strict* (``{1: 0}`` and
-``{1.0: 0}`` differ although Python calls them equal).
+none), and (values revision 5) exceptions: their class's ``module.qualname`` and their
+``args``, unless the instance holds attributes of its own. Every form carries a type tag, so
+``1``, ``1.0``, ``True``, ``"1"`` and ``(1,)`` all differ; equality is therefore
+*type-strict* (``{1: 0}`` and ``{1.0: 0}`` differ although Python calls them equal).
 
 Bounds: at most 4 nested container levels (dataclasses and namedtuples count as containers),
 at most 64 items per container, at most 4096 canonical bytes in total. Anything beyond a bound,
@@ -223,8 +224,12 @@ def _enc(value: object, depth: int, budget: int) -> bytes | None:
         known = _PLAIN_SUMMARY.get(id(kind))
         if known is not None and known[0] is kind:
             return None  # the phase's memo: see summarize
-        zone = _is_zoneinfo(kind)
-        out = _zone_form(value) if zone else _object_form(value, kind, depth, budget)
+        if _is_exception(kind):
+            out = _exception_form(value, kind, depth, budget)
+        elif _is_zoneinfo(kind):
+            out = _zone_form(value)
+        else:
+            out = _object_form(value, kind, depth, budget)
     if out is None or len(out) > budget:
         return None
     return out
@@ -401,6 +406,34 @@ def _members_form(
         budget -= len(form)
         forms.append(form)
     return _sorted_form(tag, forms)
+
+
+#: ``BaseException.args`` read through the base's own descriptor: a subclass's ``args``
+#: property (user code) is never run.
+_EXCEPTION_ARGS: Final = BaseException.__dict__["args"]
+
+
+def _is_exception(cls: type) -> bool:
+    return any(klass is BaseException for klass in type_mro(cls))
+
+
+def _exception_form(value: object, cls: type, depth: int, budget: int) -> bytes | None:
+    """An exception by its class and its ``args`` (what its message is made of), tag ``x``
+    (values revision 5: a call that raises keeps the exception among its results, so a
+    changed message is a changed result). None when the instance holds attributes of its
+    own (a digest of its args would miss them) or an argument has no form."""
+    if depth >= MAX_DEPTH:
+        return None
+    dicts = class_dicts(cls)
+    if dicts is None or fields_of(value, dicts):
+        return None
+    name = qualified_name(cls, None)
+    if name is None:
+        return None
+    args = _EXCEPTION_ARGS.__get__(value, cls)
+    if type(args) is not tuple or len(args) > MAX_ITEMS:
+        return None
+    return _sequence_form(b"x" + _str_form(name), iter(args), len(args), depth, budget)
 
 
 def _object_form(value: object, cls: type, depth: int, budget: int) -> bytes | None:
@@ -628,7 +661,7 @@ def form_end(form: bytes, at: int = 0) -> int:
         return _text_end(form, _text_end(form, at))
     if tag == b"E":
         return _until(form, _text_end(form, at), b";")
-    if tag in (b"n", b"D"):
+    if tag in (b"n", b"D", b"x"):
         n, at = _counted(form, _text_end(form, at))
         return _items_end(form, at, n)
     if tag == b"v":
