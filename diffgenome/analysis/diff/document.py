@@ -812,8 +812,10 @@ def _listed(
     found: Sequence[Found], region: Region | None, one_sided_sites: frozenset[str]
 ) -> list[Found]:
     """What a test's entry lists: not the state facts that only say its code looked up a
-    method that exists on one side only (the code change says so already), nor a decision
-    that the change only renamed (:func:`_renamed_decisions`)."""
+    method that exists on one side only, or names a class attribute on one side only (the
+    code change says so already: cachetools' ``__setitem__`` naming ``self._make_room`` where
+    it named ``self.popitem``), nor a decision that the change only renamed
+    (:func:`_renamed_decisions`)."""
     if region is None:
         return list(found)
     renamed = _renamed_decisions(found, one_sided_sites)
@@ -823,7 +825,10 @@ def _listed(
         if id(item) not in renamed
         and not (
             item.kind == STATE_CHANGED
-            and region.looks_up_new_code([*(item.base or ()), *(item.head or ())])
+            and (
+                region.looks_up_new_code(facts := [*(item.base or ()), *(item.head or ())])
+                or all(_one_sided_fact(fact, frozenset()) for fact in facts)
+            )
         )
     ]
 
