@@ -506,3 +506,11 @@ def test_a_changed_exception_message_is_a_changed_result(tmp_path: Path) -> None
     assert put["exits"] == {"raised:py:builtins.ValueError": 1}
     assert [value["shape"] for value in put["results"]] == ["builtins.ValueError"]
     assert put["results"][0]["digest"] is not None
+    # Another type with the same message: the exit says so, and the result does not say it
+    # again.
+    # (UnicodeError is a ValueError: the test still passes.)
+    core.write_text(core.read_text().replace("raise ValueError(", "raise UnicodeError("))
+    git_in(repo, "commit", "-qam", "another error")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", "--no-confirm")
+    kinds = [change["kind"] for change in _tests(document)["test_too_large"]["changes"]]
+    assert kinds == ["exit_changed"], kinds

@@ -27,6 +27,7 @@ from diffgenome.protocol.vocab import (
     EGRESS_ADDED,
     EGRESS_REMOVED,
     EXIT_CHANGED,
+    EXIT_RAISED_PREFIX,
     EXIT_RUNNING,
     OUTCOME_CHANGED,
     PHASES,
@@ -35,6 +36,7 @@ from diffgenome.protocol.vocab import (
     STAND_IN_CHANGED,
     STAND_IN_REMOVED,
     STATE_CHANGED,
+    SYMBOL_PREFIX,
     TYPE_CALL,
     TYPE_OS_EVENT,
     TYPE_SUBSTITUTION,
@@ -378,11 +380,35 @@ def _compare_nodes(
     )
     for field, kind_name in fields:
         diff = values_diff(b, h, field, digests)
+        if diff is not None and field == "results":
+            diff = _beside_raised(diff, b_exits, h_exits)
         if diff is not None:
             out.append(Found(kind_name, phase, path, symbol, base=diff[0], head=diff[1]))
     state = _state_diff(b, h, digests)
     if state is not None:
         out.append(Found(STATE_CHANGED, phase, path, symbol, base=state[0], head=state[1]))
+
+
+_RAISED_SYMBOL = EXIT_RAISED_PREFIX + SYMBOL_PREFIX
+
+
+def _beside_raised(
+    diff: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+    b_exits: Mapping[str, int],
+    h_exits: Mapping[str, int],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """A results difference without the exceptions of a type that one side only raised: the
+    exit change says that already (``raised:ValueError → raised:InvalidQuantity``), and the
+    same news twice reads as two changes. Exceptions of a type both sides raised stay: a
+    changed message is a changed result."""
+    b_raised = {k[len(_RAISED_SYMBOL) :] for k in b_exits if k.startswith(_RAISED_SYMBOL)}
+    h_raised = {k[len(_RAISED_SYMBOL) :] for k in h_exits if k.startswith(_RAISED_SYMBOL)}
+    only_b, only_h = b_raised - h_raised, h_raised - b_raised
+    if not only_b and not only_h:
+        return diff
+    b_out = [value for value in diff[0] if value.get("shape") not in only_b]
+    h_out = [value for value in diff[1] if value.get("shape") not in only_h]
+    return (b_out, h_out) if b_out or h_out else None
 
 
 def _compare_stand_ins(
