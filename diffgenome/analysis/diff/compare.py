@@ -149,10 +149,14 @@ def one_sided_stand_ins(test: TestIndex, *, base_side: bool) -> list[Found]:
     replaces is what a reviewer reads it for ("which tests mock what changed?")."""
     kinds = _REMOVED if base_side else _ADDED
     out: list[Found] = []
+    seen: set[str] = set()
     phases = test.phases
     for phase in _phases(phases, {}):
         for path, node in phases[phase].nodes.items():
-            if node.get("type") == TYPE_SUBSTITUTION:
+            # One entry per stand-in, where it first acts: a timer mock called from three
+            # places is one thing the test replaces, not three.
+            if node.get("type") == TYPE_SUBSTITUTION and path[-1] not in seen:
+                seen.add(path[-1])
                 out.append(_one_sided(kinds, phase, path, node, base_side=base_side))
     return out
 
