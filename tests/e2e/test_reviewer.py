@@ -583,9 +583,14 @@ def test_an_added_test_shows_what_it_mocks_and_a_removed_one_what_it_mocked(
                 from pricing import core
 
 
+                def read_label():
+                    return core.label()
+
+
                 def test_label_mocked():
                     with mock.patch("pricing.core.label", return_value="x"):
                         assert core.label() == "x"
+                        assert read_label() == "x"  # the same stand-in, from another place
             """
         },
     )
