@@ -50,7 +50,7 @@ from typing import Any, Final
 from diffgenome.recording.collect import stable
 from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.scope import Scope
-from diffgenome.recording.collect.values import Digester
+from diffgenome.recording.collect.values import Digester, canonical
 
 #: Files written in one phase that are followed; past it, one ``file`` entry says so.
 MAX_FILES: Final = 64
@@ -184,7 +184,6 @@ class Effects:
         preview: bool = False,
     ) -> None:
         self._digest = digester.digest
-        self._digest_value = digester.digest_value
         self._clear = clear
         self._scope = scope
         self._symbol_of_code = symbol_of_code
@@ -194,9 +193,10 @@ class Effects:
         self._phase: str | None = None
         self._entries: list[Entry] = []
         self._unrecorded: set[str] = set()
-        self._records: dict[tuple[str, str, str, str | None], list[Any]] = {}
+        # Keyed by what the digests are made of, digested when the phase ends (_text_key).
+        self._records: dict[tuple[str, str, bytes, tuple[bool, bytes] | str | None], list[Any]] = {}
         self._records_dropped = 0
-        self._warnings: dict[tuple[str, str, str, bool], int] = {}
+        self._warnings: dict[tuple[str, str, bytes, bool], int] = {}
         self._files: dict[str, str] = {}
         self._files_dropped = 0
         self._environ: dict[bytes, bytes] = {}
@@ -323,8 +323,16 @@ class Effects:
     # -- text ----------------------------------------------------------------------------
 
     def _text_digest(self, tag: bytes, text: str) -> str:
+        return self._digest(self._text_key(tag, text))
+
+    def _text_key(self, tag: bytes, text: str) -> bytes:
+        """What ``_text_digest`` digests. The hooks that run inside the program's own threads
+        (a log record, a warning) keep this and digest it when the phase ends: an HMAC lets
+        other threads run while it computes (OpenSSL is called without the GIL), and a
+        background thread paused in the middle of its work let google-auth's test assert
+        before its refresh thread finished (it failed under ``--genome`` on every run)."""
         clean = self._clear(stable.stable_text(text))
-        return self._digest(tag + clean.encode("utf-8", "surrogatepass"))
+        return tag + clean.encode("utf-8", "surrogatepass")
 
     def _preview_of(self, text: str) -> str:
         shown = self._clear(stable.stable_text(text[: 4 * PREVIEW_CHARS]))
@@ -339,8 +347,8 @@ class Effects:
         key = (
             _text(record.name),
             _text(record.levelname),
-            self._text_digest(_TAG_TEMPLATE, template),
-            self._args_digest(record.args),
+            self._text_key(_TAG_TEMPLATE, template),
+            self._args_key(record.args),
         )
         seen = self._records.get(key)
         if seen is None:
@@ -351,21 +359,28 @@ class Effects:
             seen = self._records[key] = [0, preview]
         seen[0] += 1
 
-    def _args_digest(self, args: object) -> str | None:
-        """Of the arguments' canonical form, else of their repr made stable; None when
-        neither says anything reliable (a repr naming an address)."""
+    def _args_key(self, args: object) -> tuple[bool, bytes] | str | None:
+        """What the arguments' digest is made of (digested when the phase ends, as
+        ``_text_key`` says why): their canonical form (``True``), else their repr made stable
+        (``False``); None when there are none, a word when neither says anything reliable (a
+        repr naming an address)."""
         if not args:
             return None
-        digest = self._digest_value(args)
-        if digest is not None:
-            return digest
+        form = canonical(args)
+        if form is not None:
+            return (True, form)
         try:
             text = stable.stable_text(repr(args))
         except Exception:
             return "unreadable"
         if " at 0x<address>" in text:
             return "unknown"
-        return self._text_digest(_TAG_ARGS, text)
+        return (False, self._text_key(_TAG_ARGS, text))
+
+    def _args_digest(self, key: tuple[bool, bytes] | str | None) -> str | None:
+        if key is None or isinstance(key, str):
+            return key
+        return self._digest(key[1])
 
     def _end_logs(self, phase: str) -> None:
         for (logger, level, template, args), (count, preview) in self._records.items():
@@ -374,8 +389,8 @@ class Effects:
                 "phase": phase,
                 "logger": self._clear(logger),
                 "level": level,
-                "template_digest": template,
-                "args_digest": args,
+                "template_digest": self._digest(template),
+                "args_digest": self._args_digest(args),
                 "count": count,
             }
             if preview is not None:
@@ -397,12 +412,7 @@ class Effects:
         )
         category = _category(getattr(msg, "category", None))
         text = _text(getattr(msg, "message", ""))
-        key = (
-            category,
-            self._origin(msg),
-            self._text_digest(_TAG_WARNING, text),
-            escaped,
-        )
+        key = (category, self._origin(msg), self._text_key(_TAG_WARNING, text), escaped)
         self._warnings[key] = self._warnings.get(key, 0) + 1
 
     def _origin(self, msg: Any) -> str:
@@ -433,14 +443,14 @@ class Effects:
         return f"{self._clear(stable.stable_text(filename))}:{code.co_qualname}"
 
     def _end_warnings(self, phase: str) -> None:
-        for (category, origin, digest, escaped), count in self._warnings.items():
+        for (category, origin, message, escaped), count in self._warnings.items():
             self._entries.append(
                 {
                     "type": "warning",
                     "phase": phase,
                     "category": category,
                     "origin": origin,
-                    "message_digest": digest,
+                    "message_digest": self._digest(message),
                     "escaped": escaped,
                     "count": count,
                 }
