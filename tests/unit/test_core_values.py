@@ -607,3 +607,52 @@ def test_the_allocation_free_path_takes_repeated_and_overflowing_scalars() -> No
     for item in (2.5, [1], "é", 2**64):
         assert not core.add_values(kept, ("x=",), (item,), False), item
     assert kept._count == 11 and len(kept._seen) == 2
+
+
+def test_the_overflow_hash_is_the_revision_6_polynomial_then_blake2b() -> None:
+    """values.overflow_hash is part of values revision 6 (docs/protocol.md): a change to it
+    changes every overflow digest, so its values are pinned here, and both regimes meet the
+    core's."""
+    import hashlib
+
+    assert values.overflow_hash(b"ci1;") == 0x6713CB5BE464DE42
+    assert values.overflow_hash(b"s") == 0x558C590B6DEE41AF
+    long_form = b"c" + b"x" * 64  # 65 bytes: past the polynomial's regime
+    assert values.overflow_hash(long_form) == int.from_bytes(
+        hashlib.blake2b(long_form, digest_size=8).digest()
+    )
+    assert values.overflow_hash(b"c" + b"x" * 63) != int.from_bytes(
+        hashlib.blake2b(b"c" + b"x" * 63, digest_size=8).digest()
+    )
+    assert CORE is not None
+    for form in (b"", b"i1;", b"\x00", b"\x00\x00", b"y" * 62, b"y" * 63, b"y" * 64, b"z" * 300):
+        python_side, core_side = values.BoundedValues(0), values.BoundedValues(0)
+        python_side.add_pair(("str", form))
+        CORE.add_pair(core_side, ("str", form))  # type: ignore[attr-defined]
+        assert core_side._sum == python_side._sum == values.overflow_hash(b"c" + form)
+
+
+def test_the_overflow_fingerprint_of_two_sets_with_equal_sums_differs() -> None:
+    """Without the mixer the polynomial is linear, and {1, 4} and {2, 3} (forms `i1;`, `i4;`
+    against `i2;`, `i3;`, whose chunks sum alike) would share a fingerprint."""
+    assert CORE is not None
+    sums = []
+    for pair in ((1, 4), (2, 3)):
+        bounded = values.BoundedValues(0)
+        for number in pair:
+            assert CORE.add_values(bounded, ("x=",), (number,), False)  # type: ignore[attr-defined]
+        sums.append(bounded._sum)
+    assert sums[0] != sums[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=80), st.sampled_from(["int", "list[str]", "é"]))
+def test_the_core_folds_any_form_or_shape_as_values_py_does(form: bytes, shape: str) -> None:
+    assert CORE is not None
+    for pair in ((shape, form), (shape, None)):
+        python_side, core_side = values.BoundedValues(0), values.BoundedValues(0)
+        for _ in range(2):
+            python_side.add_pair(pair)
+            CORE.add_pair(core_side, pair)  # type: ignore[attr-defined]
+        assert (core_side._count, core_side._sum) == (python_side._count, python_side._sum)
+        assert core_side._overflow == python_side._overflow

@@ -1283,8 +1283,7 @@ Core_init(Core *self, PyObject *args, PyObject *kwargs)
         slot_offset(info_type, "branch_cache", &self->i_branch_cache) < 0 ||
         slot_offset(bounded_type, "_seen", &self->b_seen) < 0 ||
         slot_offset(bounded_type, "_limit", &self->b_limit) < 0 ||
-        slot_offset(bounded_type, "_count", &self->b_count) < 0 ||
-        slot_offset(bounded_type, "_sum", &self->b_sum) < 0 ||
+        slot_offset(bounded_type, "_overflow", &self->b_overflow) < 0 ||
         slot_offset(node_type, "state", &self->n_state) < 0 ||
         slot_offset(info_type, "self_attrs", &self->i_self_attrs) < 0 ||
         slot_offset(info_type, "self_labels", &self->i_self_labels) < 0 ||
@@ -1779,7 +1778,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 20) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 21) < 0) {
         Py_DECREF(module);
         return NULL;
     }

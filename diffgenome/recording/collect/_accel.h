@@ -87,7 +87,7 @@ typedef struct {
         n_results, n_branches;
     Py_ssize_t i_code, i_is_test, i_argnames, i_arg_labels, i_has_state, i_salted,
         i_branch_cache;
-    Py_ssize_t b_seen, b_limit, b_count, b_sum;
+    Py_ssize_t b_seen, b_limit, b_overflow;
     Py_ssize_t n_state, i_self_attrs, i_self_labels, i_receiver, i_state_globals,
         i_global_labels, s_facts, s_limit, s_overflow;
     PyObject *blake2b, *blake2b_kwargs, *str_digest, *str_int, *str_str, *str_markers;

@@ -404,9 +404,68 @@ b2_final8(Blake2b *s)
     return out;
 }
 
+/* values.overflow_hash for tagged forms of at most OVERFLOW_SHORT_BYTES: a polynomial over
+ * the Mersenne prime 2**61 - 1 at OVERFLOW_POINT (7-byte big-endian chunks, then the length),
+ * then MurmurHash3's fmix64. Longer forms take BLAKE2b. */
+#define OVERFLOW_SHORT_BYTES 64
+#define OVERFLOW_POINT 0x2104CA6DFF5A858ULL
+#define P61 ((1ULL << 61) - 1)
+
+/* a * b mod 2**61 - 1, for a, b < 2**61. */
+static inline uint64_t
+mulmod61(uint64_t a, uint64_t b)
+{
+#if defined(__SIZEOF_INT128__)
+    unsigned __int128 product = (unsigned __int128)a * b;
+    uint64_t lo = (uint64_t)product, hi = (uint64_t)(product >> 64);
+#else
+    uint64_t a_lo = a & 0xffffffffULL, a_hi = a >> 32, b_lo = b & 0xffffffffULL, b_hi = b >> 32;
+    uint64_t low = a_lo * b_lo, mid1 = a_hi * b_lo, mid2 = a_lo * b_hi;
+    uint64_t carry = ((low >> 32) + (mid1 & 0xffffffffULL) + (mid2 & 0xffffffffULL)) >> 32;
+    uint64_t lo = low + (mid1 << 32) + (mid2 << 32);
+    uint64_t hi = a_hi * b_hi + (mid1 >> 32) + (mid2 >> 32) + carry;
+#endif
+    /* product = hi * 2**64 + lo < 2**122, and 2**61 = 1 modulo the prime */
+    uint64_t r = (lo & P61) + (lo >> 61) + (hi << 3);
+    r = (r & P61) + (r >> 61);
+    return r >= P61 ? r - P61 : r;
+}
+
+static uint64_t
+short_hash(const uint8_t *data, Py_ssize_t size)
+{
+    uint64_t h = 0;
+    for (Py_ssize_t start = 0; start < size; start += 7) {
+        Py_ssize_t end = start + 7 < size ? start + 7 : size;
+        uint64_t chunk = 0;
+        for (Py_ssize_t i = start; i < end; i++) {
+            chunk = (chunk << 8) | data[i];
+        }
+        h = mulmod61(h, OVERFLOW_POINT) + chunk;  /* < 2**61 + 2**56: one subtraction */
+        if (h >= P61) {
+            h -= P61;
+        }
+    }
+    h = mulmod61(h, OVERFLOW_POINT) + (uint64_t)size;
+    if (h >= P61) {
+        h -= P61;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
 static uint64_t
 overflow_hash(const char *tag, Py_ssize_t tag_size, const char *body, Py_ssize_t body_size)
 {
+    if (tag_size + body_size <= OVERFLOW_SHORT_BYTES) {
+        uint8_t data[OVERFLOW_SHORT_BYTES];
+        memcpy(data, tag, tag_size);
+        memcpy(data + tag_size, body, body_size);
+        return short_hash(data, tag_size + body_size);
+    }
     Blake2b state;
     b2_init8(&state);
     b2_update(&state, (const uint8_t *)tag, (size_t)tag_size);
@@ -451,8 +510,13 @@ overflow_hash_agrees(Core *self)
             expected = (expected << 8) | (unsigned char)PyBytes_AS_STRING(digest)[i];
         }
         Py_DECREF(digest);
-        /* The tag and the body are fed apart: split the input in two as add_overflow does. */
-        if (!ok || overflow_hash(data, n ? 1 : 0, data + (n ? 1 : 0), n ? n - 1 : 0) != expected) {
+        /* The tag and the body are fed apart: split the input in two as add_overflow does;
+         * b2_* themselves, as overflow_hash takes short inputs elsewhere. */
+        Blake2b state;
+        b2_init8(&state);
+        b2_update(&state, (const uint8_t *)data, (size_t)(n ? 1 : 0));
+        b2_update(&state, (const uint8_t *)data + (n ? 1 : 0), (size_t)(n ? n - 1 : 0));
+        if (!ok || b2_final8(&state) != expected) {
             PyErr_SetString(PyExc_ValueError, "the core's BLAKE2b disagrees with hashlib");
             return 0;
         }
@@ -476,12 +540,6 @@ add_overflow(Core *self, PyObject *bounded, PyObject *pair)
     }
     PyObject *shape = PyTuple_GET_ITEM(pair, 0);
     PyObject *canon = PyTuple_GET_ITEM(pair, 1);
-    PyObject *count = SLOT(bounded, self->b_count);
-    PyObject *sum = SLOT(bounded, self->b_sum);
-    if (count == NULL || sum == NULL || !PyLong_CheckExact(sum)) {
-        PyErr_SetString(PyExc_TypeError, "overflow slots are not set");
-        return -1;
-    }
     uint64_t hash;
     if (canon == Py_None) {
         if (!PyUnicode_Check(shape)) {
@@ -509,29 +567,37 @@ add_overflow(Core *self, PyObject *bounded, PyObject *pair)
     return fold_overflow(self, bounded, hash);
 }
 
-/* Counts one overflowing pair and adds its hash to the fingerprint, modulo 2**64. */
+/* Counts one overflowing pair and adds its hash to the fingerprint, modulo 2**64, in the
+ * set's 16 bytes (BoundedValues._overflow: count and sum, unsigned little-endian), made at
+ * its first overflow and changed in place after it. */
 static int
 fold_overflow(Core *self, PyObject *bounded, uint64_t hash)
 {
-    PyObject *count = SLOT(bounded, self->b_count);
-    PyObject *sum = SLOT(bounded, self->b_sum);
-    if (count == NULL || sum == NULL || !PyLong_CheckExact(sum)) {
-        PyErr_SetString(PyExc_TypeError, "overflow slots are not set");
+    PyObject *overflow = SLOT(bounded, self->b_overflow);
+    if (overflow == NULL || overflow == Py_None) {
+        overflow = PyByteArray_FromStringAndSize(NULL, 16);
+        if (overflow == NULL) {
+            return -1;
+        }
+        memset(PyByteArray_AS_STRING(overflow), 0, 16);
+        Py_XSETREF(SLOT(bounded, self->b_overflow), overflow);
+    }
+    else if (!PyByteArray_CheckExact(overflow) || PyByteArray_GET_SIZE(overflow) != 16) {
+        PyErr_SetString(PyExc_TypeError, "a set's overflow is 16 bytes");
         return -1;
     }
-    unsigned long long total = PyLong_AsUnsignedLongLong(sum);
-    if (total == (unsigned long long)-1 && PyErr_Occurred()) {
-        return -1;
+    uint8_t *bytes = (uint8_t *)PyByteArray_AS_STRING(overflow);
+    uint64_t count = 0, sum = 0;
+    for (int i = 7; i >= 0; i--) {
+        count = (count << 8) | bytes[i];
+        sum = (sum << 8) | bytes[8 + i];
     }
-    PyObject *new_sum = PyLong_FromUnsignedLongLong(total + hash); /* wraps modulo 2**64 */
-    if (new_sum == NULL) {
-        return -1;
+    count += 1;
+    sum += hash;  /* wraps modulo 2**64 */
+    for (int i = 0; i < 8; i++) {
+        bytes[i] = (uint8_t)(count >> (8 * i));
+        bytes[8 + i] = (uint8_t)(sum >> (8 * i));
     }
-    if (increment(bounded, self->b_count) < 0) {
-        Py_DECREF(new_sum);
-        return -1;
-    }
-    Py_SETREF(SLOT(bounded, self->b_sum), new_sum);
     return 0;
 }
 
@@ -1583,6 +1649,16 @@ fast_add_held(Core *self, PyObject *bounded, PyObject *labels, PyObject *const *
     if (complete) {
         hash = overflow_hash(PyBytes_AS_STRING(self->overflow_canon_tag),
                              PyBytes_GET_SIZE(self->overflow_canon_tag), canon, canon_size);
+    }
+    else if (PyBytes_GET_SIZE(self->overflow_shape_tag) + shape_length <= OVERFLOW_SHORT_BYTES) {
+        uint8_t data[OVERFLOW_SHORT_BYTES];
+        Py_ssize_t size = PyBytes_GET_SIZE(self->overflow_shape_tag);
+        memcpy(data, PyBytes_AS_STRING(self->overflow_shape_tag), size);
+        for (int i = 0; i < count; i++) {  /* ASCII: the str's bytes are its UTF-8 */
+            memcpy(data + size, PyUnicode_DATA(pieces[i]), PyUnicode_GET_LENGTH(pieces[i]));
+            size += PyUnicode_GET_LENGTH(pieces[i]);
+        }
+        hash = short_hash(data, size);
     }
     else {
         Blake2b state;

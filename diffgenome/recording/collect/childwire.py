@@ -80,8 +80,9 @@ def _load_values(bounded: Any, wire: list[Any]) -> None:
     bounded._seen = {
         (str(shape), None if form is None else bytes.fromhex(form)): None for shape, form in seen
     }
-    bounded._count = int(count)
-    bounded._sum = int(total)
+    bounded._overflow = None
+    if count or total:
+        bounded._fold(int(count), int(total))
 
 
 def load_tree(entries: list[list[Any]], tracer: Tracer, bounds: Bounds) -> Node:

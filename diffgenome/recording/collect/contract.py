@@ -233,7 +233,11 @@ _BUCKET_SAMPLES: Final[tuple[object, ...]] = (
     None, True, False, float("nan"), 0, -0.0, 3, -(2**70), 2.5, "", "x", b"", bytearray(b"y"),
     [], (1,), {1: 2, 3: 4}, set(), frozenset({1}),
 )  # fmt: skip
-_OVERFLOW_SAMPLES: Final = (("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""))
+#: Forms and shapes short and long, on both sides of values.OVERFLOW_SHORT_BYTES (tagged).
+_OVERFLOW_SAMPLES: Final = (
+    ("int", b"i0;"), ("list[int]", None), ("\ud800", None), ("s", b""),
+    ("str", b"s" * 63), ("str", b"s" * 64), ("t" * 63, None), ("t" * 64, None),
+)  # fmt: skip
 #: Calls down each branch of the core's allocation-free path of a call's values (fast_add):
 #: kept, repeated, overflowing with and without a form, several arguments, a label or a value
 #: it hands back to the general path, the largest ints and forms it writes itself.
@@ -254,6 +258,9 @@ _CALL_SAMPLES: Final[tuple[tuple[tuple[str, ...] | None, tuple[object, ...]], ..
     (None, (7,)),
     (None, ("t" * 600,)),
     (("x=",), (1,)),
+    (("a" * 58 + "=",), (4,)),
+    (("a" * 59 + "=",), (5,)),
+    (("a" * 70 + "=",), (6.5,)),
 )
 
 

@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 20
+CORE_VERSION = 21
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for

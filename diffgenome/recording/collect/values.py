@@ -67,6 +67,7 @@ import fractions
 import hashlib
 import hmac
 import math
+import struct
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -860,11 +861,44 @@ def _bucket(value: object) -> str:
 # --- bounded sets ----------------------------------------------------------------------------
 
 _MASK64: Final = (1 << 64) - 1
-#: An overflowing pair is hashed as a tag and its canonical form (or, without one, its shape);
-#: the hash's first 8 bytes, big-endian, are added to the fingerprint modulo 2**64.
+#: An overflowing pair is hashed as a tag and its canonical form (or, without one, its shape)
+#: by ``overflow_hash``, and the hash is added to the fingerprint modulo 2**64.
 OVERFLOW_SHAPE_TAG: Final = b"s"
 OVERFLOW_CANON_TAG: Final = b"c"
 OVERFLOW_DIGEST_SIZE: Final = 8
+#: Tagged forms up to this many bytes are hashed by a polynomial over the Mersenne prime
+#: 2**61 - 1 (7-byte chunks, then the length) at ``OVERFLOW_POINT``, finished by MurmurHash3's
+#: 64-bit mixer; longer ones by BLAKE2b (8 bytes, big-endian). Values revision 6: a hot loop's
+#: new small value costs a few multiplications where a BLAKE2b block cost about 100 ns.
+OVERFLOW_SHORT_BYTES: Final = 64
+#: A fixed point chosen at random once (2026-12-05), so no input is special: two distinct
+#: forms of at most 64 bytes take the same polynomial value at it with odds of at most 10 in
+#: 2**61 (docs/protocol.md, "Values").
+OVERFLOW_POINT: Final = 0x2104CA6DFF5A858
+_P61: Final = (1 << 61) - 1
+_OVERFLOW_LAYOUT: Final = struct.Struct("<QQ")
+
+
+def overflow_hash(data: bytes) -> int:
+    """The 64-bit hash of one overflowing tagged form (the compiled core computes the same).
+
+    Unkeyed, as only the sum's keyed digest leaves the process; its mixer is a bijection, so
+    it keeps the polynomial's odds, and it makes the hash of a sum of forms no sum of their
+    hashes (a linear hash would give {1, 4} and {2, 3} the same fingerprint).
+    """
+    size = len(data)
+    if size > OVERFLOW_SHORT_BYTES:
+        return int.from_bytes(_blake2b(data, digest_size=OVERFLOW_DIGEST_SIZE).digest())
+    point, prime = OVERFLOW_POINT, _P61
+    h = 0
+    for start in range(0, size, 7):
+        h = (h * point + int.from_bytes(data[start : start + 7])) % prime
+    h = (h * point + size) % prime
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _MASK64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _MASK64
+    return h ^ (h >> 33)
 
 
 _SUMMARY_CACHE: dict[tuple[type, object], tuple[str, bytes | None]] = {}
@@ -984,16 +1018,45 @@ class BoundedValues:
 
     The fingerprint is a sum modulo 2**64 of 64-bit hashes, so it does not depend on the order
     in which overflowing values arrive (threads, set iteration); the hash is unkeyed because it
-    never leaves the process: only its keyed digest is exported.
+    never leaves the process: only its keyed digest is exported. The count and the sum live in
+    16 bytes made at the first overflow (``_overflow``: two unsigned 64-bit little-endian
+    integers), which the compiled core updates in place: a hot loop of new values then makes
+    no Python int per call.
     """
 
-    __slots__ = ("_count", "_limit", "_seen", "_sum")
+    __slots__ = ("_limit", "_overflow", "_seen")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._seen: dict[tuple[str, bytes | None], None] = {}
-        self._count = 0
-        self._sum = 0
+        self._overflow: bytearray | None = None
+
+    @property
+    def _count(self) -> int:
+        overflow = self._overflow
+        return 0 if overflow is None else int(_OVERFLOW_LAYOUT.unpack(overflow)[0])
+
+    @_count.setter
+    def _count(self, count: int) -> None:
+        self._fold(count - self._count, 0)
+
+    @property
+    def _sum(self) -> int:
+        overflow = self._overflow
+        return 0 if overflow is None else int(_OVERFLOW_LAYOUT.unpack(overflow)[1])
+
+    @_sum.setter
+    def _sum(self, total: int) -> None:
+        self._fold(0, total - self._sum)
+
+    def _fold(self, count: int, total: int) -> None:
+        overflow = self._overflow
+        if overflow is None:
+            overflow = self._overflow = bytearray(_OVERFLOW_LAYOUT.size)
+        was_count, was_sum = _OVERFLOW_LAYOUT.unpack(overflow)
+        _OVERFLOW_LAYOUT.pack_into(
+            overflow, 0, (was_count + count) & _MASK64, (was_sum + total) & _MASK64
+        )
 
     def add(self, shape: str, canonical: bytes | None) -> None:
         self.add_pair((shape, canonical))
@@ -1007,14 +1070,12 @@ class BoundedValues:
         if len(seen) < self._limit:
             seen[key] = None
             return
-        self._count += 1
         data = (
             OVERFLOW_SHAPE_TAG + shape.encode("utf-8", "surrogatepass")
             if canonical is None
             else OVERFLOW_CANON_TAG + canonical
         )
-        digest = _blake2b(data, digest_size=OVERFLOW_DIGEST_SIZE).digest()
-        self._sum = (self._sum + int.from_bytes(digest)) & _MASK64
+        self._fold(1, overflow_hash(data))
 
     @property
     def limit(self) -> int:
@@ -1028,8 +1089,8 @@ class BoundedValues:
         """
         for shape, form in self._seen:
             other.add(shape, form)
-        other._count += self._count
-        other._sum = (other._sum + self._sum) & _MASK64
+        if self._overflow is not None:
+            other._fold(self._count, self._sum)
 
     def export(
         self, digester: Digester, preview: Callable[[str, bytes], str | None] | None = None
@@ -1037,7 +1098,7 @@ class BoundedValues:
         """The entries (sorted) and the overflow; ``preview`` (``--genome-preview``) gives
         an entry with a canonical form its text for people, or None (collect/preview.py)."""
         seen = self._seen
-        if preview is None and not self._count and len(seen) < 2:
+        if preview is None and self._overflow is None and len(seen) < 2:
             # Most nodes saw one value or none: nothing to sort (a parser's export calls
             # this twice per node).
             if not seen:
@@ -1060,10 +1121,11 @@ class BoundedValues:
                     if text is not None:
                         entry["preview"] = text
         entries.sort(key=lambda entry: (entry["shape"] or "", entry["digest"] or ""))
-        if not self._count:
+        count = self._count
+        if not count:
             return entries, None
         overflow_form = b"diffgenome-overflow\0" + self._sum.to_bytes(8, "big")
-        return entries, {"count": self._count, "digest": digester.digest(overflow_form)}
+        return entries, {"count": count, "digest": digester.digest(overflow_form)}
 
 
 NONE_SUMMARY: Final = (shape(None), canonical(None))
