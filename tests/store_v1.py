@@ -9,6 +9,7 @@ import sqlite3
 import zlib
 from pathlib import Path
 
+from diffgenome.protocol.compact import expand_phase
 from diffgenome.protocol.store import DB_FILE
 
 STORE_V1_TESTS = """
@@ -27,14 +28,17 @@ CREATE TABLE tests (
 
 
 def as_store_v1(store: Path, damaged: str | None = None) -> None:
-    """Rewrite the store/2 file in ``store`` into the store/1 layout, test rows as store/1
+    """Rewrite the store/4 file in ``store`` into the store/1 layout, test rows as store/1
     wrote them; the row of test id ``damaged`` gets a blob that is not zlib."""
     conn = sqlite3.connect(store / DB_FILE)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    bodies = {
-        address: json.loads(zlib.decompress(body))
-        for address, body in conn.execute("SELECT hash, body FROM genomes")
-    }
+    # Bodies as genomes: store/4 bodies leave out what the sites table gives back.
+    predicates = dict(conn.execute("SELECT site, predicate FROM sites").fetchall())
+    bodies = {}
+    for address, body in conn.execute("SELECT hash, body FROM genomes"):
+        bodies[address] = json.loads(zlib.decompress(body))
+        assert expand_phase(bodies[address], predicates.get) is None
+    conn.execute("DROP TABLE sites")
     rows = conn.execute(
         "SELECT run_id, id, worker, outcome, verified, unverified_reasons, extra, phases FROM tests"
     ).fetchall()

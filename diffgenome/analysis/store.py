@@ -25,6 +25,7 @@ from typing import Final, Self
 from urllib.parse import quote
 
 from diffgenome.protocol.addresses import canonical_json, phase_address
+from diffgenome.protocol.compact import expand_phase
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import (
     FormatError,
@@ -144,6 +145,7 @@ class StoreReader:
         self.db_path = db_path
         self._conn = conn
         self._layout: tuple[str, bool, bool] | None = None
+        self._predicates: dict[str, str] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -468,6 +470,21 @@ class StoreReader:
         """What to add to a test row's length for its phase bodies ("" in a store/1 file,
         which readers read as it is: only writers upgrade a store)."""
         return self._store_layout()[0]
+
+    def site_predicate(self, site: str) -> str | None:
+        """The predicate the store keeps for ``site`` (store/4: a stored body's decision
+        records leave it out, protocol/compact.py), or None; the table is read once, and
+        again when a site is not in it (a writer may have added it since)."""
+        predicates = self._predicates
+        if predicates is None or site not in predicates:
+            try:
+                rows = self._conn.execute("SELECT site, predicate FROM sites").fetchall()
+            except sqlite3.OperationalError:  # before store/4: no table, no site left out
+                rows = []
+            except sqlite3.Error as exc:
+                raise _sql_error(exc, self.db_path) from None
+            predicates = self._predicates = {str(k): str(v) for k, v in rows}
+        return predicates.get(site)
 
     def has_bodies(self) -> bool:
         """Whether the store has a ``genomes`` table (store/2)."""
@@ -965,6 +982,9 @@ class _Bodies:
     def _decode(self, address: str, body: object) -> None:
         text = _body_text(self._run, address, body, self._format, self._fingerprint)
         decoded = _json(text, dict, self._run, f"phase body {address}")
+        missing = expand_phase(decoded, self._reader.site_predicate)
+        if missing is not None:
+            raise _corrupt(self._run, f"phase body {address}", missing)
         if self.share and len(_SHARED_BODIES) < _MAX_SHARED:
             _SHARED_BODIES[address] = decoded
         else:

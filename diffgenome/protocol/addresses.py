@@ -13,6 +13,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Final
 
+from diffgenome.protocol.compact import compact_phase
 from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
 
 # Level 3 deflates a phase two to three times faster than the default 6 for about a tenth
@@ -77,11 +78,14 @@ def phase_rows(
     fingerprint: str | None,
     stored: Mapping[str, int] | None = None,
     level: int = PHASE_ZLIB_LEVEL,
+    predicates: Mapping[str, str] | None = None,
 ) -> PhaseRows:
     """Split a test's ``phases`` object into content-addressed rows. ``stored``: addresses
     the caller knows the store holds, with their compressed sizes; their bodies are neither
     compressed again nor among the rows (most tests share their setup and teardown).
-    ``level``: zlib's; any level reads back the same bytes, so the address is the same."""
+    ``level``: zlib's; any level reads back the same bytes, so the address is the same.
+    ``predicates``: the store's ``sites`` table as far as this write knows it; given, the
+    bodies are stored compact (protocol/compact.py) and addressed as stored."""
     refs: dict[str, str] = {}
     bodies: list[tuple[str, bytes, int]] = []
     size = 0
@@ -90,6 +94,8 @@ def phase_rows(
             text = _EMPTY_PHASE
             address = _empty_address(genome_format, fingerprint)
         else:
+            if predicates is not None:
+                genome = compact_phase(genome, predicates)
             text = canonical_json(genome).encode()
             address = phase_address(text, genome_format, fingerprint)
         refs[name] = address

@@ -148,11 +148,17 @@ def test_phases(
     fingerprint: str | None,
     stored: Mapping[str, int] | None = None,
     level: int = PHASE_ZLIB_LEVEL,
+    predicates: Mapping[str, str] | None = None,
 ) -> PhaseRows:
     """A test record's phases as content-addressed rows (``protocol.addresses.phase_rows``)."""
     phases = test.get("phases")
     return phase_rows(
-        phases if isinstance(phases, dict) else {}, genome_format, fingerprint, stored, level
+        phases if isinstance(phases, dict) else {},
+        genome_format,
+        fingerprint,
+        stored,
+        level,
+        predicates,
     )
 
 

@@ -31,6 +31,7 @@ from time import sleep as _sleep
 from typing import Final
 
 from diffgenome.protocol.addresses import PhaseRows, insert_bodies, phase_rows
+from diffgenome.protocol.compact import all_predicates, confirm_predicates
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.formats import (
@@ -162,6 +163,10 @@ CREATE TABLE IF NOT EXISTS genomes (
     body          BLOB NOT NULL,
     substitutions INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sites (
+    site      TEXT PRIMARY KEY,
+    predicate TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -229,6 +234,7 @@ def _upgrade_from_v1(conn: sqlite3.Connection) -> int:
         conn.execute("ALTER TABLE tests ADD COLUMN phases_size INTEGER NOT NULL DEFAULT 0")
     updates: list[tuple[str, int, str, str]] = []
     bodies: list[PhaseRows] = []
+    predicates: dict[str, str] = {}
     for run_id, test_id, blob in conn.execute("SELECT run_id, id, phases FROM tests").fetchall():
         if not isinstance(blob, bytes):
             continue
@@ -239,7 +245,11 @@ def _upgrade_from_v1(conn: sqlite3.Connection) -> int:
         if not isinstance(phases, dict):
             continue
         fingerprint, config = runs.get(str(run_id), (None, None))
-        rows = phase_rows(phases, run_genome_format(config), _opt(fingerprint))
+        wanted = all_predicates(phases.values())
+        predicates.update(confirm_predicates(conn, wanted, predicates))
+        rows = phase_rows(
+            phases, run_genome_format(config), _opt(fingerprint), predicates=predicates
+        )
         bodies.append(rows)
         updates.append((rows.refs, rows.size, str(run_id), str(test_id)))
         if len(bodies) >= 500:

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Self
 
 from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, canonical_json
+from diffgenome.protocol.compact import all_predicates, confirm_predicates
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.manifest import TESTS, holder, share_rows
@@ -86,6 +87,8 @@ class ForkedCopy(StoreError):
 # Addresses a writer remembers having stored (about 100 bytes each): past this, it starts
 # over, and a body it forgot is only compressed and offered to the store once more.
 _STORED_LIMIT = 50_000
+#: Site predicates this writer knows the store holds (protocol/compact.py), at most.
+_SITES_LIMIT = 100_000
 
 
 def _canonical(value: object) -> str:
@@ -144,6 +147,7 @@ class StoreWriter:
         # sizes): a later test with the same setup or teardown only names them. Bodies a
         # run's tests name are never removed while it runs (runs_over_cap).
         self._stored: dict[str, int] = {}
+        self._sites: dict[str, str] = {}
         self._stored_run: str | None = None
         # The genome format and key fingerprint of the run this writer writes (``_open_run``).
         self._addressing: dict[str, tuple[str, str | None]] = {}
@@ -204,17 +208,33 @@ class StoreWriter:
         if self._stored_run != run_id or len(self._stored) > _STORED_LIMIT:
             self._stored, self._stored_run = {}, run_id
         known = self._stored
+        sites = self._sites
+        wanted = all_predicates(
+            genome
+            for test in tests
+            if isinstance(phases := test.get("phases"), dict)
+            for genome in phases.values()
+        )
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
             level = self.compress_level
-            stored = [test_phases(test, genome_format, fingerprint, known, level) for test in tests]
+            confirmed = confirm_predicates(conn, wanted, sites)
+            predicates = {**sites, **confirmed} if confirmed else sites
+            stored = [
+                test_phases(test, genome_format, fingerprint, known, level, predicates)
+                for test in tests
+            ]
             insert_tests(
                 conn, run_id, [(worker, *pair) for pair in zip(tests, stored, strict=True)]
             )
-        # Only once committed: a body known but not stored would leave a test naming nothing.
+        # Only once committed: a body known but not stored would leave a test naming nothing,
+        # and a predicate left out of a body but not stored would leave it unreadable.
         for phases in stored:
             for address, body, _ in phases.bodies:
                 known[address] = len(body)
+        if len(sites) > _SITES_LIMIT:
+            sites.clear()
+        sites.update(confirmed)
 
     def leave_run(self, run_id: str, worker: str, ok: bool, reasons: list[str]) -> None:
         with self._tx(f"leave run {run_id}") as conn:

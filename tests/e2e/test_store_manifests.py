@@ -8,13 +8,16 @@ its SQLite file opened as a second reader would:
 - a recording in which one test took another branch keeps its own test rows (never another
   run's evidence for it) and still shares the symbols, which did not change;
 - removing the run that holds the rows (the store's cap) hands them to a run that stays,
-  which still reads every test.
+  which still reads every test;
+- (store/4) the stored bodies name a decision by its site only, its predicate is in the
+  ``sites`` table once, and the export has every field back.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +141,34 @@ def test_repeated_recordings_share_their_rows_and_read_back_whole(tmp_path: Path
     assert without_run(export(project, run=third)) == without_run(documents[first])
     assert export(project, run=flipped)["symbols"] == documents[first]["symbols"]
     assert counts(project) == {third: 2, flipped: 2}
+
+
+def test_stored_bodies_leave_out_what_the_sites_table_gives_back(tmp_path: Path) -> None:
+    """Store/4: a real recording's bodies name a decision by its site only; the predicate
+    is in the ``sites`` table once, and the export has every field as it was recorded."""
+    project = make_project(tmp_path, FILES)
+    run = record(project)
+    conn = sqlite3.connect(f"file:{project / STORE / 'genome.sqlite'}?mode=ro", uri=True)
+    try:
+        sites = dict(conn.execute("SELECT site, predicate FROM sites").fetchall())
+        texts = [body for (body,) in conn.execute("SELECT body FROM genomes")]
+    finally:
+        conn.close()
+    assert sites == {
+        next(s for s in sites if s.startswith("py:shop.cart.total/ifexp[")): "amount < 0",
+        next(s for s in sites if s.startswith("py:shop.cart/ifexp[")): "os.environ.get('FLIP')",
+    }
+    stored = [zlib.decompress(text) for text in texts]
+    assert any(b"py:shop.cart.total/ifexp[" in text for text in stored)
+    assert not any(b"amount < 0" in text or b'"kind"' in text for text in stored)
+    document = export(project, run=run)
+    decisions = [
+        decision
+        for test in document["tests"]
+        for phase in test["phases"].values()
+        for decision in phase["branches"]
+    ]
+    assert {(d["kind"], d["predicate"], d["symbol"]) for d in decisions} == {
+        ("ifexp", "amount < 0", "py:shop.cart.total"),
+        ("ifexp", "os.environ.get('FLIP')", "py:shop.cart"),
+    }

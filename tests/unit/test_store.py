@@ -20,11 +20,12 @@ import pytest
 from diffgenome.analysis.models import GenomeDocument
 from diffgenome.analysis.store import StoreReader, UnknownRunError
 from diffgenome.protocol.addresses import phase_address
+from diffgenome.protocol.compact import compact_phase, expand_phase
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import GENOME_FORMATS_READ, STORE_FORMAT
 from diffgenome.protocol.retention import set_keep_runs
 from diffgenome.protocol.runs import REASON_INTERRUPTED
-from diffgenome.protocol.store import DB_FILE
+from diffgenome.protocol.store import DB_FILE, create_store
 from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.recording.store import StoreWriter
 
@@ -160,6 +161,7 @@ def test_each_phase_is_stored_once_as_compressed_canonical_json_by_its_address(
     cells = [row[0] for row in conn.execute("SELECT phases FROM tests")]
     bodies = dict(conn.execute("SELECT hash, body FROM genomes").fetchall())
     (fingerprint,) = conn.execute("SELECT key_fingerprint FROM runs").fetchone()
+    predicates = dict(conn.execute("SELECT site, predicate FROM sites").fetchall())
     conn.close()
     phases = make_test("x")["phases"]
     assert isinstance(phases, dict)
@@ -167,10 +169,56 @@ def test_each_phase_is_stored_once_as_compressed_canonical_json_by_its_address(
     assert len(bodies) == 2 and len(set(cells)) == 1
     refs = json.loads(cells[0])
     assert sorted(refs) == ["call", "setup"]
+    # Store/4: the decision record leaves out its kind, symbol and predicate, which come back
+    # from its site id, its node and the sites table.
+    assert predicates == {"py:pkg.mod.f/if[0]": "x > 0"}
     for name, address in refs.items():
         text = zlib.decompress(bodies[address])
-        assert text.decode() == json.dumps(phases[name], sort_keys=True, separators=(",", ":"))
+        assert text.decode() == json.dumps(
+            compact_phase(phases[name], predicates), sort_keys=True, separators=(",", ":")
+        )
         assert address == phase_address(text, GENOME_FORMATS_READ[0], fingerprint)
+        stored = json.loads(text)
+        for decision in stored["branches"]:
+            assert not {"kind", "symbol", "predicate"} & set(decision)
+        assert expand_phase(stored, predicates.get) is None
+        assert stored == phases[name]
+        assert all(list(decision) == sorted(decision) for decision in stored["branches"])
+
+
+def test_a_site_another_writer_gave_another_predicate_keeps_its_own_in_the_body(
+    store: Path,
+) -> None:
+    """Store/4: the sites table holds one predicate per site id, put in by whichever writer
+    came first; a record whose predicate differs (other secret rules masked it, or two
+    conditions share a site id) keeps its own, and reads back as it was recorded."""
+    create_store(str(store))
+    conn = sqlite3.connect(store / DB_FILE)
+    conn.execute("INSERT INTO sites VALUES ('py:pkg.mod.f/if[0]', 'x > [masked]')")
+    conn.commit()
+    conn.close()
+    record(store, "run-1", tests=2)
+    conn = sqlite3.connect(store / DB_FILE)
+    texts = [zlib.decompress(body) for (body,) in conn.execute("SELECT body FROM genomes")]
+    conn.close()
+    assert any(b'"predicate":"x > 0"' in text for text in texts)
+    with contextlib.closing(StoreReader.open(str(store))) as reader:
+        tests = reader.document("run-1")["tests"]
+    assert tests[0]["phases"]["call"] == make_test("x")["phases"]["call"]  # type: ignore[index]
+
+
+def test_a_body_whose_predicate_the_store_lost_is_a_damaged_record(store: Path) -> None:
+    record(store, "run-1", tests=1)
+    conn = sqlite3.connect(store / DB_FILE)
+    conn.execute("DELETE FROM sites")
+    conn.commit()
+    conn.close()
+    with (
+        contextlib.closing(StoreReader.open(str(store))) as reader,
+        pytest.raises(StoreError) as caught,
+    ):
+        reader.document("run-1")
+    assert "predicate of site 'py:pkg.mod.f/if[0]' is not in the store" in one_line(caught.value)
 
 
 def test_runs_that_recorded_the_same_phases_share_their_bodies(store: Path) -> None:
