@@ -83,6 +83,9 @@ def compact_phase(genome: object, predicates: Mapping[str, str]) -> object:
     return compacted
 
 
+_RECORD_KEYS: Final = frozenset(("kind", "node", "outcomes", "predicate", "site", "symbol"))
+
+
 def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None]) -> str | None:
     """Put back, in place, the fields a stored body's decision records left out (their keys
     in sorted order, as canonical JSON had them); None, or what is missing."""
@@ -90,26 +93,48 @@ def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None])
     if type(branches) is not list:
         return None
     symbols: dict[object, object] | None = None
+    kinds: dict[str, str | None] = {}
+    texts: dict[str, str | None] = {}
     for index, record in enumerate(branches):
-        if type(record) is not dict or all(field in record for field in DERIVED_FIELDS):
+        if type(record) is not dict or (
+            "predicate" in record and "kind" in record and "symbol" in record
+        ):
             continue
         site = record.get("site")
         if type(site) is not str:
             return "a decision record without its fields has no site"
-        full = dict(record)
-        if "kind" not in full:
-            full["kind"] = site_kind(site)
-        if "symbol" not in full:
+        kind = record["kind"] if "kind" in record else kinds.get(site, _UNSET)
+        if kind is _UNSET:
+            kind = kinds[site] = site_kind(site)
+        if "symbol" in record:
+            symbol = record["symbol"]
+        else:
             if symbols is None:
                 symbols = _node_symbols(doc.get("nodes"))
-            full["symbol"] = symbols.get(full.get("node"))
-        if "predicate" not in full:
-            text = predicate(site)
+            symbol = symbols.get(record.get("node"))
+        if "predicate" in record:
+            text = record["predicate"]
+        else:
+            text = texts[site] if site in texts else texts.setdefault(site, predicate(site))
             if text is None:
                 return f"the predicate of site {site!r} is not in the store"
-            full["predicate"] = text
-        branches[index] = dict(sorted(full.items()))
+        if record.keys() <= _RECORD_KEYS and "node" in record and "outcomes" in record:
+            branches[index] = {
+                "kind": kind,
+                "node": record["node"],
+                "outcomes": record["outcomes"],
+                "predicate": text,
+                "site": site,
+                "symbol": symbol,
+            }
+        else:
+            full = dict(record)
+            full.update(kind=kind, predicate=text, symbol=symbol)
+            branches[index] = dict(sorted(full.items()))
     return None
+
+
+_UNSET: Final = object()
 
 
 def confirm_predicates(
