@@ -118,6 +118,16 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+def damaged_read(store: Path, run_id: str = "run-1") -> str:
+    """The one-line error a reader gives for ``run_id`` in a store a test has damaged."""
+    with (
+        contextlib.closing(StoreReader.open(str(store))) as reader,
+        pytest.raises(StoreError) as caught,
+    ):
+        reader.document(run_id)
+    return one_line(caught.value)
+
+
 # -- round trip ---------------------------------------------------------------------------
 
 
@@ -213,12 +223,7 @@ def test_a_body_whose_predicate_the_store_lost_is_a_damaged_record(store: Path) 
     conn.execute("DELETE FROM sites")
     conn.commit()
     conn.close()
-    with (
-        contextlib.closing(StoreReader.open(str(store))) as reader,
-        pytest.raises(StoreError) as caught,
-    ):
-        reader.document("run-1")
-    assert "predicate of site 'py:pkg.mod.f/if[0]' is not in the store" in one_line(caught.value)
+    assert "predicate of site 'py:pkg.mod.f/if[0]' is not in the store" in damaged_read(store)
 
 
 def test_runs_that_recorded_the_same_phases_share_their_bodies(store: Path) -> None:
@@ -272,12 +277,7 @@ def test_a_body_whose_bytes_do_not_match_its_address_is_a_corrupt_record(store: 
     conn.execute("UPDATE genomes SET body = ? WHERE hash = ?", (forged, address))
     conn.commit()
     conn.close()
-    with (
-        contextlib.closing(StoreReader.open(str(store))) as reader,
-        pytest.raises(StoreError) as caught,
-    ):
-        reader.document("run-1")
-    assert "do not match its address" in one_line(caught.value)
+    assert "do not match its address" in damaged_read(store)
 
 
 def test_removing_runs_removes_the_bodies_only_they_used(store: Path) -> None:

@@ -1031,10 +1031,14 @@ class BoundedValues:
         self._seen: dict[tuple[str, bytes | None], None] = {}
         self._overflow: bytearray | None = None
 
+    def _totals(self) -> tuple[int, int]:
+        """The overflow's count and sum."""
+        overflow = self._overflow
+        return (0, 0) if overflow is None else _OVERFLOW_LAYOUT.unpack(overflow)
+
     @property
     def _count(self) -> int:
-        overflow = self._overflow
-        return 0 if overflow is None else int(_OVERFLOW_LAYOUT.unpack(overflow)[0])
+        return self._totals()[0]
 
     @_count.setter
     def _count(self, count: int) -> None:
@@ -1042,8 +1046,7 @@ class BoundedValues:
 
     @property
     def _sum(self) -> int:
-        overflow = self._overflow
-        return 0 if overflow is None else int(_OVERFLOW_LAYOUT.unpack(overflow)[1])
+        return self._totals()[1]
 
     @_sum.setter
     def _sum(self, total: int) -> None:
@@ -1121,10 +1124,10 @@ class BoundedValues:
                     if text is not None:
                         entry["preview"] = text
         entries.sort(key=lambda entry: (entry["shape"] or "", entry["digest"] or ""))
-        count = self._count
+        count, total = self._totals()
         if not count:
             return entries, None
-        overflow_form = b"diffgenome-overflow\0" + self._sum.to_bytes(8, "big")
+        overflow_form = b"diffgenome-overflow\0" + total.to_bytes(8, "big")
         return entries, {"count": count, "digest": digester.digest(overflow_form)}
 
 
