@@ -13,6 +13,7 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,16 @@ def test_three_shards_combine_into_a_run_that_diffs_unchanged_against_the_serial
     diff = diff_runs(project, tmp_path, both, serial["run"]["id"], combined_id)
     assert diff["summary"]["unchanged"] == 10, diff["tests"]
     assert set(statuses(diff).values()) == {"unchanged"}
+    # Stored as the recorder stores them (store/4): the combined run's phases are the serial
+    # run's bodies, compact, not new full ones.
+    with sqlite3.connect(f"file:{both / 'genome.sqlite'}?mode=ro", uri=True) as conn:
+        cells = dict(conn.execute("SELECT run_id, group_concat(phases) FROM tests GROUP BY run_id"))
+        bodies = [zlib.decompress(body) for (body,) in conn.execute("SELECT body FROM genomes")]
+    assert any(b'"branches":[{' in body for body in bodies)
+    assert not any(b'"predicate"' in body for body in bodies)
+    assert set(json.loads(f"[{cells[combined_id]}]")[0].values()) <= {
+        a for cell in json.loads(f"[{cells[serial['run']['id']]}]") for a in cell.values()
+    }
 
 
 def test_a_missing_shard_makes_the_combined_run_incomplete_not_smaller(
