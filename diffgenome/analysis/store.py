@@ -886,9 +886,10 @@ _MAX_SHARED = 200_000
 
 
 # store/2: one decoded phase per content address, and one ``phases`` object per distinct
-# set of addresses, shared by every test (of any run read in this process) that holds them.
-_SHARED_BODIES: dict[str, dict[str, object]] = {}
-_SHARED_REFS: dict[str, dict[str, object]] = {}
+# set of addresses, shared by every test (of any run of one store read in this process) that
+# holds them. Per store file: a store/4 body is put back from its own store's sites table, so
+# the same stored bytes in two stores that share a key could read differently.
+_SHARED_BY_STORE: dict[str, tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]] = {}
 _BODY_QUERY_CHUNK = 500
 # Stands for the phases of a test the caller asked not to read (StoreReader.document), and
 # the one empty object such a test is given (never mutated: readers hand out shared objects).
@@ -925,8 +926,10 @@ class _Bodies:
         self._refs: dict[str, dict[str, str]] = {}
         # Bodies not shared: beyond the shared table's bound, or all of them when not sharing.
         self._local: dict[str, dict[str, object]] = {}
-        self._bodies = _SHARED_BODIES if share else self._local
-        self._cells = _SHARED_REFS if share else {}
+        shared_bodies, shared_refs = _SHARED_BY_STORE.setdefault(reader.db_path, ({}, {}))
+        self._shared = shared_bodies
+        self._bodies = shared_bodies if share else self._local
+        self._cells = shared_refs if share else {}
         self._registered: list[int] = []
 
     def fetch(self, cells: Iterable[str]) -> None:
@@ -985,8 +988,8 @@ class _Bodies:
         missing = expand_phase(decoded, self._reader.site_predicate)
         if missing is not None:
             raise _corrupt(self._run, f"phase body {address}", missing)
-        if self.share and len(_SHARED_BODIES) < _MAX_SHARED:
-            _SHARED_BODIES[address] = decoded
+        if self.share and len(self._shared) < _MAX_SHARED:
+            self._shared[address] = decoded
         else:
             self._local[address] = decoded
 

@@ -226,6 +226,29 @@ def test_a_body_whose_predicate_the_store_lost_is_a_damaged_record(store: Path) 
     assert "predicate of site 'py:pkg.mod.f/if[0]' is not in the store" in damaged_read(store)
 
 
+def test_two_stores_with_one_key_read_their_bodies_each_from_its_own_sites(
+    tmp_path: Path,
+) -> None:
+    """The same compact bytes in two stores that share a digest key are put back from each
+    store's own sites table: a process that read one store first must not hand its decoded
+    bodies to the reader of the other."""
+    key = tmp_path / "shared.key"
+    key.write_bytes(b"k" * 32)
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        record(folder, "run-1", tests=1, key_file=str(key))
+    conn = sqlite3.connect(second / DB_FILE)
+    conn.execute("UPDATE sites SET predicate = 'x > limit'")
+    conn.commit()
+    conn.close()
+    predicates = []
+    for folder in (first, second):
+        with contextlib.closing(StoreReader.open(str(folder))) as reader:
+            [test] = reader.document("run-1")["tests"]
+            predicates.append(test["phases"]["call"]["branches"][0]["predicate"])
+    assert predicates == ["x > 0", "x > limit"]
+
+
 def test_runs_that_recorded_the_same_phases_share_their_bodies(store: Path) -> None:
     record(store, "run-1", tests=50)
     for n in range(2, 6):
