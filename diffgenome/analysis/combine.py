@@ -27,7 +27,7 @@ from typing import Any
 
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.store import StoreReader, stored_phases
-from diffgenome.protocol.compact import all_predicates, confirm_predicates
+from diffgenome.protocol.compact import confirm_predicates, tests_predicates
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
 from diffgenome.protocol.rows import (
@@ -543,10 +543,7 @@ def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Seque
     genome_format = genome_format_of(run["config"])
     fingerprint = run.get("key_fingerprint")
     # Stored compact, as the recorder stores them (store/4, protocol/compact.py).
-    wanted = all_predicates(
-        genome for test in document["tests"] for genome in (test.get("phases") or {}).values()
-    )
-    predicates = confirm_predicates(conn, wanted, {})
+    predicates = confirm_predicates(conn, tests_predicates(document["tests"]), {})
     insert_tests(
         conn,
         run_id,

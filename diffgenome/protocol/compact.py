@@ -165,3 +165,13 @@ def all_predicates(phases: Iterable[object]) -> dict[str, str]:
         for site, text in phase_predicates(genome).items():
             found.setdefault(site, text)
     return found
+
+
+def tests_predicates(tests: Iterable[Mapping[str, object]]) -> dict[str, str]:
+    """``phase_predicates`` over every phase of some test records."""
+    return all_predicates(
+        genome
+        for test in tests
+        if type(phases := test.get("phases")) is dict
+        for genome in phases.values()
+    )

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self
 
 from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, canonical_json
-from diffgenome.protocol.compact import all_predicates, confirm_predicates
+from diffgenome.protocol.compact import confirm_predicates, tests_predicates
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.manifest import TESTS, holder, share_rows
@@ -209,12 +209,7 @@ class StoreWriter:
             self._stored, self._stored_run = {}, run_id
         known = self._stored
         sites = self._sites
-        wanted = all_predicates(
-            genome
-            for test in tests
-            if isinstance(phases := test.get("phases"), dict)
-            for genome in phases.values()
-        )
+        wanted = tests_predicates(tests)
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
             level = self.compress_level
