@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Collection
 from os import kill as _kill
 from os import uname as _uname
 from time import gmtime as _gmtime
@@ -160,3 +161,21 @@ ENVIRONMENT_ENV: Final = "DIFFGENOME_ENVIRONMENT"
 
 
 ENVIRONMENT_CONFIG_KEY: Final = "environment"
+
+
+#: Set by ``diffgenome diff`` for the recordings it makes: the JSON list of the files git
+#: ignores in the user's checkout that it copies into every side (paths from the top of the
+#: repository). In a side whose own ``.gitignore`` does not ignore one, the copy is an
+#: untracked file the diff put there, not a change of the tree: the recorder leaves it out
+#: of ``run.dirty``, or the side could never be reused (the copies are part of the
+#: environment's fingerprint already).
+COPIED_ENV: Final = "DIFFGENOME_COPIED"
+
+
+def untracked_lines_left_out(status: str, copied: Collection[str]) -> str:
+    """``git status --porcelain`` output without the untracked-file lines of ``copied``."""
+    return "".join(
+        line
+        for line in status.splitlines(keepends=True)
+        if not (line.startswith("?? ") and line[3:].rstrip("\n") in copied)
+    )

@@ -8,6 +8,7 @@ clean exit, so every step is taken once and an abandoned start undoes what it di
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -15,7 +16,7 @@ import time
 from typing import Any
 
 from diffgenome import __version__
-from diffgenome.protocol.runs import recording_key
+from diffgenome.protocol.runs import COPIED_ENV, recording_key, untracked_lines_left_out
 from diffgenome.protocol.selection import ORIGIN_ENV, ORIGINS, recorded_selection
 from diffgenome.recording.store import StoreWriter
 
@@ -65,6 +66,8 @@ class Run:
         reading a slow diff should know)."""
         commit = _git(rootdir, "rev-parse", "HEAD")
         status = _git(rootdir, "status", "--porcelain")
+        if status is not None:
+            status = untracked_lines_left_out(status, copied_by_diff())
         # The store folder ignores itself (it holds a ``*`` .gitignore): any line is a change.
         dirty = bool(status.strip()) if status is not None else None
         python = f"{platform.python_implementation()} {platform.python_version()}"
@@ -137,6 +140,18 @@ def origin() -> str:
     again (it says so through :data:`ORIGIN_ENV`)."""
     said = os.environ.get(ORIGIN_ENV, "")
     return said if said in ORIGINS else "pytest"
+
+
+def copied_by_diff() -> frozenset[str]:
+    """The ignored files ``diffgenome diff`` copied into this tree (protocol.runs.COPIED_ENV);
+    empty outside a diff's recording or when the variable cannot be read."""
+    try:
+        paths = json.loads(os.environ.get(COPIED_ENV) or "[]")
+    except ValueError:
+        return frozenset()
+    if not isinstance(paths, list):
+        return frozenset()
+    return frozenset(path for path in paths if isinstance(path, str))
 
 
 def _git(rootdir: str, *args: str) -> str | None:

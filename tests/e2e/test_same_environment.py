@@ -210,6 +210,47 @@ def test_an_ignored_generated_module_the_code_imports(tmp_path: Path) -> None:
     ) in done.stdout
 
 
+def test_a_base_that_does_not_ignore_the_copied_file_is_still_reused(tmp_path: Path) -> None:
+    """The checkout ignores a generated file that the base's ``.gitignore`` does not (a
+    project that adopted a generated version file after the base): the copy the diff puts in
+    the base's worktree is no change of that tree, so the base's run is not dirty and the
+    next diff reuses it, as it reuses the head's."""
+    repo, git, tmp = _project(tmp_path)
+    write_files(
+        repo,
+        {
+            "src/envcli/__init__.py": "",
+            "tests/test_version.py": """
+                def test_version():
+                    pass
+            """,
+        },
+    )
+    git.commit_all("before the generated version file")
+    write_files(
+        repo,
+        {
+            ".gitignore": "__pycache__/\n.diffgenome/\nsrc/envcli/version.py\n",
+            "src/envcli/__init__.py": "from envcli.version import VERSION\n",
+        },
+    )
+    git.commit_all("a version file written at install, ignored")
+    write_files(repo, {"src/envcli/version.py": 'VERSION = "1.0"\n'})
+    code, _, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert code in (0, 1) and "reusing run" not in err, err
+    _, _, err = diff(repo, tmp, "HEAD~1", "HEAD")
+    assert err.count("reusing run") == 2, err
+    listed = subprocess.run(
+        [PY, "-m", "diffgenome.analysis.cli", "runs", "--json", "-"],
+        cwd=repo,
+        env=clean_env({"PWD": str(repo)}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert {run["dirty"] for run in json.loads(listed.stdout)} == {False}
+
+
 def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
     tmp_path: Path,
 ) -> None:

@@ -32,6 +32,7 @@ from diffgenome.analysis.record.process import DiffError, run_child
 from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
 from diffgenome.analysis.record.worktree import Checkouts, Workspace
 from diffgenome.protocol.runs import (
+    COPIED_ENV,
     ENVIRONMENT_ENV,
     HOLDER_ENV,
     ORIGIN_CONFIRMATION,
@@ -122,6 +123,8 @@ class Recordings:
         # Whether the recording is a diff's; its id would differ in every invocation, and
         # tests copy the environment into values.
         env[HOLDER_ENV] = "1"
+        # The files the diff copies in are no change of the tree (protocol.runs.COPIED_ENV).
+        env[COPIED_ENV] = json.dumps(self.checkouts.ignored_paths())
         text = json.dumps([sorted(env.items()), cwd, self.checkouts.ignored_print()])
         return env, hashlib.sha256(text.encode()).hexdigest()[:24]
 

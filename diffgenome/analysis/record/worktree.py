@@ -254,6 +254,10 @@ class Checkouts:
             )
         return tree
 
+    def ignored_paths(self) -> list[str]:
+        """The ignored files every tree gets where it lacks them (from the repository's top)."""
+        return list(self._ignored_files())
+
     def ignored_print(self) -> str:
         """The fingerprint of the ignored files every tree gets (their paths and contents):
         part of the environment a recording runs in."""
