@@ -713,6 +713,56 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
     assert not any(gap.startswith("decision edited") for gap in entry["gaps"]), entry["gaps"]
 
 
+def test_an_edit_every_test_that_runs_it_survives_unchanged_is_a_gap(tmp_path: Path) -> None:
+    """humanize: ``"%d Bytes" % bytes_`` made ``% round(bytes_)`` (a fix for fractional
+    sizes) is run by every size test, which all pass ints: each is ``unchanged``, and the
+    first screen said nothing of the edit. It is a gap of the changed code now; a test that
+    passes a fraction, which does behave otherwise, takes it away."""
+    size = """
+        def naturalsize(value):
+            if value < 1000:
+                return "%d Bytes" % value
+            return "%.1f kB" % (value / 1000)
+    """
+    tests = """
+        from units.size import naturalsize
+
+
+        def test_bytes():
+            assert naturalsize(300) == "300 Bytes"
+
+
+        def test_kilobytes():
+            assert naturalsize(3000) == "3.0 kB"
+    """
+    repo = make_project(
+        tmp_path, {"units/__init__.py": "", "units/size.py": size, "tests/test_size.py": tests}
+    )
+    fixed = textwrap.dedent(size).replace("% value\n", "% round(value)\n")
+    (repo / "units" / "size.py").write_text(fixed)
+    git_in(repo, "commit", "-qam", "round fractional byte counts")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert set(_statuses(document).values()) == {"unchanged"}, document["tests"]
+    assert code == 0
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:units.size.naturalsize"]
+    gap = "code edited, and the 2 tests that run it behave as before: no test tells the edit apart"
+    assert entry["gaps"] == [gap], entry["gaps"]
+    screen = cli(repo, "diff", "HEAD~1", "HEAD")
+    assert gap in screen.stdout, screen.stdout
+    # A test with a fraction: it behaves otherwise ("1 Bytes" became "2 Bytes"), so no gap.
+    (repo / "tests" / "test_size.py").write_text(
+        textwrap.dedent(tests) + "\n\ndef test_fraction():\n    naturalsize(1.7)\n"
+    )
+    (repo / "units" / "size.py").write_text(textwrap.dedent(size))
+    git_in(repo, "commit", "-qam", "a fraction test")
+    (repo / "units" / "size.py").write_text(fixed)
+    git_in(repo, "commit", "-qam", "the fix again")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(1,))
+    assert _statuses(document)["test_fraction"] == "changed", document["tests"]
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:units.size.naturalsize"]
+    assert entry["gaps"] == [], entry["gaps"]
+
+
 def test_an_extraction_that_edits_a_decision_on_the_way_says_so(tmp_path: Path) -> None:
     """itsdangerous: the age checks extracted *and* ``>`` made ``>=`` read as a pure
     extraction (``restructured``, exit 0): the tests took the same ways with either

@@ -669,6 +669,7 @@ def diff_documents(
         )
 
     _untold_edits(entries, diffs)
+    _quiet_edits(entries, diffs, code_changes)
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
@@ -736,6 +737,37 @@ def _untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> N
         if len(gone) != 1 or len(came) != 1 or not reached or reached & loud:
             continue
         entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=f"`{gone[0]}` → `{came[0]}`"))
+
+
+#: The gap of a changed symbol whose code was edited while every test that runs it behaves
+#: exactly as before (docs/diffing.md, "Code changes").
+GAP_QUIET_EDIT = (
+    "code edited, and the {count} that run it behave as before: no test tells the edit apart"
+)
+
+
+def _quiet_edits(
+    entries: Sequence[CodeChange], diffs: Sequence[TestDiff], code_changes: CodeChangeInput | None
+) -> None:
+    """Add a gap to each modified symbol that tests run when every one of them is
+    ``unchanged`` or ``touched`` (humanize's ``"%d Bytes" % bytes_`` made ``% round(bytes_)``,
+    reached by 62 tests that pass ints): the first screen would otherwise say nothing of the
+    edit, a fix no test checks or a slip no test catches. Not for a symbol that was only
+    renamed or only calls a renamed one, nor where a test that runs it changed, was
+    restructured (its structure line says what moved), is unstable, added or removed (an
+    added test may be the one that checks the edit), nor where the decision-edit gap said it."""
+    if code_changes is None:
+        return
+    renames = code_changes.same_code()
+    quiet = {diff.id for diff in diffs if diff.status in (STATUS_UNCHANGED, STATUS_TOUCHED)}
+    for entry in entries:
+        if entry.change != CODE_MODIFIED or entry.symbol in renames or entry.gaps:
+            continue
+        reached = set(entry.tests_base) | set(entry.tests_head)
+        if not reached or not reached <= quiet:
+            continue
+        count = f"{len(reached)} test{'' if len(reached) == 1 else 's'}"
+        entry.gaps.append(GAP_QUIET_EDIT.format(count=count))
 
 
 #: The reason a test gets when its differences come from state other tests left (#24.6).
