@@ -18,9 +18,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-#: The fields a stored decision record may leave out.
-DERIVED_FIELDS: Final = ("kind", "symbol", "predicate")
-
 _SITES_QUERY_CHUNK: Final = 500
 
 
@@ -29,19 +26,6 @@ def site_kind(site: str) -> str | None:
     tail = site.rpartition("/")[2]
     kind, bracket, _ = tail.partition("[")
     return kind if bracket and kind else None
-
-
-def phase_predicates(genome: object) -> dict[str, str]:
-    """The ``site -> predicate`` pairs of a phase's decision records (the first of each)."""
-    found: dict[str, str] = {}
-    branches = genome.get("branches") if type(genome) is dict else None
-    if type(branches) is list:
-        for record in branches:
-            if type(record) is dict:
-                site, predicate = record.get("site"), record.get("predicate")
-                if type(site) is str and type(predicate) is str and site not in found:
-                    found[site] = predicate
-    return found
 
 
 def _node_symbols(nodes: object) -> dict[object, object]:
@@ -93,8 +77,6 @@ def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None])
     if type(branches) is not list:
         return None
     symbols: dict[object, object] | None = None
-    kinds: dict[str, str | None] = {}
-    texts: dict[str, str | None] = {}
     for index, record in enumerate(branches):
         if type(record) is not dict or (
             "predicate" in record and "kind" in record and "symbol" in record
@@ -103,9 +85,7 @@ def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None])
         site = record.get("site")
         if type(site) is not str:
             return "a decision record without its fields has no site"
-        kind = record["kind"] if "kind" in record else kinds.get(site, _UNSET)
-        if kind is _UNSET:
-            kind = kinds[site] = site_kind(site)
+        kind = record["kind"] if "kind" in record else site_kind(site)
         if "symbol" in record:
             symbol = record["symbol"]
         else:
@@ -115,7 +95,7 @@ def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None])
         if "predicate" in record:
             text = record["predicate"]
         else:
-            text = texts[site] if site in texts else texts.setdefault(site, predicate(site))
+            text = predicate(site)
             if text is None:
                 return f"the predicate of site {site!r} is not in the store"
         if record.keys() <= _RECORD_KEYS and "node" in record and "outcomes" in record:
@@ -132,9 +112,6 @@ def expand_phase(doc: dict[str, object], predicate: Callable[[str], str | None])
             full.update(kind=kind, predicate=text, symbol=symbol)
             branches[index] = dict(sorted(full.items()))
     return None
-
-
-_UNSET: Final = object()
 
 
 def confirm_predicates(
@@ -159,16 +136,20 @@ def confirm_predicates(
 
 
 def all_predicates(phases: Iterable[object]) -> dict[str, str]:
-    """``phase_predicates`` over several phases."""
+    """The ``site -> predicate`` pairs of some phases' decision records (the first of each)."""
     found: dict[str, str] = {}
     for genome in phases:
-        for site, text in phase_predicates(genome).items():
-            found.setdefault(site, text)
+        branches = genome.get("branches") if type(genome) is dict else None
+        for record in branches if type(branches) is list else ():
+            if type(record) is dict:
+                site, text = record.get("site"), record.get("predicate")
+                if type(site) is str and type(text) is str:
+                    found.setdefault(site, text)
     return found
 
 
 def tests_predicates(tests: Iterable[Mapping[str, object]]) -> dict[str, str]:
-    """``phase_predicates`` over every phase of some test records."""
+    """``all_predicates`` over every phase of some test records."""
     return all_predicates(
         genome
         for test in tests

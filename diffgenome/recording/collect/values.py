@@ -1093,7 +1093,7 @@ class BoundedValues:
         for shape, form in self._seen:
             other.add(shape, form)
         if self._overflow is not None:
-            other._fold(self._count, self._sum)
+            other._fold(*self._totals())
 
     def export(
         self, digester: Digester, preview: Callable[[str, bytes], str | None] | None = None
