@@ -301,6 +301,32 @@ def test_a_compiled_core_that_disagrees_with_values_py_does_not_record(
     assert tracer.core_reason.startswith("core-disagrees: overflow fingerprint of ")
 
 
+def test_the_compiled_core_reads_frames_as_the_frame_api_does() -> None:
+    """The core reads the interpreter's own frames (no frame object per call): its reading of
+    real frames (a plain call, a cell, a method, an unbound argument, a generator) agrees with
+    the public API, and the check tells a wrong key or a wrong value apart."""
+    accel = tracer_module._ACCEL
+    if accel is None:
+        pytest.skip(_NO_CORE)
+    assert tracer_module._frame_key is accel.frame_key
+    assert contract.frame_disagreement(accel.frame_probe, accel.frame_key, accel.frame_var) is None
+    by_id = contract.frame_disagreement(accel.frame_probe, id, accel.frame_var)
+    assert by_id == "frames: plain's frame, caller or code"
+    copies = contract.frame_disagreement(
+        accel.frame_probe, accel.frame_key, lambda frame, name: object()
+    )
+    assert copies == "frames: plain's argument 0"
+
+
+def test_a_compiled_core_whose_frames_disagree_is_not_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if tracer_module._ACCEL is None:
+        pytest.skip(_NO_CORE)
+    monkeypatch.setattr(contract, "frame_disagreement", lambda *args: "frames: plain's frame")
+    assert tracer_module._load_accelerator() == (None, "core-disagrees: frames: plain's frame")
+
+
 def _break_a_node(module: Any, tracer: Tracer) -> None:
     """Two starts of a call node whose count is no number: inside repo code, where the
     compiled core takes the start itself (from the test, Python's callback always does)."""

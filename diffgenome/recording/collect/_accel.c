@@ -220,6 +220,56 @@ argument_value(Core *self, PyFrameObject *frame, PyObject *locals, PyObject *nam
     return value;
 }
 
+/* The frame object of ``frame``, which must be the running one (borrowed): made only where
+ * the core hands an event to Python or reads what the interpreter frame does not say plainly. */
+static PyFrameObject *
+frame_object(IFrame *frame)
+{
+    PyFrameObject *made = PyEval_GetFrame();
+    if (made == NULL || made->f_frame != frame) {
+        PyErr_SetString(PyExc_RuntimeError, "the event's frame is not the running frame");
+        return NULL;
+    }
+    return made;
+}
+
+/* An argument read straight from the interpreter frame's slot ``index``, as PyFrame_GetVar
+ * reads it: 1 with a new reference in ``out`` (None when unbound), 0 when this is not a plain
+ * local of that name (a cell, a name elsewhere), where the frame object's path decides. */
+static int
+iframe_argument(IFrame *frame, Py_ssize_t index, PyObject *name, PyObject **out)
+{
+    PyCodeObject *code = iframe_code(frame);
+    if (index < 0 || index >= code->co_nlocalsplus ||
+        PyTuple_GET_ITEM(code->co_localsplusnames, index) != name ||
+        _PyLocals_GetKind(code->co_localspluskinds, (int)index) != CO_FAST_LOCAL) {
+        return 0;
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    if (frame->stacktop == 0) {  /* 3.12's PyFrame_GetVar reads nothing from such a frame */
+        return 0;
+    }
+#endif
+    PyObject *value = frame->localsplus[index];
+    *out = Py_NewRef(value == NULL ? Py_None : value);
+    return 1;
+}
+
+/* Where the arguments ``names`` start among the frame's slots: they are the code's
+ * ``co_varnames`` after the receiver (contract._argument_names), at most two left out. */
+static Py_ssize_t
+arguments_start(IFrame *frame, PyObject *names)
+{
+    PyCodeObject *code = iframe_code(frame);
+    PyObject *first = PyTuple_GET_ITEM(names, 0);
+    for (Py_ssize_t i = 0; i < 3 && i < code->co_nlocalsplus; i++) {
+        if (PyTuple_GET_ITEM(code->co_localsplusnames, i) == first) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 static void clear_arg_entry(ArgEntry *entry);
 
 static void
@@ -414,7 +464,7 @@ done:
 /* Tracer._record_args: the arguments read once, then the allocation-free path (fast_add) or,
  * for what it does not take, the general one. */
 static int
-record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
+record_args(Core *self, PyObject *node, PyObject *info, IFrame *iframe)
 {
     PyObject *labels = SLOT(info, self->i_arg_labels);
     PyObject *names = SLOT(info, self->i_argnames);
@@ -428,13 +478,9 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
     if (n == 0) {
         return 0;
     }
+    Py_ssize_t start = self->frame_get_var ? arguments_start(iframe, names) : -1;
+    PyFrameObject *frame = NULL;  /* made only when a slot is not a plain local */
     PyObject *locals = NULL;
-    if (!self->frame_get_var) {
-        locals = PyFrame_GetLocals(frame);
-        if (locals == NULL) {
-            return -1;
-        }
-    }
     PyObject *few[ARG_CACHE_ARGS];
     PyObject **values = n <= ARG_CACHE_ARGS ? few : PyMem_Calloc(n, sizeof(PyObject *));
     int rc = -1;
@@ -444,7 +490,23 @@ record_args(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame)
         goto done;
     }
     for (; got < n; got++) {
-        values[got] = argument_value(self, frame, locals, PyTuple_GET_ITEM(names, got));
+        PyObject *name = PyTuple_GET_ITEM(names, got);
+        if (start >= 0 && iframe_argument(iframe, start + got, name, &values[got])) {
+            continue;
+        }
+        if (frame == NULL) {
+            frame = frame_object(iframe);
+            if (frame == NULL) {
+                goto done;
+            }
+            if (!self->frame_get_var) {
+                locals = PyFrame_GetLocals(frame);
+                if (locals == NULL) {
+                    goto done;
+                }
+            }
+        }
+        values[got] = argument_value(self, frame, locals, name);
         if (values[got] == NULL) {
             goto done;
         }
@@ -642,7 +704,7 @@ enum { ATTR_ABSENT, ATTR_HELD, ATTR_CLASS };
  * not know yet, anything unusual), -1 on failure. Everything that could send it to Python is
  * checked before the first fact is added. */
 static int
-record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame,
+record_state_fast(Core *self, PyObject *node, PyObject *info, IFrame *frame,
                   PyObject *when)
 {
     PyObject *state = SLOT(node, self->n_state);
@@ -667,16 +729,11 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
         if (PyTuple_GET_SIZE(attrs) > MAX_SELF_ATTRS) {
             return 0;
         }
-        /* As Tracer._record_state reads it: frame.f_locals.get(receiver) (which on 3.12
-         * refreshes the frame's snapshot of its locals, see capabilities.frame_get_var). */
-        PyObject *locals = self->frame_get_var ? NULL : PyFrame_GetLocals(frame);
-        if (locals == NULL && !self->frame_get_var) {
-            return -1;
-        }
-        PyObject *value = argument_value(self, frame, locals, receiver);
-        Py_XDECREF(locals);
-        if (value == NULL) {
-            return -1;
+        /* As Tracer._record_state reads it, frame.f_locals.get(receiver), from the
+         * receiver's slot (the first); anything else is the Python method's. */
+        PyObject *value;
+        if (!self->frame_get_var || !iframe_argument(frame, 0, receiver, &value)) {
+            return 0;
         }
         fields = instance_fields(self, value);
         if (fields == NULL) {
@@ -710,7 +767,7 @@ record_state_fast(Core *self, PyObject *node, PyObject *info, PyFrameObject *fra
         }
         Py_DECREF(value);
     }
-    PyObject *module_globals = PyTuple_GET_SIZE(names) ? PyFrame_GetGlobals(frame) : NULL;
+    PyObject *module_globals = PyTuple_GET_SIZE(names) ? Py_XNewRef(frame->f_globals) : NULL;
     int rc = 1;
     if (module_globals != NULL && !PyDict_CheckExact(module_globals)) {
         rc = 0;
@@ -793,11 +850,15 @@ done:
 }
 
 static int
-record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, PyObject *when)
+record_state(Core *self, PyObject *node, PyObject *info, IFrame *iframe, PyObject *when)
 {
-    int done = record_state_fast(self, node, info, frame, when);
+    int done = record_state_fast(self, node, info, iframe, when);
     if (done) {
         return done < 0 ? -1 : 0;
+    }
+    PyFrameObject *frame = frame_object(iframe);
+    if (frame == NULL) {
+        return -1;
     }
     PyObject *args[4] = {node, info, (PyObject *)frame, when};
     PyObject *result = PyObject_Vectorcall(self->record_state, args, 4, NULL);
@@ -814,12 +875,12 @@ record_state(Core *self, PyObject *node, PyObject *info, PyFrameObject *frame, P
  * (tasks, threads' roots, stand-in frames, anything unusual). Borrowed: the active table holds
  * it. */
 static PyObject *
-fast_parent(Core *self, PyFrameObject *frame)
+fast_parent(Core *self, IFrame *frame)
 {
     if (PyDict_GET_SIZE(self->task_frames)) {
         return NULL;
     }
-    PyFrameObject *back = PyFrame_GetBack(frame);
+    IFrame *back = iframe_back(frame);
     for (int depth = 0; back != NULL && depth < FAST_PARENT_DEPTH; depth++) {
         PyObject *parent = get_by_id(self, self->active, back);
         if (parent != NULL) {
@@ -836,28 +897,20 @@ fast_parent(Core *self, PyFrameObject *frame)
                 break;
             }
             if (kind != self->node_call || key == Py_None) {
-                Py_DECREF(back);
                 return parent;
             }
             if (Py_TYPE(key) != (PyTypeObject *)self->info_type) {
                 break;
             }
-            PyCodeObject *code = PyFrame_GetCode(back);
-            int same = (PyObject *)code == SLOT(key, self->i_code);
-            Py_DECREF(code);
-            if (same) {
-                Py_DECREF(back);
+            if ((PyObject *)iframe_code(back) == SLOT(key, self->i_code)) {
                 return parent;
             }
         }
         else if (PyErr_Occurred()) {
             break;
         }
-        PyFrameObject *up = PyFrame_GetBack(back);
-        Py_DECREF(back);
-        back = up;
+        back = iframe_back(back);
     }
-    Py_XDECREF(back);
     return NULL;
 }
 
@@ -899,9 +952,9 @@ new_child(Core *self, PyObject *parent, PyObject *info)
  * map when the frame's step ends (``pop``), else only looked up. NULL without an error when the
  * frame has none, NULL with one on failure. */
 static PyObject *
-event_node(Core *self, int pop, PyFrameObject **frame_out)
+event_node(Core *self, int pop, IFrame **frame_out)
 {
-    PyFrameObject *frame = PyEval_GetFrame();
+    IFrame *frame = current_iframe();
     *frame_out = frame;
     if (frame == NULL) {
         return NULL;
@@ -940,8 +993,8 @@ Core_on_start(Core *self, PyObject *const *args, Py_ssize_t nargs)
         SLOT(info, self->i_is_test) != Py_False) {
         return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
     }
-    PyFrameObject *frame = PyEval_GetFrame();
-    if (frame == NULL) {
+    IFrame *frame = current_iframe();
+    if (frame == NULL || (PyObject *)iframe_code(frame) != args[0]) {
         return PyObject_Vectorcall(self->py_start, args, nargs, NULL);
     }
     PyObject *parent = fast_parent(self, frame);
@@ -996,8 +1049,11 @@ Core_on_resume(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (info == NULL || info == Py_None || !self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame = PyEval_GetFrame();
-    PyObject *parent = frame == NULL ? NULL : fast_parent(self, frame);
+    IFrame *frame = current_iframe();
+    if (frame == NULL || (PyObject *)iframe_code(frame) != args[0]) {
+        return PyObject_Vectorcall(self->py_resume, args, nargs, NULL);
+    }
+    PyObject *parent = fast_parent(self, frame);
     PyObject *node = parent == NULL ? NULL : fast_child(self, parent, info);
     if (node == NULL && parent != NULL && !PyErr_Occurred()) {
         node = new_child(self, parent, info);
@@ -1026,7 +1082,7 @@ Core_on_return(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 3 || !self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame;
+    IFrame *frame;
     PyObject *node = event_node(self, 1, &frame);
     if (node == NULL) {
         return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
@@ -1091,7 +1147,7 @@ Core_on_yield(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (!self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame;
+    IFrame *frame;
     PyObject *node = event_node(self, 1, &frame);
     if (node == NULL) {
         return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
@@ -1169,7 +1225,7 @@ Core_on_branch(Core *self, PyObject *const *args, Py_ssize_t nargs)
     if (!self->recording) {
         Py_RETURN_NONE;
     }
-    PyFrameObject *frame;
+    IFrame *frame;
     PyObject *node = event_node(self, 0, &frame);
     if (node == NULL) {
         return PyErr_Occurred() ? failed(self) : Py_NewRef(Py_None);
@@ -1735,9 +1791,78 @@ module_frame_var(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return value;
 }
 
+/* frame_key(frame): the key of a running frame in the tables of active frames, the address
+ * of its interpreter frame, which the core reads without making the frame object. */
+static PyObject *
+module_frame_key(PyObject *module, PyObject *frame)
+{
+    (void)module;
+    if (!PyFrame_Check(frame)) {
+        PyErr_SetString(PyExc_TypeError, "frame_key(frame)");
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(((PyFrameObject *)frame)->f_frame);
+}
+
+/* frame_probe(names): what the core reads of its caller's frame, for
+ * contract.frame_disagreement to compare with the public frame API: the caller's key, its
+ * caller's key, its code object, and for each of ``names`` (its arguments after the first
+ * ``skip``) the value read from the frame's slot, or ``None`` in a 1-tuple's place when the
+ * slot is left to the frame object's path. */
+static PyObject *
+module_frame_probe(PyObject *module, PyObject *names)
+{
+    (void)module;
+    if (!PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) == 0) {
+        PyErr_SetString(PyExc_TypeError, "frame_probe(names): a non-empty tuple");
+        return NULL;
+    }
+    IFrame *frame = current_iframe();
+    if (frame == NULL) {
+        Py_RETURN_NONE;
+    }
+    IFrame *back = iframe_back(frame);
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    PyObject *read = PyTuple_New(n);
+    if (read == NULL) {
+        return NULL;
+    }
+    Py_ssize_t start = arguments_start(frame, names);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value;
+        if (start < 0 || !iframe_argument(frame, start + i, PyTuple_GET_ITEM(names, i), &value)) {
+            value = Py_NewRef(Py_None);
+        }
+        else {
+            PyObject *boxed = PyTuple_Pack(1, value);
+            Py_DECREF(value);
+            if (boxed == NULL) {
+                Py_DECREF(read);
+                return NULL;
+            }
+            value = boxed;
+        }
+        PyTuple_SET_ITEM(read, i, value);
+    }
+    PyObject *key = PyLong_FromVoidPtr(frame);
+    PyObject *back_key = back == NULL ? Py_NewRef(Py_None) : PyLong_FromVoidPtr(back);
+    PyObject *result = NULL;
+    if (key != NULL && back_key != NULL) {
+        result = PyTuple_Pack(4, key, back_key, (PyObject *)iframe_code(frame), read);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(back_key);
+    Py_DECREF(read);
+    return result;
+}
+
 static PyMethodDef accel_functions[] = {
     {"frame_var", (PyCFunction)(void (*)(void))module_frame_var, METH_FASTCALL,
      "frame.f_locals.get(name) for an argument, without building f_locals."},
+    {"frame_key", (PyCFunction)module_frame_key, METH_O,
+     "The key of a running frame in the tables of active frames."},
+    {"frame_probe", (PyCFunction)module_frame_probe, METH_O,
+     "What the core reads of its caller's frame (contract.frame_disagreement)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1778,7 +1903,7 @@ PyInit__accel(void)
     }
     /* Bumped whenever Core's constructor or behaviour changes: tracer.py refuses a core built
      * from other sources (a stale in-place build) and records with its own callbacks. */
-    if (PyModule_AddIntConstant(module, "VERSION", 21) < 0) {
+    if (PyModule_AddIntConstant(module, "VERSION", 22) < 0) {
         Py_DECREF(module);
         return NULL;
     }

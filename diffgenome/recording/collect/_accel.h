@@ -13,6 +13,42 @@
 #include <frameobject.h>
 #include <structmember.h>
 
+/* The interpreter's own frames. On 3.12 and 3.13 the core reads an event's frame, its
+ * callers and its arguments from the interpreter's frame (``_PyInterpreterFrame``), so that a
+ * call in scope makes no frame object, and the tables of active frames are keyed by that
+ * frame's address, which the Python callbacks get through ``frame_key``. The layout is the
+ * running interpreter's own header; contract.frame_disagreement compares what the core reads
+ * this way with the public frame API before the core is used. */
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+typedef _PyInterpreterFrame IFrame;
+
+static inline PyCodeObject *
+iframe_code(IFrame *frame)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return (PyCodeObject *)frame->f_executable;
+#else
+    return frame->f_code;
+#endif
+}
+
+/* The frame PyEval_GetFrame() would make an object of (borrowed, NULL when none). */
+static inline IFrame *
+current_iframe(void)
+{
+    return _PyThreadState_GetFrame(PyThreadState_Get());
+}
+
+/* The frame PyFrame_GetBack() would give (borrowed, NULL when none). */
+static inline IFrame *
+iframe_back(IFrame *frame)
+{
+    return _PyFrame_GetFirstComplete(frame->previous);
+}
+
 #define CODE_CACHE_SIZE 1024
 #define BRANCH_CACHE_SIZE 4096
 #define ID_KEY_CACHE_SIZE 1024
@@ -42,7 +78,7 @@ typedef struct {
     char frame_get_var;      /* capabilities.frame_get_var: arguments via PyFrame_GetVar */
     PyObject *tracer;        /* for tracer.errors */
     PyObject *codes;         /* id(code) -> CodeInfo | None */
-    PyObject *active;        /* id(frame) -> Node */
+    PyObject *active;        /* frame_key(frame) -> Node */
     PyObject *task_frames;   /* non-empty: attribution needs the Python path */
     PyObject *py_start, *py_resume, *py_branch;
     /* tracer.child: a call's node made where the tree has none yet (its bound and sink). */

@@ -37,6 +37,13 @@ class Capabilities:
     #: On 3.13 ``f_locals`` is a FrameLocalsProxy (PEP 667). On 3.14 the same documented
     #: function has not been run here.
     frame_get_var: bool
+    #: Whether the compiled core reads an event's frame, its callers and its arguments from
+    #: the interpreter's own frame (``_PyInterpreterFrame``, from the interpreter's internal
+    #: header) instead of asking for a frame object, which CPython makes on first request and
+    #: frees at the frame's end: on 3.12 and 3.13 a call in scope then makes no frame object.
+    #: The layout is checked against the public frame API before a core records
+    #: (contract.frame_disagreement). On 3.14 the compiled core is not used (untested).
+    interpreter_frames: bool
     #: Whether this row was exercised by the test suite on a real interpreter.
     tested: bool
 
@@ -52,6 +59,7 @@ def _detect() -> Capabilities:
             branch_events=(left, right) if left and right else (events.BRANCH,),
             has_clear_tool_id=hasattr(sys.monitoring, "clear_tool_id"),
             frame_get_var=True,
+            interpreter_frames=False,
             tested=False,
         )
     return Capabilities(
@@ -59,6 +67,7 @@ def _detect() -> Capabilities:
         branch_events=(events.BRANCH,),
         has_clear_tool_id=False,
         frame_get_var=True,
+        interpreter_frames=version in ((3, 12), (3, 13)),
         tested=version in ((3, 12), (3, 13)),
     )
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import sys
 import uuid
 from dis import get_instructions as _get_instructions
-from types import CodeType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any, Final
 
 from diffgenome.protocol import vocab
@@ -293,6 +294,82 @@ def core_encodings() -> dict[str, Any]:
             values.MAX_UNION,
         ),
     }
+
+
+def frame_disagreement(
+    frame_probe: Callable[[tuple[str, ...]], Any],
+    frame_key: Callable[[FrameType], int],
+    frame_var: Callable[[FrameType, str], Any],
+) -> str | None:
+    """Where what the compiled core reads of a running frame differs from the public frame
+    API, or None. The core reads the interpreter's own frames (``_accel.h``): their layout is
+    CPython's private business, so before a core records, its reading of a few real frames is
+    compared here: the frame and its caller (keys as ``frame_key`` gives them, as the Python
+    callbacks key their tables), the code object, and each argument, which must be read
+    straight from its slot when it is a plain local, and left to the frame object's path when
+    it is a cell."""
+    getframe = sys._getframe
+    marker = object()
+
+    def seen(frame: FrameType, names: tuple[str, ...]) -> Any:
+        # Called from the frame itself: a frame object that outlives its frame moves.
+        back = frame.f_back
+        return (
+            frame_key(frame),
+            None if back is None else frame_key(back),
+            frame.f_code,
+            tuple(frame_var(frame, name) for name in names),
+        )
+
+    def plain(a: object, b: object, *rest: object, c: object = None, **kw: object) -> Any:
+        names = plain.__code__.co_varnames[:5]
+        return frame_probe(names), seen(getframe(), names)
+
+    def celled(a: object, b: object) -> Any:
+        names = celled.__code__.co_varnames[:2]
+        return (frame_probe(names), seen(getframe(), names)), (lambda: b)
+
+    class Owner:
+        def method(self, a: object, b: object) -> Any:
+            names = Owner.method.__code__.co_varnames[1:3]
+            return frame_probe(names), seen(getframe(), names)
+
+    def unbound(a: object, b: object) -> Any:
+        names = unbound.__code__.co_varnames[:2]
+        del b
+        return frame_probe(names), seen(getframe(), names)
+
+    def paused(a: object) -> Any:
+        names = paused.__code__.co_varnames[:1]
+        yield frame_probe(names), seen(getframe(), names)
+        yield frame_probe(names), seen(getframe(), names)
+
+    try:
+        generator = paused(marker)
+        first, second = next(generator), next(generator)
+        cases: list[tuple[str, Any, tuple[bool, ...]]] = [
+            ("plain", plain(marker, "b", 3, 4, c=5.0, d=6), (True,) * 5),
+            ("celled", celled(marker, "b")[0], (True, False)),
+            ("method", Owner().method(marker, "b"), (True, True)),
+            ("unbound", unbound(marker, "b"), (True, True)),
+            ("generator", first, (True,)),
+            ("resumed generator", second, (True,)),
+        ]
+        for name, (probe, expected), direct in cases:
+            if probe is None:
+                return f"frames: no running frame in {name}"
+            if probe[:3] != expected[:3]:
+                return f"frames: {name}'s frame, caller or code"
+            for index, (read_here, slot) in enumerate(zip(direct, probe[3], strict=True)):
+                if read_here != (slot is not None):
+                    return f"frames: {name}'s argument {index} read from the wrong place"
+                if slot is not None and slot[0] is not expected[3][index]:
+                    return f"frames: {name}'s argument {index}"
+        if first[0][0] != second[0][0]:
+            return "frames: a generator's frame moved between resumes"
+    except Exception as exc:  # a probe that fails is a disagreement, not a crash
+        return f"frames: {type(exc).__name__}: {exc}"
+    return None
 
 
 def core_disagreement(

@@ -96,7 +96,7 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
 #: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 21
+CORE_VERSION = 22
 
 
 #: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
@@ -118,6 +118,12 @@ def _load_accelerator() -> tuple[Any, str | None]:
         return None, _absent_reason(exc)
     if getattr(_accel, "VERSION", None) != CORE_VERSION:
         return None, "stale-build: rebuild it with pip install -e ."
+    if CAPABILITIES.interpreter_frames:
+        disagreement = contract.frame_disagreement(
+            _accel.frame_probe, _accel.frame_key, _accel.frame_var
+        )
+        if disagreement is not None:
+            return None, f"core-disagrees: {disagreement}"
     return _accel, None
 
 
@@ -171,6 +177,11 @@ def _load_frame_var() -> Callable[[FrameType, str], Any] | None:
 
 #: ``frame.f_locals.get(name)`` without ``f_locals`` (None: read ``f_locals``).
 _frame_var = _load_frame_var()
+
+#: The key of a running frame in ``Tracer._active``: with a compiled core, the address of the
+#: interpreter's frame, which the core reads without making a frame object (``_accel.h``), so
+#: both cores key the one table alike; else ``id(frame)``.
+_frame_key: Callable[[FrameType], int] = _ACCEL.frame_key if _ACCEL is not None else id
 
 
 # Nodes a thread can be inside of when a phase ends.
@@ -443,13 +454,13 @@ class Tracer:
         parent = self._parent_of(frame.f_back)
         node = self.child(parent, NODE_SUBSTITUTION, ("sub", *key))
         node.count += 1
-        self._active[id(frame)] = node
+        self._active[_frame_key(frame)] = node
         return node
 
     def leave_substitution(self, frame: FrameType, node: Node, exc: BaseException | None) -> None:
         """The stand-in call that ``enter_substitution`` opened has returned or raised."""
         try:
-            self._active.pop(id(frame), None)
+            self._active.pop(_frame_key(frame), None)
             if exc is None:
                 node.returned += 1
             else:
@@ -557,16 +568,16 @@ class Tracer:
 
     def map_frame(self, frame: FrameType, node: Node) -> Node | None:
         """Attribute what ``frame`` calls from now on to ``node``; returns the previous node."""
-        previous = self._active.get(id(frame))
-        self._active[id(frame)] = node
+        previous = self._active.get(_frame_key(frame))
+        self._active[_frame_key(frame)] = node
         return previous
 
     def unmap_frame(self, frame: FrameType, previous: Node | None) -> None:
         """Undo ``map_frame``."""
         if previous is None:
-            self._active.pop(id(frame), None)
+            self._active.pop(_frame_key(frame), None)
         else:
-            self._active[id(frame)] = previous
+            self._active[_frame_key(frame)] = previous
 
     def record_os_event(
         self, kind: str, target: str, outcome: str, frame: FrameType | None
@@ -615,7 +626,7 @@ class Tracer:
                     return task[1]
         active = self._active
         while frame is not None:
-            node = active.get(id(frame))
+            node = active.get(_frame_key(frame))
             if node is not None and (
                 node.ntype != NODE_CALL or node.key is None or node.key.code is frame.f_code
             ):
@@ -834,6 +845,7 @@ class Tracer:
         active_get = active.get
         task_frames = self._task_frames
         getframe = _getframe
+        frame_key = _frame_key
         start_slow = self._start_slow
         parent_of = self._parent_of
         make_child = self.child
@@ -854,7 +866,7 @@ class Tracer:
                     return None
                 frame = getframe(1)
                 back = frame.f_back
-                parent = None if task_frames or back is None else active_get(id(back))
+                parent = None if task_frames or back is None else active_get(frame_key(back))
                 if parent is None or (
                     parent.ntype == call
                     and parent.key is not None
@@ -869,7 +881,7 @@ class Tracer:
                     if key is not None:
                         stand_in = make_child(parent, NODE_SUBSTITUTION, ("sub", *key))
                         stand_in.count += 1
-                        active[id(frame)] = stand_in
+                        active[frame_key(frame)] = stand_in
                         if info.argnames:
                             record_args(stand_in, info, frame)
                         tracer.standins.check_fake_call(stand_in, frame)
@@ -878,7 +890,7 @@ class Tracer:
                 if node is None:
                     node = make_child(parent, call, info)
                 node.count += 1
-                active[id(frame)] = node
+                active[frame_key(frame)] = node
                 if info.argnames:
                     record_args(node, info, frame)
                 if info.has_state:
@@ -899,6 +911,7 @@ class Tracer:
         active_get = active.get
         task_frames = self._task_frames
         getframe = _getframe
+        frame_key = _frame_key
         parent_of = self._parent_of
         make_child = self.child
         call = NODE_CALL
@@ -912,7 +925,7 @@ class Tracer:
                     return None
                 frame = getframe(1)
                 back = frame.f_back
-                parent = None if task_frames or back is None else active_get(id(back))
+                parent = None if task_frames or back is None else active_get(frame_key(back))
                 if parent is None or (
                     parent.ntype == call
                     and parent.key is not None
@@ -923,7 +936,7 @@ class Tracer:
                 if node is None:
                     node = make_child(parent, call, info)
                 node.count += 1
-                active[id(frame)] = node
+                active[frame_key(frame)] = node
             except Exception as exc:
                 tracer.failed(exc)
             return None
@@ -937,6 +950,7 @@ class Tracer:
         tracer = self
         active_pop = self._active.pop
         getframe = _getframe
+        frame_key = _frame_key
         record_state = self._record_state
         summarize = values.summarize
         call = NODE_CALL
@@ -947,7 +961,7 @@ class Tracer:
                 if not tracer._recording:
                     return None
                 frame = getframe(1)
-                node = active_pop(id(frame), None)
+                node = active_pop(frame_key(frame), None)
                 if node is None:
                     return None
                 info = node.key
@@ -977,12 +991,13 @@ class Tracer:
         tracer = self
         active_pop = self._active.pop
         getframe = _getframe
+        frame_key = _frame_key
 
         def on_yield(code: CodeType, offset: int, value: object) -> Any:
             try:
                 if not tracer._recording:
                     return None
-                node = active_pop(id(getframe(1)), None)
+                node = active_pop(frame_key(getframe(1)), None)
                 if node is not None:
                     node.yielded += 1
             except Exception as exc:
@@ -999,6 +1014,7 @@ class Tracer:
         codes_get = self.codes.get
         active_pop = self._active.pop
         getframe = _getframe
+        frame_key = _frame_key
         exception_symbol = self._exception_symbol
         summarize = values.summarize
         call = NODE_CALL
@@ -1007,7 +1023,7 @@ class Tracer:
             try:
                 if not tracer._recording or codes_get(id(code)) is None:
                     return None
-                node = active_pop(id(getframe(1)), None)
+                node = active_pop(frame_key(getframe(1)), None)
                 if node is None or node.key is None:
                     return None
                 if node.ntype == call and node.key.code is not code:
@@ -1048,6 +1064,7 @@ class Tracer:
         codes_get = self.codes.get
         active_get = self._active.get
         getframe = _getframe
+        frame_key = _frame_key
         disable = _DISABLE
         no_decision = codemap.NO_DECISION
         shift = contract.BRANCH_KEY_SHIFT
@@ -1070,7 +1087,7 @@ class Tracer:
                     return disable if outcome == no_decision else None
                 if not tracer._recording:
                     return None
-                node = active_get(id(getframe(1)))
+                node = active_get(frame_key(getframe(1)))
                 if node is not None:
                     branches = node.branches
                     branches[outcome] = branches.get(outcome, 0) + 1
