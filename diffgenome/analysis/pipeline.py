@@ -232,7 +232,8 @@ def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeIn
     A test whose every phase is the same stored genome on both sides (equal content
     address) and holds no stand-in compares unchanged by construction, so its genomes
     are read only when the diff needs them for something else: when one of them names a
-    changed symbol or decision site (which tests ran the changed code, how its decisions
+    changed symbol, a reader of a name a changed body binds, or a changed decision site
+    (which tests ran the changed code, how its decisions
     went: found in the bodies' bytes, :meth:`StoreReader.mentioning`), or when a changed
     file could not be parsed (its symbols are unknown). Its outcome, reasons and
     warnings are read as always. Decoding is most of a diff's time on a large suite
@@ -249,6 +250,10 @@ def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeIn
                     named = {change.symbol for change in code_changes.symbols}
                     named.update(
                         site.site for change in code_changes.symbols for site in change.sites
+                    )
+                    # The functions reading a name a changed body binds reach it too.
+                    named.update(
+                        reader for change in code_changes.symbols for reader in change.readers
                     )
                     unread -= reader.mentioning(runs[0], unread, named)
     for side in (base, head):

@@ -745,7 +745,9 @@ def test_an_edit_every_test_that_runs_it_survives_unchanged_is_a_gap(tmp_path: P
     assert set(_statuses(document).values()) == {"unchanged"}, document["tests"]
     assert code == 0
     [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:units.size.naturalsize"]
-    gap = "code edited, and the 2 tests that run it behave as before: no test tells the edit apart"
+    gap = (
+        "code edited, and the 2 tests that reach it behave as before: no test tells the edit apart"
+    )
     assert entry["gaps"] == [gap], entry["gaps"]
     screen = cli(repo, "diff", "HEAD~1", "HEAD")
     assert gap in screen.stdout, screen.stdout
@@ -797,3 +799,113 @@ def test_an_extraction_that_edits_a_decision_on_the_way_says_so(tmp_path: Path) 
         "the code it came from did not have: `age >= max_age` (gone from there: "
         "`age > max_age`); no test here tells them apart"
     ]
+
+
+def test_the_tests_that_read_a_rewritten_module_constant_reach_its_edit(tmp_path: Path) -> None:
+    """parse 1.20.2 rewrote its module-level ``PARSE_RE``, which only ``<import>`` runs: the
+    gap said "the 1 test that run it behave as before" while 60 tests parsed with the new
+    expression, and the two new tests that check it were not counted as reaching it. The
+    tests that run a function reading the constant reach the edit now: a quiet edit names
+    them, and a new test that reads the constant takes the gap away."""
+    fields = """
+        import re
+
+        FIELD = re.compile(r"{(\\w*)}")
+
+
+        def names(template):
+            return FIELD.findall(template)
+    """
+    tests = """
+        from tpl.fields import names
+
+
+        def test_one():
+            assert names("a {x} b") == ["x"]
+
+
+        def test_two():
+            assert names("{x}{y}") == ["x", "y"]
+    """
+    repo = make_project(
+        tmp_path, {"tpl/__init__.py": "", "tpl/fields.py": fields, "tests/test_fields.py": tests}
+    )
+    (repo / "tpl" / "fields.py").write_text(textwrap.dedent(fields).replace(r"(\w*)", r"([\w-]*)"))
+    git_in(repo, "commit", "-qam", "hyphens in field names")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert set(_statuses(document).values()) == {"unchanged"}, document["tests"]
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:tpl.fields"]
+    reading = {"tests/test_fields.py::test_one", "tests/test_fields.py::test_two"}
+    assert reading <= set(entry["tests_head"]), entry
+    gap = (
+        "code edited, and the 3 tests that reach it behave as before: no test tells the edit apart"
+    )
+    assert entry["gaps"] == [gap], entry["gaps"]  # the two tests and <import>
+    (repo / "tests" / "test_fields.py").write_text(
+        textwrap.dedent(tests) + '\n\ndef test_hyphen():\n    assert names("{a-b}") == ["a-b"]\n'
+    )
+    git_in(repo, "commit", "-qam", "a test of the hyphen")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~2", "HEAD", codes=(1,))
+    assert _statuses(document)["test_hyphen"] == "added", document["tests"]
+    [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:tpl.fields"]
+    assert "tests/test_fields.py::test_hyphen" in entry["tests_head"], entry
+    assert entry["gaps"] == [], entry["gaps"]
+
+
+def test_a_field_a_new_branch_names_is_no_change_of_a_test_that_never_takes_it(
+    tmp_path: Path,
+) -> None:
+    """parse's ``Result.__contains__`` given a branch for ints that reads ``self.fixed``: the
+    recorder reads the fields a function names at every call, so ``test_contains``, which
+    passes names and never takes the branch, read as ``changed`` ("state: now also entry
+    self.fixed=one"). A field the function names on one side only is the code's, like a
+    decision it adds: the test is ``touched``, and the untaken branch is a gap."""
+    result = """
+        class Result:
+            def __init__(self, fixed, named):
+                self.fixed = fixed
+                self.named = named
+
+            def __contains__(self, name):
+                return name in self.named
+    """
+    tests = """
+        from res.result import Result
+
+
+        def test_contains():
+            result = Result((1,), {"a": 2})
+            assert "a" in result
+            assert "b" not in result
+    """
+    repo = make_project(
+        tmp_path, {"res/__init__.py": "", "res/result.py": result, "tests/test_result.py": tests}
+    )
+    fixed = textwrap.dedent(result).replace(
+        "        return name in self.named\n",
+        "        if isinstance(name, int):\n"
+        "            return -len(self.fixed) <= name < len(self.fixed)\n"
+        "        return name in self.named\n",
+    )
+    (repo / "res" / "result.py").write_text(fixed)
+    git_in(repo, "commit", "-qam", "in knows the fixed indexes")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert _statuses(document)["test_contains"] == "touched", document["tests"]
+    assert code == 0
+    [entry] = [
+        c for c in document["code_changes"] if c["symbol"] == "py:res.result.Result.__contains__"
+    ]
+    [site] = [s for s in entry["sites"] if s["predicate"] == "isinstance(name, int)"]
+    untaken = f"decision outcome never observed: {site['site']} true"
+    assert entry["gaps"] == [untaken], entry["gaps"]
+    # Taking the branch is behaviour: a test that asks for an index changes.
+    (repo / "tests" / "test_result.py").write_text(
+        textwrap.dedent(tests) + "\n\ndef test_index():\n    print(0 in Result((1,), {}))\n"
+    )
+    (repo / "res" / "result.py").write_text(textwrap.dedent(result))
+    git_in(repo, "commit", "-qam", "an index test")
+    (repo / "res" / "result.py").write_text(fixed)
+    git_in(repo, "commit", "-qam", "the fix again")
+    _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(1,))
+    statuses = _statuses(document)
+    assert (statuses["test_contains"], statuses["test_index"]) == ("touched", "changed")

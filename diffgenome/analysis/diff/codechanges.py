@@ -67,6 +67,10 @@ class SymbolChange:
     # Names the body binds on one side only (a new module-level regex, a removed constant):
     # a state fact about such a name is new code being there, not behaviour.
     one_sided_names: tuple[str, ...] = ()
+    # For a modified function: the names and attribute names it reads on one side only
+    # (``self.fixed`` named by a new branch), whose state facts the recorder takes from the
+    # code, at every call, whichever way the call goes.
+    one_sided_reads: tuple[str, ...] = ()
     # For an added or removed function or class: a digest of its code without its own name,
     # so that a rename (the same code under another name) can be told from new code.
     body: str | None = None
@@ -98,10 +102,17 @@ class CodeChangeInput:
         ) | frozenset(change.symbol for change in self.symbols if change.renames_only)
 
     def one_sided_state(self) -> frozenset[str]:
-        """State targets (``global:<name>``) of module-level names bound on one side only."""
-        return frozenset(
-            f"global:{name}" for change in self.symbols for name in change.one_sided_names
-        )
+        """State targets (``global:<name>``) of module-level names bound on one side only,
+        and ``<symbol> <target>`` (``self.<name>``, ``global:<name>``) for what a modified
+        function reads on one side only (docs/diffing.md, "Touched")."""
+        bound = {f"global:{name}" for change in self.symbols for name in change.one_sided_names}
+        read = {
+            f"{change.symbol} {prefix}{name}"
+            for change in self.symbols
+            for name in change.one_sided_reads
+            for prefix in ("self.", "global:")
+        }
+        return frozenset(bound | read)
 
     def one_sided_sites(self) -> frozenset[str]:
         """Decision sites that exist in one side's code only (added or removed)."""
@@ -236,7 +247,14 @@ def _compare_files(
             if b.statements is None or h.statements is None:
                 if b.fingerprint is not None and h.fingerprint is not None:
                     texts[symbol] = (b.fingerprint, h.fingerprint)
-                yield SymbolChange(symbol, CODE_MODIFIED, sites, path, line=h.line)
+                yield SymbolChange(
+                    symbol,
+                    CODE_MODIFIED,
+                    sites,
+                    path,
+                    one_sided_reads=tuple(sorted(b.loads ^ h.loads)),
+                    line=h.line,
+                )
                 continue
             changed = _changed_statements(b.statements, h.statements)
             bound: set[str] = set()

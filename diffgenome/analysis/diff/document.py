@@ -742,7 +742,11 @@ def _untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> N
 #: The gap of a changed symbol whose code was edited while every test that runs it behaves
 #: exactly as before (docs/diffing.md, "Code changes").
 GAP_QUIET_EDIT = (
-    "code edited, and the {count} that run it behave as before: no test tells the edit apart"
+    "code edited, and the {count} tests that reach it behave as before: "
+    "no test tells the edit apart"
+)
+GAP_QUIET_EDIT_ONE = (
+    "code edited, and the 1 test that reaches it behaves as before: no test tells the edit apart"
 )
 
 
@@ -766,8 +770,9 @@ def _quiet_edits(
         reached = set(entry.tests_base) | set(entry.tests_head)
         if not reached or not reached <= quiet:
             continue
-        count = f"{len(reached)} test{'' if len(reached) == 1 else 's'}"
-        entry.gaps.append(GAP_QUIET_EDIT.format(count=count))
+        entry.gaps.append(
+            GAP_QUIET_EDIT_ONE if len(reached) == 1 else GAP_QUIET_EDIT.format(count=len(reached))
+        )
 
 
 #: The reason a test gets when its differences come from state other tests left (#24.6).
@@ -859,7 +864,7 @@ def _listed(
             item.kind == STATE_CHANGED
             and (
                 region.looks_up_new_code(facts := [*(item.base or ()), *(item.head or ())])
-                or all(_one_sided_fact(fact, frozenset()) for fact in facts)
+                or all(_one_sided_fact(fact, frozenset(), None) for fact in facts)
             )
         )
     ]
@@ -987,23 +992,32 @@ def _only_one_sided(
                 return False
         elif item.kind == STATE_CHANGED:
             facts = [*(item.base or ()), *(item.head or ())]
-            if not all(_one_sided_fact(fact, one_sided_state) for fact in facts):
+            if not all(_one_sided_fact(fact, one_sided_state, item.symbol) for fact in facts):
                 return False
         else:
             return False
     return True
 
 
-def _one_sided_fact(fact: object, one_sided_state: frozenset[str]) -> bool:
+def _one_sided_fact(fact: object, one_sided_state: frozenset[str], symbol: str | None) -> bool:
     """A state fact seen on one side only that says nothing about behaviour: about a name
-    bound on one side only, or a class attribute the code names on one side only (a method
-    the changed function calls, or no longer calls, through ``self``: itsdangerous'
-    ``unsign`` naming ``self._check_age`` where it named ``self.get_timestamp`` made 91
-    tests ``changed`` that never reached either). A field that turns from an instance value
-    into a class attribute is a fact on each side with another bucket, never only this."""
+    bound on one side only; about a field or global the function names on one side only
+    (parse's ``Result.__contains__`` given a branch for ints that reads ``self.fixed``: the
+    recorder reads what the code names at every call, so the fact came with the code, not
+    with the call, and ``test_contains``, which passes names, read as ``changed``); or a
+    class attribute the code names on one side only (a method the changed function calls, or
+    no longer calls, through ``self``: itsdangerous' ``unsign`` naming ``self._check_age``
+    where it named ``self.get_timestamp`` made 91 tests ``changed`` that never reached
+    either). A field that turns from an instance value into a class attribute is a fact on
+    each side with another bucket, never only this."""
     if not isinstance(fact, Mapping):
         return False
-    return fact.get("target") in one_sided_state or fact.get("bucket") == CLASS_ATTRIBUTE_BUCKET
+    target = fact.get("target")
+    return (
+        target in one_sided_state
+        or f"{symbol} {target}" in one_sided_state
+        or fact.get("bucket") == CLASS_ATTRIBUTE_BUCKET
+    )
 
 
 def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[str]) -> bool:

@@ -7,10 +7,10 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from diffgenome.analysis.diff.align import TestIndex
-from diffgenome.analysis.diff.codechanges import CodeChangeInput
+from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.analysis.diff.drift import stand_in_users
 from diffgenome.analysis.models import CodeChange
-from diffgenome.protocol.vocab import CODE_REMOVED, IMPORT_TEST_ID, TYPE_CALL
+from diffgenome.protocol.vocab import CODE_MODIFIED, CODE_REMOVED, IMPORT_TEST_ID, TYPE_CALL
 
 GAP_NOT_EXECUTED = "not executed by any test"
 #: How protocol/naming.py names ``@typing.overload`` stubs (``f[overload]``, ``f[overload]#1``).
@@ -86,9 +86,10 @@ def code_change_entries(
     that never failed is no untaken path (its false outcome would be a bug), so only its true
     outcome can be a gap."""
     symbols = [change.symbol for change in code.symbols]
+    readers = [reader for change in code.symbols for reader in _readers(change)]
     changed_sites = [site.site for change in code.symbols for site in change.sites]
-    b_seen = observe(base, symbols, changed_sites)
-    h_seen = observe(head, symbols, changed_sites)
+    b_seen = observe(base, [*symbols, *readers], changed_sites)
+    h_seen = observe(head, [*symbols, *readers], changed_sites)
     imports = head.get(IMPORT_TEST_ID)
     unseen_modules = set(imports.record.get("before_recording") or ()) if imports else set()
     entries: list[CodeChange] = []
@@ -136,8 +137,8 @@ def code_change_entries(
             CodeChange(
                 symbol=change.symbol,
                 change=change.change,
-                tests_base=sorted(b_seen.tests_of.get(change.symbol, set())),
-                tests_head=sorted(tests_head),
+                tests_base=sorted(_reaching(b_seen, change)),
+                tests_head=sorted(_reaching(h_seen, change)),
                 sites=sites,
                 gaps=gaps,
                 path=change.path,
@@ -145,3 +146,22 @@ def code_change_entries(
             )
         )
     return entries
+
+
+def _readers(change: SymbolChange) -> tuple[str, ...]:
+    """The functions that read a name a modified module or class body binds (``PARSE_RE =
+    re.compile(...)`` rewritten, read by ``Parser._generate_expression``)."""
+    return change.readers if change.change == CODE_MODIFIED else ()
+
+
+def _reaching(seen: Observed, change: SymbolChange) -> set[str]:
+    """The tests that reach ``change``: those that ran it, and for a modified module or class
+    body those that ran a function reading a name it binds. parse 1.20.2 rewrote its
+    module-level ``PARSE_RE``, which only ``<import>`` runs: without its readers, the 60 tests
+    that parse with the new expression read as not reaching the change, ``unchanged``, and the
+    two new tests that check it did not count as reaching it. The gaps above still go by
+    what ran the symbol itself (a module-level decision is observed by the import only)."""
+    tests = set(seen.tests_of.get(change.symbol, ()))
+    for reader in _readers(change):
+        tests |= seen.tests_of.get(reader, set())
+    return tests
