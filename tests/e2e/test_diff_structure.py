@@ -752,17 +752,30 @@ def test_an_edit_every_test_that_runs_it_survives_unchanged_is_a_gap(tmp_path: P
     screen = cli(repo, "diff", "HEAD~1", "HEAD")
     assert gap in screen.stdout, screen.stdout
     # A test with a fraction: it behaves otherwise ("1 Bytes" became "2 Bytes"), so no gap.
-    (repo / "tests" / "test_size.py").write_text(
-        textwrap.dedent(tests) + "\n\ndef test_fraction():\n    naturalsize(1.7)\n"
+    _fix_again_with_a_test(
+        repo,
+        ("tests/test_size.py", tests, "def test_fraction():\n    naturalsize(1.7)\n"),
+        ("units/size.py", size, fixed),
     )
-    (repo / "units" / "size.py").write_text(textwrap.dedent(size))
-    git_in(repo, "commit", "-qam", "a fraction test")
-    (repo / "units" / "size.py").write_text(fixed)
-    git_in(repo, "commit", "-qam", "the fix again")
     _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(1,))
     assert _statuses(document)["test_fraction"] == "changed", document["tests"]
     [entry] = [c for c in document["code_changes"] if c["symbol"] == "py:units.size.naturalsize"]
     assert entry["gaps"] == [], entry["gaps"]
+
+
+def _fix_again_with_a_test(
+    repo: Path, test: tuple[str, str, str], module: tuple[str, str, str]
+) -> None:
+    """Two more commits: ``test`` (its file, text and a new test) on the unfixed ``module``
+    (its file, text and fixed text), then the fix again, so that ``HEAD~1 HEAD`` is the fix
+    with the new test on both sides."""
+    test_file, tests, new_test = test
+    module_file, before, fixed = module
+    (repo / test_file).write_text(textwrap.dedent(tests) + "\n\n" + new_test)
+    (repo / module_file).write_text(textwrap.dedent(before))
+    git_in(repo, "commit", "-qam", "a test that tells the fix apart")
+    (repo / module_file).write_text(fixed)
+    git_in(repo, "commit", "-qam", "the fix again")
 
 
 def test_an_extraction_that_edits_a_decision_on_the_way_says_so(tmp_path: Path) -> None:
@@ -899,13 +912,11 @@ def test_a_field_a_new_branch_names_is_no_change_of_a_test_that_never_takes_it(
     untaken = f"decision outcome never observed: {site['site']} true"
     assert entry["gaps"] == [untaken], entry["gaps"]
     # Taking the branch is behaviour: a test that asks for an index changes.
-    (repo / "tests" / "test_result.py").write_text(
-        textwrap.dedent(tests) + "\n\ndef test_index():\n    print(0 in Result((1,), {}))\n"
+    _fix_again_with_a_test(
+        repo,
+        ("tests/test_result.py", tests, "def test_index():\n    print(0 in Result((1,), {}))\n"),
+        ("res/result.py", result, fixed),
     )
-    (repo / "res" / "result.py").write_text(textwrap.dedent(result))
-    git_in(repo, "commit", "-qam", "an index test")
-    (repo / "res" / "result.py").write_text(fixed)
-    git_in(repo, "commit", "-qam", "the fix again")
     _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(1,))
     statuses = _statuses(document)
     assert (statuses["test_contains"], statuses["test_index"]) == ("touched", "changed")
