@@ -29,7 +29,7 @@ class SubtestCapture:
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
         self.finished: list[PhaseCapture] = []
-        self._open: list[tuple[FrameType, Node | None, Node]] = []
+        self._open: list[tuple[int, Node | None, Node]] = []
         self._saved: list[tuple[type, str, Callable[..., Any]]] = []
 
     def install(self) -> bool:
@@ -73,12 +73,12 @@ class SubtestCapture:
         if not tracer.recording:
             return
         root = Node(NODE_CALL, None, tracer.bounds)
-        previous = tracer.map_frame(frame, root)
-        self._open.append((frame, previous, root))
+        key, previous = tracer.map_frame(frame, root)
+        self._open.append((key, previous, root))
 
     def _close_block(self) -> None:
         if not self._open:
             return
-        frame, previous, root = self._open.pop()
-        self.tracer.unmap_frame(frame, previous)
+        key, previous, root = self._open.pop()
+        self.tracer.unmap_frame(key, previous)
         self.finished.append(PhaseCapture(root, []))

@@ -566,18 +566,21 @@ class Tracer:
         origin = entry.get("origin") if entry is not None else None
         return origin if isinstance(origin, str) else None
 
-    def map_frame(self, frame: FrameType, node: Node) -> Node | None:
-        """Attribute what ``frame`` calls from now on to ``node``; returns the previous node."""
-        previous = self._active.get(_frame_key(frame))
-        self._active[_frame_key(frame)] = node
-        return previous
+    def map_frame(self, frame: FrameType, node: Node) -> tuple[int, Node | None]:
+        """Attribute what ``frame`` calls from now on to ``node``; returns the frame's key and
+        the previous node, for ``unmap_frame``. The key is taken now, while the frame runs: a
+        frame object that outlives its frame has another key (``_frame_key``)."""
+        key = _frame_key(frame)
+        previous = self._active.get(key)
+        self._active[key] = node
+        return key, previous
 
-    def unmap_frame(self, frame: FrameType, previous: Node | None) -> None:
+    def unmap_frame(self, key: int, previous: Node | None) -> None:
         """Undo ``map_frame``."""
         if previous is None:
-            self._active.pop(_frame_key(frame), None)
+            self._active.pop(key, None)
         else:
-            self._active[_frame_key(frame)] = previous
+            self._active[key] = previous
 
     def record_os_event(
         self, kind: str, target: str, outcome: str, frame: FrameType | None
