@@ -251,10 +251,7 @@ def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeIn
                     named.update(
                         site.site for change in code_changes.symbols for site in change.sites
                     )
-                    # The functions reading a name a changed body binds reach it too.
-                    named.update(
-                        reader for change in code_changes.symbols for reader in change.readers
-                    )
+                    named.update(code_changes.readers())
                     unread -= reader.mentioning(runs[0], unread, named)
     for side in (base, head):
         sides.load(side, unread)

@@ -101,6 +101,16 @@ class CodeChangeInput:
             symbol for old, new in renamed(self.symbols).items() for symbol in (old, new)
         ) | frozenset(change.symbol for change in self.symbols if change.renames_only)
 
+    def readers(self) -> frozenset[str]:
+        """The functions that read a name a modified module or class body binds: a test that
+        runs one reaches that body's change (exercised.py)."""
+        return frozenset(
+            reader
+            for change in self.symbols
+            if change.change == CODE_MODIFIED
+            for reader in change.readers
+        )
+
     def one_sided_state(self) -> frozenset[str]:
         """State targets (``global:<name>``) of module-level names bound on one side only,
         and ``<symbol> <target>`` (``self.<name>``, ``global:<name>``) for what a modified

@@ -86,10 +86,9 @@ def code_change_entries(
     that never failed is no untaken path (its false outcome would be a bug), so only its true
     outcome can be a gap."""
     symbols = [change.symbol for change in code.symbols]
-    readers = [reader for change in code.symbols for reader in _readers(change)]
     changed_sites = [site.site for change in code.symbols for site in change.sites]
-    b_seen = observe(base, [*symbols, *readers], changed_sites)
-    h_seen = observe(head, [*symbols, *readers], changed_sites)
+    b_seen = observe(base, [*symbols, *code.readers()], changed_sites)
+    h_seen = observe(head, [*symbols, *code.readers()], changed_sites)
     imports = head.get(IMPORT_TEST_ID)
     unseen_modules = set(imports.record.get("before_recording") or ()) if imports else set()
     entries: list[CodeChange] = []
@@ -148,12 +147,6 @@ def code_change_entries(
     return entries
 
 
-def _readers(change: SymbolChange) -> tuple[str, ...]:
-    """The functions that read a name a modified module or class body binds (``PARSE_RE =
-    re.compile(...)`` rewritten, read by ``Parser._generate_expression``)."""
-    return change.readers if change.change == CODE_MODIFIED else ()
-
-
 def _reaching(seen: Observed, change: SymbolChange) -> set[str]:
     """The tests that reach ``change``: those that ran it, and for a modified module or class
     body those that ran a function reading a name it binds. parse 1.20.2 rewrote its
@@ -162,6 +155,6 @@ def _reaching(seen: Observed, change: SymbolChange) -> set[str]:
     two new tests that check it did not count as reaching it. The gaps above still go by
     what ran the symbol itself (a module-level decision is observed by the import only)."""
     tests = set(seen.tests_of.get(change.symbol, ()))
-    for reader in _readers(change):
+    for reader in change.readers if change.change == CODE_MODIFIED else ():
         tests |= seen.tests_of.get(reader, set())
     return tests
