@@ -1,7 +1,7 @@
 """End-to-end: a test-local callback is named by where it was made (#24.8c).
 
 Test code that project code calls is a stand-in (``stub``) with no claimed target when no fact
-says what it replaces. Two such callbacks in one test were both ``stand-in[stub ? ]``, the
+says what it replaces. Two such callbacks in one test were both ``stand-in[stub ?]``, the
 second ``#dup1``: a reader could not tell which was which. They are named by the test symbol
 that defined them.
 """
@@ -46,7 +46,7 @@ def test_two_local_callbacks_are_named_by_the_test_that_made_them(tmp_path: Path
     paths = {part for change in test["changes"] for part in change.get("path", [])}
     stand_ins = sorted(p for p in paths if p.startswith("stand-in["))
     assert stand_ins == [
-        "stand-in[stub py:tests.test_cb.test_callbacks.<locals>.double ]",
-        "stand-in[stub py:tests.test_cb.test_callbacks.<locals>.triple ]",
+        "stand-in[stub py:tests.test_cb.test_callbacks.<locals>.double]",
+        "stand-in[stub py:tests.test_cb.test_callbacks.<locals>.triple]",
     ], paths
     assert code == 1

@@ -171,3 +171,16 @@ def test_a_project_installed_editable_is_diffed_from_its_tests_folder(tmp_path: 
     assert "foreign-module" not in done.stdout, done.stdout
     summary = json.loads((here / "diff.json").read_text())["summary"]
     assert summary["changed"] == 1 and summary["unverified"] == 0, summary
+
+
+def test_a_folder_without_tests_is_named_as_the_cause(monorepo: Path) -> None:
+    """From a package's folder pytest collects nothing (``testpaths`` counts only from the
+    rootdir), and neither does the diff, which records from where the user stands: the one
+    line says so and what to do, where it said only "check the pytest arguments"."""
+    here = monorepo / "proj" / "shop"
+    done = diffgenome(here, "diff", "HEAD~1", "HEAD", "--python", "../.venv/bin/python")
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert "started in proj/shop/ as from here" in line, line
+    assert "run diffgenome from the folder you run pytest from" in line, line
+    assert "Traceback" not in done.stderr

@@ -39,7 +39,8 @@ def element(node: NodeDict) -> str:
             # stay apart and readable; anything else stays ``?``.
             made = node.get("substitute")
             target = made if isinstance(made, str) and made.startswith(SYMBOL_PREFIX) else "?"
-        return f"{STAND_IN_PREFIX}{node.get('mechanism')} {target} {node.get('path')}]"
+        path = node.get("path")  # empty: the stand-in itself was called
+        return f"{STAND_IN_PREFIX}{node.get('mechanism')} {target}{f' {path}' if path else ''}]"
     if kind == TYPE_OS_EVENT:
         return f"{OS_PREFIX}{node.get('kind')} {node.get('target')}]"
     symbol = str(node.get("symbol"))

@@ -201,9 +201,7 @@ class Recordings:
                 f"status {code}): {pytest_error(output)}; fix the project or the pytest arguments"
             )
         if code == _NO_TESTS:
-            raise DiffError(
-                f"pytest collected no tests in {spec}; check the pytest arguments after --"
-            )
+            raise DiffError(_no_tests(spec, self._prefix()))
         if code not in (0, 1):
             raise DiffError(
                 f"pytest stopped with exit status {code} in {spec}: {pytest_error(output)}; "
@@ -223,6 +221,20 @@ class Recordings:
         """The tests a run holds, as the user counts them (``<import>`` is no test)."""
         with self.store.handle.reader() as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
+
+
+def _no_tests(spec: str, prefix: str) -> str:
+    """The error for a selection that is empty. From a subfolder pytest looks for tests there
+    only (``testpaths`` counts from the rootdir alone), and so does the recording, which
+    starts where the user stands: a reviewer in the package's folder got "check the pytest
+    arguments" and no hint that the folder was the cause."""
+    if not prefix:
+        return f"pytest collected no tests in {spec}; check the pytest arguments after --"
+    return (
+        f"pytest collected no tests in {spec}, started in {prefix}/ as from here (pytest looks"
+        " for tests in the folder it starts in); run diffgenome from the folder you run"
+        " pytest from, or name the tests after --"
+    )
 
 
 def _same_draws(pytest_args: Sequence[str]) -> list[str]:
