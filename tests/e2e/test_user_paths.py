@@ -184,3 +184,7 @@ def test_a_folder_without_tests_is_named_as_the_cause(monorepo: Path) -> None:
     assert "started in proj/shop/ as from here" in line, line
     assert "run diffgenome from the folder you run pytest from" in line, line
     assert "Traceback" not in done.stderr
+    # The empty recording is not kept: it was a complete run of HEAD~1 that `latest` named.
+    listed = diffgenome(here, "runs", "--json", "-")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == [], listed.stdout

@@ -93,6 +93,27 @@ class StoreUse:
         self.started[run_id] = subject
         self.hold(run_id, used=used)
 
+    def discard(self, run_id: str) -> None:
+        """Remove ``run_id``, a recording of this diff that holds nothing (pytest collected no
+        test): kept, it was a complete run of its commit, so ``latest`` named it and the cap
+        kept it as that commit's newest. Best effort: the diff is failing with its own error."""
+        self.used.discard(run_id)
+        self._confirmations.discard(run_id)
+        self.started.pop(run_id, None)
+        with self._writer_lock:
+            if self._writer is None:
+                return
+            conn = self._writer.conn
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    delete_runs(conn, [run_id])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        self.handle.forget()
+
     def finish(self, notes: list[str]) -> None:
         """Apply the store's cap once, at the end of a diff that recorded into the store (its
         recordings leave that to it): the confirmation runs of diffs that are over go first,

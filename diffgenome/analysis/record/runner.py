@@ -201,6 +201,7 @@ class Recordings:
                 f"status {code}): {pytest_error(output)}; fix the project or the pytest arguments"
             )
         if code == _NO_TESTS:
+            self.store.discard(run_id)
             raise DiffError(_no_tests(spec, self._prefix()))
         if code not in (0, 1):
             raise DiffError(
