@@ -713,6 +713,47 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
     assert not any(gap.startswith("decision edited") for gap in entry["gaps"]), entry["gaps"]
 
 
+def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
+    """inflection: ``for inflection in UNCOUNTABLES`` renamed ``for uncountable in ...`` (a
+    local in a decision's condition). The genomes were the same, every test ``unchanged``,
+    and the report still listed the function under "changed code not fully exercised": code
+    edited, no test tells the edit apart. No test can: the code is the same."""
+    words = """
+        UNCOUNTABLES = {"sheep", "fish"}
+
+
+        def singularize(word):
+            for inflection in UNCOUNTABLES:
+                if word.endswith(inflection):
+                    return word
+            return word[:-1] if word.endswith("s") else word
+    """
+    tests = """
+        from lang.words import singularize
+
+
+        def test_sheep():
+            assert singularize("sheep") == "sheep"
+
+
+        def test_posts():
+            assert singularize("posts") == "post"
+    """
+    repo = make_project(
+        tmp_path, {"lang/__init__.py": "", "lang/words.py": words, "tests/test_words.py": tests}
+    )
+    (repo / "lang" / "words.py").write_text(
+        textwrap.dedent(words).replace("inflection", "uncountable")
+    )
+    git_in(repo, "commit", "-qam", "a clearer name")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert code == 0
+    assert set(_statuses(document).values()) == {"unchanged"}, document["tests"]
+    assert document["code_changes"] == [], document["code_changes"]
+    screen = cli(repo, "diff", "HEAD~1", "HEAD")
+    assert "not fully exercised" not in screen.stdout, screen.stdout
+
+
 def test_an_edit_every_test_that_runs_it_survives_unchanged_is_a_gap(tmp_path: Path) -> None:
     """humanize: ``"%d Bytes" % bytes_`` made ``% round(bytes_)`` (a fix for fractional
     sizes) is run by every size test, which all pass ints: each is ``unchanged``, and the

@@ -362,3 +362,66 @@ def test_a_caller_changed_only_to_name_renamed_code_anew_is_the_same_code() -> N
     both = changes(base, renamed.replace("x + 1", "x + 2"))
     assert not both.by_symbol()["py:pkg.mod.V.run"].renames_only
     assert both.same_code() == frozenset()
+
+
+LOCALS = """
+    UNCOUNTABLES = {"sheep", "fish"}
+
+
+    def singularize(word):
+        for inflection in UNCOUNTABLES:
+            if word.endswith(inflection):
+                return word
+        try:
+            head, tail = word[:-1], word[-1]
+        except IndexError as err:
+            raise ValueError(word) from err
+        return head if tail == "s" else word
+"""
+
+
+def test_renaming_a_local_is_no_change_of_the_code() -> None:
+    """inflection's ``for inflection in UNCOUNTABLES`` made ``for uncountable in ...``: the
+    genomes were the same and the report still said "code edited" of the function."""
+    head = (
+        LOCALS.replace("inflection", "uncountable")
+        .replace("head", "stem")
+        .replace("err", "problem")
+    )
+    assert summary(changes(LOCALS, head)) == {}
+
+
+def test_two_locals_that_swap_roles_are_a_change() -> None:
+    head = LOCALS.replace("return head if tail", "return tail if head")
+    assert summary(changes(LOCALS, head)) == {"py:pkg.mod.singularize": "modified"}
+
+
+def test_renaming_a_parameter_is_a_change() -> None:
+    """Callers may pass it by name."""
+    head = LOCALS.replace("word", "text")
+    assert summary(changes(LOCALS, head)) == {"py:pkg.mod.singularize": "modified"}
+
+
+def test_a_function_that_reads_its_locals_by_name_keeps_them() -> None:
+    base = """
+        def render(name):
+            greeting = "hello"
+            return "{greeting} {name}".format(**locals())
+    """
+    head = base.replace("greeting", "salutation")
+    assert summary(changes(base, head)) == {"py:pkg.mod.render": "modified"}
+
+
+def test_a_local_a_nested_function_shares_keeps_its_name() -> None:
+    """A cell is read by the nested function's own code, which is its own symbol."""
+    base = """
+        def outer():
+            count = 0
+
+            def inner():
+                return count
+
+            return inner()
+    """
+    head = base.replace("count", "total")
+    assert "py:pkg.mod.outer" in summary(changes(base, head))

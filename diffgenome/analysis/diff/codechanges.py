@@ -19,8 +19,10 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import CodeType
 
 from diffgenome.analysis.models import CodeChangeKind
 from diffgenome.protocol.naming import (
@@ -452,6 +454,7 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
     }
     facts: dict[str, _ScopeFacts] = {}
     tops: dict[str, ast.AST] = {}
+    renames: dict[str, _Renames] = {}
     for code_object in iter_code_objects(code):
         scope = names.scope_of(code_object)
         if scope is None or scope.symbol in facts:
@@ -462,19 +465,23 @@ def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
             scope_node = nodes.get(scope.span) if scope.role in _NODE_ROLES else None
         if scope_node is None:
             continue
+        local_names = _Renames(_renamable_locals(code_object, scope_node))
         facts[scope.symbol] = _ScopeFacts(
-            _fingerprint(scope_node),
-            _body_digest(scope_node),
+            _fingerprint(scope_node, local_names),
+            _body_digest(scope_node, local_names),
             statements=_own_statements(scope_node),
             loads=_loads(scope_node),
             line=_first_line(scope_node),
         )
         tops[scope.symbol] = scope_node
+        renames[scope.symbol] = local_names
     for site in names.sites:
         top = tops.get(site.symbol)
         # A site whose scope's code could not be found still counts, by its text: taken as
         # changed (fingerprint None) rather than guessed.
-        fingerprint = _fp(*site.parts, top=top) if top is not None else None
+        fingerprint = (
+            _fp(*site.parts, top=top, renames=renames[site.symbol]) if top is not None else None
+        )
         scope_facts = facts.setdefault(site.symbol, _ScopeFacts(None))
         scope_facts.sites[site.id] = (site.predicate, fingerprint)
         line = _first_line(site.parts[0]) if site.parts else None
@@ -499,7 +506,7 @@ def _own_statements(top: ast.AST) -> dict[str, list[ast.stmt]] | None:
         if isinstance(stmt, ast.stmt):
             parts: list[str] = []
             try:
-                _canon(stmt, top, parts)
+                _canon(stmt, top, parts, _Renames())
             except RecursionError:
                 parts = [f"<unreadable {id(stmt)}>"]
             out.setdefault("".join(parts), []).append(stmt)
@@ -522,17 +529,70 @@ def _loads(top: ast.AST) -> frozenset[str]:
 # --- fingerprints ----------------------------------------------------------------------------
 
 
-def _fingerprint(top: ast.AST) -> str | None:
+class _Renames:
+    """A function's local names written as ``_v0``, ``_v1``... in the order the canonical form
+    meets them, so that renaming a local is no change of the code (the recorder's decision
+    identities do the same, protocol.naming): ``for inflection in UNCOUNTABLES`` made ``for
+    uncountable in ...`` read as an edit no test could tell apart. The first fingerprint
+    fixes the numbering; a site's fingerprint then uses its function's."""
+
+    __slots__ = ("_allowed", "_written")
+
+    def __init__(self, allowed: frozenset[str] = frozenset()) -> None:
+        self._allowed = allowed
+        self._written: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        written = self._written.get(name)
+        if written is None:
+            if name not in self._allowed:
+                return name
+            written = self._written[name] = f"_v{len(self._written)}"
+        return written
+
+
+#: Calls that see a function's locals by name: where one is made, no local is renamed.
+_SEES_LOCALS = frozenset({"locals", "vars", "eval", "exec", "dir"})
+#: The syntax nodes that bind or read a local by a string field, and that field.
+_NAME_FIELDS = {
+    ast.Name: "id",
+    ast.ExceptHandler: "name",
+    ast.alias: "asname",
+    ast.MatchAs: "name",
+    ast.MatchStar: "name",
+    ast.MatchMapping: "rest",
+}
+
+
+def _renamable_locals(code: CodeType, top: ast.AST) -> frozenset[str]:
+    """The names only this function's own code can see, as its code object says (its fast
+    locals that are neither parameters, which callers name, nor cells a nested scope shares):
+    none where the function looks at its locals by name or through its frame."""
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
+        return frozenset()
+    for node in ast.walk(top):
+        if isinstance(node, ast.Name) and node.id in _SEES_LOCALS:
+            return frozenset()
+        if isinstance(node, ast.Attribute) and node.attr in ("f_locals", "_getframe"):
+            return frozenset()
+    params = code.co_argcount + code.co_kwonlyargcount
+    params += bool(code.co_flags & inspect.CO_VARARGS) + bool(
+        code.co_flags & inspect.CO_VARKEYWORDS
+    )
+    return frozenset(code.co_varnames[params:]) - frozenset(code.co_cellvars)
+
+
+def _fingerprint(top: ast.AST, renames: _Renames | None = None) -> str | None:
     """The code of one scope without what does not change behaviour."""
     out: list[str] = []
     try:
-        _canon(top, top, out)
+        _canon(top, top, out, renames or _Renames())
     except RecursionError:  # absurdly deep expressions: cannot tell, so call it changed
         return None
     return "".join(out)
 
 
-def _body_digest(top: ast.AST) -> str | None:
+def _body_digest(top: ast.AST, renames: _Renames | None = None) -> str | None:
     """A function's or class's code without its own name (and without what
     :func:`_fingerprint` leaves out): equal for the same code under two names. A lambda's or
     generator expression's is its code: its name also says where it is bound (the callee
@@ -540,9 +600,9 @@ def _body_digest(top: ast.AST) -> str | None:
     if isinstance(top, _DEFS):
         nameless = copy.copy(top)
         nameless.name = ""
-        text = _fingerprint(nameless)
+        text = _fingerprint(nameless, renames)
     elif isinstance(top, _SCOPES):
-        text = _fingerprint(top)
+        text = _fingerprint(top, renames)
     else:
         return None
     if text is None:
@@ -569,15 +629,18 @@ def _body(node: ast.AST, top: ast.AST, items: list[object]) -> list[object]:
     return items
 
 
-def _canon(node: ast.AST, top: ast.AST, out: list[str]) -> None:
+def _canon(node: ast.AST, top: ast.AST, out: list[str], renames: _Renames) -> None:
     if node is not top and isinstance(node, _SCOPES):
         out.append(f"<{type(node).__name__} {getattr(node, 'name', '')}>")
         return
     out.append(type(node).__name__)
     out.append("(")
+    local_field = _NAME_FIELDS.get(type(node))
     for name, value in ast.iter_fields(node):
         if name == "type_comment":
             continue
+        if name == local_field and isinstance(value, str):
+            value = renames(value)
         out.append(name)
         out.append("=")
         if isinstance(value, list):
@@ -587,20 +650,23 @@ def _canon(node: ast.AST, top: ast.AST, out: list[str]) -> None:
             out.append("[")
             for item in items:
                 if isinstance(item, ast.AST):
-                    _canon(item, top, out)
+                    _canon(item, top, out, renames)
                 else:
                     out.append(repr(item))
                 out.append(",")
             out.append("]")
         elif isinstance(value, ast.AST):
-            _canon(value, top, out)
+            _canon(value, top, out, renames)
         else:
             out.append(repr(value))
         out.append(",")
     out.append(")")
 
 
-def _fp(*nodes: ast.AST | list[ast.stmt] | None, top: ast.AST) -> str | None:
+def _fp(
+    *nodes: ast.AST | list[ast.stmt] | None, top: ast.AST, renames: _Renames | None = None
+) -> str | None:
+    renames = renames or _Renames()
     out: list[str] = []
     try:
         for node in nodes:
@@ -608,10 +674,10 @@ def _fp(*nodes: ast.AST | list[ast.stmt] | None, top: ast.AST) -> str | None:
                 out.append("-")
             elif isinstance(node, list):
                 for stmt in node:
-                    _canon(stmt, top, out)
+                    _canon(stmt, top, out, renames)
                 out.append(";")
             else:
-                _canon(node, top, out)
+                _canon(node, top, out, renames)
                 out.append("|")
     except RecursionError:
         return None
