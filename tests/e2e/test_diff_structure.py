@@ -715,7 +715,7 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
 
 def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
     """inflection: ``for inflection in UNCOUNTABLES`` renamed ``for uncountable in ...`` (a
-    local in a decision's condition). The genomes were the same, every test ``unchanged``,
+    local in a decision's condition; here a list and a comprehension's variable). The genomes were the same, every test ``unchanged``,
     and the report still listed the function under "changed code not fully exercised": code
     edited, no test tells the edit apart. No test can: the code is the same."""
     words = """
@@ -723,9 +723,9 @@ def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
 
 
         def singularize(word):
-            for inflection in UNCOUNTABLES:
-                if word.endswith(inflection):
-                    return word
+            kept = [w for w in UNCOUNTABLES if word.endswith(w)]
+            if kept:
+                return word
             return word[:-1] if word.endswith("s") else word
     """
     tests = """
@@ -743,7 +743,10 @@ def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
         tmp_path, {"lang/__init__.py": "", "lang/words.py": words, "tests/test_words.py": tests}
     )
     (repo / "lang" / "words.py").write_text(
-        textwrap.dedent(words).replace("inflection", "uncountable")
+        textwrap.dedent(words)
+        .replace("kept", "matches")
+        .replace("[w for w in", "[u for u in")
+        .replace("endswith(w)", "endswith(u)")
     )
     git_in(repo, "commit", "-qam", "a clearer name")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
