@@ -715,9 +715,10 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
 
 def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
     """inflection: ``for inflection in UNCOUNTABLES`` renamed ``for uncountable in ...`` (a
-    local in a decision's condition; here a list and a comprehension's variable). The genomes were the same, every test ``unchanged``,
-    and the report still listed the function under "changed code not fully exercised": code
-    edited, no test tells the edit apart. No test can: the code is the same."""
+    local in a decision's condition; here a list and a comprehension's variable). The genomes
+    were the same, every test ``unchanged``, and the report still listed the function under
+    "changed code not fully exercised": code edited, no test tells the edit apart. No test
+    can: the code is the same."""
     words = """
         UNCOUNTABLES = {"sheep", "fish"}
 
