@@ -359,8 +359,8 @@ def test_a_refactor_only_commit_is_unchanged_and_exits_zero(calc: Path) -> None:
     assert code == 0
     assert set(statuses(document).values()) == {"unchanged"}
     assert document["summary"]["unchanged"] == document["summary"]["tests"] > 5
-    # Renamed locals are a code change, yet no behaviour changed.
-    assert code_changes(document) == {"py:calc.core.scale": "modified"}
+    # Renamed locals are no code change (docs/diffing.md, "Code changes").
+    assert code_changes(document) == {}
 
 
 def test_a_behaviour_change_exits_one_with_its_change_kinds(

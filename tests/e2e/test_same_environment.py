@@ -288,13 +288,12 @@ def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
     assert not (repo / "tests" / "test_gone.py").exists()
 
 
-#: Edits of ``make_env``, which the environment-carrying test runs: a local renamed (the same
-#: behaviour), and a default added (another result).
+#: Edits of ``make_env``, which the environment-carrying test runs: the overrides merged in
+#: the literal (other code, the same behaviour; a renamed local is no code change at all), and
+#: a default added (another result).
 EDITS = {
     "refactor": (
-        ("env = {", "environment = {"),
-        ("env.update(", "environment.update("),
-        ("sorted(env.items())", "sorted(environment.items())"),
+        ('env = {"LANG": "C"}\n    env.update(overrides)', 'env = {"LANG": "C", **overrides}'),
     ),
     "behaviour": (('{"LANG": "C"}', '{"LANG": "C", "ENVCLI_COLOR": "never"}'),),
 }

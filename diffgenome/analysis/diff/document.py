@@ -617,9 +617,9 @@ def diff_documents(
             if gone:
                 found = [item for item in found if item.key() in again]
                 instability = unstable.setdefault(test_id, Instability())
-                label = (
-                    NOT_REPRODUCED if test_id not in reaching else NOT_REPRODUCED_ONE_ENVIRONMENT
-                )
+                # Where the first recordings ran in different environments, that is the
+                # likelier cause, whether or not the test runs changed code.
+                label = NOT_REPRODUCED_ONE_ENVIRONMENT if other_environments else NOT_REPRODUCED
                 for item in gone:
                     instability.add(label, item)
         stable_changes[test_id] = found
