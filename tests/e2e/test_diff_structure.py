@@ -713,6 +713,33 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
     assert not any(gap.startswith("decision edited") for gap in entry["gaps"]), entry["gaps"]
 
 
+def test_a_module_that_became_a_package_is_compared_with_itself(tmp_path: Path) -> None:
+    """inflection 0.5.0 → 0.5.1: ``inflection.py`` became ``inflection/__init__.py``, with
+    ``__version__`` edited. Every symbol read as removed and added again, and the one edit
+    showed nowhere: the first screen named only ``setup.py``."""
+    words = """
+        __version__ = "0.5.0"
+
+
+        def plural(word):
+            return word if word.endswith("s") else word + "s"
+    """
+    tests = "from words import plural\n\n\ndef test_plural():\n    assert plural('cat') == 'cats'\n"
+    repo = make_project(tmp_path, {"words.py": words, "tests/test_words.py": tests})
+    (repo / "words").mkdir()
+    git_in(repo, "mv", "words.py", "words/__init__.py")
+    init = repo / "words" / "__init__.py"
+    init.write_text(init.read_text().replace("0.5.0", "0.5.1"))
+    git_in(repo, "commit", "-qam", "a package")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert code == 0
+    assert {c["symbol"]: c["change"] for c in document["code_changes"]} == {
+        "py:words": "modified"
+    }, document["code_changes"]
+    screen = cli(repo, "diff", "HEAD~1", "HEAD")
+    assert "py:words (modified)" in screen.stdout, screen.stdout
+
+
 def test_a_renamed_local_is_no_edit_and_no_gap(tmp_path: Path) -> None:
     """inflection: ``for inflection in UNCOUNTABLES`` renamed ``for uncountable in ...`` (a
     local in a decision's condition; here a list and a comprehension's variable). The genomes

@@ -425,3 +425,21 @@ def test_a_local_a_nested_function_shares_keeps_its_name() -> None:
     """
     head = base.replace("count", "total")
     assert "py:pkg.mod.outer" in summary(changes(base, head))
+
+
+def test_a_module_whose_file_moved_is_compared_with_itself() -> None:
+    """inflection 0.5.1: ``inflection.py`` became ``inflection/__init__.py`` with one edit
+    (``__version__``). Every symbol read as removed and added, and the edit as nothing."""
+    module = {"inflection.py": "inflection", "inflection/__init__.py": "inflection"}
+    source = "__version__ = '0.5.0'\n\n\ndef f(x):\n    return x\n"
+    moved = code_changes_from_sources(
+        {"inflection.py": source},
+        {"inflection/__init__.py": source.replace("0.5.0", "0.5.1")},
+        module.get,
+    )
+    assert summary(moved) == {"py:inflection": "modified"}
+    assert [change.path for change in moved.symbols] == ["inflection/__init__.py"]
+    unchanged = code_changes_from_sources(
+        {"inflection.py": source}, {"inflection/__init__.py": source}, module.get
+    )
+    assert summary(unchanged) == {}

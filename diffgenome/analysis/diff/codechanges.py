@@ -166,12 +166,8 @@ def code_changes_from_sources(
     changes: list[SymbolChange] = []
     unparsed: list[str] = []
     texts: dict[str, tuple[str, str]] = {}  # modified functions: base's and head's code
-    for path in sorted(set(base_files) | set(head_files)):
-        b_src, h_src = base_files.get(path), head_files.get(path)
+    for module, path, b_src, h_src in _module_files(base_files, head_files, module_of):
         if b_src == h_src:
-            continue
-        module = module_of(path)
-        if module is None:
             continue
         try:
             b_facts = _file_facts(b_src, module) if b_src is not None else {}
@@ -185,6 +181,40 @@ def code_changes_from_sources(
         changes = _imported_readers(changes, importers, module_of)
     changes.sort(key=lambda change: change.symbol)
     return CodeChangeInput(tuple(changes), tuple(unparsed))
+
+
+def _module_files(
+    base_files: Mapping[str, str],
+    head_files: Mapping[str, str],
+    module_of: Callable[[str], str | None],
+) -> list[tuple[str, str, str | None, str | None]]:
+    """(module, path, base's source, head's source) for each changed file of a module. A
+    module whose file moved (inflection 0.5.1: ``inflection.py`` became
+    ``inflection/__init__.py``) is one entry with both sources, under head's path: as a file
+    deleted and a file added, every symbol read as removed and added again, and the module
+    body's one real edit (``__version__``) was no change of anything."""
+    entries: list[tuple[str, str, str | None, str | None]] = []
+    deleted: dict[str, int] = {}  # module -> its entry, while only base has a file for it
+    added: dict[str, int] = {}
+    for path in sorted(set(base_files) | set(head_files)):
+        b_src, h_src = base_files.get(path), head_files.get(path)
+        module = module_of(path)
+        if b_src == h_src or module is None:
+            continue
+        if b_src is None and module in deleted:
+            index = deleted.pop(module)
+            entries[index] = (module, path, entries[index][2], h_src)
+            continue
+        if h_src is None and module in added:
+            index = added.pop(module)
+            entries[index] = (module, entries[index][1], b_src, entries[index][3])
+            continue
+        if b_src is None:
+            added[module] = len(entries)
+        elif h_src is None:
+            deleted[module] = len(entries)
+        entries.append((module, path, b_src, h_src))
+    return entries
 
 
 def renamed(symbols: Iterable[SymbolChange]) -> dict[str, str]:
