@@ -290,12 +290,18 @@ def test_worktree_copy_has_the_untracked_folders_and_not_the_deleted_files(
 
 #: Edits of ``make_env``, which the environment-carrying test runs: the overrides merged in
 #: the literal (other code, the same behaviour; a renamed local is no code change at all), and
-#: a default added (another result).
+#: a default added (another result); a local renamed (no code change: the environments are
+#: still named as the cause).
 EDITS = {
     "refactor": (
         ('env = {"LANG": "C"}\n    env.update(overrides)', 'env = {"LANG": "C", **overrides}'),
     ),
     "behaviour": (('{"LANG": "C"}', '{"LANG": "C", "ENVCLI_COLOR": "never"}'),),
+    "rename": (
+        ("env = {", "environment = {"),
+        ("env.update(", "environment.update("),
+        ("sorted(env.items())", "sorted(environment.items())"),
+    ),
 }
 
 
@@ -320,7 +326,7 @@ def test_a_pytest_run_reused_beside_a_fresh_side(tmp_path: Path, edit: str) -> N
     assert "reusing run" in err, err  # the base is the user's run
     statuses = {test["id"]: test["status"] for test in document["tests"]}
     carrying = "tests/test_core.py::test_env_of_the_caller"
-    if edit == "refactor":
+    if edit in ("refactor", "rename"):
         assert document["summary"]["changed"] == 0 and code == 0, err
         # its environment's values differed, and confirmation in one environment did not
         # reproduce them: unstable, with the reason, never unchanged
