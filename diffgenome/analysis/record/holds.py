@@ -16,6 +16,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from typing import Self
 
 from diffgenome.analysis.store import StoreHandle
@@ -104,14 +105,8 @@ class StoreUse:
             if self._writer is None:
                 return
             conn = self._writer.conn
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    delete_runs(conn, [run_id])
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+            with contextlib.suppress(sqlite3.Error), _transaction(conn):
+                delete_runs(conn, [run_id])
         self.handle.forget()
 
     def finish(self, notes: list[str]) -> None:
@@ -125,17 +120,12 @@ class StoreUse:
                 return
             conn = writer.conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _transaction(conn):
                     cap = keep_runs(conn)
                     removed = runs_over_cap(conn, cap, self.used | self._confirmations)
                     said = said_removals(conn, removed)
                     delete_runs(conn, removed)
                     release_holds(conn, self.holder)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
                 if removed:
                     with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
                         compact(conn, at_least=0.25)
@@ -183,6 +173,19 @@ class StoreUse:
             with contextlib.suppress(sqlite3.Error):
                 release_holds(writer.conn, self.holder)
             writer.conn.close()
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction: committed when the block ends, rolled back when
+    it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 __all__ = ["StoreUse"]
