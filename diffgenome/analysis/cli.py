@@ -72,6 +72,7 @@ from diffgenome.analysis.store import (
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.jsontext import json_encoder
 from diffgenome.protocol.retention import (
     compact,
     delete_runs,
@@ -480,6 +481,9 @@ _COMPACT: dict[str, Any] = {
     "allow_nan": False,
     "separators": (",", ":"),
 }
+# Lone surrogates as their JSON escapes (protocol/jsontext.py): the export reads back as the
+# store's strings, whatever they hold.
+_compact_json = json_encoder(**_COMPACT)
 
 
 def _export_to_file(
@@ -522,7 +526,7 @@ def _write_export(
         if problem is not None:
             _invalid(run_id, problem)
         out.write(
-            json.dumps(document, indent=args.indent, **{**_COMPACT, "separators": None}).encode()
+            json_encoder(indent=args.indent, **{**_COMPACT, "separators": None})(document).encode()
         )
         out.write(b"\n")
         return _test_count(document)
@@ -535,7 +539,7 @@ def _write_export(
         out.write(b"{")
         for key in sorted(header):
             out.write(b"\n" if key == min(header) else b",\n")
-            out.write(f"{json.dumps(key)}:{json.dumps(header[key], **_COMPACT)}".encode())
+            out.write(f"{json.dumps(key)}:{_compact_json(header[key])}".encode())
         out.write(b',\n"tests":[')
     count = 0
     first = True
@@ -544,11 +548,11 @@ def _write_export(
         if problem is not None:
             _invalid(run_id, (f"tests.{index}.{problem[0]}", problem[1]))
         if jsonl:
-            out.write(json.dumps({**test, "run_id": run_id}, **_COMPACT).encode())
+            out.write(_compact_json({**test, "run_id": run_id}).encode())
             out.write(b"\n")
         else:
             out.write(b"\n" if first else b",\n")
-            out.write(json.dumps(test, **_COMPACT).encode())
+            out.write(_compact_json(test).encode())
         first = False
         count += test.get("id") != IMPORT_TEST_ID
     if not jsonl:
@@ -983,6 +987,11 @@ GC_THRESHOLDS = (100_000, 50, 1000)
 
 def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(*GC_THRESHOLDS)
+    # Recorded text may hold lone surrogates (an undecodable byte of a file name): shown as
+    # their escapes, never a UnicodeEncodeError half-way through a report.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         finding = identity.check()  # another project's `diffgenome` package in the way?

@@ -19,7 +19,12 @@ from diffgenome.analysis.report.console import make_console, print_whole
 from diffgenome.analysis.report.markdown import MarkdownTooLong
 from diffgenome.analysis.request import Reports
 from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.jsontext import json_encoder
 from diffgenome.protocol.vocab import STATUS_RESTRUCTURED, STATUS_UNVERIFIED
+
+# The diff document as pydantic writes it, lone surrogates as their JSON escapes
+# (protocol/jsontext.py).
+_indented_json = json_encoder(indent=2, ensure_ascii=False)
 
 EXIT_OK = 0
 #: What ``--fail-on`` names was found (also ``combine`` with a run left incomplete and
@@ -33,6 +38,16 @@ class DeliveryError(UserError):
     """A report cannot be made as asked (``--test`` matches nothing, Markdown too long)."""
 
 
+def diff_json(diff: DiffDocument) -> str:
+    """The ``--json`` document: pydantic's text, or, where a string holds a lone surrogate
+    that pydantic's encoder refuses, the same document with it escaped
+    (protocol/jsontext.py)."""
+    try:
+        return diff.model_dump_json(indent=2) + "\n"
+    except ValueError:
+        return _indented_json(diff.model_dump(mode="json")) + "\n"
+
+
 def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Progress) -> int:
     """Write and show ``diff`` as ``reports`` asks; closes ``progress`` before standard output
     is written. Returns the exit status (:func:`exit_status`)."""
@@ -44,7 +59,7 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
         )
 
     def json_text() -> str:
-        return diff.model_dump_json(indent=2) + "\n"
+        return diff_json(diff)
 
     def markdown_text() -> str:
         try:

@@ -53,7 +53,9 @@ def check_folder(directory: str, option: str = "--html") -> None:
 def write_output(text: str, output: str | None, option: str = "-o") -> None:
     """Write to standard output for None or ``-``, else to ``output`` whole or not at all;
     ``option`` names the argument that gave it, for the error."""
-    data = text.encode("utf-8")
+    # A lone surrogate (an undecodable byte a test recorded): its escape, which inside JSON
+    # text is the JSON escape itself (protocol/jsontext.py).
+    data = text.encode("utf-8", "backslashreplace")
     if output in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

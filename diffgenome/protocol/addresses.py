@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from diffgenome.protocol.compact import compact_phase
+from diffgenome.protocol.jsontext import canonical_json as _canonical_json
 from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
 
 # Level 3 deflates a phase two to three times faster than the default 6 for about a tenth
@@ -27,9 +28,9 @@ _PHASE_ADDRESS_TAG: Final = b"diffgenome-phase/1\0"
 _SUBSTITUTION_NODE: Final = f'"type":"{TYPE_SUBSTITUTION}"'.encode()
 
 
-# ``json.dumps`` with options builds a new encoder per call; one bound at import time gives
-# the same text (and is out of reach of tests that patch ``json``).
-canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# The store's JSON text, lone surrogates escaped (protocol/jsontext.py); re-exported here,
+# where the store's writers have always taken it.
+canonical_json = _canonical_json
 
 
 def phase_address(text: bytes, genome_format: str, fingerprint: str | None) -> str:

@@ -18,6 +18,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from diffgenome.protocol.jsontext import escape_surrogates
+
 _SITES_QUERY_CHUNK: Final = 500
 
 
@@ -123,7 +125,12 @@ def confirm_predicates(
     new = [(site, text) for site, text in wanted.items() if site not in known]
     if not new:
         return {}
-    conn.executemany("INSERT OR IGNORE INTO sites (site, predicate) VALUES (?, ?)", new)
+    conn.executemany(
+        "INSERT OR IGNORE INTO sites (site, predicate) VALUES (?, ?)",
+        # A lone surrogate has no UTF-8 form: the table holds its escape, which differs from
+        # the record's text, so such a record keeps its own predicate (nothing is lost).
+        [(escape_surrogates(site), escape_surrogates(text)) for site, text in new],
+    )
     confirmed: dict[str, str] = {}
     for start in range(0, len(new), _SITES_QUERY_CHUNK):
         chunk = [site for site, _ in new[start : start + _SITES_QUERY_CHUNK]]

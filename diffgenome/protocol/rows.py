@@ -22,6 +22,7 @@ from diffgenome.protocol.addresses import (
     phase_rows,
 )
 from diffgenome.protocol.errors import StoreError
+from diffgenome.protocol.jsontext import escape_surrogates
 from diffgenome.protocol.store import RUN_COLUMNS, TEST_COLUMNS
 
 #: A writer process as the store names it: pid, host, and the token that tells a reused pid
@@ -37,7 +38,9 @@ def now() -> str:
 
 
 def text(value: object) -> str | None:
-    return None if value is None else str(value)
+    """A text column's value: lone surrogates written as their escapes (protocol/jsontext.py),
+    which SQLite's UTF-8 text could not hold."""
+    return None if value is None else escape_surrogates(str(value))
 
 
 def seq(value: object) -> list[object]:
@@ -48,7 +51,7 @@ def require_str(obj: Mapping[str, object], field: str, what: str) -> str:
     value = obj.get(field) if isinstance(obj, Mapping) else None
     if not isinstance(value, str) or not value:
         raise StoreError(f"a {what} object has no string {field!r}; pass genome {what} objects")
-    return value
+    return escape_surrogates(value)
 
 
 def insert_run(
@@ -162,6 +165,24 @@ def test_phases(
     )
 
 
+def test_row(
+    run_id: str, worker: str, test: Mapping[str, object], phases: PhaseRows
+) -> tuple[object, ...]:
+    """The ``tests`` row of one test record with its phase rows (encodes its JSON cells: a
+    value JSON has no form for raises here, before anything is written)."""
+    return (
+        run_id,
+        require_str(test, "id", "test"),
+        worker,
+        text(test.get("outcome")) or "error",
+        int(bool(test.get("verified"))),
+        canonical_json(seq(test.get("unverified_reasons"))),
+        canonical_json({k: v for k, v in test.items() if k not in TEST_COLUMNS}),
+        phases.refs,
+        phases.size,
+    )
+
+
 def insert_tests(
     conn: sqlite3.Connection,
     run_id: str,
@@ -169,23 +190,21 @@ def insert_tests(
 ) -> None:
     """``(worker, test record, its phase rows)`` of one batch: the phase bodies the store does
     not hold yet, then the test rows (a test id written again in the run is replaced)."""
-    insert_bodies(conn, [phases for _, _, phases in tests])
+    insert_rows(
+        conn,
+        [phases for _, _, phases in tests],
+        [test_row(run_id, worker, test, phases) for worker, test, phases in tests],
+    )
+
+
+def insert_rows(
+    conn: sqlite3.Connection, phases: Sequence[PhaseRows], rows: Sequence[tuple[object, ...]]
+) -> None:
+    """The phase bodies the store does not hold yet, then the test rows (:func:`test_row`)."""
+    insert_bodies(conn, phases)
     conn.executemany(
         "INSERT OR REPLACE INTO tests (run_id, id, worker, outcome, verified,"
         " unverified_reasons, extra, phases, phases_size)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                run_id,
-                require_str(test, "id", "test"),
-                worker,
-                text(test.get("outcome")) or "error",
-                int(bool(test.get("verified"))),
-                canonical_json(seq(test.get("unverified_reasons"))),
-                canonical_json({k: v for k, v in test.items() if k not in TEST_COLUMNS}),
-                phases.refs,
-                phases.size,
-            )
-            for worker, test, phases in tests
-        ],
+        rows,
     )

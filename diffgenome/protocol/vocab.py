@@ -157,6 +157,10 @@ REASON_IMPORTED_BEFORE_RECORDING: Final = "imported-before-recording"
 # the run recorded another tree's code, so no diff reuses it.
 REASON_FOREIGN_MODULE: Final = "foreign-module"
 REASON_SHARDS_DISAGREE: Final = "shards-disagree"
+# The store could not encode a value of the test's record (what no escape makes storable: an
+# integer past Python's digit limit, a value JSON has no form for): the record is stored
+# without its phases, so the cost is that test's, never the run's.
+REASON_NOT_STORABLE: Final = "not-storable"
 UNVERIFIED_REASONS: Final = {
     REASON_TOOL_ID_UNAVAILABLE: "another tool holds the monitoring tool id (detail: its name)",
     REASON_MONITORING_DISTURBED: "code under test changed diffgenome's monitoring while the "
@@ -183,6 +187,8 @@ UNVERIFIED_REASONS: Final = {
     "name=path)",
     REASON_SHARDS_DISAGREE: "a combined run: shards recorded the test differently (detail: "
     "the shards)",
+    REASON_NOT_STORABLE: "a value of the test's record could not be written to the store; "
+    "its phases were left out (detail: the error's type)",
 }
 
 # --- the diff's words (``diffgenome-diff``) ------------------------------------------------

@@ -31,6 +31,7 @@ from diffgenome.protocol.formats import (
     STORE_FORMAT,
     VALUES,
 )
+from diffgenome.protocol.jsontext import escape_surrogates
 from diffgenome.protocol.retention import cap_notice
 from diffgenome.protocol.runs import (
     ENVIRONMENT_CONFIG_KEY,
@@ -53,6 +54,7 @@ from diffgenome.protocol.vocab import (
     REASON_IMPORTED_BEFORE_RECORDING,
     REASON_MONITORING_DISTURBED,
     REASON_NOT_RECORDED,
+    REASON_NOT_STORABLE,
     REASON_RECORDER_ERROR,
     REASON_TRACER_ERROR,
     RUN_ENDED_EARLY,
@@ -543,7 +545,7 @@ class Recorder:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
-        tests, unverified, top, top_count = self.store.tally(self.run_id)
+        tests, unverified, top, top_count, unstorable = self.store.tally(self.run_id)
         line = (
             f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
             f"into {self.store_path}; "
@@ -559,6 +561,12 @@ class Recorder:
             line += f"{unverified} unverified (most: {top}, {top_count})"
         else:
             line += "none unverified"
+        if unstorable:
+            line += (
+                f"; {unstorable} test record{'s' if unstorable != 1 else ''} held a value the "
+                f"store cannot encode and {'were' if unstorable != 1 else 'was'} stored without "
+                f"{'their' if unstorable != 1 else 'its'} phases ({REASON_NOT_STORABLE})"
+            )
         if incomplete:
             more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
             line += f"; the run is incomplete ({incomplete[0]}{more})"
@@ -784,8 +792,10 @@ class Recorder:
         self._finish_test(self._test_id(nodeid), _outcome(self._reports))
 
     def _test_id(self, nodeid: str) -> str:
-        """The node id relative to the repository root (pytest's is relative to rootdir)."""
-        return self._id_prefix + nodeid
+        """The node id relative to the repository root (pytest's is relative to rootdir), an
+        undecodable byte of a file name written as pytest writes one in a parametrize id
+        (protocol/jsontext.py)."""
+        return self._id_prefix + escape_surrogates(nodeid)
 
     def _check_origins(self) -> None:
         """Every project module must come from the recorded tree, or nothing is verified.

@@ -18,7 +18,7 @@ from os import uname as _uname
 from types import TracebackType
 from typing import Self
 
-from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, canonical_json
+from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, PhaseRows, canonical_json
 from diffgenome.protocol.compact import confirm_predicates, tests_predicates
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.fileio import store_file
@@ -33,14 +33,15 @@ from diffgenome.protocol.retention import (
 )
 from diffgenome.protocol.rows import (
     Owner,
+    insert_rows,
     insert_run,
     insert_symbols,
-    insert_tests,
     join_worker,
     leave_worker,
     now,
     require_str,
     test_phases,
+    test_row,
 )
 from diffgenome.protocol.runs import (
     STATUS_COMPLETE,
@@ -57,7 +58,7 @@ from diffgenome.protocol.store import (
     sql_error,
 )
 from diffgenome.protocol.storekey import key_fingerprint
-from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, REASON_NOT_STORABLE
 from diffgenome.recording.descriptors import (
     Held,
     keep_open,
@@ -138,6 +139,8 @@ class StoreWriter:
         self.notices: list[str] = []
         #: How many times the connection was given up because its descriptors were taken.
         self.reopened = 0
+        #: Test records stored without their phases: a value the store could not encode.
+        self.unstorable = 0
         #: Test rows rewritten from the store/1 layout when this writer opened the store.
         self.upgraded = upgraded
         self.key_fingerprint = key_fingerprint(key)
@@ -204,24 +207,38 @@ class StoreWriter:
             insert_symbols(conn, run_id, symbols)
 
     def add_tests(self, run_id: str, worker: str, tests: list[dict[str, object]]) -> None:
-        """Store one batch of test records; a test id seen before in the run is replaced."""
+        """Store one batch of test records; a test id seen before in the run is replaced.
+
+        A record with a value the store cannot encode (what no escape makes storable,
+        protocol/jsontext.py) is stored without its phases, unverified with the reason, and
+        counted in :attr:`unstorable`: one value costs its test, never the batch or the run.
+        """
         if self._stored_run != run_id or len(self._stored) > _STORED_LIMIT:
             self._stored, self._stored_run = {}, run_id
         known = self._stored
         sites = self._sites
-        wanted = tests_predicates(tests)
+        try:
+            wanted = tests_predicates(tests)
+        except (TypeError, ValueError, AttributeError):
+            wanted = {}
         with self._tx(f"add tests to run {run_id}") as conn:
             genome_format, fingerprint = self._open_run(conn, run_id)
             level = self.compress_level
             confirmed = confirm_predicates(conn, wanted, sites)
             predicates = {**sites, **confirmed} if confirmed else sites
-            stored = [
-                test_phases(test, genome_format, fingerprint, known, level, predicates)
-                for test in tests
-            ]
-            insert_tests(
-                conn, run_id, [(worker, *pair) for pair in zip(tests, stored, strict=True)]
-            )
+            stored: list[PhaseRows] = []
+            rows: list[tuple[object, ...]] = []
+            for test in tests:
+                try:
+                    phases = test_phases(test, genome_format, fingerprint, known, level, predicates)
+                    row = test_row(run_id, worker, test, phases)
+                except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+                    if isinstance(exc, StoreError):
+                        raise
+                    phases, row = self._unstorable(run_id, worker, test, exc, genome_format)
+                stored.append(phases)
+                rows.append(row)
+            insert_rows(conn, stored, rows)
         # Only once committed: a body known but not stored would leave a test naming nothing,
         # and a predicate left out of a body but not stored would leave it unreadable.
         for phases in stored:
@@ -230,6 +247,29 @@ class StoreWriter:
         if len(sites) > _SITES_LIMIT:
             sites.clear()
         sites.update(confirmed)
+
+    def _unstorable(
+        self,
+        run_id: str,
+        worker: str,
+        test: dict[str, object],
+        exc: BaseException,
+        genome_format: str,
+    ) -> tuple[PhaseRows, tuple[object, ...]]:
+        """The row of a record the store could not encode: its id and outcome, unverified
+        with the reason, no phases (a diff reports it unverified, never unchanged)."""
+        said = test.get("unverified_reasons")
+        reasons = [r for r in said if isinstance(r, str)] if isinstance(said, list) else []
+        reasons.append(f"{REASON_NOT_STORABLE}:{type(exc).__name__}")
+        plain: dict[str, object] = {
+            "id": test.get("id"),
+            "outcome": str(test.get("outcome") or "error"),
+            "verified": False,
+            "unverified_reasons": reasons,
+        }
+        self.unstorable += 1
+        phases = PhaseRows(canonical_json({}), 0, [])
+        return phases, test_row(run_id, worker, plain, phases)
 
     def leave_run(self, run_id: str, worker: str, ok: bool, reasons: list[str]) -> None:
         with self._tx(f"leave run {run_id}") as conn:
@@ -277,16 +317,19 @@ class StoreWriter:
                 release_free_pages(conn)
         return [] if whole else why
 
-    def tally(self, run_id: str) -> tuple[int, int, str | None, int]:
-        """The run's tests (``<import>`` aside), how many are unverified, and the reason most
-        of those give with the number that give it."""
-        tests = unverified = 0
+    def tally(self, run_id: str) -> tuple[int, int, str | None, int, int]:
+        """The run's tests (``<import>`` aside), how many are unverified, the reason most
+        of those give with the number that give it, and how many records (``<import>``
+        included) the store could not encode whole (whichever process wrote them)."""
+        tests = unverified = unstorable = 0
         reasons: dict[str, int] = {}
         with self._tx(f"count the tests of run {run_id}") as conn:
             for test_id, verified, why in conn.execute(
                 "SELECT id, verified, unverified_reasons FROM tests WHERE run_id = ?",
                 (holder(conn, run_id, TESTS),),
             ):
+                if not verified and f'"{REASON_NOT_STORABLE}:' in str(why):
+                    unstorable += 1
                 if test_id == IMPORT_TEST_ID:
                     continue
                 tests += 1
@@ -295,9 +338,9 @@ class StoreWriter:
                     for reason in set(_json_list(why)):
                         reasons[reason] = reasons.get(reason, 0) + 1
         if not reasons:
-            return tests, unverified, None, 0
+            return tests, unverified, None, 0, unstorable
         top = min(reasons, key=lambda reason: (-reasons[reason], reason))
-        return tests, unverified, top, reasons[top]
+        return tests, unverified, top, reasons[top], unstorable
 
     def apply_cap(self) -> tuple[int, list[str], list[str]]:
         """Remove what the store's cap removes (``protocol.retention.runs_over_cap``: confirmation

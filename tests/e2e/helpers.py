@@ -270,6 +270,7 @@ def run_pytest(
         env=clean_env(env),
         capture_output=True,
         text=True,
+        errors="surrogateescape",  # a file name pytest prints may be undecodable bytes
         timeout=timeout,
         check=False,
     )
@@ -324,6 +325,7 @@ def cli(
         env=clean_env({"COLUMNS": str(columns)}),
         capture_output=True,
         text=True,
+        errors="surrogateescape",
         timeout=timeout,
         check=False,
     )

@@ -46,6 +46,8 @@ SCALARS = st.one_of(
     st.text(max_size=70),
     st.text(alphabet=st.characters(), max_size=8).map(lambda t: "/pytest-of-u/pytest-3/" + t),
     st.sampled_from(["\ud800", "x\udfff", "é", "", "pytest-of-"]),
+    # Any code point, lone surrogates included (an undecodable byte of a file name, #50).
+    st.text(st.characters(exclude_categories=()), max_size=20),
     st.sampled_from(["/tmp/tmpabcdefgh/x", "<f at 0x7f00>", "<Mock id='3'>", "/var/tmpabcdefgh"]),
     st.booleans(),
     st.none(),

@@ -269,9 +269,11 @@ def test_a_batch_that_failed_to_store_does_not_count_its_bodies_as_stored(store:
     with StoreWriter.open(str(store)) as writer:
         writer.begin_run(make_run("run-1"))
         writer.join_run("run-1", "main")
-        broken = {**make_test("tests/t.py::test_broken"), "params": {"x": {1, 2}}}  # not JSON
+        # A record without an id fails its batch (a record with a value JSON cannot hold
+        # costs only itself: test_text_roundtrip.py); the batch's first test is not kept.
+        broken = {k: v for k, v in make_test("tests/t.py::test_broken").items() if k != "id"}
         with pytest.raises(StoreError):
-            writer.add_tests("run-1", "main", [broken])
+            writer.add_tests("run-1", "main", [make_test("tests/t.py::test_first"), broken])
         writer.add_tests("run-1", "main", [make_test("tests/t.py::test_a")])
         writer.add_tests("run-1", "main", [make_test("tests/t.py::test_b")])
         writer.leave_run("run-1", "main", True, [])

@@ -126,7 +126,7 @@ def _page(title: str, body: str, *, root: str, kind: str) -> bytes:
         "</head>\n"
     )
     page = head + f'<body data-page="{kind}">\n{body}</body>\n</html>\n'
-    return page.encode("utf-8", "replace")  # a lone surrogate in recorded text: "?"
+    return page.encode("utf-8", "backslashreplace")  # a lone surrogate: its escape, as text
 
 
 def _count(n: int, noun: str) -> str:

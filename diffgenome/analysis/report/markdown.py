@@ -50,6 +50,7 @@ from diffgenome.analysis.report.common import (
     summary_text,
     test_blocks,
 )
+from diffgenome.protocol.jsontext import escape_surrogates
 from diffgenome.protocol.vocab import (
     STATUS_ADDED,
     STATUS_CHANGED,
@@ -101,8 +102,9 @@ class MarkdownTooLong(ValueError):
 def comment_length(text: str) -> int:
     """Length as the strictest counter measures it: UTF-16 code units (JavaScript's
     ``length``). That is never less than the count of code points, so a text within the limit
-    by this measure is within it whichever way a forge counts."""
-    return len(text.encode("utf-16-le")) // 2
+    by this measure is within it whichever way a forge counts. A lone surrogate counts as the
+    escape it is written as (protocol/jsontext.py)."""
+    return len(escape_surrogates(text).encode("utf-16-le")) // 2
 
 
 def code(text: str) -> str:
@@ -537,7 +539,7 @@ def render_markdown(
         lead += ["", "No test behaves differently."]
     text = _assemble(lead, entries, len(entries), None)
     if comment_length(text) <= limit:
-        return text
+        return escape_surrogates(text)
     if not entries:
         raise MarkdownTooLong(
             f"the report's lead alone takes {comment_length(text):,} characters, more than "
@@ -563,7 +565,7 @@ def render_markdown(
     while True:
         text = _assemble(lead, entries, kept, _cut_line(entries[kept:], limit, where))
         if comment_length(text) <= limit:
-            return text
+            return escape_surrogates(text)
         if kept == 0:
             raise MarkdownTooLong(
                 f"the report's lead and closing line alone take {comment_length(text):,} "
