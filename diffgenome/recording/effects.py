@@ -182,9 +182,13 @@ class Effects:
         scope: Scope,
         symbol_of_code: Callable[[Any], str | None] | None = None,
         preview: bool = False,
+        located: Callable[[str], str] | None = None,
     ) -> None:
         self._digest = digester.digest
         self._clear = clear
+        # Text that names places: made stable, the secret rules reading it as it was too
+        # (``Redactor.located``).
+        self._located = located or (lambda text: clear(stable.stable_text(text)))
         self._scope = scope
         self._symbol_of_code = symbol_of_code
         self._preview = preview
@@ -331,11 +335,11 @@ class Effects:
         other threads run while it computes (OpenSSL is called without the GIL), and a
         background thread paused in the middle of its work let google-auth's test assert
         before its refresh thread finished (it failed under ``--genome`` on every run)."""
-        clean = self._clear(stable.stable_text(text))
+        clean = self._located(text)
         return tag + clean.encode("utf-8", "surrogatepass")
 
     def _preview_of(self, text: str) -> str:
-        shown = self._clear(stable.stable_text(text[: 4 * PREVIEW_CHARS]))
+        shown = self._located(text[: 4 * PREVIEW_CHARS])
         return shown if len(shown) <= PREVIEW_CHARS else shown[:PREVIEW_CHARS] + "\u2026"
 
     # -- logging -------------------------------------------------------------------------
@@ -429,7 +433,7 @@ class Effects:
                 return self._symbol(code, filename)
             frame = frame.f_back
             depth += 1
-        return self._clear(stable.stable_text(filename))
+        return self._located(filename)
 
     def _symbol(self, code: Any, filename: str) -> str:
         symbol_of = self._symbol_of_code
@@ -440,7 +444,7 @@ class Effects:
         placement = self._scope.place(filename)
         if placement is not None:
             return f"py:{placement.module}.{code.co_qualname}"
-        return f"{self._clear(stable.stable_text(filename))}:{code.co_qualname}"
+        return f"{self._located(filename)}:{code.co_qualname}"
 
     def _end_warnings(self, phase: str) -> None:
         for (category, origin, message, escaped), count in self._warnings.items():
@@ -512,7 +516,7 @@ class Effects:
             entry: Entry = {
                 "type": "file",
                 "phase": phase,
-                "path": self._clear(stable.stable_text(full)),
+                "path": self._located(full),
                 "mode": "append" if "a" in mode else "write",
             }
             entry.update(content)

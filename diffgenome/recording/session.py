@@ -167,7 +167,7 @@ class Recorder:
         #: event targets, stand-in paths, warning previews): collect/redact.py.
         self.redactor = Redactor(self.digester)
         #: ``--genome-preview``: previews of small scalar values, under the same rules.
-        self.previews = ValuePreviews(self.redactor.text) if self.options.preview else None
+        self.previews = ValuePreviews(self.redactor.located) if self.options.preview else None
         self.tracer = Tracer(self.scope, self.digester, self.bounds)
         self.run = Run(
             self.store, options.controller_run_id or _run_id_asked() or new_run_id(), self.worker
@@ -228,6 +228,7 @@ class Recorder:
             self.scope,
             lambda code: getattr(codes.get(id(code)), "symbol", None),
             self.options.preview,
+            self.redactor.located,
         )
         self._effects_on = False
         self._own_capture = False
@@ -235,7 +236,9 @@ class Recorder:
         self._capture = str(getattr(config.option, "capture", "fd"))
 
     def _warnings_seen(self) -> WarningsSeen:
-        return WarningsSeen(self.digester, self.redactor.text, self.options.preview)
+        return WarningsSeen(
+            self.digester, self.redactor.text, self.options.preview, self.redactor.located
+        )
 
     # -- session -------------------------------------------------------------------------
 

@@ -52,12 +52,17 @@ def _category(category: object) -> str:
 _NUMBERS = re.compile(r"\d+")
 
 
-def _text(message: object, category: str) -> str:
+def _said(message: object) -> str:
     try:
-        text = str(message)
+        return str(message)
     except Exception as exc:  # a warning whose __str__ fails is still a warning
-        text = f"<unprintable {type(message).__name__}: {type(exc).__name__}>"
-    text = stable.stable_text(text)
+        return f"<unprintable {type(message).__name__}: {type(exc).__name__}>"
+
+
+def _text(said: str, category: str) -> str:
+    """What the message digest is of: the message made stable, its run-specific numbers
+    written ``N`` in a ResourceWarning."""
+    text = stable.stable_text(said)
     if category == "ResourceWarning":
         text = _NUMBERS.sub("N", text)
     return text
@@ -77,41 +82,46 @@ class WarningsSeen:
     made stable) passes through the same rules; the category is the warning's class.
     """
 
-    __slots__ = ("_clear", "_counts", "_digest", "_preview")
+    __slots__ = ("_counts", "_digest", "_located", "_preview")
 
     def __init__(
         self,
         digester: Digester,
         clear: Callable[[str], str] | None = None,
         preview: bool = False,
+        located: Callable[[str], str] | None = None,
     ) -> None:
         self._counts: dict[tuple[str, str, str], list[Any]] = {}
         self._digest = digester.digest
-        self._clear = clear
+        # Made stable with the secret rules reading the text as it was too
+        # (``Redactor.located``); without rules, only made stable.
+        self._located = located or (
+            (lambda text: clear(stable.stable_text(text))) if clear else stable.stable_text
+        )
         self._preview = preview
 
     def add(self, warning_message: Any) -> None:
         """One caught ``warnings.WarningMessage``."""
         category = _category(getattr(warning_message, "category", None))
-        origin = stable.stable_text(str(getattr(warning_message, "filename", "") or ""))
-        clear = self._clear
-        if clear is not None:
-            origin = clear(origin)
-        text = _text(getattr(warning_message, "message", ""), category)
+        origin = self._located(str(getattr(warning_message, "filename", "") or ""))
+        said = _said(getattr(warning_message, "message", ""))
+        text = _text(said, category)
         digest = self._digest(_DIGEST_TAG + text.encode("utf-8", "surrogatepass"))
         key = (category, origin, digest)
         seen = self._counts.get(key)
         if seen is None:
-            preview = self._preview_of(text) if self._preview else None
+            if category == "ResourceWarning":
+                said = _NUMBERS.sub("N", said)
+            preview = self._preview_of(said) if self._preview else None
             seen = self._counts[key] = [0, _finalizing(category, text), preview]
         seen[0] += 1
 
     def _preview_of(self, text: str) -> str:
-        """The start of the message with the secret rules applied, then cut (so that a cut
-        never leaves half a secret unmasked)."""
-        clear = self._clear
+        """The start of the message, made stable with the secret rules applied (reading it
+        as it was said, before any location was rewritten), then cut (so that a cut never
+        leaves half a secret unmasked)."""
         read = text[:_PREVIEW_READ]
-        shown = clear(read) if clear is not None else read
+        shown = self._located(read)
         cut = len(text) > _PREVIEW_READ
         if cut:  # what was read may end in the first half of a secret: never shown
             shown = _TRAILING_RUN.sub("", shown)

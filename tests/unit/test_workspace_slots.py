@@ -44,8 +44,36 @@ def test_two_diffs_at_once_get_two_slots_and_the_first_is_free_again(tmp: Path) 
 def test_what_a_killed_diff_left_is_emptied(tmp: Path) -> None:
     store = str(tmp / ".diffgenome")
     left = Path(stable_root(store) + "-0")
+    left.parent.mkdir(mode=0o700)  # as a diff makes it
+    left.mkdir(mode=0o700)
     (left / "tree" / "pkg").mkdir(parents=True)
     (left / "tree" / "pkg" / "stale.py").write_text("x = 1\n")
     with Workspace(None, store) as workspace:
         assert workspace.root == str(left)
         assert os.listdir(left) == []
+
+
+def test_a_parent_another_user_could_enter_is_never_used(tmp: Path) -> None:
+    """``diffgenome-<uid>`` made in advance with another mode (or by another user: the
+    end-to-end test with a second uid, test_reliability_hostile.py) is refused, not
+    repaired: the diff works in a fresh private folder of a name no one can foresee."""
+    store = str(tmp / ".diffgenome")
+    parent = Path(stable_root(store)).parent
+    parent.mkdir(mode=0o700)
+    parent.chmod(0o777)
+    with Workspace(None, store) as workspace:
+        assert not workspace.root.startswith(str(parent) + os.sep)
+        assert os.stat(workspace.root).st_mode & 0o777 == 0o700
+    assert os.listdir(parent) == []
+    assert os.stat(parent).st_mode & 0o777 == 0o777  # left as it was found
+
+
+def test_a_slot_folder_of_another_mode_is_passed_over(tmp: Path) -> None:
+    store = str(tmp / ".diffgenome")
+    root = Path(stable_root(store))
+    root.parent.mkdir(mode=0o700)
+    Path(str(root) + "-0").mkdir(mode=0o700)
+    Path(str(root) + "-0").chmod(0o755)
+    with Workspace(None, store) as workspace:
+        assert workspace.root == str(root) + "-1"
+        assert os.stat(workspace.root).st_mode & 0o777 == 0o700

@@ -3,9 +3,10 @@ being recorded, and a copy of the recording side for interpreters without diffge
 
 Everything is created under one temp folder and removed in ``close()``, which the sides and
 confirmation call from ``finally`` -- also on errors and Ctrl-C. That folder's name does not change
-between invocations: ``diffgenome-<store>-<slot>`` under the system's temp folder, where
-``<store>`` is a hash of the store's path and ``<slot>`` the first one no other diff holds
-(an exclusive ``flock`` on the folder, held while the workspace lives). What a test
+between invocations: ``diffgenome-<uid>/<store>-<slot>`` under the system's temp folder,
+where ``diffgenome-<uid>`` is this user's private folder (0700, refused when anyone else
+holds the name), ``<store>`` is a hash of the store's path and ``<slot>`` the first one no
+other diff holds (an exclusive ``flock`` on the folder, held while the workspace lives). What a test
 derives from where the tree or its temp folder lies (a copy of ``os.environ``, a path under
 ``tempfile.gettempdir()``) is then the same in every recording made at that slot, so that a
 run recorded by an earlier invocation is what this one would record (issue #24). Worktrees
@@ -20,6 +21,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -40,18 +42,26 @@ SLOTS = 16
 def _claim(prefix: str) -> tuple[str, int | None]:
     """The first slot folder ``<prefix>-<n>`` this process gets an exclusive ``flock`` on
     (the folder itself is locked: nothing is left behind), emptied of what a killed diff may
-    have left there; a fresh ``mkdtemp`` folder (no lock) when every slot is held, or where
-    there is no ``flock`` (Windows: a fresh name per diff, so reuse there records again)."""
+    have left there; a fresh ``mkdtemp`` folder (no lock) when every slot is held, where
+    there is no ``flock`` (Windows: a fresh name per diff, so reuse there records again), or
+    where the private parent cannot be had (:func:`_private_parent`).
+
+    Only a folder this user owns, of mode 0700, inside the private parent is ever claimed:
+    the diff runs the recorder and the project's code from it, and a folder another user
+    made in advance at a name anyone can compute would let that user swap the code."""
     try:
         import fcntl
     except ImportError:
-        return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-"), None
+        return _fresh(prefix), None
     for slot in range(SLOTS):
         folder = f"{prefix}-{slot}"
         for _attempt in range(3):  # the folder may go between making and opening it
+            if _private_parent(os.path.dirname(folder)) is None:
+                return _fresh(prefix), None
             try:
-                os.makedirs(folder, exist_ok=True)
-                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(folder, 0o700)
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             except OSError:
                 continue
             try:
@@ -63,12 +73,46 @@ def _claim(prefix: str) -> tuple[str, int | None]:
                 same = os.path.samestat(os.fstat(fd), os.stat(folder))
             except OSError:
                 same = False
-            if not same:  # removed (and perhaps made again) by the diff that held it
+            if not same or not _private(os.fstat(fd)):
                 os.close(fd)
-                continue
+                if same:  # ours in name only (another mode, another owner): never used
+                    break
+                continue  # removed (and perhaps made again) by the diff that held it
             _empty(folder)
             return folder, fd
-    return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-"), None
+    return _fresh(prefix), None
+
+
+def _fresh(prefix: str) -> str:
+    """A new folder of a name no one can foresee, 0700 (``mkdtemp``), in the system's temp
+    folder."""
+    return tempfile.mkdtemp(prefix=os.path.basename(prefix) + "-")
+
+
+def _private(status: os.stat_result) -> bool:
+    """A folder of this user's that no one else may enter or change."""
+    return (
+        stat.S_ISDIR(status.st_mode)
+        and status.st_uid == os.geteuid()
+        and status.st_mode & 0o077 == 0
+    )
+
+
+def _private_parent(parent: str) -> str | None:
+    """``parent`` (``<temp>/diffgenome-<uid>``), made 0700 if missing; None when the name is
+    held by anything but this user's private folder (another user's, a link, a wider mode:
+    refused, never repaired), or when the temp folder itself lets others replace what is in
+    it (writable by all without the sticky bit)."""
+    try:
+        base = os.stat(os.path.dirname(parent))
+        if base.st_mode & 0o002 and not base.st_mode & stat.S_ISVTX:
+            return None
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(parent, 0o700)
+        status = os.lstat(parent)
+    except OSError:
+        return None
+    return parent if _private(status) else None
 
 
 def _empty(folder: str) -> None:
@@ -82,9 +126,11 @@ def _empty(folder: str) -> None:
 
 
 def stable_root(store: str | None) -> str:
-    """The name the workspace of a diff into ``store`` starts with (before its slot)."""
+    """The name the workspace of a diff into ``store`` starts with (before its slot): in
+    this user's private folder of the system's temp folder, ``diffgenome-<uid>``."""
     key = hashlib.sha256(os.path.abspath(store or os.getcwd()).encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), f"diffgenome-{key}")
+    owner = os.geteuid() if hasattr(os, "geteuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"diffgenome-{owner}", key)
 
 
 class Workspace:
@@ -198,6 +244,9 @@ class Workspace:
             self._worktrees = []
             # Removed while still locked: the next diff makes the folder anew.
             shutil.rmtree(self.root, ignore_errors=True)
+            if self._slot is not None:  # the private parent, when no other diff uses it
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.dirname(self.root))
         finally:
             if self.repo is not None:
                 with contextlib.suppress(RevisionError):

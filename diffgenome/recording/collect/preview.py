@@ -126,7 +126,9 @@ class ValuePreviews:
         parts = self._parts
         if parts is not None and parts.search(text) is not None:
             return None
-        masked = self._clear(text)
+        # The form holds the text made stable: the rules read it with its locations written
+        # back (``$HOME=/root`` made ``postgresql://root:pw@db`` read ``postgresql:/<home>:…``).
+        masked = self._clear(stable.unstable_text(text))
         return repr(masked) if type(value) is str else masked
 
     def result_of(self, symbol: str) -> Callable[[str, bytes], str | None] | None:

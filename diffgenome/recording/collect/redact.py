@@ -48,6 +48,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from diffgenome.recording.collect import stable
 from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.values import Digester
 
@@ -214,13 +215,14 @@ def secret_spans(
 class Redactor:
     """The rules above, with the session's key and the secrets its environment names."""
 
-    __slots__ = ("_digest", "_known", "_memo", "_seen", "_values")
+    __slots__ = ("_digest", "_known", "_located", "_memo", "_seen", "_values")
 
     def __init__(self, digester: Digester, environ: Mapping[str, str] | None = None) -> None:
         self._digest = digester.digest
         self._values: set[str] = set()
         self._known: re.Pattern[str] | None = None
         self._memo: dict[tuple[str, bool], str] = {}
+        self._located: dict[str, str] = {}
         self._seen: object = None
         self.note_environment(environ)
 
@@ -259,6 +261,7 @@ class Redactor:
         alternatives = sorted(self._values, key=lambda v: (-len(v), v))
         self._known = re.compile("|".join(re.escape(v) for v in alternatives))
         self._memo.clear()
+        self._located.clear()
 
     def mark(self, secret: str) -> str:
         digest = self._digest(_TAG + secret.encode("utf-8", "surrogatepass"))
@@ -290,6 +293,32 @@ class Redactor:
         if len(memo) >= _MEMO_ENTRIES:
             memo.clear()
         memo[key] = done
+        return done
+
+    def located(self, text: str) -> str:
+        """``text`` made independent of locations (``stable.stable_text``) with the rules
+        applied, the rules reading the text as it was too: a secret whose context the rewrite
+        broke is masked all the same (with ``$HOME=/root``, ``postgresql://root:pw@db`` reads
+        ``postgresql:/<home>:pw@db`` once rewritten, where the URL rule no longer finds the
+        password). What the rules find only in the text as it was (a random temp folder's
+        name, rewritten away) changes nothing, so the result is the rewritten text's own
+        wherever no secret is lost; never raises."""
+        memo = self._located
+        done = memo.get(text)
+        if done is not None:
+            return done
+        try:
+            done = self.text(stable.stable_text(text))
+            head = text[:MAX_TEXT]
+            for start, end in secret_spans(head, self._known):
+                secret = head[start:end]
+                if secret in done:
+                    done = done.replace(secret, self.mark(secret))
+        except Exception:
+            done = self.mark(str(text))
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
+        memo[text] = done
         return done
 
     def test_id(self, test_id: str) -> str:

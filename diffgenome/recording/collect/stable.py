@@ -67,6 +67,10 @@ _markers: tuple[str, ...] = FIXED_MARKERS
 _location_roots: tuple[str, ...] = ()
 _location_re: re.Pattern[str] | None = None
 _location_labels: dict[str, str] = {}
+# Each label with the path it was first given for, and the pattern of the labels: what
+# ``unstable_text`` writes back.
+_label_paths: dict[str, str] = {}
+_label_re: re.Pattern[str] | None = None
 _tempfile_names: set[str] = set()
 # One bit per window hash of a known name (``name_hash``); the compiled core slides the same
 # hash over a short string and hands it to Python only where a bit is set.
@@ -132,15 +136,22 @@ def locations_of_this_process(
 def configure(locations: Iterable[tuple[str, str]]) -> None:
     """Set the locations made stable (each path also by its real path); the first label given
     for a path wins. Called once before recording starts, never at event time."""
-    global _markers, _location_roots, _location_re, _location_labels
+    global _markers, _location_roots, _location_re, _location_labels, _label_paths, _label_re
     labels: dict[str, str] = {}
+    label_paths: dict[str, str] = {}
     for path, label in locations:
+        if len(path.rstrip("/")) > 2 and path.startswith("/"):
+            label_paths.setdefault(label, path.rstrip("/"))
         for variant in (path, os.path.realpath(path)):
             variant = variant.rstrip("/")
             # "/" or a one-letter folder would rewrite every path: not a location.
             if len(variant) > 2 and variant.startswith("/") and variant not in labels:
                 labels[variant] = label
     roots = tuple(sorted(labels, key=len, reverse=True))
+    _label_paths = label_paths
+    _label_re = (
+        re.compile("|".join(re.escape(label) for label in label_paths)) if label_paths else None
+    )
     _location_labels = labels
     _location_roots = roots
     _location_re = (
@@ -149,6 +160,21 @@ def configure(locations: Iterable[tuple[str, str]]) -> None:
         else None
     )
     _markers = FIXED_MARKERS + tuple(r for r in roots if not any(m in r for m in FIXED_MARKERS))
+
+
+def unstable_text(text: str) -> str:
+    """``text`` with each location label written back as the path it stands for (the first
+    given for that label): the text the secret rules read where only the stable form is at
+    hand (a value's canonical form), so that a rewrite never hides a secret's context
+    (``postgresql://root:pw@db`` with ``$HOME=/root`` reads ``postgresql:/<home>:pw@db``)."""
+    pattern = _label_re
+    if pattern is None or "<" not in text:
+        return text
+    return pattern.sub(_label_path, text)
+
+
+def _label_path(match: re.Match[str]) -> str:
+    return _label_paths[match.group()]
 
 
 def _location_label(match: re.Match[str]) -> str:

@@ -1,0 +1,226 @@
+"""Issue #45, do no harm, part three: tried as a hostile project and a hostile local user would
+on a shared machine (docs/reliability.md, "Hostile users and projects").
+
+- the workspace of a diff is private: a folder another user made in advance at a name the
+  diff would compute is never used, and no code runs from a path another user can write;
+- a password in a preview survives no rewrite of locations (``HOME=/root`` once turned
+  ``postgresql://root:…@`` into ``postgresql:/<home>:…@``, where the URL rule did not find it);
+- a changed test whose id the secret rules masked is confirmed by its real id;
+- a test that switches off diffgenome's local events makes the tests after it unverified;
+- control characters in recorded names reach no terminal raw; the store is private and its
+  files are never written through a symbolic link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    PY,
+    STORE,
+    GitRepo,
+    clean_env,
+    cli,
+    record_full,
+    test_genome,
+    write_files,
+)
+from e2e.test_reliability_privacy import folder_haystacks, store_haystacks
+
+PASSWORD = "Tr0ub4dor&3"
+
+DSN_PROJECT = {
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "pkg/__init__.py": "",
+    "pkg/db.py": """
+        import warnings
+
+
+        def dsn(user):
+            return f"postgresql://{user}:Tr0ub4dor&3@db/app"
+
+
+        def connect(user, home):
+            url = dsn(user)
+            warnings.warn(f"connecting to {url} from {home}", UserWarning)
+            return url
+    """,
+    "tests/test_db.py": """
+        import os
+
+        from pkg.db import connect, dsn
+
+
+        def _user():
+            return os.path.basename(os.environ["HOME"].rstrip("/")) or "root"
+
+
+        def test_dsn():
+            assert dsn(_user()).startswith("postgresql://")
+
+
+        def test_connect():
+            home = os.environ["HOME"]
+            assert connect(_user(), f"https://ci:Tr0ub4dor&3@h{home}").endswith("/app")
+    """,
+}
+
+
+def _no_password(hay: dict[str, bytes]) -> None:
+    leaks = [where for where, blob in hay.items() if PASSWORD.encode() in blob]
+    assert leaks == [], leaks
+
+
+@pytest.mark.parametrize("home", ["/root", "/home/runner", "/github/home", "/db"])
+def test_a_password_in_a_preview_is_masked_under_every_home(tmp_path: Path, home: str) -> None:
+    project = tmp_path / "project"
+    write_files(project, DSN_PROJECT)
+    recorded = record_full(project, "--genome-preview", "-W", "always", env={"HOME": home})
+    doc = recorded.doc
+    # ``dsn`` is a secret name (its results get no preview); ``connect`` returns the URL.
+    shown = [
+        entry.get("preview", "")
+        for node in test_genome(doc, "::test_connect")["phases"]["call"]["nodes"]
+        if node.get("symbol") == "py:pkg.db.connect"
+        for entry in node["results"]
+    ]
+    assert len(shown) == 1 and shown[0].startswith("'postgresql:"), shown
+    assert "<secret:" in shown[0], shown
+    warned = test_genome(doc, "::test_connect")["warnings"]
+    assert warned and all("<secret:" in w["message"] for w in warned), warned
+    hay = store_haystacks(project / STORE)
+    hay["export --with-previews"] = json.dumps(doc, ensure_ascii=False).encode()
+    _no_password(hay)
+
+
+def test_a_password_in_a_preview_reaches_no_report_of_a_diff_when_home_is_root(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    write_files(repo, DSN_PROJECT)
+    git = GitRepo.init(repo)
+    git.commit_all("base")
+    db = repo / "pkg" / "db.py"
+    db.write_text(db.read_text().replace("@db/app", "@db2/app"))
+    git.commit_tracked("another host")
+    json_out, markdown, site = tmp_path / "diff.json", tmp_path / "diff.md", tmp_path / "site"
+    done = subprocess.run(
+        [
+            *(PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--all"),
+            *("--json", str(json_out), "--markdown", str(markdown), "--html", str(site)),
+            *("--", *DIFF_PYTEST_ARGS, "--genome-preview", "-W", "always"),
+        ],
+        cwd=repo,
+        env=clean_env({"HOME": "/root", "TMPDIR": str(tmp_path), "COLUMNS": "400"}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "<secret:" in done.stdout  # the changed value is there, masked
+    hay = {
+        "stdout": done.stdout.encode(),
+        "stderr": done.stderr.encode(),
+        "--json": json_out.read_bytes(),
+        "--markdown": markdown.read_bytes(),
+        **{f"--html {name}": blob for name, blob in folder_haystacks(site).items()},
+        **store_haystacks(repo / STORE),
+    }
+    run = json.loads(json_out.read_text())["head"]["run"]
+    exported = cli(repo, "export", run, "--with-previews")
+    assert exported.returncode == 0, exported.stderr
+    hay["export --with-previews"] = exported.stdout.encode()
+    _no_password(hay)
+
+
+# -- the workspace of a diff -----------------------------------------------------------------
+
+OTHER_UID = 4242
+
+PROBE_PROJECT = {
+    "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "pkg/__init__.py": "def answer():\n    return 42\n",
+    "tests/test_probe.py": """
+        import json
+        import os
+
+        from pkg import answer
+
+
+        def test_where_the_code_runs():
+            # Every folder from this file up to the temp folder: whose, and who may write.
+            seen, path = [], os.path.dirname(os.path.abspath(__file__))
+            top = os.environ["SHARED_TMP"]
+            while path.startswith(top + os.sep):
+                status = os.lstat(path)
+                seen.append([path, status.st_uid, status.st_mode & 0o777])
+                path = os.path.dirname(path)
+            with open(os.environ["PROBE"], "a") as probe:
+                probe.write(json.dumps(seen) + "\\n")
+            assert answer() == 42
+    """,
+}
+
+
+def _as_other_user(*command: str) -> None:
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("a second local user needs root and setpriv")
+    ids = (f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups")
+    subprocess.run([setpriv, *ids, "--", *command], check=True)
+
+
+def test_a_workspace_another_user_made_in_advance_is_never_used(tmp_path: Path) -> None:
+    """Another local user computes the names a diff would work in (the old
+    ``diffgenome-<hash of the store>-<slot>`` and today's private parent) and makes them in
+    advance, writable by all, with a recorder of their own inside. The diff uses none of
+    them: its code runs in folders of its own user that no one else may enter."""
+    shared = Path(tempfile.mkdtemp(prefix="shared-tmp-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)  # a temp folder as /tmp is
+        repo = tmp_path / "repo"
+        write_files(repo, PROBE_PROJECT)
+        GitRepo.init(repo).commit_all("base")
+        GitRepo(repo).commit_empty("the same tree")
+        store = os.path.realpath(repo / STORE)
+        key = hashlib.sha256(store.encode()).hexdigest()[:12]
+        planted = [shared / f"diffgenome-{os.geteuid()}", shared / f"diffgenome-{key}-0"]
+        for folder in planted:
+            payload = folder / "recorder" / "diffgenome"
+            _as_other_user("mkdir", "-p", "-m", "0777", str(payload))
+            _as_other_user("chmod", "0777", str(folder))
+        probe = tmp_path / "probe.jsonl"
+        done = subprocess.run(
+            [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD"],
+            cwd=repo,
+            env=clean_env({"TMPDIR": str(shared), "SHARED_TMP": str(shared), "PROBE": str(probe)}),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        seen = [json.loads(line) for line in probe.read_text().splitlines()]
+        assert len(seen) >= 2, done.stderr  # base and head (and confirmations)
+        for folders in seen:
+            assert folders, "the tests ran outside the temp folder"
+            for path, uid, mode in folders:
+                assert uid == os.geteuid(), (path, uid)
+                assert not any(path.startswith(str(p) + os.sep) for p in planted), path
+            # The workspace's top folder is private; what is under it is not reachable.
+            assert folders[-1][2] == 0o700, folders
+        for folder in planted:  # what the other user made is untouched
+            assert sorted(p.name for p in folder.iterdir()) == ["recorder"]
+            assert os.stat(folder).st_uid == OTHER_UID
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
