@@ -214,7 +214,7 @@ def test_a_workspace_another_user_made_in_advance_is_never_used(tmp_path: Path) 
         assert len(seen) >= 2, done.stderr  # base and head (and confirmations)
         for folders in seen:
             assert folders, "the tests ran outside the temp folder"
-            for path, uid, mode in folders:
+            for path, uid, _mode in folders:
                 assert uid == os.geteuid(), (path, uid)
                 assert not any(path.startswith(str(p) + os.sep) for p in planted), path
             # The workspace's top folder is private; what is under it is not reachable.
