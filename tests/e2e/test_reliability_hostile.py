@@ -30,6 +30,7 @@ from e2e.helpers import (
     GitRepo,
     clean_env,
     cli,
+    cli_json,
     record_full,
     test_genome,
     write_files,
@@ -224,3 +225,47 @@ def test_a_workspace_another_user_made_in_advance_is_never_used(tmp_path: Path) 
             assert os.stat(folder).st_uid == OTHER_UID
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+# -- a masked test id ------------------------------------------------------------------------
+
+TOKEN_PROJECT = {
+    "pkg/__init__.py": "def size(token):\n    return len(token)\n",
+    "tests/test_token.py": """
+        import pytest
+
+        from pkg import size
+
+
+        @pytest.mark.parametrize("token", ["sk_live_4eC39HqLyjWDarjtT1zdp7dc", "plain"])
+        def test_token(token):
+            assert size(token) > 0
+    """,
+}
+
+
+def test_a_changed_test_with_a_masked_id_is_confirmed_by_its_real_id(tmp_path: Path) -> None:
+    """The secret rules mask the parameter in the id (``test_token[<secret:…>]``); a change
+    both cases show is confirmed, the masked one selected by its function and narrowed by
+    its recorded id, never handed to pytest as a node id it cannot know."""
+    repo = tmp_path / "repo"
+    write_files(repo, TOKEN_PROJECT)
+    git = GitRepo.init(repo)
+    git.commit_all("base")
+    write_files(repo, {"pkg/__init__.py": "def size(token):\n    return len(token) + 1\n"})
+    git.commit_tracked("one more")
+    # No argument pytest could read as a path: confirmation then names the tests to pytest.
+    options = ("-pno:cacheprovider", "-pno:randomly")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=options)
+    assert code == 1
+    statuses = {t["id"]: t["status"] for t in document["tests"]}
+    masked = [i for i in statuses if "<secret:" in i]
+    assert len(masked) == 1 and "sk_live" not in json.dumps(document), statuses
+    assert statuses[masked[0]] == "changed"
+    assert statuses["tests/test_token.py::test_token[plain]"] == "changed"
+    affected = cli(repo, "affected", "HEAD~1", "HEAD", "--ids")
+    assert affected.returncode == 0, affected.stderr
+    assert affected.stdout.splitlines() == [
+        "tests/test_token.py::test_token",
+        "tests/test_token.py::test_token[plain]",
+    ]

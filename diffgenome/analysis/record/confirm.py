@@ -21,7 +21,7 @@ from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.sides import Side, side_subject
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
-from diffgenome.protocol.selection import ALL_CASES, node_id
+from diffgenome.protocol.selection import ALL_CASES, node_id, pytest_node_id
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 #: Recordings of each side's differing tests that confirmation compares with each other.
@@ -202,7 +202,7 @@ def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
         relative = test_id[len(prefix) :]
         if relative.endswith(ALL_CASES):  # every case of a function: the function's node id
             relative = relative[: -len(ALL_CASES)]
-        out[node_id(relative)] = None
+        out[pytest_node_id(relative)] = None
     return list(out)
 
 
