@@ -165,7 +165,7 @@ UNVERIFIED_REASONS: Final = {
     REASON_TOOL_ID_UNAVAILABLE: "another tool holds the monitoring tool id (detail: its name)",
     REASON_MONITORING_DISTURBED: "code under test changed diffgenome's monitoring while the "
     "phase ran (detail: what: tool-id-taken, tool-id-freed, callback-replaced, "
-    "events-changed, unrestorable)",
+    "events-changed, local-events-changed, unrestorable)",
     REASON_TRUNCATED: "a bound was reached and the tree was cut (detail: which bound)",
     REASON_UNTRACED_SUBPROCESS: "a child process ran without a recorder (detail: the program)",
     REASON_UNATTRIBUTED: "work on another thread or process that no test can be named for "

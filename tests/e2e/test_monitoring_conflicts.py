@@ -90,8 +90,28 @@ def _project(tmp_path: Path, body: str) -> Path:
             """,
             "call:monitoring-disturbed:tool-id-freed",
         ),
+        (
+            """
+            def test_a_disturbs():
+                assert f(2) == 1  # f is armed now
+                mon.set_local_events(their_tool(), f.__code__, 0)
+                assert f(2) == 1
+            """,
+            "call:monitoring-disturbed:local-events-changed",
+        ),
+        (
+            """
+            def test_a_disturbs():
+                # The watch taken out of sys.monitoring first: every armed code is looked at.
+                assert f(2) == 1
+                mon.set_local_events = mon.set_local_events.__wrapped__
+                mon.set_local_events(their_tool(), f.__code__, 0)
+                assert f(2) == 1
+            """,
+            "call:monitoring-disturbed:local-events-changed",
+        ),
     ],
-    ids=["set_events", "register_callback", "free_tool_id"],
+    ids=["set_events", "register_callback", "free_tool_id", "set_local_events", "unwatched"],
 )
 def test_disturbed_tool_is_restored_and_disclosed(tmp_path: Path, body: str, reason: str) -> None:
     project = _project(tmp_path, body)
@@ -102,6 +122,10 @@ def test_disturbed_tool_is_restored_and_disclosed(tmp_path: Path, body: str, rea
     after = test_genome(rec.doc, "test_z_after")
     assert after["verified"], after["unverified_reasons"]
     assert "py:pkg.mod.f" in symbols_of(after["phases"]["call"])
+    # Its returns and decisions are seen again (its local events armed anew).
+    (node,) = [n for n in after["phases"]["call"]["nodes"] if n.get("symbol") == "py:pkg.mod.f"]
+    assert node["exits"] == {"returned": 1} and node["results"], node
+    assert after["phases"]["call"]["branches"], after["phases"]["call"]
     assert rec.doc["run"]["complete"]
     notices = diffgenome_notices(rec.output)
     assert len(notices) == 1, notices

@@ -269,3 +269,48 @@ def test_a_changed_test_with_a_masked_id_is_confirmed_by_its_real_id(tmp_path: P
         "tests/test_token.py::test_token",
         "tests/test_token.py::test_token[plain]",
     ]
+
+
+# -- a test that blinds the recorder ---------------------------------------------------------
+
+BLIND_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/mod.py": "def half(n):\n    return n // 2\n",
+    "tests/test_blind.py": """
+        import sys
+
+        from pkg.mod import half
+
+        mon = sys.monitoring
+
+
+        def test_a_blinds_the_recorder():
+            assert half(4) == 2  # armed by its first call
+            tool = next(i for i in range(6) if mon.get_tool(i) == "diffgenome")
+            mon.set_local_events(tool, half.__code__, 0)
+
+
+        def test_b_uses_it():
+            assert half(4) == 2
+    """,
+}
+
+
+def test_a_test_that_switches_off_the_recorders_local_events_hides_no_change(
+    tmp_path: Path,
+) -> None:
+    """The first test switches off diffgenome's local events of ``half``; the second one's
+    result goes int -> float in head. Once it read ``unchanged`` (the returns of ``half``
+    were no longer seen); now the first test is unverified and the second one changed."""
+    repo = tmp_path / "repo"
+    write_files(repo, BLIND_PROJECT)
+    git = GitRepo.init(repo)
+    git.commit_all("base")
+    write_files(repo, {"pkg/mod.py": "def half(n):\n    return n / 2\n"})
+    git.commit_tracked("true division")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert code == 1
+    tests = {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+    assert tests["test_b_uses_it"]["status"] == "changed", tests["test_b_uses_it"]
+    blinding = tests["test_a_blinds_the_recorder"]
+    assert any("local-events-changed" in r for r in blinding["reasons"]), blinding

@@ -74,6 +74,13 @@ if TYPE_CHECKING:
 
 _monitoring = sys.monitoring
 _events = _monitoring.events
+# Bound at import: the session puts a watch in ``sys.monitoring.set_local_events``'s place
+# (``Tracer._watch_local_events``), and the recorder's own calls must not go through it.
+_set_local_events = _monitoring.set_local_events
+_get_local_events = _monitoring.get_local_events
+# How many code objects a watch remembers between two phase ends; past it, every armed code
+# object is looked at again.
+_TOUCHED_LIMIT: Final = 256
 _DISABLE = _monitoring.DISABLE
 _getframe = sys._getframe
 _get_ident = threading.get_ident
@@ -238,6 +245,11 @@ class Tracer:
         self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
         self._create_task_original: tuple[Any, Any] | None = None
         self._core: Any = None  # the compiled core's object, when it is in use
+        # The watch put in ``sys.monitoring.set_local_events``'s place, and the code objects
+        # whose local events code under test set for this tool id since the last phase end
+        # (None: more than the watch remembers).
+        self._local_watch: Callable[..., Any] | None = None
+        self._local_touched: list[CodeType] | None = []
         self._accel = _ACCEL if core == "auto" else None
         # The callback objects registered for the tool id, kept to see whether a test
         # replaced one (the compiled core's bound methods are new objects at each lookup).
@@ -305,6 +317,7 @@ class Tracer:
         _monitoring.set_events(tid, GLOBAL_EVENTS)
         self._wrap_thread_start()
         self._wrap_create_task()
+        self._watch_local_events()
         return True
 
     def stop(self) -> None:
@@ -314,6 +327,7 @@ class Tracer:
         handed it to another tool, whose events and callbacks are not ours to clear."""
         self._set_recording(False)
         self._unwrap_thread_start()
+        self._unwatch_local_events()
         tid = self.tool_id
         if tid is None:
             return
@@ -325,7 +339,7 @@ class Tracer:
         with contextlib.suppress(ValueError):
             _monitoring.set_events(tid, 0)
             for code in self._armed:
-                _monitoring.set_local_events(tid, code, 0)
+                _set_local_events(tid, code, 0)
         events = (
             _events.PY_START,
             _events.PY_RESUME,
@@ -375,6 +389,8 @@ class Tracer:
             if _monitoring.get_events(tid) != GLOBAL_EVENTS:
                 _monitoring.set_events(tid, GLOBAL_EVENTS)
                 changed.append(f"{REASON_MONITORING_DISTURBED}:events-changed")
+            if self._local_events_changed(tid):
+                changed.append(f"{REASON_MONITORING_DISTURBED}:local-events-changed")
             if changed:
                 # Freeing clears local events on some versions, a test that reset events may
                 # have reset those too, and code first seen while the id was free could not
@@ -387,6 +403,64 @@ class Tracer:
             self.errors += 1
             changed.append(f"{REASON_MONITORING_DISTURBED}:unrestorable")
         return changed
+
+    def _local_events_changed(self, tid: int) -> bool:
+        """Whether code under test changed the local events of a code object this tool armed
+        (switching them off blinds the recorder to that code's returns and decisions in
+        every later test), each such one armed again. The watch says which ones were
+        touched; where it was taken out of ``sys.monitoring`` or forgot some, every armed
+        code object is looked at."""
+        touched = self._local_touched
+        watched = getattr(_monitoring, "set_local_events", None) is self._local_watch
+        self._local_touched = []
+        if watched and touched is not None:
+            if not touched:
+                return False
+            suspects = touched
+        else:
+            suspects = self._armed
+        differs = False
+        for code in suspects:
+            info = self.codes.get(id(code))
+            if info is None or info.code is not code:
+                continue
+            wanted = self._local_events_of(info)
+            if _get_local_events(tid, code) != wanted:
+                _set_local_events(tid, code, wanted)
+                differs = True
+        return differs
+
+    def _watch_local_events(self) -> None:
+        """Put a watch in ``sys.monitoring.set_local_events``'s place: it does what the
+        function does and notes the code objects whose events it set for this tool id, so
+        that the phase end finds a test that switched them off (``reclaim``) without
+        looking at every armed code object. Taken out by ``stop``."""
+        original = _set_local_events
+        tracer = self
+
+        def set_local_events(tool_id: int, code: CodeType, event_set: int, /) -> Any:
+            result = original(tool_id, code, event_set)
+            if tool_id == tracer.tool_id:
+                touched = tracer._local_touched
+                if touched is not None:
+                    if len(touched) < _TOUCHED_LIMIT:
+                        touched.append(code)
+                    else:
+                        tracer._local_touched = None
+            return result
+
+        set_local_events.__wrapped__ = original  # type: ignore[attr-defined]
+        set_local_events.__doc__ = original.__doc__
+        with contextlib.suppress(AttributeError, TypeError):
+            _monitoring.set_local_events = set_local_events
+            self._local_watch = set_local_events
+
+    def _unwatch_local_events(self) -> None:
+        watch = self._local_watch
+        if watch is not None and getattr(_monitoring, "set_local_events", None) is watch:
+            with contextlib.suppress(AttributeError, TypeError):
+                _monitoring.set_local_events = _set_local_events
+        self._local_watch = None
 
     def begin_phase(self) -> None:
         """Start a fresh tree for the calling (main) thread."""
@@ -791,13 +865,17 @@ class Tracer:
         self._filemaps[filename] = filemap
         return filemap
 
-    def _arm(self, code: CodeType, info: CodeInfo) -> None:
-        assert self.tool_id is not None
+    @staticmethod
+    def _local_events_of(info: CodeInfo) -> int:
         local = _events.PY_RETURN | _events.PY_YIELD | _events.PY_RESUME
         if info.filemap is not None:
             for event in CAPABILITIES.branch_events:
                 local |= event
-        _monitoring.set_local_events(self.tool_id, code, local)
+        return local
+
+    def _arm(self, code: CodeType, info: CodeInfo) -> None:
+        assert self.tool_id is not None
+        _set_local_events(self.tool_id, code, self._local_events_of(info))
         self._armed.append(code)
 
     # -- callbacks (hot path) ------------------------------------------------------------
