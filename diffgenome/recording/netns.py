@@ -20,7 +20,9 @@ Where it is made
 
 How
     As root (CAP_SYS_ADMIN): ``unshare(CLONE_NEWNET)`` alone, so ids and file access stay as
-    they were. Otherwise ``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, the process's own uid and
+    they were, then the capabilities that would let a test leave the namespace or reach
+    around it are given up, from the bounding set too (:data:`ESCAPE_CAPABILITIES`:
+    ``setns``/``nsenter`` back into the parent's namespace once let a test reach the host). Otherwise ``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, the process's own uid and
     gid mapped to themselves (``setgroups`` denied first, as the kernel requires), and the
     capabilities the new user namespace grants dropped again once ``lo`` is up (``capset``
     through ctypes), so that file permissions bind as before. A user namespace cannot be left,
@@ -118,6 +120,11 @@ def _in_new_network() -> Isolation:
         problem = _bring_loopback_up() or _check()
         if problem:
             os.setns(original, os.CLONE_NEWNET)  # back to where we were: nothing changed
+            return Isolation(False, reason=problem)
+        problem = _drop_ways_out()
+        if problem:
+            # Still root with CAP_SYS_ADMIN: a test could go back (``setns``, ``nsenter``).
+            os.setns(original, os.CLONE_NEWNET)
             return Isolation(False, reason=problem)
         return Isolation(True, how=CREATED_NET)
     finally:
@@ -236,6 +243,58 @@ def _has_capability(number: int) -> bool:
     except (OSError, ValueError):
         pass
     return False
+
+
+#: What would let root leave a network namespace or reach around it: ``setns`` and
+#: ``nsenter`` (CAP_SYS_ADMIN), another process's memory (CAP_SYS_PTRACE), moving interfaces
+#: between namespaces (CAP_NET_ADMIN), kernel code and raw memory (CAP_SYS_MODULE,
+#: CAP_SYS_RAWIO, CAP_BPF).
+ESCAPE_CAPABILITIES: Final = {
+    "CAP_NET_ADMIN": 12,
+    "CAP_SYS_MODULE": 16,
+    "CAP_SYS_RAWIO": 17,
+    "CAP_SYS_PTRACE": 19,
+    "CAP_SYS_ADMIN": 21,
+    "CAP_BPF": 39,
+}
+_PR_CAPBSET_DROP: Final = 24
+_PR_CAP_AMBIENT: Final = 47
+_PR_CAP_AMBIENT_CLEAR_ALL: Final = 4
+
+
+def _drop_ways_out() -> str:
+    """As root in a new network namespace: give up :data:`ESCAPE_CAPABILITIES`, from the
+    bounding set too (root regains its bounding set at every ``exec``: ``nsenter`` would
+    have them back), and keep every other one (reading others' files, binding low ports);
+    '' when done, else what failed."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for number in ESCAPE_CAPABILITIES.values():
+            if libc.prctl(_PR_CAPBSET_DROP, number, 0, 0, 0) != 0:
+                errno = ctypes.get_errno()
+                if errno != 22:  # EINVAL: a capability this kernel does not know
+                    return f"dropping capability {number} failed: {os.strerror(errno)}"
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        header = ctypes.create_string_buffer(struct.pack("Ii", _LINUX_CAPABILITY_VERSION_3, 0), 8)
+        data = ctypes.create_string_buffer(24)
+        if libc.capget(header, data) != 0:
+            return f"reading capabilities failed: {os.strerror(ctypes.get_errno())}"
+        sets = list(struct.unpack("6I", data.raw))
+        for number in ESCAPE_CAPABILITIES.values():
+            word, bit = divmod(number, 32)
+            for kind in range(3):  # effective, permitted, inheritable
+                sets[word * 3 + kind] &= ~(1 << bit) & 0xFFFFFFFF
+        changed = ctypes.create_string_buffer(struct.pack("6I", *sets), 24)
+        header = ctypes.create_string_buffer(struct.pack("Ii", _LINUX_CAPABILITY_VERSION_3, 0), 8)
+        if libc.capset(header, changed) != 0:
+            return f"dropping capabilities failed: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as exc:
+        return f"dropping capabilities failed: {exc}"
+    if _has_capability(_CAP_SYS_ADMIN):
+        return "dropping capabilities failed: CAP_SYS_ADMIN is still effective"
+    return ""
 
 
 def _drop_capabilities() -> str:

@@ -27,11 +27,13 @@ from e2e.helpers import (
     DIFF_PYTEST_ARGS,
     PY,
     STORE,
+    CountingServer,
     GitRepo,
     clean_env,
     cli,
     cli_json,
     record_full,
+    run_pytest,
     test_genome,
     write_files,
 )
@@ -314,3 +316,66 @@ def test_a_test_that_switches_off_the_recorders_local_events_hides_no_change(
     assert tests["test_b_uses_it"]["status"] == "changed", tests["test_b_uses_it"]
     blinding = tests["test_a_blinds_the_recorder"]
     assert any("local-events-changed" in r for r in blinding["reasons"]), blinding
+
+
+# -- leaving the namespace of isolate --------------------------------------------------------
+
+ESCAPE_PROJECT = {
+    "tests/test_escape.py": """
+        import os
+        import shutil
+        import socket
+        import subprocess
+        import sys
+
+        PORT = int(os.environ["HOST_PORT"])
+        CONNECT = (
+            "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5)"
+        )
+
+
+        def test_nsenter_into_the_parents_namespace():
+            net = f"/proc/{os.getppid()}/ns/net"
+            done = subprocess.run(
+                [shutil.which("nsenter"), f"--net={net}", sys.executable, "-c", CONNECT, str(PORT)],
+                capture_output=True,
+            )
+            assert done.returncode != 0
+
+
+        def test_setns_into_the_parents_namespace():
+            try:
+                fd = os.open(f"/proc/{os.getppid()}/ns/net", os.O_RDONLY)
+                os.setns(fd, os.CLONE_NEWNET)
+            except OSError:
+                pass
+            try:
+                socket.create_connection(("127.0.0.1", PORT), 5).close()
+            except OSError:
+                return
+            raise AssertionError("reached the host's loopback")
+    """,
+}
+
+
+def test_root_cannot_leave_the_namespace_of_isolate(tmp_path: Path) -> None:
+    """As root, ``isolate`` once kept CAP_SYS_ADMIN: ``nsenter --net=/proc/$PPID/ns/net``
+    and ``os.setns`` took a test back into the host's namespace, and three connections were
+    accepted there. The capabilities that allow that are given up, from the bounding set
+    too (``nsenter`` is exec'd by root)."""
+    if os.geteuid() != 0 or shutil.which("nsenter") is None:
+        pytest.skip("the escape needs root and nsenter")
+    project = tmp_path / "project"
+    write_files(project, ESCAPE_PROJECT)
+    host = CountingServer()
+    try:
+        done = run_pytest(
+            project, "--genome", "--genome-egress=isolate", env={"HOST_PORT": str(host.port)}
+        )
+    finally:
+        accepted = host.stop()
+    if "could not" in done.stdout and "egress isolate" in done.stdout:
+        pytest.skip("no network namespace here: " + done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert accepted == 0
+    assert "the session runs in a network namespace of its own" in done.stdout
