@@ -22,7 +22,8 @@ How
     As root (CAP_SYS_ADMIN): ``unshare(CLONE_NEWNET)`` alone, so ids and file access stay as
     they were, then the capabilities that would let a test leave the namespace or reach
     around it are given up, from the bounding set too (:data:`ESCAPE_CAPABILITIES`:
-    ``setns``/``nsenter`` back into the parent's namespace once let a test reach the host). Otherwise ``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, the process's own uid and
+    ``setns``/``nsenter`` back into the parent's namespace once let a test reach the host).
+    Otherwise ``unshare(CLONE_NEWUSER | CLONE_NEWNET)``, the process's own uid and
     gid mapped to themselves (``setgroups`` denied first, as the kernel requires), and the
     capabilities the new user namespace grants dropped again once ``lo`` is up (``capset``
     through ctypes), so that file permissions bind as before. A user namespace cannot be left,
