@@ -15,7 +15,7 @@ from diffgenome.analysis.outfiles import write_output
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.report import render_markdown, render_terminal
 from diffgenome.analysis.report.common import now_failing, test_count
-from diffgenome.analysis.report.console import make_console, print_whole
+from diffgenome.analysis.report.console import make_console, print_text, print_whole
 from diffgenome.analysis.report.markdown import MarkdownTooLong
 from diffgenome.analysis.request import Reports
 from diffgenome.protocol.errors import UserError
@@ -99,7 +99,7 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
         out = make_console()
         print_whole(out, render_terminal(diff, selection=selection, fail_on=reports.fail_on))
         for note in notes:
-            out.print(f"note: {note}", style="dim", markup=False)
+            print_text(out, f"note: {note}", style="dim")
     return exit_status(diff, reports.fail_on)
 
 

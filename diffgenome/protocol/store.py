@@ -11,6 +11,7 @@ and never inside it: the database and its exports are meant to be shared, the ke
 from __future__ import annotations
 
 import json
+import os as _os
 import sqlite3
 import struct
 import zlib
@@ -18,6 +19,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from os import O_CREAT, O_EXCL, O_RDONLY, O_WRONLY
 from os import close as _close
+from os import lstat as _lstat
 from os import makedirs as _makedirs
 from os import open as _open
 from os import read as _read
@@ -25,7 +27,7 @@ from os import sep as _sep
 from os import stat as _stat
 from os import unlink as _unlink
 from os import write as _write
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
 from time import monotonic as _monotonic
 from time import sleep as _sleep
 from typing import Final
@@ -287,7 +289,8 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
     """
     folder = path.rstrip(_sep) or _sep
     try:
-        _makedirs(folder, exist_ok=True)
+        # Private: the store holds test ids, paths and the digest key (docs/ci.md).
+        _makedirs(folder, 0o700, exist_ok=True)
     except OSError as exc:
         raise StoreError(
             f"cannot create the store folder {folder}: {exc.strerror or exc}; "
@@ -301,6 +304,9 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
 
     key = load_key(key_file, given=True) if key_file is not None else None
     db_path = store_file(folder, DB_FILE)
+    for name in (DB_FILE, DB_FILE + "-wal", DB_FILE + "-shm"):
+        refuse_link(store_file(folder, name))
+    _create_private(db_path)
     conn, upgraded = _connect(db_path, folder)
     try:
         if key is None:
@@ -311,6 +317,34 @@ def open_store(path: str, key_file: str | None = None) -> OpenedStore:
         conn.close()
         raise
     return OpenedStore(folder, db_path, conn, key, upgraded)
+
+
+_O_NOFOLLOW: Final = getattr(_os, "O_NOFOLLOW", 0)  # none on Windows
+
+
+def refuse_link(path: str) -> None:
+    """A file the store makes or writes must be its own: a symbolic link in its place (to
+    an empty file, a missing one, another store's key) would have the store write through it
+    or read its key from wherever it points."""
+    try:
+        linked = S_ISLNK(_lstat(path).st_mode)
+    except OSError:
+        return
+    if linked:
+        raise StoreError(
+            f"{path} is a symbolic link; the store writes only files of its own: remove the link"
+        )
+
+
+def _create_private(db_path: str) -> None:
+    """Make the database file, when missing, readable by its owner only: SQLite would make
+    it (and its WAL and shared-memory files, which take the database's mode) 0644 less the
+    umask. An empty file is a new database to SQLite."""
+    try:
+        fd = _open(db_path, O_WRONLY | O_CREAT | O_EXCL | _O_NOFOLLOW, 0o600)
+    except OSError:
+        return  # there already, or not creatable: ``_connect`` says what is wrong
+    _close(fd)
 
 
 def create_store(path: str) -> None:

@@ -12,10 +12,12 @@ from os import close as _close
 from os import fsync as _fsync
 from os import getpid as _getpid
 from os import link as _link
+from os import lstat as _lstat
 from os import open as _open
 from os import unlink as _unlink
 from os import urandom as _urandom
 from os import write as _write
+from stat import S_ISLNK
 from time import sleep as _sleep
 from typing import Final
 
@@ -126,6 +128,13 @@ def _create_in_place(path: str, key: bytes) -> None:
 
 def store_key(folder: str) -> bytes:
     path = store_file(folder, KEY_FILE)
+    with suppress(OSError):
+        if S_ISLNK(_lstat(path).st_mode):
+            # Its key would be whatever file the link names, used silently.
+            raise StoreError(
+                f"{path} is a symbolic link; a store reads its key only from a file of its "
+                "own: remove the link, or pass a shared key with --genome-key-file"
+            )
     try:
         return load_key(path, given=False)
     except FileNotFoundError:

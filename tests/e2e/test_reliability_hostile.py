@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -379,3 +380,97 @@ def test_root_cannot_leave_the_namespace_of_isolate(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert accepted == 0
     assert "the session runs in a network namespace of its own" in done.stdout
+
+
+# -- control characters in recorded names ----------------------------------------------------
+
+ESC_PROJECT = {
+    "pkg/__init__.py": """
+        import logging
+        import warnings
+
+        Bad = type("Bad\\x1b[2J\\x1b[31m", (Exception,), {})
+        Loud = type("Loud\\x1b]0;owned\\x07", (UserWarning,), {})
+        log = logging.getLogger("log\\x1b[31m\\u202e")
+
+
+        def go(n):
+            warnings.warn("hi", Loud)
+            log.warning("x %s", n)
+            if n > 1:
+                raise Bad("boom")
+            return n
+    """,
+    "tests/test_go.py": """
+        import pytest
+
+        from pkg import go
+
+
+        def test_go():
+            with pytest.raises(Exception):
+                go(2)
+    """,
+}
+
+
+def test_control_characters_in_recorded_names_reach_no_terminal_raw(tmp_path: Path) -> None:
+    """An exception type, a warning category and a logger name holding escape sequences
+    (clear the screen, set the window title) and a bidirectional override: ``diff`` and
+    ``show`` write them escaped (``\\x1b``), as pytest writes an id's unprintable
+    characters."""
+    repo = tmp_path / "repo"
+    write_files(repo, ESC_PROJECT)
+    git = GitRepo.init(repo)
+    git.commit_all("base")
+    init = repo / "pkg" / "__init__.py"
+    init.write_text(init.read_text().replace('raise Bad("boom")', 'raise ValueError("boom")'))
+    git.commit_tracked("another exception")
+    diffed = cli(repo, "diff", "HEAD~1", "HEAD", "--all")
+    assert diffed.returncode == 1, diffed.stderr
+    shown = cli(repo, "show", "latest", "tests/test_go.py::test_go")
+    assert shown.returncode == 0, shown.stderr
+    for output in (diffed.stdout, shown.stdout):
+        assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output
+    assert "py:pkg.Bad\\x1b[2J\\x1b[31m" in diffed.stdout
+    assert "Loud\\x1b]0;owned" in shown.stdout, shown.stdout  # rich drops the bell itself
+    assert "log\\x1b[31m\\u202e" in shown.stdout, shown.stdout
+
+
+# -- the store's files -----------------------------------------------------------------------
+
+
+def test_the_store_is_private_and_never_written_through_a_link(tmp_path: Path) -> None:
+    """Made under umask 022, the store folder is 0700 and its database 0600 (it holds test
+    ids, paths and the digest key); a link in place of the database or the key (to an empty
+    file, a missing one, another store's key) is refused with one line, nothing written
+    through it."""
+    project = tmp_path / "project"
+    write_files(project, PROBE_PROJECT)
+    env = {"SHARED_TMP": str(tmp_path / "none"), "PROBE": str(tmp_path / "probe")}
+    old = os.umask(0o022)
+    try:
+        record_full(project, env=env)
+    finally:
+        os.umask(old)
+    store = project / STORE
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    for name in ("genome.sqlite", "secret.key"):
+        assert stat.S_IMODE((store / name).stat().st_mode) == 0o600, name
+    for name, target in (("genome.sqlite", "missing"), ("secret.key", "their.key")):
+        shutil.rmtree(store)
+        store.mkdir(mode=0o700)
+        victim = tmp_path / target
+        if target == "their.key":
+            victim.write_bytes(b"k" * 32)
+        (store / name).symlink_to(victim)
+        done = run_pytest(project, "--genome", env=env)
+        assert done.returncode != 0
+        output = (done.stdout + done.stderr).splitlines()
+        said = [line for line in output if "symbolic link" in line]
+        assert len(said) == 1 and "remove the link" in said[0], done.stdout + done.stderr
+        assert (store / name).is_symlink()
+        if target == "their.key":
+            assert victim.read_bytes() == b"k" * 32
+        else:
+            assert not victim.exists()

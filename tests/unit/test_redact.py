@@ -134,6 +134,10 @@ def test_test_ids_keep_their_path_class_and_function() -> None:
     assert redactor.test_id(f"<import>{token}") == f"<import>{token}"  # not a test id
     # A class or function named like a token is code, not a value.
     assert redactor.test_id(f"tests/t.py::test_{token}") == f"tests/t.py::test_{token}"
+    # A rule that reads to the end of the text (a PEM key cut by pytest) keeps the id's
+    # closing bracket (#45.6).
+    pem = "tests/t.py::test_k[-----BEGIN RSA PRIVATE KEY-----MIIEabc]"
+    assert re.fullmatch(r"tests/t.py::test_k\[<secret:\w+>\]", redactor.test_id(pem))
 
 
 def test_long_text_is_read_in_bounded_time_and_the_rest_marked() -> None:

@@ -10,10 +10,12 @@ without changing the width rules above.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TextIO
 
 from rich.console import Console, RenderableType
+from rich.segment import Segment, Segments
 
 # Wide enough that no line diffgenome prints is ever wrapped or cut.
 PIPE_WIDTH = 1 << 20
@@ -58,14 +60,46 @@ def make_console(stream: TextIO | None = None) -> Console:
     )
 
 
+# What a recorded name may hold that a terminal would act on rather than show: C0 and C1
+# controls but the line feed and the tab, DEL, and the bidirectional overrides and isolates
+# (text that reads in another order than it runs).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with what a terminal would act on written as its escape (``\\x1b``), as
+    pytest shows an id's unprintable characters: a qualname, an exception type, a warning
+    category or a logger name recorded from user code can hold anything."""
+    return _CONTROL.sub(_escape, text) if not text.isprintable() else text
+
+
+def _shown(console: Console, renderable: RenderableType) -> Segments:
+    """``renderable`` rendered, each segment of text made :func:`printable` (the console's
+    own control segments, its colours and cursor moves, stay as they are)."""
+    return Segments(
+        segment if segment.control else Segment(printable(segment.text), segment.style)
+        for segment in console.render(renderable, console.options)
+    )
+
+
+def print_text(console: Console, text: str, style: str | None = None) -> None:
+    """One line of text, :func:`printable`."""
+    console.print(printable(text), style=style, markup=False, highlight=False)
+
+
 def print_whole(console: Console, renderable: RenderableType) -> None:
-    """Print ``renderable``; in a pipe without the padding tables leave at line ends, so
-    that each line ends where its text does."""
+    """Print ``renderable``, its text :func:`printable`; in a pipe without the padding tables
+    leave at line ends, so that each line ends where its text does."""
     if console.is_terminal and stream_isatty(console.file):
-        console.print(renderable)
+        console.print(_shown(console, renderable))
         return
     with console.capture() as captured:
-        console.print(renderable)
+        console.print(_shown(console, renderable))
     text = "\n".join(line.rstrip() for line in captured.get().splitlines())
     console.file.write(text + "\n")
     console.file.flush()

@@ -332,5 +332,8 @@ class Redactor:
             return test_id
         for cut in range(start + 2, len(test_id)):
             if test_id[cut] in "[ (":
-                return test_id[:cut] + self.text(test_id[cut:], digits=False)
+                tail, closing = test_id[cut:], ""
+                if tail.endswith("]"):  # the bracket is the id's, never part of a secret
+                    tail, closing = tail[:-1], "]"
+                return test_id[:cut] + self.text(tail, digits=False) + closing
         return test_id
