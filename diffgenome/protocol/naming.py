@@ -861,6 +861,8 @@ class SourceNames:
             self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
             self._by_qualname.setdefault(scope.qualname, []).append(scope)
 
+        #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
+        self.scopes: list[Scope] = scopes
         self.sites: list[Site] = [
             Site(
                 sid,

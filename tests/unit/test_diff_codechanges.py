@@ -86,11 +86,16 @@ def test_deleted_and_renamed_functions() -> None:
     head = BASE.replace("def helper():", "def helper_renamed():").replace(
         "\n        def add(self, item):\n            self.items.append(item)\n", ""
     )
-    assert summary(changes(BASE, head)) == {
+    code = changes(BASE, head)
+    # The renamed function is paired with its old self (the mapping, #46): one entry under
+    # head's name, its code the same.
+    assert summary(code) == {
         "py:pkg.mod.Cart.add": "removed",
-        "py:pkg.mod.helper": "removed",
-        "py:pkg.mod.helper_renamed": "added",
+        "py:pkg.mod.helper_renamed": "modified",
     }
+    renamed = code.by_symbol()["py:pkg.mod.helper_renamed"]
+    assert renamed.renamed_from == "py:pkg.mod.helper" and renamed.renames_only
+    assert code.mapping.symbols == {"py:pkg.mod.helper": "py:pkg.mod.helper_renamed"}
 
 
 def test_editing_a_method_changes_the_method_not_its_class() -> None:
@@ -100,19 +105,20 @@ def test_editing_a_method_changes_the_method_not_its_class() -> None:
     assert code.symbols[0].path == "pkg/mod.py"
 
 
-def test_a_changed_condition_is_a_new_decision() -> None:
-    """A decision is known by what it tests: another condition is another decision (the old
-    one removed, the new one added), so no count of one is ever paired with the other."""
+def test_a_changed_condition_is_the_same_decision_modified() -> None:
+    """Within one version a decision is known by what it tests; across versions the mapping
+    pairs the ``if`` whose condition changed with its old self (#46): its counts are
+    compared with the old condition's (a mutant that flips an outcome is a change, not a
+    removed decision beside an added one, which decide nothing)."""
     head = BASE.replace("if x > LIMIT:", "if x >= LIMIT:")
     code = changes(BASE, head)
     (change,) = code.symbols
     assert change.symbol == "py:pkg.mod.price" and change.change == "modified"
-    assert [(s.site, s.change, s.predicate) for s in change.sites] == sorted(
-        [
-            (site_id(BASE, "py:pkg.mod.price", "x > LIMIT"), "removed", "x > LIMIT"),
-            (site_id(head, "py:pkg.mod.price", "x >= LIMIT"), "added", "x >= LIMIT"),
-        ]
-    )
+    new = site_id(head, "py:pkg.mod.price", "x >= LIMIT")
+    assert [(s.site, s.change, s.predicate) for s in change.sites] == [
+        (new, "modified", "x >= LIMIT")
+    ]
+    assert code.mapping.sites == {site_id(BASE, "py:pkg.mod.price", "x > LIMIT"): new}
 
 
 def test_changed_code_under_a_decision_marks_that_decision_only() -> None:
@@ -158,11 +164,13 @@ def test_a_generator_expression_is_its_own_symbol_named_by_its_content() -> None
     head = BASE.replace("for i in self.items if i)", "for i in self.items if i > 0)")
     code = changes(BASE, head)
     prefix = "py:pkg.mod.Cart.total.<locals>.<genexpr>["
-    assert sorted(summary(code).values()) == ["added", "removed"]
-    assert all(symbol.startswith(prefix) for symbol in summary(code))
-    [(old, _)] = [(c.symbol, c) for c in code.symbols if c.change == "removed"]
-    [(new, _)] = [(c.symbol, c) for c in code.symbols if c.change == "added"]
+    # Named by its content within a version; paired with its old self across (#46).
+    [(new, change)] = [(c.symbol, c) for c in code.symbols]
+    assert new.startswith(prefix) and change.change == "modified"
+    old = change.renamed_from
+    assert old is not None and old.startswith(prefix) and old != new
     assert site_id(BASE, old, "i") and site_id(head, new, "i > 0")
+    assert code.mapping.sites == {site_id(BASE, old, "i"): site_id(head, new, "i > 0")}
 
 
 def test_module_level_code_is_the_module_symbol() -> None:
@@ -189,9 +197,10 @@ def test_lambdas_are_named_by_content_not_by_order() -> None:
             b = lambda: 2
             return a() + b()
     """
-    # a changed lambda is another lambda; one inserted above leaves the others' names alone
+    # a changed lambda is another name, paired with its old self; one inserted above leaves
+    # the others' names alone
     head = base.replace("lambda: 2", "lambda: 3")
-    assert sorted(summary(changes(base, head)).values()) == ["added", "removed"]
+    assert sorted(summary(changes(base, head)).values()) == ["modified"]
     inserted = base.replace("a = lambda: 1", "z = lambda: 0\n            a = lambda: 1")
     found = summary(changes(base, inserted))
     assert found.pop("py:pkg.mod.f") == "modified"  # f's own code makes one more lambda
@@ -327,13 +336,13 @@ def test_a_generator_passed_to_a_renamed_callee_keeps_its_body() -> None:
     base = "class V:\n    def f(self, xs):\n        return self._exec(x + 1 for x in xs)\n"
     head = base.replace("_exec", "_execute")
     code = changes(base, head)
-    gens = {c.change: c for c in code.symbols if "<genexpr>" in c.symbol}
-    assert set(gens) == {"added", "removed"}, code.symbols
-    assert gens["added"].body is not None
-    assert gens["added"].body == gens["removed"].body
+    # Paired with its old self by the mapping (#46): one entry, the same code.
+    [gen] = [c for c in code.symbols if "<genexpr>" in c.symbol]
+    assert gen.change == "modified" and gen.renames_only, code.symbols
+    assert gen.renamed_from is not None and gen.renamed_from != gen.symbol
     other = changes(base, base.replace("x + 1", "x + 2"))
-    moved = {c.change: c for c in other.symbols if "<genexpr>" in c.symbol}
-    assert moved["added"].body != moved["removed"].body
+    [edited] = [c for c in other.symbols if "<genexpr>" in c.symbol]
+    assert edited.change == "modified" and not edited.renames_only
 
 
 def test_a_caller_changed_only_to_name_renamed_code_anew_is_the_same_code() -> None:
@@ -358,9 +367,11 @@ def test_a_caller_changed_only_to_name_renamed_code_anew_is_the_same_code() -> N
     edited = changes(base, renamed.replace("* 2", "* 3"))
     assert not edited.by_symbol()["py:pkg.mod.V.run"].renames_only
     assert edited.same_code() == {"py:pkg.mod.V._exec", "py:pkg.mod.V._execute"}
-    # The helper renamed *and* edited: no rename, so nothing is the same code.
+    # The helper renamed *and* edited: paired with its old self (one entry, modified), and
+    # neither it nor its caller is the same code.
     both = changes(base, renamed.replace("x + 1", "x + 2"))
     assert not both.by_symbol()["py:pkg.mod.V.run"].renames_only
+    assert both.by_symbol()["py:pkg.mod.V._execute"].renamed_from == "py:pkg.mod.V._exec"
     assert both.same_code() == frozenset()
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
+from diffgenome.analysis.diff.mapping import translated
 from diffgenome.protocol.vocab import (
     CODE_ADDED,
     CODE_MODIFIED,
@@ -79,7 +80,9 @@ def affected_tests(
     code: CodeChangeInput,
     module_of: Callable[[str], str | None],
 ) -> list[Affected]:
-    """The base document's tests that reach ``code``'s changes, sorted by test id."""
+    """The base document's tests that reach ``code``'s changes, sorted by test id (the base
+    document read in head's names where the mapping pairs code, as ``code`` names it)."""
+    base = translated(base, code.mapping)
     changes = {c.symbol: c for c in code.symbols if c.change != CODE_ADDED}
     kinds = {
         str(s.get("id")): str(s.get("kind"))

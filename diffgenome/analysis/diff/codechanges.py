@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import CodeType
 
+from diffgenome.analysis.diff.mapping import EMPTY, CodeMapping, Version, map_code
 from diffgenome.analysis.models import CodeChangeKind
 from diffgenome.protocol.naming import (
     SourceNames,
@@ -50,6 +51,9 @@ class SiteChange:
     predicate: str
     #: Where it is for people (head's line, base's when removed); never part of its id.
     line: int | None = None
+    #: A modified decision's condition in base, where it reads otherwise (the mapping paired
+    #: ``age > max_age`` with ``age >= max_age``).
+    was: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +82,13 @@ class SymbolChange:
     body: str | None = None
     # For a modified one: its code is base's once the names of code renamed by the change
     # (the same code under another name) are read as their new names: a caller of a renamed
-    # helper, changed by the rename only.
+    # helper, changed by the rename only. Also set on code the mapping paired under another
+    # name whose code is the same (a pure rename or move).
     renames_only: bool = False
+    #: Base's name of code the mapping paired under another name (renamed, moved, or
+    #: anonymous code bound anew): the entry is head's, base's recordings are read under
+    #: head's names (mapping.py).
+    renamed_from: str | None = None
     #: Where its definition starts in ``path``, for people only (no identity holds a line).
     line: int | None = None
 
@@ -91,6 +100,9 @@ class CodeChangeInput:
 
     symbols: tuple[SymbolChange, ...] = ()
     unparsed: tuple[str, ...] = ()
+    #: Base ids of code and decisions that head names otherwise (mapping.py): base's
+    #: recordings are translated by it before they are compared.
+    mapping: CodeMapping = EMPTY
 
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
@@ -99,9 +111,15 @@ class CodeChangeInput:
         """Symbols the change renamed or moved without changing their code (a removed one
         whose code an added one has), with both names, and those it modified only by
         naming such code anew: none of them behaves otherwise."""
-        return frozenset(
-            symbol for old, new in renamed(self.symbols).items() for symbol in (old, new)
-        ) | frozenset(change.symbol for change in self.symbols if change.renames_only)
+        return (
+            frozenset(symbol for old, new in renamed(self.symbols).items() for symbol in (old, new))
+            | frozenset(change.symbol for change in self.symbols if change.renames_only)
+            | frozenset(
+                change.renamed_from
+                for change in self.symbols
+                if change.renames_only and change.renamed_from is not None
+            )
+        )
 
     def readers(self) -> frozenset[str]:
         """The functions that read a name a modified module or class body binds: a test that
@@ -166,21 +184,91 @@ def code_changes_from_sources(
     changes: list[SymbolChange] = []
     unparsed: list[str] = []
     texts: dict[str, tuple[str, str]] = {}  # modified functions: base's and head's code
+    versions: list[tuple[Version | None, Version | None]] = []
+    base_facts: dict[str, _ScopeFacts] = {}
+    head_facts: dict[str, _ScopeFacts] = {}
     for module, path, b_src, h_src in _module_files(base_files, head_files, module_of):
         if b_src == h_src:
             continue
         try:
-            b_facts = _file_facts(b_src, module) if b_src is not None else {}
-            h_facts = _file_facts(h_src, module) if h_src is not None else {}
+            b_version = _version(b_src, module) if b_src is not None else None
+            h_version = _version(h_src, module) if h_src is not None else None
+            b_facts = _file_facts(b_version, "", module) if b_version is not None else {}
+            h_facts = _file_facts(h_version, "", module) if h_version is not None else {}
         except (SyntaxError, ValueError):
             unparsed.append(path)
             continue
+        versions.append((b_version, h_version))
+        base_facts.update(b_facts)
+        head_facts.update(h_facts)
         changes.extend(_compare_files(b_facts, h_facts, path, texts))
-    changes = _renames_only(changes, texts)
+    try:
+        mapping = map_code(versions)
+    except RecursionError:  # absurdly deep code: named as it is, as before the mapping
+        mapping = EMPTY
+    changes = _mapped(changes, mapping, base_facts, head_facts, texts)
+    changes = _renames_only(changes, texts, mapping)
     if importers is not None:
         changes = _imported_readers(changes, importers, module_of)
     changes.sort(key=lambda change: change.symbol)
-    return CodeChangeInput(tuple(changes), tuple(unparsed))
+    return CodeChangeInput(tuple(changes), tuple(unparsed), mapping)
+
+
+def _version(source: str, module: str) -> Version:
+    tree = parse_source(source, module)
+    return Version(tree, SourceNames(source, module, tree, keep_parts=True))
+
+
+def _mapped(
+    changes: list[SymbolChange],
+    mapping: CodeMapping,
+    base: Mapping[str, _ScopeFacts],
+    head: Mapping[str, _ScopeFacts],
+    texts: dict[str, tuple[str, str]],
+) -> list[SymbolChange]:
+    """The changes in head's names: code the mapping paired under another name is one entry,
+    modified (or renamed: its code the same), instead of one removed and one added; the
+    decisions of modified code are compared with the base decisions they are paired with."""
+    if not mapping:
+        return changes
+    by_symbol = {change.symbol: change for change in changes}
+    merged: dict[str, SymbolChange] = {}
+    gone: set[str] = set()
+    for old, new in mapping.symbols.items():
+        removed, added = by_symbol.get(old), by_symbol.get(new)
+        b, h = base.get(old), head.get(new)
+        if (
+            removed is None
+            or added is None
+            or removed.change != CODE_REMOVED
+            or added.change != CODE_ADDED
+            or b is None
+            or h is None
+        ):
+            continue
+        gone |= {old, new}
+        same = removed.body is not None and removed.body == added.body
+        if b.fingerprint is not None and h.fingerprint is not None:
+            texts[new] = (b.fingerprint, h.fingerprint)
+        merged[new] = replace(
+            added,
+            change=CODE_MODIFIED,
+            sites=_site_changes(b.sites, h.sites, b.lines, h.lines, mapping),
+            renamed_from=old,
+            renames_only=same,
+            one_sided_reads=tuple(sorted(b.loads ^ h.loads)),
+        )
+    out: list[SymbolChange] = []
+    for change in changes:
+        if change.symbol in gone:
+            continue
+        b, h = base.get(change.symbol), head.get(change.symbol)
+        if change.change == CODE_MODIFIED and b is not None and h is not None:
+            change = replace(
+                change, sites=_site_changes(b.sites, h.sites, b.lines, h.lines, mapping)
+            )
+        out.append(change)
+    return out + list(merged.values())
 
 
 def _module_files(
@@ -237,28 +325,41 @@ def renamed(symbols: Iterable[SymbolChange]) -> dict[str, str]:
 
 
 def _renames_only(
-    changes: list[SymbolChange], texts: Mapping[str, tuple[str, str]]
+    changes: list[SymbolChange],
+    texts: Mapping[str, tuple[str, str]],
+    mapping: CodeMapping = EMPTY,
 ) -> list[SymbolChange]:
     """Mark the modified functions whose code differs from base's only by the names of code
     the change renamed (the calls of ``self._exec`` become ``self._execute``)."""
     names: dict[str, str | None] = {}
-    for old, new in renamed(changes).items():
+    # Pure renames only: a caller of code renamed *and* edited may behave otherwise.
+    pairs = {
+        **renamed(changes),
+        **{
+            change.renamed_from: change.symbol
+            for change in changes
+            if change.renamed_from is not None
+            and change.renames_only
+            and mapping.symbols.get(change.renamed_from) == change.symbol
+        },
+    }
+    for old, new in pairs.items():
         before, after = old.rpartition(".")[2], new.rpartition(".")[2]
         if before != after:
             # Two renames of one name to two others: which is meant cannot be told.
             names[before] = after if names.get(before, after) == after else None
-    pairs = [(before, after) for before, after in names.items() if after is not None]
-    if not pairs:
+    renames = [(before, after) for before, after in names.items() if after is not None]
+    if not renames:
         return changes
     out: list[SymbolChange] = []
     for change in changes:
         both = texts.get(change.symbol)
         if change.change == CODE_MODIFIED and both is not None:
             text = both[0]
-            for before, after in pairs:
+            for before, after in renames:
                 for field_name in ("attr", "id"):
                     text = text.replace(f"{field_name}={before!r}", f"{field_name}={after!r}")
-            if text == both[1]:
+            if text == both[1] and change.renamed_from is None:
                 change = replace(change, renames_only=True)
         out.append(change)
     return out
@@ -349,7 +450,7 @@ def _imported_readers(
             continue
         try:
             tree = parse_source(source, module)
-            facts_of[path] = (module, _file_facts(source, module), tree)
+            facts_of[path] = (module, _file_facts(None, source, module), tree)
         except (SyntaxError, ValueError):
             continue
     out: list[SymbolChange] = []
@@ -456,28 +557,37 @@ def _site_changes(
     head: Mapping[str, tuple[str, str | None]],
     base_lines: Mapping[str, int],
     head_lines: Mapping[str, int],
+    mapping: CodeMapping = EMPTY,
 ) -> tuple[SiteChange, ...]:
+    """Each decision added, removed or modified, in head's ids: a base decision the mapping
+    pairs with a head one is that one, modified where its condition or guarded code changed
+    (its code read with locals numbered, so a renamed local is no change)."""
+    paired = {mapping.site(site): site for site in base if mapping.site(site) in head}
     out: list[SiteChange] = []
-    for site in sorted(set(base) | set(head)):
-        b, h = base.get(site), head.get(site)
+    for site in sorted(set(head) | {s for s in base if mapping.site(s) not in head}):
+        h = head.get(site)
+        old = paired.get(site)
+        b = base.get(old) if old is not None else (base.get(site) if h is None else None)
         if b is None and h is not None:
             out.append(SiteChange(site, CODE_ADDED, h[0], head_lines.get(site)))
         elif h is None and b is not None:
             out.append(SiteChange(site, CODE_REMOVED, b[0], base_lines.get(site)))
-        elif b is not None and h is not None and (b[0] != h[0] or b[1] is None or b[1] != h[1]):
+        elif b is not None and h is not None and (b[1] is None or b[1] != h[1]):
             # A site whose code could not be matched is taken as changed: better a gap too
             # many than a changed decision nobody looks at.
-            out.append(SiteChange(site, CODE_MODIFIED, h[0], head_lines.get(site)))
+            was = b[0] if b[0] != h[0] else None
+            out.append(SiteChange(site, CODE_MODIFIED, h[0], head_lines.get(site), was))
     return tuple(out)
 
 
 # --- one file ------------------------------------------------------------------------------
 
 
-def _file_facts(source: str, module: str) -> dict[str, _ScopeFacts]:
+def _file_facts(version: Version | None, source: str, module: str) -> dict[str, _ScopeFacts]:
     """Symbol -> fingerprint and decision sites, for every code object of ``source``."""
-    tree = parse_source(source, module)
-    names = SourceNames(source, module, tree, keep_parts=True)
+    if version is None:
+        version = _version(source, module)
+    tree, names = version.tree, version.names
     code = compile(tree, f"<diffgenome:{module}>", "exec", dont_inherit=True)
     nodes: dict[Span | None, ast.AST] = {
         node_span(node): node for node in ast.walk(tree) if isinstance(node, _SCOPES)

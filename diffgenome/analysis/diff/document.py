@@ -28,6 +28,7 @@ from diffgenome.analysis.diff.compare import (
 from diffgenome.analysis.diff.describe import ARROW, describe
 from diffgenome.analysis.diff.drift import find_drift
 from diffgenome.analysis.diff.exercised import code_change_entries, test_code_paths
+from diffgenome.analysis.diff.mapping import translated
 from diffgenome.analysis.diff.modules import test_code_rule
 from diffgenome.analysis.diff.origins import TestOrigins
 from diffgenome.analysis.diff.structure import (
@@ -35,6 +36,7 @@ from diffgenome.analysis.diff.structure import (
     Region,
     contract,
     imports_modules,
+    mapped_lines,
     runs_one_sided_code,
     summaries,
 )
@@ -516,6 +518,13 @@ def diff_documents(
     mock drift. ``contract=False`` judges every test on its differences as recorded, with
     no contraction of one-sided code (the control of experiments/truth/mutants.py).
     """
+    if code_changes is not None and code_changes.mapping:
+        # Base's recordings in head's names (mapping.py): what the mapping pairs is compared
+        # count for count, only what it cannot pair is added or removed.
+        mapping = code_changes.mapping
+        base = translated(base, mapping)
+        base_repeats = [translated(repeat, mapping) for repeat in base_repeats]
+        base_confirmation = [translated(again, mapping) for again in base_confirmation]
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
     recorded_b_tests, h_tests = index_tests(base), index_tests(head)
     digests = digests_comparable(b_run, h_run)
@@ -651,6 +660,14 @@ def diff_documents(
             status = STATUS_UNSTABLE
         else:
             status = STATUS_UNCHANGED
+        if code_changes is not None and code_changes.mapping:
+            # Code the mapping paired under another name: one code to the recordings, so no
+            # contraction says what moved; said here, and a test that did nothing else is a
+            # refactor's (docs/diffing.md, "Identity by mapping").
+            renames = [line for line in mapped_lines(h, code_changes) if line not in structure]
+            structure = [*structure, *renames]
+            if renames and status in (STATUS_UNCHANGED, STATUS_TOUCHED):
+                status = STATUS_RESTRUCTURED
         if carried is not None and status in (STATUS_CHANGED, STATUS_UNSTABLE):
             reasons.append(carried)
         if instability is not None:
@@ -730,13 +747,23 @@ def _untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> N
         }
         gone = sorted(p for p in predicates(entry, CODE_REMOVED) if p not in elsewhere_added)
         came = sorted(p for p in predicates(entry, CODE_ADDED) if p not in elsewhere_gone)
+        # The mapping pairs a decision whose condition was edited with its old self: it is
+        # one modified decision that says what it was.
+        edits = [
+            (str(site.get("was")), str(site.get("predicate")))
+            for site in entry.sites
+            if site.get("change") == CODE_MODIFIED and site.get("was") is not None
+        ]
+        if len(gone) == 1 and len(came) == 1:
+            edits.append((gone[0], came[0]))
         reached = set(entry.tests_base) | set(entry.tests_head)
         # One condition for another: an edit. Several for several is the function rewritten
         # (marshmallow's bound checks turned into calls of new helpers), which the other gaps
         # and the tests' structure lines say better than a list of conditions would.
-        if len(gone) != 1 or len(came) != 1 or not reached or reached & loud:
+        rewritten = (gone or came) and not (len(gone) == 1 and len(came) == 1)
+        if len(edits) != 1 or rewritten or not reached or reached & loud:
             continue
-        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=f"`{gone[0]}` → `{came[0]}`"))
+        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=f"`{edits[0][0]}` → `{edits[0][1]}`"))
 
 
 #: The gap of a changed symbol whose code was edited while every test that runs it behaves

@@ -106,6 +106,7 @@ def code_change_entries(
                     "site": site.site,
                     "change": site.change,
                     "predicate": site.predicate,
+                    **({"was": site.was} if site.was is not None else {}),
                     "line": site.line,
                     "base": dict(b_out) if b_out is not None else None,
                     "head": dict(h_out) if h_out is not None else None,

@@ -574,3 +574,38 @@ def _edited_decisions(symbol: str, callers: Sequence[str], region: Region) -> st
 
 
 _NONE = SymbolChange("", CODE_ADDED)
+
+
+def mapped_lines(test: TestIndex, code_changes: CodeChangeInput) -> list[str]:
+    """A line for each piece of named code the mapping paired under another name (renamed,
+    moved, renamed and edited: mapping.py) that ``test`` runs in head, with its callers: the
+    recordings read it under one name, so no contraction says what moved, and a reviewer
+    still wants to know."""
+    renamed = {
+        change.symbol: change
+        for change in code_changes.symbols
+        if change.renamed_from is not None and not _anonymous(change.symbol)
+    }
+    if not renamed:
+        return []
+    callers: dict[str, set[str | None]] = {}
+    for genome in test.record.get("phases", {}).values():
+        nodes = genome.get("nodes") if isinstance(genome, Mapping) else None
+        if not isinstance(nodes, list):
+            continue
+        by_id = {node.get("id"): node for node in nodes if isinstance(node, Mapping)}
+        for node in by_id.values():
+            symbol = node.get("symbol")
+            if node.get("type") != TYPE_CALL or symbol not in renamed:
+                continue
+            parent = by_id.get(node.get("parent"))
+            caller = parent.get("symbol") if parent is not None else None
+            callers.setdefault(str(symbol), set()).add(caller if isinstance(caller, str) else None)
+    lines = []
+    for new in sorted(callers):
+        change = renamed[new]
+        old = str(change.renamed_from)
+        verb = "renamed to" if _last(old) != _last(new) else "moved to"
+        how = " (the same code)" if change.renames_only else " (its code edited)"
+        lines.append(f"`{_short(old)}` {verb} `{_short(new)}`{how}{_callers(callers[new])}")
+    return lines
