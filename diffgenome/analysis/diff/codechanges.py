@@ -89,6 +89,10 @@ class SymbolChange:
     #: anonymous code bound anew): the entry is head's, base's recordings are read under
     #: head's names (mapping.py).
     renamed_from: str | None = None
+    #: Moved onto the class of one of its parameters (``Pricing._line(self, line)`` became
+    #: ``Line.amount(self)``): that argument is the object it is called on now, so its
+    #: arguments and the fields it reads are not comparable with base's (mapping.py).
+    onto_argument: bool = False
     #: Where its definition starts in ``path``, for people only (no identity holds a line).
     line: int | None = None
 
@@ -166,6 +170,8 @@ class _ScopeFacts:
     # where the scope starts, and each site's condition, for people (never compared)
     line: int | None = None
     lines: dict[str, int] = field(default_factory=dict)
+    # functions: how many parameters they take
+    arity: int | None = None
 
 
 def code_changes_from_sources(
@@ -257,6 +263,10 @@ def _mapped(
             renamed_from=old,
             renames_only=same,
             one_sided_reads=tuple(sorted(b.loads ^ h.loads)),
+            onto_argument=old.rpartition(".")[0] != new.rpartition(".")[0]
+            and b.arity is not None
+            and h.arity is not None
+            and b.arity == h.arity + 1,
         )
     out: list[SymbolChange] = []
     for change in changes:
@@ -612,6 +622,7 @@ def _file_facts(version: Version | None, source: str, module: str) -> dict[str, 
             statements=_own_statements(scope_node),
             loads=_loads(scope_node),
             line=_first_line(scope_node),
+            arity=_arity(scope_node),
         )
         tops[scope.symbol] = scope_node
         renames[scope.symbol] = local_names
@@ -628,6 +639,13 @@ def _file_facts(version: Version | None, source: str, module: str) -> dict[str, 
         if line is not None:
             scope_facts.lines[site.id] = line
     return facts
+
+
+def _arity(node: ast.AST) -> int | None:
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return None
+    args = node.args
+    return len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs)
 
 
 def _first_line(node: object) -> int | None:

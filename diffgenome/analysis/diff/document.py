@@ -571,6 +571,13 @@ def diff_documents(
         if code_changes is not None and region is not None
         else frozenset()
     )
+    # Methods moved onto the class of one of their parameters: that argument is ``self`` now
+    # (docs/diffing.md, "Identity by mapping").
+    onto_argument = frozenset(
+        change.symbol
+        for change in (code_changes.symbols if code_changes is not None else ())
+        if change.onto_argument
+    )
     diffs: list[TestDiff] = []
     stable_changes: dict[str, list[Found]] = {}
     for test_id in sorted(set(b_tests) | set(h_tests)):
@@ -607,6 +614,12 @@ def diff_documents(
             )
             continue
         found = compare_tests(b, h, digests=digests)
+        if onto_argument:
+            found = [
+                item
+                for item in found
+                if not (item.kind in (ARGS_CHANGED, STATE_CHANGED) and item.symbol in onto_argument)
+            ]
         runs_changed_code = test_id in reaching
         found = _settled(found, test_id, unstable, runs_changed_code)
         if found and not runs_changed_code:

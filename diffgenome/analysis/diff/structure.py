@@ -605,7 +605,7 @@ def mapped_lines(test: TestIndex, code_changes: CodeChangeInput) -> list[str]:
     for new in sorted(callers):
         change = renamed[new]
         old = str(change.renamed_from)
-        verb = "renamed to" if _last(old) != _last(new) else "moved to"
+        verb = "renamed to" if _owner(old) == _owner(new) else "moved to"
         how = " (the same code)" if change.renames_only else " (its code edited)"
         lines.append(f"`{_short(old)}` {verb} `{_short(new)}`{how}{_callers(callers[new])}")
     return lines
