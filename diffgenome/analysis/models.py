@@ -590,6 +590,12 @@ class CodeChange(_Model):
         description="where its definition starts in path at the reported revision (head, base "
         "when removed); for people and links only: no identity holds a line",
     )
+    renamed_from: str | None = Field(
+        default=None,
+        description="base's name of code the differ paired under another name (renamed, "
+        "moved, anonymous code bound anew: docs/diffing.md, 'Identity by mapping'); base's "
+        "recordings were read under this entry's name",
+    )
 
 
 class Drift(_Model):

@@ -380,8 +380,11 @@ def test_deleted_and_renamed_functions_are_code_changes(
 ) -> None:
     changes = code_changes(behaviour[1])
     assert changes["py:calc.core.legacy"] == "removed"
-    assert changes["py:calc.core.old_name"] == "removed"
-    assert changes["py:calc.core.new_name"] == "added"
+    # Renamed as it was: paired with its old self (docs/diffing.md, "Identity by mapping").
+    assert "py:calc.core.old_name" not in changes
+    assert changes["py:calc.core.new_name"] == "modified"
+    [renamed] = [c for c in behaviour[1]["code_changes"] if c["symbol"] == "py:calc.core.new_name"]
+    assert renamed["renamed_from"] == "py:calc.core.old_name"
     assert changes["py:calc.core.sign"] == "modified"
     assert "py:calc.core.add" not in changes  # only a comment
 
@@ -426,11 +429,12 @@ def test_affected_lists_tests_reaching_changed_code_with_paths(calc: Path) -> No
     )
     assert sign["path"] == ["py:tests.test_core.test_sign", "py:calc.core.sign"]
     sites = {site["predicate"]: site for site in sign["sites"]}
-    # ``x >= 0`` became ``x > 0`` and ``x == 0``: the old decision is gone (as seen at base),
-    # the new ones are added (not reached on the base path)
-    assert sites["x >= 0"]["change"] == "removed"
-    assert sites["x >= 0"]["observed"] == {"true": 1, "false": 0}
-    assert sites["x > 0"]["change"] == "added" and sites["x > 0"]["observed"] is None
+    # ``x >= 0`` became ``x > 0`` and ``x == 0``: the mapping pairs the old decision with
+    # ``x > 0`` (the same ``if``, its condition edited; as seen at base), ``x == 0`` is new
+    # (not reached on the base path)
+    assert sites["x > 0"]["change"] == "modified" and sites["x > 0"]["was"] == "x >= 0"
+    assert sites["x > 0"]["observed"] == {"true": 1, "false": 0}
+    assert sites["x == 0"]["change"] == "added" and sites["x == 0"]["observed"] is None
     [mocked] = found["tests/test_core.py::test_report_with_mocked_fetch"]["reasons"]
     assert (mocked["symbol"], mocked["via"]) == ("py:calc.net.fetch", "stand-in")
 

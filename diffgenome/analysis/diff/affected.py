@@ -214,6 +214,7 @@ def _sites(
                 "site": site.site,
                 "change": site.change,
                 "predicate": site.predicate,
+                **({"was": site.was} if site.was is not None else {}),
                 "observed": dict(outcomes) if isinstance(outcomes, dict) else None,
             }
         )

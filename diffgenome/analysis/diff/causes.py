@@ -38,6 +38,7 @@ from diffgenome.protocol.vocab import (
     STATUS_CHANGED,
     STATUS_RESTRUCTURED,
     STATUS_UNVERIFIED,
+    SYMBOL_PREFIX,
     WARNINGS_CHANGED,
 )
 
@@ -268,8 +269,12 @@ def _by_code_change(
 def code_text(entry: CodeChange) -> str:
     """What changed in a symbol's code, one short line: ``new``, ``removed``, ``modified``,
     ``modified; decision `k is None` added``, ``modified; 28 decisions changed``."""
-    # A code change kind says itself, but a symbol that was added is new.
-    word = "new" if entry.change == CODE_ADDED else entry.change
+    # A code change kind says itself, but a symbol that was added is new, and one the
+    # mapping paired under another name says what it was.
+    word: str = "new" if entry.change == CODE_ADDED else entry.change
+    if entry.renamed_from is not None:
+        was = entry.renamed_from.removeprefix(SYMBOL_PREFIX)
+        word = f"{word}, was `{was}`"
     sites = [site for site in entry.sites if isinstance(site.get("predicate"), str)]
     if len(sites) == 1:
         predicate = str(sites[0].get("predicate"))

@@ -143,6 +143,7 @@ def code_change_entries(
                 gaps=gaps,
                 path=change.path,
                 line=change.line,
+                renamed_from=change.renamed_from,
             )
         )
     return entries
