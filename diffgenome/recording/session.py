@@ -606,7 +606,7 @@ class Recorder:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
-        tests, unverified, top, top_count, unstorable = self.store.tally(self.run_id)
+        tests, unverified, top, top_count, unstorable, shared = self.store.tally(self.run_id)
         line = (
             f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
             f"into {self.store_path}; "
@@ -627,6 +627,11 @@ class Recorder:
                 f"; {unstorable} test record{'s' if unstorable != 1 else ''} held a value the "
                 f"store cannot encode and {'were' if unstorable != 1 else 'was'} stored without "
                 f"{'their' if unstorable != 1 else 'its'} phases ({REASON_NOT_STORABLE})"
+            )
+        if shared:
+            line += (
+                f"; {shared} test{'s' if shared != 1 else ''} share a node id with others, each "
+                "recorded apart (<node id>#1, #2... in collection order)"
             )
         if incomplete:
             more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""

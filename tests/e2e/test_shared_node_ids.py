@@ -93,6 +93,7 @@ def test_every_case_sharing_a_node_id_is_recorded_apart(tmp_path: Path) -> None:
     assert sorted(tests) == IDS
     recorded, passed = _counts(recording.output)
     assert recorded == passed == 4
+    assert "3 tests share a node id with others, each recorded apart" in recording.output
     # Collection order decides the index: the beta case is the second of the three.
     assert _words(tests[f"{GREET}#1"]) == ["word='beta'"]
     assert _words(tests[GREET]) == ["word='alpha'"]
