@@ -855,18 +855,18 @@ class Recorder:
         test_id = self._subtest_id(f"{test_id} {label}")
         self._add_test(test_id, outcome, {"call": call}, reasons, extra=extra)
 
-    def _subtest_id(self, label: str) -> str:
+    def _subtest_id(self, subtest: str) -> str:
         """Subtests of one test labelled alike (``subtests.test(msg="row")`` in a loop)
         are recorded apart too: the later ones in the order they ran, ``<id> [row]#1``..."""
         given = self._subtest_ids
-        index = given.get(label)
+        index = given.get(subtest)
         if index is None:
-            given[label] = 1
-            return label
-        while shared_id(label, index) in given:
+            given[subtest] = 1
+            return subtest
+        while shared_id(subtest, index) in given:
             index += 1
-        given[label] = index + 1
-        test_id = shared_id(label, index)
+        given[subtest] = index + 1
+        test_id = shared_id(subtest, index)
         given.setdefault(test_id, 1)
         return test_id
 
