@@ -386,7 +386,8 @@ class TestRecord(_Model):
         [],
         description="facts about the capture that leave it complete, e.g. "
         "'call:thread-outlived-phase' (what that thread did later is recorded in the phase "
-        "it did it in, as 'earlier-thread' work)",
+        "it did it in, as 'earlier-thread' work); 'shared-node-id:N' (N collected items carry "
+        "the test's node id: its id is its place among them, '<node id>#1' for the second)",
     )
     warnings: list[WarningFact] | None = Field(
         None,

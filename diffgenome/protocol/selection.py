@@ -16,6 +16,7 @@ Only the standard library: the recording side imports this.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Final
@@ -274,14 +275,37 @@ def node_id(test_id: str) -> str:
 SECRET_MARK = "<secret:"
 
 
+#: The mark of a test that shares its pytest node id with earlier ones in collection order
+#: (a custom collector yielding several items of one name): ``<node id>#1``, ``#2``...
+SHARED_ID_MARK = "#"
+_CASE_INDEX = re.compile(r"#[1-9][0-9]*\Z")
+#: The disclosed fact of every test whose node id several collected items carry:
+#: ``shared-node-id:<how many>``. Their recorded ids are places in collection order.
+SHARED_NODE_ID = "shared-node-id"
+
+
+def shared_id(node: str, index: int) -> str:
+    """The recorded id of the ``index``-th (from 1) later item that carries ``node``."""
+    return f"{node}{SHARED_ID_MARK}{index}"
+
+
+def case_indexed(test_id: str) -> bool:
+    """Whether the node id part of ``test_id`` ends in an index (``#1``): an item that
+    shares its node id with earlier ones, or a node id that ends so by itself; pytest knows
+    the former only without it."""
+    return _CASE_INDEX.search(node_id(test_id)) is not None
+
+
 def pytest_node_id(test_id: str) -> str:
     """What to hand pytest to select the recorded test ``test_id``: its node id, or, where
     the secret rules masked part of it (a secret-looking parameter value), the node id of its
-    function, whose cases ``--genome-only`` then narrows by their recorded ids."""
+    function, whose cases ``--genome-only`` then narrows by their recorded ids. An index
+    (``#1``: items that share a node id) is left out: pytest selects every item of that node
+    id, and ``--genome-only`` narrows them too."""
     node = node_id(test_id)
     if SECRET_MARK in node:
         return node.partition("[")[0]
-    return node
+    return _CASE_INDEX.sub("", node)
 
 
 #: An entry of ``--genome-only`` that selects every case of a parametrized test function,

@@ -42,7 +42,7 @@ from diffgenome.protocol.runs import (
     is_run_id,
     new_run_id,
 )
-from diffgenome.protocol.selection import selected
+from diffgenome.protocol.selection import SHARED_NODE_ID, selected, shared_id
 from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
@@ -95,6 +95,9 @@ _seed_random = random.seed
 # A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
 # record's other fields (``disclosed``, ``before_recording``).
 _Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
+#: An item's recorded id and how many collected items carry its node id, kept on items that
+#: share their node id with others (``Recorder._name_items``).
+_SHARED = pytest.StashKey[tuple[str, int]]()
 
 
 def _outcome(reports: dict[str, pytest.TestReport]) -> str:
@@ -191,6 +194,13 @@ class Recorder:
         self._params: dict[str, str | None] | None = None
         self._param_memo: dict[tuple[type, object], str | None] = {}
         self._reports: dict[str, pytest.TestReport] = {}
+        # Items in collection order with their node ids as recorded, until collection ends
+        # and the items that share a node id are given theirs (``_name_items``).
+        self._collected: list[tuple[pytest.Item, str]] | None = []
+        # The running item: its node id, recorded id and how many items share its node id.
+        self._running: tuple[str, str, int] | None = None
+        # Subtest ids given in the running test, and the next index after each.
+        self._subtest_ids: dict[str, int] = {}
         self._tracing = False
         self._closed = False
         #: The line :meth:`pytest_terminal_summary` ends the session with, once the run is finished.
@@ -437,12 +447,60 @@ class Recorder:
             outcome = "error" if self._collection_failed else "passed"
             self._finish_test(IMPORT_TEST_ID, outcome)
 
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        collected = self._collected
+        if collected is not None:
+            collected.append((item, self._test_id(item.nodeid)))
+
+    def _name_items(self) -> None:
+        """Items that share a node id (a custom collector yielding cases of one name:
+        docopt-ng's ``testcases.docopt``) are tests apart, each recorded: the first keeps
+        the node id, the later ones in collection order are ``<node id>#1``, ``#2``... (an
+        index that another collected item's own id already is, is passed over). Counted over
+        every collected item, before ``-k``, ``--deselect`` or a plugin reorders them, so
+        that a case keeps its id whichever of them a session runs, and every xdist worker
+        (each collects them all) gives the same."""
+        collected, self._collected = self._collected, None
+        if not collected:
+            return
+        sizes: dict[str, int] = {}
+        for _, node in collected:
+            sizes[node] = sizes.get(node, 0) + 1
+        if len(sizes) == len(collected):
+            return  # no node id is shared: the common case
+        given = set(sizes)
+        following: dict[str, int] = {}
+        for item, node in collected:
+            size = sizes[node]
+            if size == 1:
+                continue
+            index = following.get(node)
+            if index is None:
+                test_id, index = node, 1
+            else:
+                while shared_id(node, index) in given:
+                    index += 1
+                test_id = shared_id(node, index)
+                given.add(test_id)
+                index += 1
+            following[node] = index
+            item.stash[_SHARED] = (test_id, size)
+
+    def _recorded_id(self, item: pytest.Item) -> str:
+        shared = item.stash.get(_SHARED, None)
+        return shared[0] if shared is not None else self._test_id(item.nodeid)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """``--genome-only``: the tests diff confirms, by recorded id, whatever paths the
-        user's arguments name (a positional ``tests`` would otherwise run them all)."""
+        """Every item gets its recorded id (``_name_items``); then ``--genome-only``: the
+        tests diff confirms, by recorded id, whatever paths the user's arguments name (a
+        positional ``tests`` would otherwise run them all)."""
+        try:
+            self._name_items()
+        except Exception as exc:  # they are recorded as before: the last of a node id wins
+            self._session_reasons.append(f"{REASON_RECORDER_ERROR}:ids:{type(exc).__name__}")
         only = self.options.only
         if only is None:
             return
@@ -451,7 +509,7 @@ class Recorder:
         clear_id = self.redactor.test_id
         for item in items:
             # Recorded ids are masked (collect/redact.py): compare like with like.
-            (keep if selected(clear_id(self._test_id(item.nodeid)), only) else drop).append(item)
+            (keep if selected(clear_id(self._recorded_id(item)), only) else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -548,7 +606,7 @@ class Recorder:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
-        tests, unverified, top, top_count, unstorable = self.store.tally(self.run_id)
+        tests, unverified, top, top_count, unstorable, shared = self.store.tally(self.run_id)
         line = (
             f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
             f"into {self.store_path}; "
@@ -569,6 +627,11 @@ class Recorder:
                 f"; {unstorable} test record{'s' if unstorable != 1 else ''} held a value the "
                 f"store cannot encode and {'were' if unstorable != 1 else 'was'} stored without "
                 f"{'their' if unstorable != 1 else 'its'} phases ({REASON_NOT_STORABLE})"
+            )
+        if shared:
+            line += (
+                f"; {shared} test{'s' if shared != 1 else ''} share a node id with others, each "
+                "recorded apart (<node id>#1, #2... in collection order)"
             )
         if incomplete:
             more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
@@ -786,13 +849,44 @@ class Recorder:
                 "call", report.sections, self._own_capture, self._capture
             )
             extra = {"effects": entries, "effects_unrecorded": sorted({*unrecorded, *IN_TEST})}
-        test_id = f"{self._test_id(report.nodeid)} {label}"
+        test_id, shared = self._running_id(report.nodeid)
+        if shared > 1:
+            extra = {**(extra or {}), "disclosed": [f"{SHARED_NODE_ID}:{shared}"]}
+        test_id = self._subtest_id(f"{test_id} {label}")
         self._add_test(test_id, outcome, {"call": call}, reasons, extra=extra)
+
+    def _subtest_id(self, subtest: str) -> str:
+        """Subtests of one test labelled alike (``subtests.test(msg="row")`` in a loop)
+        are recorded apart too: the later ones in the order they ran, ``<id> [row]#1``..."""
+        given = self._subtest_ids
+        index = given.get(subtest)
+        if index is None:
+            given[subtest] = 1
+            return subtest
+        while shared_id(subtest, index) in given:
+            index += 1
+        given[subtest] = index + 1
+        test_id = shared_id(subtest, index)
+        given.setdefault(test_id, 1)
+        return test_id
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:
             return
-        self._finish_test(self._test_id(nodeid), _outcome(self._reports))
+        test_id, shared = self._running_id(nodeid)
+        if shared > 1:
+            # Its id is a place among the items of one node id: disclosed, and a diff whose
+            # sides have another number of them says so (docs/recording.md).
+            self._disclosed.append(f"{SHARED_NODE_ID}:{shared}")
+        self._finish_test(test_id, _outcome(self._reports))
+
+    def _running_id(self, nodeid: str) -> tuple[str, int]:
+        """The recorded id of the test pytest reports as ``nodeid``, and how many collected
+        items carry that node id: the running item's, when it is that one."""
+        running = self._running
+        if running is not None and running[0] == nodeid:
+            return running[1], running[2]
+        return self._test_id(nodeid), 1
 
     def _test_id(self, nodeid: str) -> str:
         """The node id relative to the repository root (pytest's is relative to rootdir), an
@@ -839,6 +933,7 @@ class Recorder:
                 self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:effects:{self.effects.errors}")
                 self.effects.errors = 0
         self._params = None
+        self._subtest_ids = {}
         self._phases = {}
         self._phase_reasons = []
         self._disclosed = []
@@ -855,9 +950,12 @@ class Recorder:
         """Outside pytest's warnings capture (registered after it, so called before it):
         when this ends, the test's warnings have been handed over."""
         self._release_import()
+        shared = item.stash.get(_SHARED, None)
+        self._running = (item.nodeid, *shared) if shared is not None else None
         try:
             return (yield)
         finally:
+            self._running = None
             self._release_held()
 
     def pytest_warning_recorded(

@@ -50,6 +50,7 @@ from diffgenome.protocol.runs import (
     process_token,
     run_genome_format,
 )
+from diffgenome.protocol.selection import SHARED_NODE_ID
 from diffgenome.protocol.store import (
     DB_FILE,
     one_line,
@@ -317,30 +318,33 @@ class StoreWriter:
                 release_free_pages(conn)
         return [] if whole else why
 
-    def tally(self, run_id: str) -> tuple[int, int, str | None, int, int]:
+    def tally(self, run_id: str) -> tuple[int, int, str | None, int, int, int]:
         """The run's tests (``<import>`` aside), how many are unverified, the reason most
-        of those give with the number that give it, and how many records (``<import>``
-        included) the store could not encode whole (whichever process wrote them)."""
-        tests = unverified = unstorable = 0
+        of those give with the number that give it, how many records (``<import>``
+        included) the store could not encode whole (whichever process wrote them), and how
+        many tests share their node id with others (``<node id>#1``: their ids are places)."""
+        tests = unverified = unstorable = shared = 0
         reasons: dict[str, int] = {}
         with self._tx(f"count the tests of run {run_id}") as conn:
-            for test_id, verified, why in conn.execute(
-                "SELECT id, verified, unverified_reasons FROM tests WHERE run_id = ?",
-                (holder(conn, run_id, TESTS),),
+            for test_id, verified, why, sharing in conn.execute(
+                "SELECT id, verified, unverified_reasons, instr(extra, ?) > 0 FROM tests "
+                "WHERE run_id = ?",
+                (f'"{SHARED_NODE_ID}:', holder(conn, run_id, TESTS)),
             ):
                 if not verified and f'"{REASON_NOT_STORABLE}:' in str(why):
                     unstorable += 1
                 if test_id == IMPORT_TEST_ID:
                     continue
                 tests += 1
+                shared += bool(sharing)
                 if not verified:
                     unverified += 1
                     for reason in set(_json_list(why)):
                         reasons[reason] = reasons.get(reason, 0) + 1
         if not reasons:
-            return tests, unverified, None, 0, unstorable
+            return tests, unverified, None, 0, unstorable, shared
         top = min(reasons, key=lambda reason: (-reasons[reason], reason))
-        return tests, unverified, top, reasons[top], unstorable
+        return tests, unverified, top, reasons[top], unstorable, shared
 
     def apply_cap(self) -> tuple[int, list[str], list[str]]:
         """Remove what the store's cap removes (``protocol.retention.runs_over_cap``: confirmation

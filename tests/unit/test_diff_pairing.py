@@ -93,3 +93,48 @@ def test_cases_listed_twice_with_equal_values_pair_in_order() -> None:
         "test[kwargs2]": ("unchanged", "t.py::test[kwargs1]"),
         "test[kwargs3]": ("unchanged", "t.py::test[kwargs2]"),
     }
+
+
+def _shared(*symbols: str) -> dict[str, Any]:
+    """Items of one node id, as a custom collector yields them (``t.cases::greet``), each
+    calling its symbol: ids in collection order, each disclosing how many there are."""
+    node = "t.cases::greet"
+    tests = [
+        genomes.test_record(
+            node if index == 0 else f"{node}#{index}",
+            {"call": genomes.phase([call(0, None, symbol)])},
+            disclosed=[f"shared-node-id:{len(symbols)}"],
+        )
+        for index, symbol in enumerate(symbols)
+    ]
+    doc = genomes.document(tests, genomes.run("r"))
+    GenomeDocument.model_validate(doc)
+    return doc
+
+
+def _diffs(base: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
+    diff = diff_documents(base, head, base_rev="b", head_rev="h")
+    return {t.id.partition("::")[2]: t for t in diff.tests}
+
+
+def test_items_of_one_node_id_in_another_number_cannot_pass_as_unchanged() -> None:
+    """A case inserted first among items that share a node id gives every later id to
+    another case: their ids are places, so no test of that id is read as unchanged, and the
+    default gate fails (``may_hide_change``)."""
+    base = _shared("a", "b")
+    head = _shared("x", "a", "b")
+    diffs = _diffs(base, head)
+    assert diffs["greet#2"].status == "added"
+    for name in ("greet", "greet#1"):
+        assert diffs[name].status == "unverified", name
+        assert diffs[name].may_hide_change, name
+        assert any("2 in base, 3 in head" in reason for reason in diffs[name].reasons)
+
+
+def test_items_of_one_node_id_in_the_same_number_are_compared_by_place() -> None:
+    diffs = _diffs(_shared("a", "b", "c"), _shared("a", "b2", "c"))
+    assert {name: test.status for name, test in diffs.items()} == {
+        "greet": "unchanged",
+        "greet#1": "changed",
+        "greet#2": "unchanged",
+    }

@@ -16,7 +16,7 @@ from diffgenome.analysis.models import (
 )
 from diffgenome.analysis.models import TestDiff as DiffOfTest
 from diffgenome.analysis.report import render_markdown, render_terminal
-from diffgenome.analysis.report.common import Selection
+from diffgenome.analysis.report.common import Selection, matches
 from diffgenome.analysis.report.markdown import code
 
 COLLAPSED = Selection()
@@ -294,3 +294,13 @@ def test_a_preview_says_the_value_in_place_of_its_shape_and_label() -> None:
             "py:tabulate.login args: user=str, password=str (value A) → "
             "user=str, password=str (value B)"
         ) in text
+
+
+def test_a_node_id_selects_the_items_that_share_it() -> None:
+    """``--test t.cases::greet`` selects what ``pytest t.cases::greet`` runs: every item of
+    that node id, recorded ``greet``, ``greet#1``... (docs/recording.md)."""
+    assert matches("t.cases::greet#1", "t.cases::greet")
+    assert matches("t.cases::greet#2 [row]", "t.cases::greet")
+    assert matches("t.cases::greet#1", "t.cases::greet#1")
+    assert not matches("t.cases::greet", "t.cases::greet#1")
+    assert not matches("t.cases::greeting", "t.cases::greet")

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from diffgenome.protocol.selection import find_store, recorded_selection
+from diffgenome.protocol.selection import (
+    case_indexed,
+    find_store,
+    pytest_node_id,
+    recorded_selection,
+)
 
 
 @pytest.mark.parametrize(
@@ -86,3 +91,30 @@ def test_an_option_that_may_take_the_next_argument_keeps_the_order() -> None:
     assert first == ["--foo", "a", "b"]
     assert second == ["a", "--foo", "b"]
     assert first != second
+
+
+@pytest.mark.parametrize(
+    ("test_id", "node"),
+    [
+        ("t.docopt::cases(3)", "t.docopt::cases(3)"),
+        ("t.docopt::cases(3)#1", "t.docopt::cases(3)"),
+        ("t.docopt::cases(3)#12 [row] (i=1)", "t.docopt::cases(3)"),
+        ("t.py::test[a#1]", "t.py::test[a#1]"),  # a parameter's own text, not an index
+        ("t.py::test[x]#2", "t.py::test[x]"),
+        ("t.py::test[<secret:0123456789ab>]#1", "t.py::test"),
+        ("t.py::test #1", "t.py::test"),  # a subtest labelled "#1"
+    ],
+)
+def test_items_that_share_a_node_id_are_handed_to_pytest_by_it(test_id: str, node: str) -> None:
+    """pytest knows ``cases(3)`` only, and selects every item of it: ``--genome-only``
+    narrows them to the recorded ``cases(3)#1``."""
+    assert pytest_node_id(test_id) == node
+
+
+def test_an_index_is_read_only_at_the_end_of_the_node_id() -> None:
+    assert case_indexed("t.docopt::cases(3)#1")
+    assert case_indexed("t.docopt::cases(3)#1 [row]")
+    assert not case_indexed("t.docopt::cases(3)")
+    assert not case_indexed("t.py::test[a#1]")
+    assert not case_indexed("t.py::test #1")
+    assert not case_indexed("t.py::test#0")

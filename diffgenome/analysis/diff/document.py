@@ -50,6 +50,7 @@ from diffgenome.analysis.models import (
     TestStatus,
 )
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY
+from diffgenome.protocol.selection import SHARED_NODE_ID
 from diffgenome.protocol.vocab import (
     ARGS_CHANGED,
     BRANCH_CHANGED,
@@ -84,6 +85,10 @@ WARNING_MESSAGES_NOT_COMPARABLE = (
     "warning messages not comparable: one side kept them as text (a recorder before "
     "2026-12-02), the other as keyed digests; record both again (diffgenome diff --rerecord)"
 )
+#: The reason of a test whose node id other items share, in another number on each side: its
+#: id is a place among them in collection order (docs/recording.md), and a case inserted,
+#: removed or moved among them gives that place to another case.
+SHARED_NODE_ID_MOVED = "cases that share its node id"
 Status = TestStatus
 MAX_UNSTABLE_REASONS = 20
 
@@ -650,6 +655,9 @@ def diff_documents(
         if not warning_messages_comparable(b.record.get("warnings"), h.record.get("warnings")):
             reasons.append(WARNING_MESSAGES_NOT_COMPARABLE)
         reasons.extend(run_reasons)
+        moved = _shared_node_id_moved(b, h)
+        if moved is not None:
+            reasons.append(moved)
         may_hide = False
         structure: list[str] = []
         restructured = (
@@ -1060,11 +1068,35 @@ def _one_sided_fact(fact: object, one_sided_state: frozenset[str], symbol: str |
     )
 
 
+def _shared_count(test: TestIndex) -> int:
+    """How many collected items carried the test's node id (its disclosed
+    ``shared-node-id:N``); 1 when none other did."""
+    for fact in test.record.get("disclosed") or ():
+        word, _, count = str(fact).partition(":")
+        if word == SHARED_NODE_ID and count.isdigit():
+            return int(count)
+    return 1
+
+
+def _shared_node_id_moved(b: TestIndex, h: TestIndex) -> str | None:
+    """The reason a test whose id is a place among items of one node id cannot be trusted
+    to name the same case on both sides: there are more or fewer such items in head. (The
+    same number reordered cannot be told from the ids: its cases read as changed.)"""
+    base, head = _shared_count(b), _shared_count(h)
+    if base == head:
+        return None
+    return (
+        f"{SHARED_NODE_ID_MOVED}: {base} in base, {head} in head; each is named by its place "
+        "in collection order, so this id may name another case on each side"
+    )
+
+
 def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[str]) -> bool:
     """Whether an unverified test with no observed difference could still hide a change.
 
     It could when a run is incomplete, when digests cannot be compared (a changed value of
-    the same type would be invisible), or when the two sides are unverified for different
+    the same type would be invisible), when its id may name another case on each side (items
+    that share a node id, in another number), or when the two sides are unverified for different
     reasons (whatever one side could not see, the other saw, or saw differently). A test
     unverified for exactly the same reasons on both sides lacked the same evidence twice, and
     everything the recorder did see is equal: it stays ``unverified`` (never ``unchanged``)
@@ -1074,6 +1106,7 @@ def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[
         run_reasons
         or DIGESTS_NOT_COMPARABLE in reasons
         or WARNING_MESSAGES_NOT_COMPARABLE in reasons
+        or any(reason.startswith(SHARED_NODE_ID_MOVED) for reason in reasons)
     ):
         return True
     base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()

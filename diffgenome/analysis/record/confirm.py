@@ -21,7 +21,7 @@ from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.sides import Side, side_subject
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
-from diffgenome.protocol.selection import ALL_CASES, node_id, pytest_node_id
+from diffgenome.protocol.selection import ALL_CASES, case_indexed, node_id, pytest_node_id
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 #: Recordings of each side's differing tests that confirmation compares with each other.
@@ -176,7 +176,10 @@ def _only(
     which spares collecting the other files, only when the user's arguments hold no
     word that pytest could read as a path, and not when ``whole``: then pytest collects
     what the first recordings collected, so that the confirming ``<import>`` records are
-    the whole import too, comparable with each other (confirmation in one place).
+    the whole import too, comparable with each other (confirmation in one place). Nor
+    when a test's id ends in an index (``#1``, items that share a node id): handed to
+    pytest without it, a node id that ends so by itself would select nothing, and pytest
+    would stop on it.
 
     The file is named by what it lists: the same tests confirmed on both sides give both
     sides the same command line, which tests can read (``sys.argv`` in a profile).
@@ -187,7 +190,11 @@ def _only(
     listed = os.path.join(workspace.temp_path(), f"confirm-{name}.txt")
     with open(listed, "w", encoding="utf-8") as out:
         out.write(text)
-    positional = whole or any(not arg.startswith("-") for arg in pytest_args)
+    positional = (
+        whole
+        or any(not arg.startswith("-") for arg in pytest_args)
+        or any(case_indexed(test_id) for test_id in wanted)
+    )
     return [f"--genome-only={listed}", *([] if positional else node_ids)]
 
 

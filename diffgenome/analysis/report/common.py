@@ -24,6 +24,7 @@ from diffgenome.analysis.models import (
     DiffSide,
     TestDiff,
 )
+from diffgenome.protocol.selection import pytest_node_id
 from diffgenome.protocol.vocab import (
     CHANGE_KINDS,
     CODE_ADDED,
@@ -188,15 +189,18 @@ def is_node_id(pattern: str) -> bool:
 
 def matches(test_id: str, pattern: str) -> bool:
     """``--test PATTERN``: a node id (with ``::``) selects that test, with its parametrized
-    cases and subtests when it names a function, as ``pytest NODE_ID`` does
-    (``tests/a.py::test_pipe`` is not ``test_pipe_headerless``); a glob when the pattern has
-    ``*`` or ``?`` (brackets are literal, as in parametrized ids); else any part of the id."""
+    cases and subtests when it names a function, and the items that share its node id
+    (``#1``), as ``pytest NODE_ID`` does (``tests/a.py::test_pipe`` is not
+    ``test_pipe_headerless``); a glob when the pattern has ``*`` or ``?`` (brackets are
+    literal, as in parametrized ids); else any part of the id."""
     if test_id == pattern:
         return True
     if "*" in pattern or "?" in pattern:
         glob = pattern.replace("[", "[[]")
         return fnmatch.fnmatchcase(test_id, glob)
     if is_node_id(pattern):
+        if pytest_node_id(test_id) == pattern:
+            return True
         return test_id.startswith((pattern + "[", pattern + " ", pattern + "::"))
     return pattern in test_id
 

@@ -55,12 +55,11 @@ from diffgenome.recording.collect.values import Digester
 MARK_HEX: Final = 12
 _TAG: Final = b"diffgenome-secret\0"
 _environ: Final = os.environ
-# The variables set at every phase: pytest's own, and the one that tells a child process its
-# phase (``childhook.ENV``), under the raw mapping's keys (bytes on POSIX, str on Windows).
-# Neither name is a secret's, so neither ever gives a secret.
-_PER_PHASE: Final = tuple(
-    key for name in ("PYTEST_CURRENT_TEST", CHILD_ENV) for key in (name.encode(), name)
-)
+#: The variables set at every phase: pytest's own, and the one that tells a child process its
+#: phase (``childhook.ENV``). Neither name is a secret's, so neither ever gives a secret.
+PER_PHASE_VARIABLES: Final = ("PYTEST_CURRENT_TEST", CHILD_ENV)
+#: The same under the raw mapping's keys (bytes on POSIX, str on Windows).
+PER_PHASE_KEYS: Final = tuple(key for name in PER_PHASE_VARIABLES for key in (name.encode(), name))
 
 #: Names of environment variables whose values are taken for secrets.
 SECRET_NAME: Final = re.compile(
@@ -241,7 +240,7 @@ class Redactor:
                 raw = getattr(_environ, "_data", None)
                 if isinstance(raw, dict):
                     seen = dict(raw)
-                    for name in _PER_PHASE:
+                    for name in PER_PHASE_KEYS:
                         seen.pop(name, None)
                     if seen == self._seen:
                         return
