@@ -30,7 +30,7 @@ from rich.console import Console, RenderableType
 
 from diffgenome.analysis import pipeline
 from diffgenome.analysis.combine import combine
-from diffgenome.analysis.delivery import EXIT_FOUND, deliver
+from diffgenome.analysis.delivery import EXIT_FOUND, FAIL_ON_SEEN, deliver
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.htmlreport import write_run_html
@@ -610,7 +610,15 @@ def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
 # -- diff and affected --------------------------------------------------------------------
 
 #: What ``--fail-on`` takes: three of the statuses (see found_for), then the other findings.
-FAIL_ON = (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_RESTRUCTURED, "drift", "gaps", "never")
+FAIL_ON = (
+    STATUS_CHANGED,
+    STATUS_UNVERIFIED,
+    STATUS_RESTRUCTURED,
+    FAIL_ON_SEEN,
+    "drift",
+    "gaps",
+    "never",
+)
 
 
 def _configure_sides(parser: argparse.ArgumentParser) -> None:
@@ -680,8 +688,9 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         help="exit 1 when this is found: changed (a test changed, was added or removed, or is "
         "unverified where missing evidence could hide a change; the default), unverified "
         "(also every other unverified test), restructured (also every test whose calls a "
-        "refactor moved while its behaviour stayed the same), drift (a mock drifted), gaps "
-        "(changed code without test evidence), never",
+        "refactor moved while its behaviour stayed the same), seen (like changed, but not a "
+        "test changed only inside the project with every result at the test equal), drift (a "
+        "mock drifted), gaps (changed code without test evidence), never",
     )
     parser.add_argument(
         "--no-confirm",

@@ -20,7 +20,7 @@ from diffgenome.analysis.report.markdown import MarkdownTooLong
 from diffgenome.analysis.request import Reports
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.jsontext import json_encoder
-from diffgenome.protocol.vocab import STATUS_RESTRUCTURED, STATUS_UNVERIFIED
+from diffgenome.protocol.vocab import STATUS_CHANGED, STATUS_RESTRUCTURED, STATUS_UNVERIFIED
 
 # The diff document as pydantic writes it, lone surrogates as their JSON escapes
 # (protocol/jsontext.py).
@@ -111,6 +111,11 @@ def exit_status(diff: DiffDocument, fail_on: str) -> int:
     return EXIT_FOUND if found_for(diff, fail_on) else EXIT_OK
 
 
+#: ``--fail-on seen``: the changes the tests see (docs/diffing.md, "Reach"), not a test
+#: changed only inside the project with every result at the test equal.
+FAIL_ON_SEEN = "seen"
+
+
 def found_for(diff: DiffDocument, fail_on: str) -> bool:
     """Whether ``diff`` holds what ``--fail-on`` names (see docs/diffing.md)."""
     if fail_on == "never":
@@ -120,7 +125,14 @@ def found_for(diff: DiffDocument, fail_on: str) -> bool:
     if fail_on == "gaps":
         return any(change.gaps for change in diff.code_changes)
     s = diff.summary
-    if s.changed or s.added or s.removed:
+    if fail_on == FAIL_ON_SEEN:
+        if (
+            s.added
+            or s.removed
+            or any(t.status == STATUS_CHANGED and t.reach != "internal" for t in diff.tests)
+        ):
+            return True
+    elif s.changed or s.added or s.removed:
         return True
     if fail_on == STATUS_UNVERIFIED:
         return bool(s.unverified)

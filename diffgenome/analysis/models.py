@@ -451,6 +451,14 @@ class DiffSummary(_Model):
     unstable: int = 0
     touched: int = 0
     restructured: int = 0
+    seen: int = Field(
+        default=0, description="added 2026-12-07: changed tests that see a change (reach 'seen')"
+    )
+    internal: int = Field(
+        default=0,
+        description="added 2026-12-07: changed tests whose changes are all inside the project, "
+        "results at the tests equal (reach 'internal')",
+    )
     confirmed: int = Field(
         0, description="tests recorded again on both sides to tell change from noise"
     )
@@ -465,6 +473,13 @@ class Change(_Model):
     predicate: str | None = None
     base: object = None
     head: object = None
+    reach: Literal["seen", "internal"] | None = Field(
+        default=None,
+        description="added 2026-12-07: 'seen' where the test itself sees the change (its "
+        "outcome, what comes back into its own code, effects, stand-ins, egress), 'internal' "
+        "where it is inside the project and every result at the test's boundary is equal "
+        "(docs/diffing.md, 'Reach')",
+    )
 
 
 class OutcomePair(_Model):
@@ -491,6 +506,12 @@ class TestDiff(_Model):
         "'Cross-test state'); an optional explanation, the status says what the gate does",
     )
     changes: list[Change] = []
+    reach: Literal["seen", "internal"] | None = Field(
+        default=None,
+        description="added 2026-12-07, on a changed test: 'seen' when one of its changes is "
+        "what the test sees, 'internal' when all are inside the project with every result "
+        "at its boundary equal (docs/diffing.md, 'Reach')",
+    )
     structure: list[str] = Field(
         default_factory=list,
         description="what a refactor moved in this test, one line each ('`pkg.m.g` extracted "
@@ -539,6 +560,12 @@ class Cause(_Model):
         default_factory=list,
         description="the changed symbols in reach of its changes, sorted (one when reach is "
         "'code', several when 'several')",
+    )
+    sees: bool = Field(
+        default=False,
+        description="added 2026-12-07: some test sees this change (its outcome, what comes "
+        "back into its own code, effects, stand-ins, egress: docs/diffing.md, 'Reach'); such "
+        "causes come first",
     )
 
 

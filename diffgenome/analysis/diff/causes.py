@@ -88,6 +88,8 @@ class _Group:
     origins: set[str] = field(default_factory=set)
     #: Some change of it had no changed code in reach.
     unreached: bool = False
+    #: Some test sees it (diff/reach.py): read before what happens only inside the project.
+    sees: bool = False
 
 
 Reach = Literal["code", "several", "none"]
@@ -146,6 +148,7 @@ def causes_by_code_change(
                     group = groups[key] = _Group(
                         key[1], key[0], change.symbol, change.site, len(change.path)
                     )
+                group.sees |= change.reach == "seen"
                 if origins is not None:
                     found = origins.of_change(change)
                     group.origins |= found
@@ -192,6 +195,7 @@ def _cause(group: _Group, read: bool) -> Cause:
         reach=reach,
         origin=origin,
         origins=sorted(group.origins),
+        sees=group.sees,
     )
 
 
@@ -223,7 +227,7 @@ def _by_code_change(
     for index, cause in enumerate(causes):
         reach: Reach = cause.reach or "none"
         members.setdefault((reach, cause.origin if reach == "code" else None), []).append(index)
-    out: list[tuple[tuple[int, int, int, int, int, str], CauseGroup]] = []
+    out: list[tuple[tuple[int, bool, int, int, int, int, str], CauseGroup]] = []
     order = {"code": 0, "several": 1, "none": 2}
     for (reach, symbol), indexes in members.items():
         # Within a group: outcomes, then behaviour by how many tests show it, then structure.
@@ -261,7 +265,8 @@ def _by_code_change(
         )
         bucket = min(_bucket(ordered[index], changed) for index in indexes)
         loud = sum(n for status, n in statuses.items() if status in _LOUD)
-        rank = (bucket, order[reach], -loud, -len(tests), len(indexes), symbol or "")
+        sees = any(ordered[index].sees for index in indexes)
+        rank = (bucket, not sees, order[reach], -loud, -len(tests), len(indexes), symbol or "")
         out.append((rank, group))
     return [group for _, group in sorted(out, key=lambda item: item[0])]
 
@@ -309,8 +314,16 @@ def _tier(group: _Group, changed: frozenset[str]) -> int:
     return 2  # what its callers, stand-ins and the world saw of it
 
 
-def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, int, int, str]:
-    return (_tier(group, changed), -len(group.tests), -group.depth, group.summary)
+def _rank(group: _Group, changed: frozenset[str]) -> tuple[int, bool, int, int, str]:
+    """Outcomes, behaviour, structure (:func:`_tier`); within each, what a test sees before
+    what happens only inside the project, then by how many tests show it."""
+    return (
+        _tier(group, changed),
+        not group.sees,
+        -len(group.tests),
+        -group.depth,
+        group.summary,
+    )
 
 
 def signature(change: Change) -> str:

@@ -31,6 +31,7 @@ from diffgenome.analysis.diff.exercised import code_change_entries, test_code_pa
 from diffgenome.analysis.diff.mapping import translated
 from diffgenome.analysis.diff.modules import test_code_rule
 from diffgenome.analysis.diff.origins import TestOrigins
+from diffgenome.analysis.diff.reach import INTERNAL, SEEN, change_reach, test_reach, test_symbols
 from diffgenome.analysis.diff.structure import (
     MOVED_SITE,
     Region,
@@ -708,9 +709,18 @@ def diff_documents(
 
     _untold_edits(entries, diffs)
     _quiet_edits(entries, diffs, code_changes)
+    test_code = test_symbols((base, head))
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
+        for change in diff.changes:
+            change.reach = change_reach(change, test_code)
+        if diff.status == STATUS_CHANGED:
+            diff.reach = test_reach(diff.changes)
+            if diff.reach == SEEN:
+                summary.seen += 1
+            elif diff.reach == INTERNAL:
+                summary.internal += 1
     changed_symbols = frozenset(entry.symbol for entry in entries)
     one_sided = frozenset(entry.symbol for entry in entries if entry.change != CODE_MODIFIED)
 

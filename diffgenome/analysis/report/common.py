@@ -79,19 +79,28 @@ def now_failing(diff: DiffDocument) -> list[TestDiff]:
 QUIET = frozenset({STATUS_UNSTABLE, STATUS_RESTRUCTURED, STATUS_TOUCHED, STATUS_UNCHANGED})
 
 
+def inside_only(test: TestDiff) -> bool:
+    """A changed test whose every change is inside the project, results at the test equal
+    (docs/diffing.md, "Reach"): read after what the tests see."""
+    return test.status == STATUS_CHANGED and test.reach == "internal" and not now_fails(test)
+
+
 def tier(test: TestDiff) -> int:
-    """Where a test stands in the reading order (lower first)."""
+    """Where a test stands in the reading order (lower first): what the tests see before
+    what happens only inside the project."""
     if now_fails(test):
         return 0
-    if test.status == STATUS_CHANGED:
+    if test.status == STATUS_CHANGED and not inside_only(test):
         return 1
     if test.status == STATUS_UNVERIFIED and test.may_hide_change:
         return 2
     if test.status in (STATUS_ADDED, STATUS_REMOVED):
         return 3
-    if test.status == STATUS_UNVERIFIED:
+    if inside_only(test):
         return 4
-    return {STATUS_RESTRUCTURED: 5, STATUS_TOUCHED: 6, STATUS_UNSTABLE: 7}.get(test.status, 8)
+    if test.status == STATUS_UNVERIFIED:
+        return 5
+    return {STATUS_RESTRUCTURED: 6, STATUS_TOUCHED: 7, STATUS_UNSTABLE: 8}.get(test.status, 9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,11 @@ class Block:
     def quiet(self) -> bool:
         """Same behaviour: listed after drift and gaps."""
         return self.test.status in QUIET
+
+    @property
+    def inside(self) -> bool:
+        """Changed only inside the project: listed after what the tests see."""
+        return inside_only(self.test)
 
     @property
     def reasons(self) -> list[str]:
@@ -157,7 +171,19 @@ def summary_text(diff: DiffDocument) -> str:
     statuses: Counter[str] = Counter(
         str(test.status) for test in diff.tests if test.id != IMPORT_TEST_ID
     )
-    shown = ", ".join(f"{statuses[status]} {status}" for status in STATUS_ORDER if statuses[status])
+    inside = sum(1 for t in diff.tests if t.id != IMPORT_TEST_ID and inside_only(t))
+    parts = []
+    for status in STATUS_ORDER:
+        n = statuses[status]
+        if status == STATUS_CHANGED and inside:
+            # What the tests see first, then what changed only inside (docs/diffing.md,
+            # "Reach").
+            if n - inside:
+                parts.append(f"{n - inside} {'sees' if n - inside == 1 else 'see'} a change")
+            parts.append(f"{inside} changed only inside the project (results equal)")
+        elif n:
+            parts.append(f"{n} {status}")
+    shown = ", ".join(parts)
     tests = count(test_count(diff), "test")
     text = f"{tests}: {shown}" if shown else tests
     imported = next((test.status for test in diff.tests if test.id == IMPORT_TEST_ID), None)
@@ -272,7 +298,12 @@ def gate_text(diff: DiffDocument, fail_on: str | None) -> str:
     existing test changed, and ``--fail-on changed`` counts an added test all the same (a
     product rule, docs/diffing.md, "The gate"). Empty in every other case: the statuses on
     the line say why."""
-    if fail_on not in (STATUS_CHANGED, STATUS_UNVERIFIED, STATUS_RESTRUCTURED) or now_failing(diff):
+    if fail_on not in (
+        STATUS_CHANGED,
+        STATUS_UNVERIFIED,
+        STATUS_RESTRUCTURED,
+        "seen",
+    ) or now_failing(diff):
         return ""
     added = [t for t in diff.tests if t.status == STATUS_ADDED and t.id != IMPORT_TEST_ID]
     if not added:

@@ -82,13 +82,15 @@ OPEN_UP_TO = 8
 
 #: The section that a test of each status goes to; the order of sections is the reading
 #: order of a review.
-_CHANGED, _DRIFT, _GAPS, _UNVERIFIED, _ADDED, _SAME = range(6)
+_CHANGED, _DRIFT, _GAPS, _UNVERIFIED, _ADDED, _INSIDE, _SAME = range(7)
 _HEADINGS = {
     _CHANGED: "Changed",
     _DRIFT: "Mock drift",
     _GAPS: "Changed code not fully exercised",
     _UNVERIFIED: "Unverified",
     _ADDED: "Added and removed tests",
+    # What the tests see comes first; these changed only inside (docs/diffing.md, "Reach").
+    _INSIDE: "Changed only inside the project, results at the tests equal",
     # As the terminal says it: restructured, touched and unstable tests are no differences
     # to act on (they were under "Other differences", beside added tests).
     _SAME: "Same behaviour",
@@ -294,6 +296,8 @@ def _entries(
     lines = None if whole else max_lines
     brief = None if whole else min(max_lines, MAX_LINES_BRIEF)
     changed = [block for block in blocks if block.test.status == STATUS_CHANGED]
+    inside = [block for block in changed if block.inside]
+    changed = [block for block in changed if not block.inside]
     unverified = [block for block in blocks if block.test.status == STATUS_UNVERIFIED]
     # Stable: within each half, the ranking of test_blocks.
     unverified.sort(key=lambda block: not block.test.may_hide_change)
@@ -311,6 +315,7 @@ def _entries(
         ]
     out += [_test_entry(_UNVERIFIED, block, labels, lines, opened) for block in unverified]
     out += [_test_entry(_ADDED, block, labels, brief, opened) for block in added]
+    out += [_test_entry(_INSIDE, block, labels, brief, opened) for block in inside]
     out += [_test_entry(_SAME, block, labels, brief, opened) for block in same]
     return out
 

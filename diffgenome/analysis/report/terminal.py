@@ -140,7 +140,8 @@ def render_terminal(
         for block in blocks:
             parts.extend(_block(block, labels, None))
         return Group(*parts)
-    loud = [block for block in blocks if not block.quiet]
+    loud = [block for block in blocks if not block.quiet and not block.inside]
+    inside = [block for block in blocks if block.inside]
     quiet = [block for block in blocks if block.quiet]
     parts.extend(_loud_blocks(loud, labels, max_tests, max_changes, collapse))
     if not collapse:  # --all: nothing below is cut either
@@ -177,6 +178,21 @@ def render_terminal(
                 parts.append(_more(len(entry.gaps) - max_changes, "gaps", "    "))
         if len(gaps) > max_tests:
             parts.append(_more(len(gaps) - max_tests, "symbols"))
+    if inside:
+        parts.append(Text(""))
+        parts.append(
+            Text(
+                f"changed only inside the project, results at the tests equal ({len(inside)})",
+                style="bold cyan",
+            )
+        )
+        shown = inside[:max_tests]
+        for block in shown:
+            # The causes above say what changed inside: by default a title line each.
+            lines = _block(block, labels, max_changes)
+            parts.extend(lines if not collapse else lines[:1])
+        if len(inside) > len(shown):
+            parts.append(_more(len(inside) - len(shown), "tests", how=" (--all shows every test)"))
     if quiet:
         kinds = ", ".join(
             f"{n} {status}"
