@@ -21,6 +21,10 @@ GAP_BEFORE_RECORDING = (
 )
 GAP_ONLY_STAND_IN = "reached only through a stand-in"
 GAP_OUTCOME = "decision outcome never observed: {site} {outcome}"
+#: Conditions that are constants (``while True``): the outcome they can never take is no
+#: gap, nor the one they always take, which CPython compiles to no jump at all, so that no
+#: recording can observe it.
+_CONSTANT = frozenset({"True", "False", "1", "0", "None"})
 #: How protocol/naming.py names an ``assert`` site (``<symbol>/assert[<digest>]``).
 ASSERT_MARK = "/assert["
 
@@ -121,6 +125,8 @@ def code_change_entries(
                 for outcome in ("true", "false"):
                     if outcome == "false" and ASSERT_MARK in site.site:
                         continue
+                    if site.predicate in _CONSTANT:
+                        continue  # ``while True``: no path to test, no jump to observe
                     if not (h_out or {}).get(outcome):
                         gaps.append(GAP_OUTCOME.format(site=site.site, outcome=outcome))
         # An @overload stub is a type declaration: it never runs, so "not executed" is no gap.

@@ -16,7 +16,12 @@ the recordings, never guessed:
   caller) saw of changed code it ran: the changed calls in that node's subtree on either side,
   the outermost ones only (a helper a changed function calls is part of that function's
   change), narrowed to those that show a change of their own in this test when any does;
-- with none there, the innermost changed caller above the node (it passed what differs).
+- with none there, the innermost changed caller above the node (it passed what differs);
+- an effect (what a phase printed, logged, wrote or set) has no node: it is the innermost
+  changed code the phase ran, preferring code that shows a change of its own (docopt-ng: a
+  print moved to standard error in ``parse_longer`` was put down to ``parse_argv`` above it,
+  whose decisions changed too). Which code printed is not recorded, so this is a reading,
+  the likeliest one, never a fact.
 
 A cause whose changes all descend from one changed symbol is listed under it; one whose
 changes reach several is "through several code changes", with them named; one with no
@@ -38,6 +43,7 @@ from diffgenome.protocol.vocab import (
     CALL_ADDED,
     CALL_COUNT_CHANGED,
     CALL_REMOVED,
+    EFFECT_KINDS,
     SYMBOL_PREFIX,
 )
 
@@ -132,6 +138,25 @@ class TestOrigins:
                     out.add(_enclosing(symbol) or symbol)
         return out
 
+    def _innermost(self, phase: str | None) -> set[str]:
+        """The changed calls of ``phase`` (either side) with no changed call below them: an
+        effect (what a phase printed, logged, wrote) has no node of its own, and the code
+        that made it is the innermost changed code that ran (a print moved to standard
+        error in ``parse_longer`` is ``parse_longer``'s, not that of ``parse_argv`` above
+        it)."""
+        paths = [path for side in ("base", "head") for path in self._paths(side, phase)]
+        out: set[str] = set()
+        for path in paths:
+            depth = len(path)
+            if any(
+                len(other) > depth and other[:depth] == path for other in paths if other != path
+            ):
+                continue
+            symbol = _symbol(path[-1])
+            if symbol is not None:
+                out.add(_enclosing(symbol) or symbol)
+        return out
+
     def of_change(self, change: Change) -> frozenset[str]:
         """The changed symbols ``change`` descends from; empty when none is in reach."""
         path: Path = tuple(change.path)
@@ -151,6 +176,10 @@ class TestOrigins:
         site_symbol = (change.site or "").split("/", 1)[0]
         if site_symbol in self.changed:
             return frozenset({site_symbol})
+        if change.kind in EFFECT_KINDS and not path:
+            inner = self._innermost(change.phase)
+            seen = inner & self.active
+            return frozenset(seen or inner)
         anchor = path[:-1] if caller_kind and path else path
         holder = _symbol(anchor[-1]) if anchor else None
         if holder in self.changed and holder is not None:
