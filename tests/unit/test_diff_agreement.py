@@ -11,6 +11,7 @@ from genomes import call
 
 from diffgenome.analysis import models
 from diffgenome.analysis.diff import diff_documents
+from diffgenome.analysis.diff.document import FILE_DIGESTS_NOT_COMPARABLE
 from diffgenome.analysis.models import GenomeDocument
 
 
@@ -123,3 +124,25 @@ def test_a_side_recorded_once_proves_nothing_held() -> None:
         [],
     )
     assert (test.status, test.changes) == ("unstable", [])
+
+
+def test_files_digested_by_bytes_and_by_content_are_not_compared_as_equal_or_changed() -> None:
+    old = document(files={"demo.tar.gz": "bytes"}, effects_revision=2)
+    new = document(files={"demo.tar.gz": "content"})
+    diff = diff_documents(old, new, base_rev="b", head_rev="h")
+    (test,) = diff.tests
+    assert test.status == "unverified" and test.may_hide_change
+    assert FILE_DIGESTS_NOT_COMPARABLE in test.reasons
+    # Both by content: a plain change.
+    (test,) = diff_documents(
+        document(files={"demo.tar.gz": "a"}), new, base_rev="b", head_rev="h"
+    ).tests
+    assert test.status == "changed"
+    # A plain file has one digest under both revisions: equal is equal.
+    (test,) = diff_documents(
+        document(files={"demo.tar.gz": "content"}, effects_revision=2),
+        new,
+        base_rev="b",
+        head_rev="h",
+    ).tests
+    assert test.status == "unchanged"

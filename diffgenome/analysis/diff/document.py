@@ -48,6 +48,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestStatus,
 )
+from diffgenome.protocol.formats import ARCHIVE_CONTENT, archive_digests_comparable
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY
 from diffgenome.protocol.vocab import (
     ARGS_CHANGED,
@@ -58,6 +59,7 @@ from diffgenome.protocol.vocab import (
     CODE_MODIFIED,
     CODE_REMOVED,
     EXIT_CHANGED,
+    FILE_CHANGED,
     IMPORT_TEST_ID,
     RESULT_CHANGED,
     STATE_CHANGED,
@@ -82,6 +84,11 @@ DIGESTS_NOT_COMPARABLE = "digests not comparable: different keys"
 WARNING_MESSAGES_NOT_COMPARABLE = (
     "warning messages not comparable: one side kept them as text (a recorder before "
     "2026-12-02), the other as keyed digests; record both again (diffgenome diff --rerecord)"
+)
+FILE_DIGESTS_NOT_COMPARABLE = (
+    "written files not comparable: one side digests archives by their bytes (a recorder "
+    f"before effects revision {ARCHIVE_CONTENT}), the other by their content; record both "
+    "again (diffgenome diff --rerecord)"
 )
 Status = TestStatus
 MAX_UNSTABLE_REASONS = 20
@@ -516,6 +523,7 @@ def diff_documents(
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
     recorded_b_tests, h_tests = index_tests(base), index_tests(head)
     digests = digests_comparable(b_run, h_run)
+    files_comparable = archive_digests_comparable(b_run.get("config"), h_run.get("config"))
     run_reasons = _run_reasons(b_run, "base") + _run_reasons(h_run, "head")
     paired = pair_renumbered(recorded_b_tests, h_tests) if digests else {}
     b_tests = _renamed(recorded_b_tests, paired)
@@ -597,6 +605,7 @@ def diff_documents(
             )
             continue
         found = compare_tests(b, h, digests=digests)
+        files_differ = any(item.kind == FILE_CHANGED for item in found)
         runs_changed_code = test_id in reaching
         witnesses = (
             Witnesses(
@@ -635,6 +644,8 @@ def diff_documents(
             reasons.append(DIGESTS_NOT_COMPARABLE)
         if not warning_messages_comparable(b.record.get("warnings"), h.record.get("warnings")):
             reasons.append(WARNING_MESSAGES_NOT_COMPARABLE)
+        if files_differ and not files_comparable:
+            reasons.append(FILE_DIGESTS_NOT_COMPARABLE)
         reasons.extend(run_reasons)
         may_hide = False
         structure: list[str] = []
@@ -1069,6 +1080,7 @@ def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[
         run_reasons
         or DIGESTS_NOT_COMPARABLE in reasons
         or WARNING_MESSAGES_NOT_COMPARABLE in reasons
+        or FILE_DIGESTS_NOT_COMPARABLE in reasons
     ):
         return True
     base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()
