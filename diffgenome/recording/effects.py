@@ -37,7 +37,9 @@ counts is kept (a preview of log templates only under ``--genome-preview``).
 
 from __future__ import annotations
 
+import _io
 import contextlib
+import hashlib
 import logging
 import os
 import stat
@@ -47,6 +49,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, Final
 
+from diffgenome.recording import archives
 from diffgenome.recording.collect import stable
 from diffgenome.recording.collect.childhook import ENV as CHILD_ENV
 from diffgenome.recording.collect.scope import Scope
@@ -67,6 +70,7 @@ _TAG_TEMPLATE: Final = b"diffgenome-log-template\0"
 _TAG_ARGS: Final = b"diffgenome-log-args\0"
 _TAG_WARNING: Final = b"diffgenome-warning\0"
 _TAG_FILE: Final = b"diffgenome-file\0"
+_TAG_ARCHIVE: Final = b"diffgenome-archive\0"
 _TAG_ENV: Final = b"diffgenome-environ\0"
 
 #: Variables pytest and diffgenome themselves set per phase: not the code's doing.
@@ -77,6 +81,14 @@ _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_
 _NOT_FILES: Final = ("/dev/", "/proc/", "/sys/")
 # How far up the stack a write or a warning is looked for its project frame.
 _MAX_DEPTH: Final = 64
+
+# Files are read when a phase ends, while the test's patches are still in place (a fixture's
+# ``mock.patch("builtins.open")`` is undone at teardown): the real functions, bound now.
+_open = _io.open
+#: Bytes of a file's start that say whether it is an archive (tar's magic is at 257).
+_ARCHIVE_HEAD: Final = 512
+_stat = os.stat
+_sha256 = hashlib.sha256
 
 #: The stream names of pytest's section titles (``Captured stdout call``).
 STREAMS: Final = ("stdout", "stderr")
@@ -504,7 +516,7 @@ class Effects:
             if full.startswith(_NOT_FILES):
                 continue
             try:
-                regular = stat.S_ISREG(os.stat(full).st_mode)
+                regular = stat.S_ISREG(_stat(full).st_mode)
             except FileNotFoundError:
                 content: Entry = {"digest": None, "state": "removed"}
             except OSError:
@@ -527,9 +539,17 @@ class Effects:
             )
 
     def _file_digest(self, path: str) -> Entry:
+        """The digest of a file's content: an archive (gzip, zip, tar) by what it holds, its
+        times left out (``archives.py``); any other file, and an archive that cannot be read
+        within the bounds, by its bytes (text made location-independent), the first MiB."""
         try:
-            with open(path, "rb") as handle:
+            with _open(path, "rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
+                if archives.looks_like_archive(data[:_ARCHIVE_HEAD]):
+                    whole = data + handle.read(archives.MAX_ARCHIVE_BYTES + 1 - len(data))
+                    form = archives.content_form(whole, self._member)
+                    if form is not None:
+                        return {"digest": self._digest(_TAG_ARCHIVE + form)}
         except FileNotFoundError:
             return {"digest": None, "state": "removed"}
         except OSError:
@@ -545,6 +565,18 @@ class Effects:
         else:  # text: made location-independent like any other text
             out["digest"] = self._text_digest(_TAG_FILE, text)
         return out
+
+    def _member(self, data: bytes) -> bytes:
+        """What stands for one member of an archive in its digest: its bytes, text made
+        location-independent as a plain file's is (a text member of up to a MiB), hashed."""
+        if len(data) <= MAX_FILE_BYTES:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                return b"t" + _sha256(self._text_key(_TAG_FILE, text)).digest()
+        return b"b" + _sha256(data).digest()
 
     # -- environment ---------------------------------------------------------------------
 

@@ -530,7 +530,18 @@ def test_a_pytest_run_the_diff_passes_over_is_named_with_why(tmp_path: Path) -> 
     assert "was not reused" not in done.stdout, done.stdout
 
 
-def test_a_run_of_another_values_revision_is_recorded_again_not_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("revision", "older", "why"),
+    [
+        ("values", 3, "digests values by values revision 3, this diff by"),
+        # Effects revision 3 digests an archive by what it holds (#51): a run of 2 digested
+        # its bytes, and its written files would all read as changed.
+        ("effects", 2, "records effects by effects revision 2, this diff by"),
+    ],
+)
+def test_a_run_of_another_revision_is_recorded_again_not_refused(
+    tmp_path: Path, revision: str, older: int, why: str
+) -> None:
     """A recorder whose version string stays while what it records changes (an editable
     install: values revision 4 came with no release) made the diff reuse a run of the old
     revision beside a new recording, then refuse the pair in one line ("base digests its
@@ -544,11 +555,11 @@ def test_a_run_of_another_values_revision_is_recorded_again_not_refused(tmp_path
     with sqlite3.connect(project / STORE / "genome.sqlite") as conn:
         (raw,) = conn.execute("SELECT config FROM runs WHERE id = ?", (old,)).fetchone()
         config = json.loads(raw)
-        assert config["values"] >= 4
-        config["values"] = 3
+        assert config[revision] > older
+        config[revision] = older
         conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), old))
     diffed = _diff_passing_over(project, old)
-    assert "digests values by values revision 3, this diff by" in diffed.stdout, diffed.stdout
+    assert why in diffed.stdout, diffed.stdout
 
 
 def test_an_added_test_shows_what_it_mocks_and_a_removed_one_what_it_mocked(

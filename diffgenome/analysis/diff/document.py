@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from diffgenome.analysis.diff.agreement import Witnesses
 from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
 from diffgenome.analysis.diff.causes import causes_by_code_change
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
@@ -50,6 +51,7 @@ from diffgenome.analysis.models import (
     TestDiff,
     TestStatus,
 )
+from diffgenome.protocol.formats import ARCHIVE_CONTENT, archive_digests_comparable
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY
 from diffgenome.protocol.selection import SHARED_NODE_ID
 from diffgenome.protocol.vocab import (
@@ -61,6 +63,7 @@ from diffgenome.protocol.vocab import (
     CODE_MODIFIED,
     CODE_REMOVED,
     EXIT_CHANGED,
+    FILE_CHANGED,
     IMPORT_TEST_ID,
     RESULT_CHANGED,
     STATE_CHANGED,
@@ -90,6 +93,11 @@ WARNING_MESSAGES_NOT_COMPARABLE = (
 #: id is a place among them in collection order (docs/recording.md), and a case inserted,
 #: removed or moved among them gives that place to another case.
 SHARED_NODE_ID_MOVED = "cases that share its node id"
+FILE_DIGESTS_NOT_COMPARABLE = (
+    "written files not comparable: one side digests archives by their bytes (a recorder "
+    f"before effects revision {ARCHIVE_CONTENT}), the other by their content; record both "
+    "again (diffgenome diff --rerecord)"
+)
 Status = TestStatus
 MAX_UNSTABLE_REASONS = 20
 
@@ -273,17 +281,23 @@ def _renamed(tests: dict[str, TestIndex], names: Mapping[str, str]) -> dict[str,
     return {names.get(test_id, test_id): test for test_id, test in tests.items()}
 
 
+#: A further recording of one side: its tests by id (paired ids applied), and its run.
+Again = tuple[dict[str, TestIndex], Mapping[str, Any]]
+
+
+def _again(documents: Iterable[Mapping[str, Any]], names: Mapping[str, str]) -> list[Again]:
+    return [(_renamed(index_tests(doc), names), doc.get("run") or {}) for doc in documents]
+
+
 def _instability(
     primary: Mapping[str, TestIndex],
     run: Mapping[str, Any],
-    repeats: Iterable[Mapping[str, Any]],
+    repeats: Iterable[Again],
     side: str,
     into: dict[str, Instability],
-    names: Mapping[str, str],
 ) -> None:
-    for repeat in repeats:
-        again = _renamed(index_tests(repeat), names)
-        digests = digests_comparable(run, repeat.get("run") or {})
+    for again, repeat_run in repeats:
+        digests = digests_comparable(run, repeat_run)
         for test_id, test in primary.items():
             other = again.get(test_id)
             if other is None:
@@ -292,12 +306,7 @@ def _instability(
                 into.setdefault(test_id, Instability()).add(side, found, one_commit=True)
 
 
-def _confirmation(
-    recordings: Sequence[Mapping[str, Any]],
-    side: str,
-    into: dict[str, Instability],
-    names: Mapping[str, str],
-) -> set[str]:
+def _confirmation(recordings: Sequence[Again], side: str, into: dict[str, Instability]) -> set[str]:
     """What differs between two recordings of one side's differing tests, made after the
     first comparison (``diffgenome diff`` confirms by default).
 
@@ -306,15 +315,13 @@ def _confirmation(
     both and masks nothing; only the clock, randomness and scheduling differ between them.
     They are never compared with the first recordings, whose selection differs. Returns the
     ids of the tests confirmed (never ``<import>``, which is masked but not confirmed).
-    ``names``: base ids of tests paired under their head id.
     """
     if len(recordings) < 2:
         return set()
-    first = _renamed(index_tests(recordings[0]), names)
-    digests = digests_comparable(recordings[0].get("run") or {}, recordings[1].get("run") or {})
+    first, first_run = recordings[0]
+    digests = digests_comparable(first_run, recordings[1][1])
     label = f"{side} confirmation"
-    for other in recordings[1:]:
-        again = _renamed(index_tests(other), names)
+    for again, _ in recordings[1:]:
         for test_id, test in first.items():
             twin = again.get(test_id)
             if twin is None:
@@ -429,9 +436,8 @@ def _counts_that_vary(found: list[Found], instability: Instability | None) -> li
 
 
 def _reproduced(
-    base_confirmation: Sequence[Mapping[str, Any]],
-    head_confirmation: Sequence[Mapping[str, Any]],
-    names: Mapping[str, str],
+    base_confirmation: Sequence[Again],
+    head_confirmation: Sequence[Again],
     *,
     with_import: bool = False,
 ) -> dict[str, set[StabilityKey]]:
@@ -448,12 +454,10 @@ def _reproduced(
     a confirming recording imports a few modules, and what it leaves out is no evidence.
     """
     pairs = [
-        (
-            _renamed(index_tests(base_again), names),
-            index_tests(head_again),
-            digests_comparable(base_again.get("run") or {}, head_again.get("run") or {}),
+        (b_tests, h_tests, digests_comparable(b_run, h_run))
+        for (b_tests, b_run), (h_tests, h_run) in zip(
+            base_confirmation, head_confirmation, strict=False
         )
-        for base_again, head_again in zip(base_confirmation, head_confirmation, strict=False)
     ]
     if not pairs:
         return {}
@@ -534,16 +538,19 @@ def diff_documents(
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
     recorded_b_tests, h_tests = index_tests(base), index_tests(head)
     digests = digests_comparable(b_run, h_run)
+    files_comparable = archive_digests_comparable(b_run.get("config"), h_run.get("config"))
     run_reasons = _run_reasons(b_run, "base") + _run_reasons(h_run, "head")
     paired = pair_renumbered(recorded_b_tests, h_tests) if digests else {}
     b_tests = _renamed(recorded_b_tests, paired)
     base_ids = {head_id: base_id for base_id, head_id in paired.items()}
 
     unstable: dict[str, Instability] = {}
-    _instability(b_tests, b_run, base_repeats, "base", unstable, paired)
-    _instability(h_tests, h_run, head_repeats, "head", unstable, {})
-    confirmed = _confirmation(base_confirmation, "base", unstable, paired)
-    confirmed |= _confirmation(head_confirmation, "head", unstable, {})
+    b_repeats, h_repeats = _again(base_repeats, paired), _again(head_repeats, {})
+    b_confirming, h_confirming = _again(base_confirmation, paired), _again(head_confirmation, {})
+    _instability(b_tests, b_run, b_repeats, "base", unstable)
+    _instability(h_tests, h_run, h_repeats, "head", unstable)
+    confirmed = _confirmation(b_confirming, "base", unstable)
+    confirmed |= _confirmation(h_confirming, "head", unstable)
     moving = {
         **_moving_case_ids(head_confirmation, "head"),
         **_moving_case_ids(base_confirmation, "base"),
@@ -564,7 +571,7 @@ def diff_documents(
     reaching = {test for entry in entries for test in (*entry.tests_base, *entry.tests_head)}
     other_environments = environments_differ(base, head)
     reproduced = (
-        _reproduced(base_confirmation, head_confirmation, paired, with_import=other_environments)
+        _reproduced(b_confirming, h_confirming, with_import=other_environments)
         if code_changes is not None
         else {}
     )
@@ -626,8 +633,18 @@ def diff_documents(
                 for item in found
                 if not (item.kind in (ARGS_CHANGED, STATE_CHANGED) and item.symbol in onto_argument)
             ]
+        files_differ = any(item.kind == FILE_CHANGED for item in found)
         runs_changed_code = test_id in reaching
-        found = _settled(found, test_id, unstable, runs_changed_code)
+        witnesses = (
+            Witnesses(
+                base=_recordings(test_id, b, b_run, digests, (*b_repeats, *b_confirming)),
+                head=_recordings(test_id, h, h_run, digests, (*h_repeats, *h_confirming)),
+                digests=digests,
+            )
+            if test_id in unstable
+            else None
+        )
+        found = _settled(found, test_id, unstable, runs_changed_code, witnesses)
         if found and not runs_changed_code:
             found = _counts_that_vary(found, unstable.get(test_id))
         carried = (
@@ -655,6 +672,8 @@ def diff_documents(
             reasons.append(DIGESTS_NOT_COMPARABLE)
         if not warning_messages_comparable(b.record.get("warnings"), h.record.get("warnings")):
             reasons.append(WARNING_MESSAGES_NOT_COMPARABLE)
+        if files_differ and not files_comparable:
+            reasons.append(FILE_DIGESTS_NOT_COMPARABLE)
         reasons.extend(run_reasons)
         moved = _shared_node_id_moved(b, h)
         if moved is not None:
@@ -956,11 +975,34 @@ def _decision_key(item: Found, outcomes: object) -> tuple[object, ...]:
     return (item.phase, item.symbol, item.predicate, item.path, counted)
 
 
+def _recordings(
+    test_id: str,
+    first: TestIndex,
+    run: Mapping[str, Any],
+    digests: bool,
+    further: Iterable[Again],
+) -> list[TestIndex]:
+    """Every recording of one side of a test whose values compare with the first's: the
+    first, its repeats, its confirmations (a recording that lacks the test says nothing)."""
+    out = [first]
+    for tests, again_run in further:
+        test = tests.get(test_id)
+        if test is not None and (not digests or digests_comparable(run, again_run)):
+            out.append(test)
+    return out
+
+
 def _settled(
-    found: list[Found], test_id: str, unstable: dict[str, Instability], runs_changed_code: bool
+    found: list[Found],
+    test_id: str,
+    unstable: dict[str, Instability],
+    runs_changed_code: bool,
+    witnesses: Witnesses | None = None,
 ) -> list[Found]:
     """``found`` without what is timing by its nature (set apart as unstable) and without
-    what differed between recordings of one commit."""
+    what differed between recordings of one commit: of a field that did, what every
+    recording of base and every recording of head show alike (``witnesses``) is kept, the
+    rest set apart (docs/diffing.md, "Instability is per field")."""
     timed = [
         item
         for item in found
@@ -973,9 +1015,13 @@ def _settled(
             unstable.setdefault(test_id, Instability()).add(str(item.timing), item)
     instability = unstable.get(test_id)
     if instability is not None:
-        found = [
-            item for item in found if not instability.covers(item, products=not runs_changed_code)
-        ]
+        kept: list[Found] = []
+        for item in found:
+            if not instability.covers(item, products=not runs_changed_code):
+                kept.append(item)
+            elif witnesses is not None and (held := witnesses.held(item)) is not None:
+                kept.append(held)
+        found = kept
     return found
 
 
@@ -1117,6 +1163,7 @@ def _may_hide(b: TestIndex, h: TestIndex, reasons: list[str], run_reasons: list[
         or DIGESTS_NOT_COMPARABLE in reasons
         or WARNING_MESSAGES_NOT_COMPARABLE in reasons
         or any(reason.startswith(SHARED_NODE_ID_MOVED) for reason in reasons)
+        or FILE_DIGESTS_NOT_COMPARABLE in reasons
     ):
         return True
     base = set(b.record.get("unverified_reasons") or ()) if not b.record.get("verified") else set()

@@ -78,6 +78,22 @@ def _side(record: Mapping[str, Any], digests: bool) -> tuple[Side, frozenset[str
     return out, unseen
 
 
+def effect_forms(
+    record: Mapping[str, Any], kind: str, phase: str | None, *, digests: bool
+) -> Counter[tuple[tuple[str, Any], ...]] | None:
+    """The entries of one effect kind (``file``) and phase of a test record, by what they
+    compare by, counted; None where that record did not see the kind."""
+    side = _side(record, digests)
+    if side is None or kind in side[1]:
+        return None
+    return Counter(side[0].get((kind, str(phase)), Counter()))
+
+
+def entry_form(entry: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """What an entry a change lists compares by (as :func:`effect_forms` counts it)."""
+    return tuple(sorted((str(k), v) for k, v in entry.items() if k not in ("type", "phase")))
+
+
 def _entries(
     forms: Counter[tuple[tuple[str, Any], ...]], kind: str, phase: str
 ) -> list[dict[str, Any]]:

@@ -17,7 +17,15 @@ from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
 from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
-from diffgenome.protocol.formats import GENOME_FORMAT, NAMING, VALUES, naming_of, values_of
+from diffgenome.protocol.formats import (
+    EFFECTS,
+    GENOME_FORMAT,
+    NAMING,
+    VALUES,
+    effects_of,
+    naming_of,
+    values_of,
+)
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY, ORIGIN_CONFIRMATION, recording_key
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
@@ -101,6 +109,10 @@ def _refusal(
         return f"it names code by naming revision {naming_of(config)}, this diff by {NAMING}"
     if values_of(config) != VALUES:
         return f"it digests values by values revision {values_of(config)}, this diff by {VALUES}"
+    if effects_of(config) != EFFECTS:
+        return (
+            f"it records effects by effects revision {effects_of(config)}, this diff by {EFFECTS}"
+        )
     if config.get("hash_seed") != seed:
         return (
             f"it was recorded with PYTHONHASHSEED {config.get('hash_seed') or 'unset'}, this "
