@@ -58,6 +58,14 @@ MIN_DICE: Final = 0.5
 #: Trees larger than this are mapped by their identical subtrees and the alignment of
 #: children only (the dice search is quadratic in the worst case).
 MAX_DICE_NODES: Final = 20_000
+#: Least similarity of two unpaired children of one field to be aligned as the same node
+#: (a kind alone is not enough: the assignment that now stands where another stood is not
+#: that one).
+MIN_ALIKE: Final = 0.3
+#: Blocks with more candidate pairs than this are aligned by kind alone.
+MAX_ALIGNED: Final = 4_000
+#: Subtrees longer than this together are compared by difflib's upper bound.
+MAX_EXACT_RATIO: Final = 4_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,9 +301,51 @@ class _Matcher:
                 news = [c for f, c in h.children[y] if f == name and c not in self.back]
                 if not olds or not news:
                     continue
-                for i, j in _aligned([b.kind[c] for c in olds], [h.kind[c] for c in news]):
+                for i, j in self._aligned(olds, news):
                     self._pair(olds[i], news[j])
                     todo.append((olds[i], news[j]))
+
+    def _aligned(self, olds: list[int], news: list[int]) -> list[tuple[int, int]]:
+        """Unpaired children of one field paired in order, the most alike first: the order
+        that keeps the most similar pairs (their subtrees' labels, difflib's ratio), among
+        nodes of one kind (a block whose statements were merged two into one keeps each with
+        the one it became, not with the one that now stands at its place). Long blocks are
+        aligned by kind alone."""
+        b, h = self.b, self.h
+        if len(olds) * len(news) > MAX_ALIGNED:
+            return list(_aligned([b.kind[c] for c in olds], [h.kind[c] for c in news]))
+        n, m = len(olds), len(news)
+        sims = [[0.0] * m for _ in range(n)]
+        for i, x in enumerate(olds):
+            for j, y in enumerate(news):
+                if b.kind[x] == h.kind[y]:
+                    sims[i][j] = _similarity(b.label[x : b.end[x]], h.label[y : h.end[y]])
+        score = [[0.0] * (m + 1) for _ in range(n + 1)]
+        for i in range(n - 1, -1, -1):
+            for j in range(m - 1, -1, -1):
+                best = max(score[i + 1][j], score[i][j + 1])
+                if sims[i][j] >= MIN_ALIKE:
+                    best = max(best, sims[i][j] + score[i + 1][j + 1])
+                score[i][j] = best
+        out: list[tuple[int, int]] = []
+        i = j = 0
+        while i < n and j < m:
+            if sims[i][j] >= MIN_ALIKE and score[i][j] == sims[i][j] + score[i + 1][j + 1]:
+                out.append((i, j))
+                i += 1
+                j += 1
+            elif score[i][j] == score[i + 1][j]:
+                i += 1
+            else:
+                j += 1
+        return out
+
+
+def _similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if len(a) + len(b) > MAX_EXACT_RATIO:
+        return matcher.quick_ratio()
+    return matcher.ratio()
 
 
 def _aligned(left: Sequence[str], right: Sequence[str]) -> Iterator[tuple[int, int]]:
