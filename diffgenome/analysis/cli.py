@@ -41,6 +41,7 @@ from diffgenome.analysis.models import (
     record_problem,
 )
 from diffgenome.analysis.outfiles import check_output, output_file, write_output
+from diffgenome.analysis.previews import without_previews
 from diffgenome.analysis.record.git import git_output, place_of
 from diffgenome.analysis.record.process import Interrupted
 from diffgenome.analysis.report import (
@@ -560,28 +561,6 @@ def _write_export(
     return int(count)
 
 
-def without_previews(test: dict[str, Any]) -> dict[str, Any]:
-    """A test record without the previews ``--genome-preview`` kept (the ``preview`` of
-    value entries, the ``message`` of a warning that has its digest, the ``template`` of a
-    log effect): an export is data to
-    pass on, and what a reviewer reads in a report need not travel with it."""
-    phases = test.get("phases")
-    if isinstance(phases, dict):
-        for phase in phases.values():
-            for node in phase.get("nodes", ()) if isinstance(phase, dict) else ():
-                for field in ("args", "results"):
-                    for entry in node.get(field) or ():
-                        if isinstance(entry, dict):
-                            entry.pop("preview", None)
-    for warning in test.get("warnings") or ():
-        if isinstance(warning, dict) and isinstance(warning.get("message_digest"), str):
-            warning.pop("message", None)
-    for effect in test.get("effects") or ():
-        if isinstance(effect, dict) and isinstance(effect.get("template_digest"), str):
-            effect.pop("template", None)  # a log template's preview
-    return test
-
-
 def _invalid(run_id: str, problem: tuple[str, str]) -> NoReturn:
     raise CliError(
         f"run {run_id} does not form a valid {GENOME_FORMAT} document "
@@ -691,6 +670,22 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         "refactor moved while its behaviour stayed the same), seen (like changed, but not a "
         "test changed only inside the project with every result at the test equal), drift (a "
         "mock drifted), gaps (changed code without test evidence), never",
+    )
+    parser.add_argument(
+        "--preview",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="record with --genome-preview, so that the terminal shows short values as text "
+        "('--spam=eggs' → \"'--spam=eggs'\") where it would name them by label (value A); "
+        "the default on a terminal outside CI (nothing leaves the machine: the store is "
+        "local, the secret rules mask what they find); elsewhere give --preview",
+    )
+    parser.add_argument(
+        "--with-previews",
+        action="store_true",
+        help="keep those previews in the --json, --markdown and --html reports too (they "
+        "leave the machine; by default only the terminal shows them, unless the recordings "
+        "were asked for with -- --genome-preview)",
     )
     parser.add_argument(
         "--no-confirm",

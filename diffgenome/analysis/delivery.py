@@ -12,6 +12,7 @@ from __future__ import annotations
 from diffgenome.analysis.htmlreport import write_diff_html
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.outfiles import write_output
+from diffgenome.analysis.previews import diff_without_previews
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.report import render_markdown, render_terminal
 from diffgenome.analysis.report.common import now_failing, test_count
@@ -20,7 +21,13 @@ from diffgenome.analysis.report.markdown import MarkdownTooLong
 from diffgenome.analysis.request import Reports
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.jsontext import json_encoder
-from diffgenome.protocol.vocab import STATUS_CHANGED, STATUS_RESTRUCTURED, STATUS_UNVERIFIED
+from diffgenome.protocol.vocab import (
+    ARGS_CHANGED,
+    RESULT_CHANGED,
+    STATUS_CHANGED,
+    STATUS_RESTRUCTURED,
+    STATUS_UNVERIFIED,
+)
 
 # The diff document as pydantic writes it, lone surrogates as their JSON escapes
 # (protocol/jsontext.py).
@@ -36,6 +43,34 @@ EXIT_NOW_FAILING = 3
 
 class DeliveryError(UserError):
     """A report cannot be made as asked (``--test`` matches nothing, Markdown too long)."""
+
+
+#: Said under a terminal report that names values by label, recorded without previews.
+LABEL_NOTE = (
+    "values are named by label (value A): recorded with --preview (the default on a "
+    "terminal outside CI) the report shows short values as text; they stay out of --json, "
+    "--markdown and --html unless --with-previews"
+)
+
+
+def labels_values(diff: DiffDocument) -> bool:
+    """Whether some change of the report names a value by label: one of arguments or
+    results, none of whose entries carries a preview."""
+    for test in diff.tests:
+        for change in test.changes:
+            if change.kind in (ARGS_CHANGED, RESULT_CHANGED):
+                entries = [e for side in (change.base, change.head) for e in _entries(side)]
+                if entries and not any(isinstance(e.get("preview"), str) for e in entries):
+                    return True
+    return False
+
+
+def _entries(side: object) -> list[dict[str, object]]:
+    if isinstance(side, dict):
+        return [side]
+    if isinstance(side, list):
+        return [item for item in side if isinstance(item, dict)]
+    return []
 
 
 def diff_json(diff: DiffDocument) -> str:
@@ -58,13 +93,17 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
             "tests compared); give a part of a test id, or --all"
         )
 
+    # What leaves the machine (files, standard output taken by a pipe) carries previews only
+    # when asked for (docs/diffing.md, "Values a reviewer can read"); the terminal shows them.
+    shared = diff if reports.with_previews else diff_without_previews(diff)
+
     def json_text() -> str:
-        return diff_json(diff)
+        return diff_json(shared)
 
     def markdown_text() -> str:
         try:
             return render_markdown(
-                diff,
+                shared,
                 selection=selection,
                 limit=reports.markdown_limit,
                 link=reports.markdown_link,
@@ -89,7 +128,13 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
             if reports.markdown not in (None, "-"):
                 write_output(markdown_text(), reports.markdown, "--markdown")
             if reports.html is not None:
-                write_diff_html(diff, reports.html, reports.store, reports.source_url)
+                write_diff_html(
+                    shared,
+                    reports.html,
+                    reports.store,
+                    reports.source_url,
+                    previews=reports.with_previews,
+                )
     progress.close()
     if reports.json == "-":
         write_output(json_text(), "-")
@@ -100,6 +145,8 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
         print_whole(out, render_terminal(diff, selection=selection, fail_on=reports.fail_on))
         for note in notes:
             print_text(out, f"note: {note}", style="dim")
+        if not reports.previews and labels_values(diff):
+            print_text(out, f"note: {LABEL_NOTE}", style="dim")
     return exit_status(diff, reports.fail_on)
 
 

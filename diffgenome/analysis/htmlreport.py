@@ -14,6 +14,7 @@ import sys
 from pydantic import ValidationError
 
 from diffgenome.analysis.models import DiffDocument, DiffSide, Run, TestRecord
+from diffgenome.analysis.previews import without_previews
 from diffgenome.analysis.report.html import SiteError, diff_site, run_site, write_site
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
@@ -33,7 +34,9 @@ def _records(raw: list[dict[str, object]]) -> dict[str, TestRecord]:
     return out
 
 
-def _side_tests(side: DiffSide, wanted: set[str], store: str) -> dict[str, TestRecord]:
+def _side_tests(
+    side: DiffSide, wanted: set[str], store: str, previews: bool = True
+) -> dict[str, TestRecord]:
     if os.path.isfile(side.rev):
         try:
             with open(side.rev, encoding="utf-8") as handle:
@@ -42,24 +45,31 @@ def _side_tests(side: DiffSide, wanted: set[str], store: str) -> dict[str, TestR
             return {}
         tests = document.get("tests") if isinstance(document, dict) else None
         raw = [t for t in tests or () if isinstance(t, dict) and t.get("id") in wanted]
-        return _records(raw)
+        return _records(raw if previews else [without_previews(t) for t in raw])
     if side.run is None or not os.path.exists(store):
         return {}
     try:
         with StoreReader.open(store) as reader:
-            return _records(reader.tests(side.run, sorted(wanted)))
+            raw = reader.tests(side.run, sorted(wanted))
+            return _records(raw if previews else [without_previews(t) for t in raw])
     except UserError:
         return {}  # a run removed since: the pages say so
 
 
 def write_diff_html(
-    diff: DiffDocument, directory: str, store: str, source_url: str | None = None
+    diff: DiffDocument,
+    directory: str,
+    store: str,
+    source_url: str | None = None,
+    *,
+    previews: bool = True,
 ) -> str:
     """The site of ``diff``, with the call trees of its tests read from ``store`` (the store
-    the diff used) or from the genome files its sides were; ``source_url`` links places."""
+    the diff used) or from the genome files its sides were; ``source_url`` links places;
+    ``previews``: whether the trees keep the previews the recordings took."""
     wanted = {test.id for test in diff.tests if test.status != STATUS_UNCHANGED or test.changes}
-    base = _side_tests(diff.base, wanted, store)
-    head = _side_tests(diff.head, wanted, store)
+    base = _side_tests(diff.base, wanted, store, previews)
+    head = _side_tests(diff.head, wanted, store, previews)
     return _written(write_site(diff_site(diff, base, head, source_url), directory))
 
 

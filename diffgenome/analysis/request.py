@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass
 
 from diffgenome.analysis.outfiles import check_folder, check_output
@@ -23,6 +24,17 @@ from diffgenome.analysis.report.markdown import DEFAULT_MARKDOWN_LIMIT, MIN_MARK
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.selection import command_store
 from diffgenome.protocol.vocab import STATUS_CHANGED
+
+#: The recorder's option that keeps previews (recording/plugin.py).
+PREVIEW_OPTION = "--genome-preview"
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):
+        return False
 
 
 class RequestError(UserError):
@@ -44,6 +56,12 @@ class Reports:
     markdown_link: str | None = None
     html: str | None = None
     source_url: str | None = None
+    #: Whether the JSON, Markdown and HTML reports keep the previews the recordings took
+    #: (the terminal always shows them): asked for with ``--with-previews``, or by recording
+    #: with ``-- --genome-preview`` explicitly.
+    with_previews: bool = False
+    #: Whether the recordings took previews (for the note that says how to read values).
+    previews: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,13 +98,21 @@ def read_request(args: argparse.Namespace) -> DiffRequest:
         check_folder(html_to, "--html")
     check_output(json_to, "--json")
     check_output(markdown_to, "--markdown")
+    pytest_args = tuple(args.pytest_args)
+    asked = PREVIEW_OPTION in pytest_args
+    preview = getattr(args, "preview", False)
+    if preview is None:
+        # Readable values where nothing leaves the machine: a person at a terminal, not CI.
+        preview = _isatty(sys.stdout) and not os.environ.get("CI") and json_to != "-"
+    if preview and not asked:
+        pytest_args = (*pytest_args, PREVIEW_OPTION)
     options = Options(
         base=args.base,
         head=args.head,
         store=store,
         repo=args.repo,
         python=args.python,
-        pytest_args=tuple(args.pytest_args),
+        pytest_args=pytest_args,
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
@@ -105,5 +131,7 @@ def read_request(args: argparse.Namespace) -> DiffRequest:
         markdown_link=getattr(args, "markdown_link", None),
         html=html_to,
         source_url=getattr(args, "source_url", None),
+        with_previews=bool(getattr(args, "with_previews", False)) or asked,
+        previews=bool(preview) or asked,
     )
     return DiffRequest(options, reports, place, quiet=bool(getattr(args, "quiet", False)))

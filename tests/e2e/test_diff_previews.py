@@ -1,0 +1,92 @@
+"""End-to-end: values a reviewer can read, where nothing leaves the machine (#47.2,
+docs/diffing.md "Values a reviewer can read").
+
+On a terminal outside CI, ``diffgenome diff`` records with previews and shows a short value as
+text (``'--spam=eggs' → "'--spam=eggs'"``) where it named it by label; the JSON, Markdown and
+HTML reports leave them out unless ``--with-previews``; a report that names values by label
+says how to read them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+from e2e.helpers import DIFF_PYTEST_ARGS, PY, GitRepo, clean_env, cli, write_files
+
+PROJECT = {
+    "opts/__init__.py": "",
+    "opts/fmt.py": "def fmt(option):\n    return option\n",
+    "tests/test_fmt.py": (
+        "from opts.fmt import fmt\n\n\ndef test_fmt():\n    assert 'spam' in fmt('--spam=eggs')\n"
+    ),
+}
+TEXT = "'--spam=eggs' \u2192 \"'--spam=eggs'\""
+
+
+def _repo(tmp_path: Path) -> GitRepo:
+    repo = GitRepo.init(tmp_path / "repo")
+    write_files(repo.path, PROJECT)
+    repo.commit_all("base")
+    write_files(repo.path, {"opts/fmt.py": "def fmt(option):\n    return repr(option)\n"})
+    repo.commit_tracked("quoted")
+    return repo
+
+
+def _on_a_terminal(repo: Path, *args: str, env: dict[str, str]) -> str:
+    """``diffgenome ARGS`` with its standard output on a pseudo-terminal; what it printed."""
+    command = [PY, "-m", "diffgenome.analysis.cli", *args]
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        command, cwd=repo, env=env, stdout=child, stderr=subprocess.PIPE, close_fds=True
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # the terminal's other end closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    proc.wait(timeout=300)
+    assert proc.returncode == 1, proc.stderr.read() if proc.stderr else ""
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_outside_ci_reads_values_as_text(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    env = clean_env({"TMPDIR": str(tmp_path), "COLUMNS": "300", "NO_COLOR": "1"})
+    env.pop("CI", None)
+    report = tmp_path / "diff.json"
+    args = ("diff", "HEAD~1", "HEAD", "--json", str(report), "--", *DIFF_PYTEST_ARGS)
+    shown = _on_a_terminal(repo.path, *args, env=env)
+    assert TEXT in shown, shown
+    # The JSON report leaves the machine: no preview in it.
+    assert "preview" not in report.read_text()
+    assert "--spam=eggs" not in report.read_text()
+
+
+def test_a_pipe_or_ci_names_values_by_label_and_says_how_to_read_them(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    done = cli(repo.path, "diff", "HEAD~1", "HEAD")
+    assert done.returncode == 1, done.stderr
+    assert "(value A)" in done.stdout and TEXT not in done.stdout
+    assert "note: values are named by label (value A): recorded with --preview" in done.stdout
+    # Asked for: text in the terminal report; in the files only with --with-previews.
+    report, kept = tmp_path / "plain.json", tmp_path / "kept.json"
+    asked = cli(repo.path, "diff", "HEAD~1", "HEAD", "--preview", "--json", str(report))
+    assert asked.returncode == 1, asked.stderr
+    assert TEXT in asked.stdout, asked.stdout
+    assert "--spam=eggs" not in report.read_text()
+    both = cli(
+        repo.path, "diff", "HEAD~1", "HEAD", "--preview", "--with-previews", "--json", str(kept)
+    )
+    assert both.returncode == 1, both.stderr
+    changes = [c for t in json.loads(kept.read_text())["tests"] for c in t["changes"]]
+    assert any("--spam=eggs" in json.dumps(c["base"]) for c in changes), changes
