@@ -348,7 +348,12 @@ def _lead(
             f"{'is' if s.unverified == 1 else 'are'} unverified**: "
             f"{'its recordings' if s.unverified == 1 else 'their recordings'} cannot be "
             "compared as a whole, so "
-            f"{'it is' if s.unverified == 1 else 'they are'} not reported as unchanged.",
+            f"{'it is' if s.unverified == 1 else 'they are'} not reported as unchanged"
+            + (
+                "."
+                if any(t.status == STATUS_UNVERIFIED and t.may_hide_change for t in diff.tests)
+                else ": the same evidence is missing on both sides, so none can hide a change."
+            ),
         ]
     for note in notes:
         lines += ["", f"> note: {plain(note)}"]

@@ -92,6 +92,10 @@ def _quoted(test_id: str) -> str:
     return "'" + test_id.replace("'", "'\\''") + "'"
 
 
+def _alarming(diff: DiffDocument) -> bool:
+    return any(t.status == STATUS_UNVERIFIED and t.may_hide_change for t in diff.tests)
+
+
 def render_terminal(
     diff: DiffDocument,
     *,
@@ -103,13 +107,14 @@ def render_terminal(
     """``max_tests``: test blocks shown; ``max_changes``: lines shown per test; neither limit
     applies to a ``selection`` with a pattern or ``everything``. ``fail_on``: the gate's
     ``--fail-on``, for the first line to say when it fails only on added tests."""
-    s = diff.summary
     parts: list[RenderableType] = []
     headline = Text.assemble(
         ("diffgenome ", "bold"),
         f"{side_text(diff.base)} \u2192 {side_text(diff.head)}: ",
         (failing_text(diff), "bold red"),
-        (summary_text(diff), "bold red" if s.unverified else "bold"),
+        # Red only where missing evidence could hide a change (the default gate fails on
+        # it): ``<import>`` unverified because a conftest imported the package is no alarm.
+        (summary_text(diff), "bold red" if _alarming(diff) else "bold"),
     )
     gate = gate_text(diff, fail_on)
     if gate:
