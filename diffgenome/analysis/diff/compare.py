@@ -386,6 +386,11 @@ def _compare_nodes(
         diff = values_diff(b, h, field, digests)
         if diff is not None and field == "results":
             diff = _beside_raised(diff, b_exits, h_exits)
+        if diff is not None and bc != hc and _only_the_overflow(diff):
+            # Every value kept is on both sides, and only the count beyond the bound moved,
+            # with the call's own count: that restates the count (said once, above), it
+            # says nothing of which values (``args: +36 more → +40 more``, soupsieve).
+            diff = None
         if diff is not None:
             out.append(Found(kind_name, phase, path, symbol, base=diff[0], head=diff[1]))
     state = _state_diff(b, h, digests)
@@ -493,12 +498,27 @@ def values_diff(
     b_shown, h_shown = _previews(b.get(field)), _previews(h.get(field))
     b_out = [_value_out(key, digests, b_shown) for key in sorted(b_set - h_set, key=_sort_key)]
     h_out = [_value_out(key, digests, h_shown) for key in sorted(h_set - b_set, key=_sort_key)]
+    # A bounded set keeps the first values it meets: one that is not kept on the side with
+    # more values beyond the bound may be among them (pushed out by a new one, not gone).
+    b_beyond, h_beyond = (b_over or (0, None))[0], (h_over or (0, None))[0]
+    for values, other_beyond, own_beyond in (
+        (b_out, h_beyond, b_beyond),
+        (h_out, b_beyond, h_beyond),
+    ):
+        if other_beyond > own_beyond:
+            for value in values:
+                value["beyond"] = True
     if b_over != h_over:
         if b_over is not None:
             b_out.append(_overflow_out(b_over, digests))
         if h_over is not None:
             h_out.append(_overflow_out(h_over, digests))
     return b_out, h_out
+
+
+def _only_the_overflow(diff: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> bool:
+    """Whether a values difference is nothing but the overflow entries on both sides."""
+    return bool(diff[0] and diff[1]) and all("overflow" in value for side in diff for value in side)
 
 
 def _sort_key(key: tuple[str, str | None]) -> tuple[str, str]:

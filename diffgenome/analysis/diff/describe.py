@@ -97,9 +97,16 @@ def value_text(value: Mapping[str, object], digest: DigestText = _digest) -> str
     if "overflow" in value:
         return f"+{value['overflow']} more{digest(value.get('digest'))}"
     preview = value.get("preview")
-    if isinstance(preview, str):
-        return preview
-    return f"{value.get('shape')}{digest(value.get('digest'))}"
+    text = (
+        preview
+        if isinstance(preview, str)
+        else f"{value.get('shape')}{digest(value.get('digest'))}"
+    )
+    if value.get("beyond"):
+        # Not kept on the other side, where more values went past the bound: it may be
+        # among them, pushed out by another value, not gone.
+        text += " (beyond the values kept on the other side, not necessarily gone)"
+    return text
 
 
 def _values(values: object, digest: DigestText = _digest) -> str:

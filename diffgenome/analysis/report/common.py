@@ -232,15 +232,17 @@ def matches(test_id: str, pattern: str) -> bool:
 
 
 def ordered_changes(changes: list[Change], changed: frozenset[str] = frozenset()) -> list[Change]:
-    """A test's changes as a reviewer reads them: the outcome first, then the changed code's
-    own changes (``changed``: its symbols), then the deepest node first (a function's result
-    before its callers'), each depth in the fixed order of change kinds."""
+    """A test's changes as a reviewer reads them: the outcome first, then what the test sees
+    (effects, what comes back into its own code: docs/diffing.md, "Reach"), then the changed
+    code's own changes (``changed``: its symbols), then the deepest node first (a function's
+    result before its callers'), each depth in the fixed order of change kinds."""
     rank = {kind: index for index, kind in enumerate(CHANGE_KINDS)}
 
-    def key(change: Change) -> tuple[int, int, int, int]:
+    def key(change: Change) -> tuple[int, int, int, int, int]:
         own = change.symbol in changed or (change.site or "").split("/", 1)[0] in changed
         return (
             change.kind != OUTCOME_CHANGED,
+            change.reach == "internal",
             not own,
             -len(change.path),
             rank.get(change.kind, len(rank)),

@@ -30,6 +30,7 @@ from diffgenome.analysis.diff.describe import (
     TIMES,
     ValueLabels,
     describe,
+    describe_each,
     value_text,
     warning_text,
     where,
@@ -65,6 +66,7 @@ from diffgenome.protocol.vocab import (
     CALL_REMOVED,
     CODE_ADDED,
     CODE_REMOVED,
+    EFFECT_KINDS,
     EGRESS_ADDED,
     EGRESS_REMOVED,
     PHASES,
@@ -584,14 +586,15 @@ def _changes_table(changes: Sequence[Change], labels: ValueLabels) -> str:
         '<table class="changes"><thead><tr><th>where</th><th>change</th><th>base</th>'
         "<th>head</th></tr></thead>\n<tbody>\n"
     ]
-    for change in changes:
+    # Look-alike lines (one function reached from two callers) say where each is.
+    described = describe_each(changes, labels)
+    for change, line in zip(changes, described, strict=True):
         place = where(change)
         if change.kind == BRANCH_CHANGED:
             place = change.site or "?"
             if change.predicate:
                 place += f" `{change.predicate}`"
         full = " \u203a ".join(change.path)
-        line = describe(change, labels)
         parts.append(
             f'<tr class="k-{esc(change.kind)}"><td class="where" title="{esc(full)}">'
             f"<code>{esc(place)}</code></td>"
@@ -611,6 +614,10 @@ def _value(kind: str, value: object, labels: ValueLabels) -> str:
         return esc(_outcomes(value))
     if kind == CALL_COUNT_CHANGED:
         return esc(f"{TIMES}{value}")
+    if kind in EFFECT_KINDS and isinstance(value, list):
+        # What was printed, logged, written: as the terminal says it, never as raw JSON.
+        shown = [effect_text(e, labels) for e in value if isinstance(e, Mapping)]
+        return "<br>".join(esc(line) for line in shown) or '<span class="none">none</span>'
     lines = _lines(value, labels)
     return "<br>".join(esc(line) for line in lines) if lines else '<span class="none">none</span>'
 
