@@ -311,6 +311,11 @@ class OutputEffect(_Effect):
     )
     lines: int | None = None
     cut: bool | None = Field(None, description="true: only the first 4 Mi characters")
+    preview: str | None = Field(
+        None,
+        description="added 2026-12-07: the start of the text (200 characters, the secret rules "
+        "applied), only under --genome-preview; not compared",
+    )
 
 
 class LogEffect(_Effect):

@@ -33,6 +33,8 @@ def without_previews(test: dict[str, Any]) -> dict[str, Any]:
     for effect in test.get("effects") or ():
         if isinstance(effect, dict) and isinstance(effect.get("template_digest"), str):
             effect.pop("template", None)  # a log template's preview
+        if isinstance(effect, dict):
+            effect.pop("preview", None)  # what a phase printed
     return test
 
 

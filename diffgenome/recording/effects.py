@@ -324,6 +324,8 @@ class Effects:
                 }
                 if len(text) > MAX_OUTPUT:
                     entry["cut"] = True
+                if self._preview:  # for people, never compared: the secret rules applied
+                    entry["preview"] = self._preview_of(text)
                 out.append(entry)
         except Exception:
             self.errors += 1

@@ -90,3 +90,24 @@ def test_a_pipe_or_ci_names_values_by_label_and_says_how_to_read_them(tmp_path: 
     assert both.returncode == 1, both.stderr
     changes = [c for t in json.loads(kept.read_text())["tests"] for c in t["changes"]]
     assert any("--spam=eggs" in json.dumps(c["base"]) for c in changes), changes
+
+
+def test_what_a_test_printed_reads_as_text_under_previews(tmp_path: Path) -> None:
+    """docopt-ng's pull request: a message edited and printed. With previews the output
+    change names the text on both sides, not two labels."""
+    repo = GitRepo.init(tmp_path / "repo")
+    write_files(
+        repo.path,
+        {
+            "say/__init__.py": "def hello(name):\n    print(f'hello {name}')\n",
+            "tests/test_say.py": "from say import hello\n\n\ndef test_hello():\n    hello('ada')\n",
+        },
+    )
+    repo.commit_all("base")
+    write_files(repo.path, {"say/__init__.py": "def hello(name):\n    print(f'hi {name}')\n"})
+    repo.commit_tracked("shorter")
+    done = cli(repo.path, "diff", "HEAD~1", "HEAD", "--preview")
+    assert done.returncode == 1, done.stderr
+    assert "stdout 'hello ada\\n' (1 line) \u2192 stdout 'hi ada\\n' (1 line)" in done.stdout, (
+        done.stdout
+    )

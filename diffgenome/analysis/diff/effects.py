@@ -39,10 +39,36 @@ KIND_OF: Final[dict[str, ChangeKind]] = {
 }
 
 # Kept for people, never compared.
-_PREVIEWS: Final = frozenset({"template"})
+_PREVIEWS: Final = frozenset({"template", "preview"})
 _PHASE_ORDER: Final = {"setup": 0, "call": 1, "teardown": 2}
 
 Side = dict[tuple[str, str], Counter[tuple[tuple[str, Any], ...]]]
+#: The previews of one side's entries (``template``, ``preview``), by what they compare by.
+Shown = dict[tuple[str, str, tuple[tuple[str, Any], ...]], dict[str, Any]]
+
+
+def _shown(record: Mapping[str, Any], digests: bool) -> Shown:
+    """What each entry kept for people (never compared), by its kind, phase and form."""
+    out: Shown = {}
+    for entry in record.get("effects") or ():
+        if isinstance(entry, Mapping) and any(k in entry for k in _PREVIEWS):
+            form = _form(entry, digests)
+            kept = {k: entry[k] for k in _PREVIEWS if k in entry}
+            out.setdefault((str(entry.get("type")), str(entry.get("phase")), form), kept)
+    return out
+
+
+def _form(entry: Mapping[str, Any], digests: bool) -> tuple[tuple[str, Any], ...]:
+    return tuple(
+        sorted(
+            (str(k), v)
+            for k, v in entry.items()
+            if k not in _PREVIEWS
+            and k not in ("type", "phase")
+            and (digests or not str(k).endswith("digest"))
+            and not isinstance(v, (list, dict))
+        )
+    )
 
 
 def _side(record: Mapping[str, Any], digests: bool) -> tuple[Side, frozenset[str]] | None:
@@ -63,16 +89,7 @@ def _side(record: Mapping[str, Any], digests: bool) -> tuple[Side, frozenset[str
             continue
         if kind == "warning" and entry.get("escaped") is True:
             continue  # compared as the test's ``warnings`` (warnings_changed)
-        form = tuple(
-            sorted(
-                (str(k), v)
-                for k, v in entry.items()
-                if k not in _PREVIEWS
-                and k not in ("type", "phase")
-                and (digests or not str(k).endswith("digest"))
-                and not isinstance(v, (list, dict))
-            )
-        )
+        form = _form(entry, digests)
         key = (str(kind), str(entry.get("phase")))
         out.setdefault(key, Counter())[form] += 1
     return out, unseen
@@ -91,15 +108,23 @@ def effect_forms(
 
 def entry_form(entry: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """What an entry a change lists compares by (as :func:`effect_forms` counts it)."""
-    return tuple(sorted((str(k), v) for k, v in entry.items() if k not in ("type", "phase")))
+    return tuple(
+        sorted(
+            (str(k), v)
+            for k, v in entry.items()
+            if k not in ("type", "phase") and k not in _PREVIEWS
+        )
+    )
 
 
 def _entries(
-    forms: Counter[tuple[tuple[str, Any], ...]], kind: str, phase: str
+    forms: Counter[tuple[tuple[str, Any], ...]], kind: str, phase: str, shown: Shown | None = None
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for form, times in sorted(forms.items(), key=lambda item: repr(item[0])):
         entry = {"type": kind, "phase": phase, **dict(form)}
+        if shown:
+            entry.update(shown.get((kind, phase, form), {}))  # for people: never compared
         out.extend(dict(entry) for _ in range(times))
     return out
 
@@ -117,6 +142,7 @@ def effects_diff(
     b, h = _side(base, digests), _side(head, digests)
     if b is None and h is None:
         return []
+    b_shown, h_shown = _shown(base, digests), _shown(head, digests)
     keys: set[tuple[str, str]] = set()
     for side in (b, h):
         if side is not None:
@@ -135,8 +161,8 @@ def effects_diff(
                     (
                         KIND_OF[kind],
                         phase,
-                        None if b_forms is None else _entries(b_forms, kind, phase),
-                        None if h_forms is None else _entries(h_forms, kind, phase),
+                        None if b_forms is None else _entries(b_forms, kind, phase, b_shown),
+                        None if h_forms is None else _entries(h_forms, kind, phase, h_shown),
                     )
                 )
             continue
@@ -146,8 +172,8 @@ def effects_diff(
             (
                 KIND_OF[kind],
                 phase,
-                _entries(b_forms - h_forms, kind, phase),
-                _entries(h_forms - b_forms, kind, phase),
+                _entries(b_forms - h_forms, kind, phase, b_shown),
+                _entries(h_forms - b_forms, kind, phase, h_shown),
             )
         )
     return out
@@ -187,6 +213,9 @@ def effect_text(entry: Mapping[str, Any], digest: Digest | None = None) -> str:
         lines = entry.get("lines")
         cut = ", cut" if entry.get("cut") else ""
         noun = "line" if lines == 1 else "lines"
+        preview = entry.get("preview")
+        if isinstance(preview, str):  # --genome-preview: what was printed, as it reads
+            return f"{entry.get('stream')} {preview!r} ({lines} {noun}{cut})"
         return f"{entry.get('stream')}{shown(entry.get('digest'))} ({lines} {noun}{cut})"
     if kind == "log":
         template = entry.get("template")
