@@ -453,14 +453,15 @@ def _ways(outcomes: object) -> str:
 
 
 def _collapse(value: object) -> Any:
-    """A change's side without what comes from each test: digests and counts."""
+    """A change's side without what comes from each test: digests, counts and previews (a
+    value's text is each test's own, as its digest is)."""
     if isinstance(value, list):
         out = [_collapse(item) for item in value]
         return sorted(out, key=repr)
     if isinstance(value, Mapping):
         fields: dict[str, Any] = {}
         for key, item in value.items():
-            if key in ("digest", "count"):
+            if key in ("digest", "count", "preview", "beyond"):
                 continue
             if key == "overflow":
                 fields[key] = "N"

@@ -51,6 +51,8 @@ from diffgenome.recording.collect.contract import ARG_CANON_SEPARATOR, ARG_SHAPE
 from diffgenome.recording.collect.redact import PER_PHASE_KEYS, PER_PHASE_VARIABLES, SECRET_NAME
 
 MAX_PREVIEW: Final = 40
+#: An exception's preview: its class and its arguments (a message is longer than a value).
+MAX_EXCEPTION_PREVIEW: Final = 100
 #: Environment values shorter than this are in every environment and say nothing.
 MIN_ENV_VALUE: Final = 3
 #: A value that holds an environment value this long is withheld too (the secret rules'
@@ -116,9 +118,11 @@ class ValuePreviews:
             # In any case: ``value.title()`` is still the value.
             self._env.update(v.casefold() for v in new)
             self._env.update(stable.stable_text(v).casefold() for v in new)
-            # A previewed text has at most MAX_PREVIEW characters: a longer value (``PATH``)
-            # is never inside one.
-            self._add_parts(sorted(v for v in new if MIN_ENV_PART <= len(v) <= MAX_PREVIEW))
+            # A previewed text has at most MAX_EXCEPTION_PREVIEW characters: a longer value
+            # (``PATH``) is never inside one.
+            self._add_parts(
+                sorted(v for v in new if MIN_ENV_PART <= len(v) <= MAX_EXCEPTION_PREVIEW)
+            )
         except Exception:
             return
 
@@ -156,14 +160,20 @@ class ValuePreviews:
         return ", ".join(shown) if shown else None
 
     def _scalar(self, form: bytes) -> str | None:
+        if form[:1] == b"x":
+            return self._exception(form)
         try:
             value = values.scalar_of(form)
         except values.FormError:
             return None
+        return self._shown(value, MAX_PREVIEW)
+
+    def _shown(self, value: object, limit: int) -> str | None:
+        """A scalar as a reviewer reads it, or None where a rule withholds it."""
         if value is None or type(value) is bool:
             return repr(value)
         text = value if type(value) is str else repr(value)
-        if len(text) > MAX_PREVIEW or text.casefold() in self._env:
+        if len(text) > limit or text.casefold() in self._env:
             return None
         for _, parts in self._parts:
             if parts.search(text) is not None:
@@ -172,6 +182,23 @@ class ValuePreviews:
         # back (``$HOME=/root`` made ``postgresql://root:pw@db`` read ``postgresql:/<home>:…``).
         masked = self._clear(stable.unstable_text(text))
         return repr(masked) if type(value) is str else masked
+
+    def _exception(self, form: bytes) -> str | None:
+        """An exception whose arguments are all small scalars, as Python writes its
+        construction: ``ValueError("'1.0.x' is not a valid SemVer string")``, each argument
+        under the same rules as a value (an argument that cannot be shown hides it all)."""
+        try:
+            name, args = values.exception_of(form)
+        except values.FormError:
+            return None
+        shown = []
+        for arg in args:
+            text = self._shown(arg, MAX_EXCEPTION_PREVIEW)
+            if text is None:
+                return None
+            shown.append(text)
+        text = f"{name.rpartition('.')[2]}({', '.join(shown)})"
+        return text if len(text) <= MAX_EXCEPTION_PREVIEW else None
 
     def result_of(self, symbol: str) -> Callable[[str, bytes], str | None] | None:
         """What ``BoundedValues.export`` calls for each result of ``symbol``'s calls (None:

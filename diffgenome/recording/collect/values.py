@@ -708,6 +708,22 @@ def scalar_of(form: bytes) -> object:
     return body[body.index(b":") + 1 :].decode("utf-8", "surrogatepass")
 
 
+def exception_of(form: bytes) -> tuple[str, list[object]]:
+    """The class name and the scalar arguments of a whole exception form (tag ``x``, values
+    revision 5); FormError for any other form, or an argument that is no scalar."""
+    if not form or form[:1] != b"x" or form_end(form) != len(form):
+        raise FormError("not an exception")
+    end = _text_end(form, 1)
+    name = form[form.index(b":", 1) + 1 : end].decode("utf-8", "surrogatepass")
+    n, at = _counted(form, end)
+    args: list[object] = []
+    for _ in range(n):
+        stop = form_end(form, at)
+        args.append(scalar_of(form[at:stop]))
+        at = stop
+    return name, args
+
+
 def _float_of(text: bytes) -> float:
     return float("nan") if text == b"nan" else float.fromhex(text.decode("ascii"))
 
