@@ -233,7 +233,12 @@ def _by_code_change(
         # Within a group: outcomes, then behaviour by how many tests show it, then structure.
         indexes = sorted(
             indexes,
-            key=lambda i: (_bucket(ordered[i], changed), -len(ordered[i].tests), i),
+            key=lambda i: (
+                _bucket(ordered[i], changed),
+                not ordered[i].sees,
+                -len(ordered[i].tests),
+                i,
+            ),
         )
         tests: dict[str, None] = {}
         symbols: set[str] = set()
