@@ -66,7 +66,9 @@ def _more(hidden: int, what: str, indent: str = "  ", how: str = "") -> Text:
     return Text(f"{indent}{ELLIPSIS} and {hidden} more {what}{how}", style="dim")
 
 
-def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Text]:
+def _block(
+    block: Block, labels: ValueLabels, max_lines: int | None, *, reasons_first: bool = False
+) -> list[Text]:
     test = block.test
     title = Text.assemble(
         "  ", (test.id, "bold"), "  ", (test.status, _STATUS_STYLE.get(test.status, ""))
@@ -77,9 +79,13 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
     if block.reaches_changed_code:
         title.append(f"  \u00b7 {REACHES}", style="cyan")
     lines = [Text("    " + renamed_line(test.base_id))] if test.base_id else []
+    reasons = [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
+    if reasons_first:  # a short block: what explains its changes (cross-test state) first
+        lines += reasons
     lines += [Text("    structure: " + moved, style="blue") for moved in test.structure]
     lines += [Text("    " + line) for line in describe_each(block.changes, labels)]
-    lines += [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
+    if not reasons_first:
+        lines += reasons
     shown = lines if max_lines is None else lines[:max_lines]
     out = [title, *shown]
     if len(lines) > len(shown):
@@ -90,6 +96,10 @@ def _block(block: Block, labels: ValueLabels, max_lines: int | None) -> list[Tex
 def _quoted(test_id: str) -> str:
     """The id as one shell word, for the hint that shows it whole."""
     return "'" + test_id.replace("'", "'\\''") + "'"
+
+
+#: Lines shown per test changed only inside the project, collapsed.
+INSIDE_LINES = 3
 
 
 def _alarming(diff: DiffDocument) -> bool:
@@ -193,9 +203,10 @@ def render_terminal(
         )
         shown = inside[:max_tests]
         for block in shown:
-            # The causes above say what changed inside: by default a title line each.
-            lines = _block(block, labels, max_changes)
-            parts.extend(lines if not collapse else lines[:1])
+            # The causes above say what changed inside: by default a few lines each.
+            parts.extend(
+                _block(block, labels, INSIDE_LINES if collapse else None, reasons_first=True)
+            )
         if len(inside) > len(shown):
             parts.append(_more(len(inside) - len(shown), "tests", how=" (--all shows every test)"))
     if quiet:
