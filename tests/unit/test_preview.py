@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diffgenome.recording.collect import values
+from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import ARG_CANON_SEPARATOR, ARG_SHAPE_SEPARATOR
 from diffgenome.recording.collect.preview import MAX_PREVIEW, ValuePreviews
 from diffgenome.recording.collect.redact import Redactor
@@ -236,6 +236,16 @@ def test_a_new_value_every_test_is_compiled_a_logarithmic_number_of_times(
     assert previews.compiled - base <= tests * 10  # log2(512) + 1 runs a value is part of
     monkeypatch.delenv("FIXTURE_HOME")
     previews.note_environment()
+    # As in a session, the temp folder is a location made stable (``<tmp>``): the values
+    # are still found in the forms that hold them rewritten.
+    stable.configure([("/tmp", "<tmp>")])
+    try:
+        _held_within(previews)
+    finally:
+        stable.configure([])
+
+
+def _held_within(previews: ValuePreviews) -> None:
     for n in (0, 1, 255, 256, 510, 511):
         value = f"/tmp/pytest-7/test_{n:04d}0"
         assert _result(previews, value) is None, value  # equal

@@ -173,14 +173,20 @@ class ValuePreviews:
         if value is None or type(value) is bool:
             return repr(value)
         text = value if type(value) is str else repr(value)
-        if len(text) > limit or text.casefold() in self._env:
+        if len(text) > limit:
             return None
-        for _, parts in self._parts:
-            if parts.search(text) is not None:
+        # The form holds the text made stable (``/tmp/x`` reads ``<tmp>/x``): the rules and
+        # the environment's values are read against it with its locations written back too,
+        # so a value under a known location (``HOME=/tmp/pytest-7/test_0``) is still found
+        # (``$HOME=/root`` made ``postgresql://root:pw@db`` read ``postgresql:/<home>:…``).
+        raw = stable.unstable_text(text)
+        for seen in {text, raw}:
+            if seen.casefold() in self._env:
                 return None
-        # The form holds the text made stable: the rules read it with its locations written
-        # back (``$HOME=/root`` made ``postgresql://root:pw@db`` read ``postgresql:/<home>:…``).
-        masked = self._clear(stable.unstable_text(text))
+            for _, parts in self._parts:
+                if parts.search(seen) is not None:
+                    return None
+        masked = self._clear(raw)
         return repr(masked) if type(value) is str else masked
 
     def _exception(self, form: bytes) -> str | None:
