@@ -581,13 +581,18 @@ def translated(document: Mapping[str, Any], mapping: CodeMapping) -> dict[str, A
     out["tests"] = [_translated_test(test, mapping) for test in document.get("tests") or ()]
     symbols = document.get("symbols")
     if isinstance(symbols, list):
-        out["symbols"] = [
-            {**s, "id": mapping.symbol(s["id"])}
-            if isinstance(s, dict) and isinstance(s.get("id"), str)
-            else s
-            for s in symbols
-        ]
+        out["symbols"] = _renamed(symbols, "id", mapping)
     return out
+
+
+def _renamed(items: list[Any], key: str, mapping: CodeMapping) -> list[Any]:
+    """``items`` with the symbol each holds under ``key`` in head's name."""
+    return [
+        {**item, key: mapping.symbol(item[key])}
+        if isinstance(item, dict) and isinstance(item.get(key), str)
+        else item
+        for item in items
+    ]
 
 
 def _translated_test(test: Any, mapping: CodeMapping) -> Any:
@@ -601,12 +606,7 @@ def _translated_test(test: Any, mapping: CodeMapping) -> Any:
         }
     effects = test.get("effects")
     if isinstance(effects, list):
-        out["effects"] = [
-            {**e, "origin": mapping.symbol(e["origin"])}
-            if isinstance(e, dict) and isinstance(e.get("origin"), str)
-            else e
-            for e in effects
-        ]
+        out["effects"] = _renamed(effects, "origin", mapping)
     return out
 
 
