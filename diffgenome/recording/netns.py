@@ -287,30 +287,28 @@ def _drop_ways_out() -> str:
             word, bit = divmod(number, 32)
             for kind in range(3):  # effective, permitted, inheritable
                 sets[word * 3 + kind] &= ~(1 << bit) & 0xFFFFFFFF
-        changed = ctypes.create_string_buffer(struct.pack("6I", *sets), 24)
-        header = ctypes.create_string_buffer(struct.pack("Ii", _LINUX_CAPABILITY_VERSION_3, 0), 8)
-        if libc.capset(header, changed) != 0:
-            return f"dropping capabilities failed: {os.strerror(ctypes.get_errno())}"
     except (OSError, AttributeError) as exc:
         return f"dropping capabilities failed: {exc}"
-    if _has_capability(_CAP_SYS_ADMIN):
-        return "dropping capabilities failed: CAP_SYS_ADMIN is still effective"
-    return ""
+    return _set_capabilities(sets)
 
 
 def _drop_capabilities() -> str:
     """Give back the capabilities a new user namespace grants (all of them, inside it):
     with them, this process could read its own mode-000 files, and tests that expect
     ``PermissionError`` would pass differently."""
+    return _set_capabilities([0] * 6)  # two {effective, permitted, inheritable}: none
+
+
+def _set_capabilities(sets: list[int]) -> str:
+    """``capset`` with ``sets`` (two 32-bit words of each of effective, permitted and
+    inheritable); '' when it took and CAP_SYS_ADMIN is gone, else what failed."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        header = struct.pack("Ii", _LINUX_CAPABILITY_VERSION_3, 0)
-        data = bytes(24)  # two {effective, permitted, inheritable} sets of 32 bits: none
-        header_buffer = ctypes.create_string_buffer(header, len(header))
-        data_buffer = ctypes.create_string_buffer(data, len(data))
-        if libc.capset(header_buffer, data_buffer) != 0:
+        header = ctypes.create_string_buffer(struct.pack("Ii", _LINUX_CAPABILITY_VERSION_3, 0), 8)
+        data = ctypes.create_string_buffer(struct.pack("6I", *sets), 24)
+        if libc.capset(header, data) != 0:
             return f"dropping capabilities failed: {os.strerror(ctypes.get_errno())}"
     except (OSError, AttributeError) as exc:
         return f"dropping capabilities failed: {exc}"
