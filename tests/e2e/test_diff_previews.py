@@ -111,3 +111,42 @@ def test_what_a_test_printed_reads_as_text_under_previews(tmp_path: Path) -> Non
     assert "stdout 'hello ada\\n' (1 line) \u2192 stdout 'hi ada\\n' (1 line)" in done.stdout, (
         done.stdout
     )
+
+
+def test_an_edited_message_reads_as_text_and_html_cells_read_as_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """semver's pull request: a ValueError's message reworded reads as the exception's
+    construction; the HTML report's cell of a changed output reads as the terminal says it,
+    not as raw JSON."""
+    repo = GitRepo.init(tmp_path / "repo")
+    write_files(
+        repo.path,
+        {
+            "ver/__init__.py": (
+                "def parse(text):\n"
+                "    if not text[:1].isdigit():\n"
+                "        raise ValueError(f'{text} is not valid')\n"
+                "    print('parsed', text)\n"
+                "    return int(text)\n"
+            ),
+            "tests/test_ver.py": (
+                "import pytest\n\nfrom ver import parse\n\n\n"
+                "def test_bad():\n    with pytest.raises(ValueError):\n        parse('x')\n\n\n"
+                "def test_good():\n    assert parse('3') == 3\n"
+            ),
+        },
+    )
+    repo.commit_all("base")
+    init = repo.path / "ver" / "__init__.py"
+    text = init.read_text().replace("is not valid", "is not a valid version")
+    init.write_text(text.replace("print('parsed', text)", "print('parsed:', text)"))
+    repo.commit_tracked("clearer")
+    site = tmp_path / "site"
+    done = cli(repo.path, "diff", "HEAD~1", "HEAD", "--preview", "--html", str(site))
+    assert done.returncode == 1, done.stderr
+    assert "ValueError('x is not valid') \u2192 ValueError('x is not a valid version')" in (
+        done.stdout
+    ), done.stdout
+    pages = "".join(p.read_text() for p in site.rglob("*.html"))
+    assert "stdout" in pages and '{"digest"' not in pages and "&quot;digest&quot;" not in pages

@@ -142,3 +142,41 @@ def test_what_the_tests_see_leads_and_the_gate_can_keep_to_it(tmp_path: Path) ->
     text = markdown.read_text()
     assert text.index("test_parse") < text.index("#### Changed only inside the project")
     assert text.index("#### Changed only inside the project") < text.index("test_count")
+
+
+def test_a_bounded_value_set_says_what_it_does_not_know(tmp_path: Path) -> None:
+    """Lines that restate a count are gone, and a value past the bound of 8 kept is said to
+    be there, not gone (soupsieve: ``args: +36 more → +40 more``)."""
+    repo = GitRepo.init(tmp_path / "repo")
+    base_loop = "    for n in list(range(10)) * 2:\n        total += step(n)\n"
+    write_files(
+        repo.path,
+        {
+            "cnt/__init__.py": (
+                "def step(n):\n    return 1\n\n\n"
+                f"def count():\n    total = 0\n{base_loop}    return total > 0\n\n\n"
+                "def early():\n    total = 0\n    for n in range(10):\n"
+                "        total += step(n)\n    return total > 0\n"
+            ),
+            "tests/test_cnt.py": (
+                "from cnt import count, early\n\n\n"
+                "def test_count():\n    assert count() > 0\n\n\n"
+                "def test_early():\n    assert early() > 0\n"
+            ),
+        },
+    )
+    repo.commit_all("base")
+    init = repo.path / "cnt" / "__init__.py"
+    text = init.read_text().replace("list(range(10)) * 2", "list(range(10)) * 3")
+    init.write_text(text.replace("for n in range(10):", "for n in [99, *range(10)]:"))
+    repo.commit_tracked("more calls; a new value first")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert code == 1
+    tests = {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+    counted = tests["test_count"]["changes"]
+    assert {c["kind"] for c in counted} == {"call_count_changed"}, counted
+    [args] = [c for c in tests["test_early"]["changes"] if c["kind"] == "args_changed"]
+    gone = [value for value in args["base"] if "overflow" not in value]
+    assert gone and all(value.get("beyond") for value in gone), args
+    screen = cli(repo.path, "diff", "HEAD~1", "HEAD").stdout
+    assert "beyond the values kept on the other side, not necessarily gone" in screen, screen
