@@ -409,7 +409,8 @@ class TestRecord(_Model):
     effects_unrecorded: list[str] = Field(
         [],
         description="kinds of effect this test's recording could not see, as "
-        "'<kind>:<why>': 'output:capture-off' (-s), 'output:test-captures' (capsys, capfd), "
+        "'<kind>:<why>': 'output:capture-off' (-s), 'output:test-captures' (capsys, capfd, "
+        "before effects revision 4), "
         "'<kind>:in-test' (a subtest: its test's call phase holds that kind)",
     )
     params: dict[str, str | None] | None = Field(

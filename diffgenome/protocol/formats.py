@@ -115,7 +115,11 @@ VALUES = 6
 # (recording/archives.py), where 2 digested its bytes: the same archive has another digest
 # under each, so written files are not compared across that line
 # (:func:`archive_digests_comparable`).
-EFFECTS = 3
+# 4: a phase's ``output`` begins with the text the test took itself through ``capsys`` or
+# ``capfd`` (``readouterr``), where 3 said ``output:test-captures`` and recorded only what
+# reached pytest's sections: beside a run of 3, such a test's output reads "not recorded" on
+# that side (disclosed), and runs are not reused across the line.
+EFFECTS = 4
 #: The effects revision from which archives are digested by their content.
 ARCHIVE_CONTENT = 3
 

@@ -11,8 +11,12 @@ every call as it was. Each phase of a test therefore gets a list of effect entri
 What is seen, and how, so that the hot path stays untouched (nothing here runs per call):
 
 - **output**: the text pytest captured of the phase (``TestReport.sections``), per stream;
-  read once per phase from the report. Not seen: what a test captures itself (``capsys``,
-  ``capfd``) and everything under ``-s``: said as ``effects_unrecorded``, never as "none".
+  read once per phase from the report, after the text the test itself took through
+  ``capsys``/``capfd`` (``CaptureFixture.readouterr``, wrapped for the session: what it
+  returns never reaches the sections, and a print the test asserts on is the output a
+  reviewer most wants to see move). Not seen: everything under ``-s``, said as
+  ``effects_unrecorded``, never as "none" (and a test's own capture where that wrapper could
+  not be put in place).
 - **log**: records that reach the root logger while the phase runs (the handler pytest's own
   ``caplog`` uses sees the same), as logger, level, a digest of the template
   (``record.msg``) and a digest of its arguments, counted.
@@ -118,6 +122,83 @@ _STATE: Final = _State()
 _hook_installed: list[bool] = [False]
 
 
+class _Reads:
+    """The wrapper of ``CaptureFixture.readouterr`` (one per process, shared by nested
+    sessions as the audit hook is): what it wrapped, and how many sessions use it."""
+
+    __slots__ = ("original", "users", "wrapper")
+
+    def __init__(self) -> None:
+        self.original: Callable[..., Any] | None = None
+        self.wrapper: Callable[..., Any] | None = None
+        self.users = 0
+
+
+_READS: Final = _Reads()
+
+
+_getframe = sys._getframe
+#: Modules that call ``readouterr`` for pytest itself (``subtests`` puts a block's capture into
+#: its report's sections, where the subtest's output is read already).
+_PYTEST_MODULES: Final = ("_pytest.", "pytest_subtests")
+
+
+def _by_test(frame: FrameType | None) -> bool:
+    """Whether ``readouterr``'s caller is the program's code rather than pytest's."""
+    name = frame.f_globals.get("__name__") if frame is not None else None
+    return not (isinstance(name, str) and name.startswith(_PYTEST_MODULES))
+
+
+def _install_reads() -> bool:
+    """Wrap ``CaptureFixture.readouterr`` so that the text a test takes from ``capsys`` or
+    ``capfd`` is its phase's output too; False where pytest has no such method."""
+    if _READS.users:
+        _READS.users += 1
+        return True
+    try:
+        from _pytest.capture import CaptureFixture
+    except Exception:
+        return False
+    original = CaptureFixture.__dict__.get("readouterr")
+    if not callable(original):
+        return False
+
+    def readouterr(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        active = _STATE.active
+        if active and _by_test(_getframe(1)):
+            # The innermost session in a phase took it (pytester runs one inside).
+            effects = active[-1]
+            try:
+                effects.read_by_test(result)
+            except Exception:
+                effects.errors += 1
+        return result
+
+    readouterr.__wrapped__ = original  # type: ignore[attr-defined]
+    readouterr.__doc__ = getattr(original, "__doc__", None)
+    CaptureFixture.readouterr = readouterr  # type: ignore[method-assign]
+    _READS.original, _READS.wrapper, _READS.users = original, readouterr, 1
+    return True
+
+
+def _uninstall_reads() -> None:
+    """The last session to stop puts the method back (unless something wrapped it after
+    us: taking ours out from under it would undo theirs too; ours then stays, idle)."""
+    if _READS.users <= 0:
+        return
+    _READS.users -= 1
+    if _READS.users:
+        return
+    try:
+        from _pytest.capture import CaptureFixture
+    except Exception:
+        return
+    if CaptureFixture.__dict__.get("readouterr") is _READS.wrapper:
+        CaptureFixture.readouterr = _READS.original  # type: ignore[method-assign,assignment]
+    _READS.original = _READS.wrapper = None
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     """The audit hook: a string compare for every other event, and never an exception."""
     if event != "open":
@@ -220,6 +301,10 @@ class Effects:
         self._outer_show: object = None
         self._original_showwarnmsg: Callable[[Any], Any] | None = None
         self._installed = False
+        # What the test took from its own capture, per (phase, stream), and whether it can.
+        self._reads: dict[tuple[str, str], list[str]] = {}
+        self._reads_size = 0
+        self._reads_seen = False
 
     # -- process-wide hooks --------------------------------------------------------------
 
@@ -242,6 +327,8 @@ class Effects:
 
             self._original_showwarnmsg = original
             warnings._showwarnmsg = _showwarnmsg  # type: ignore[attr-defined]
+        if not self._reads_seen:
+            self._reads_seen = _install_reads()
         self._installed = True
 
     def uninstall(self) -> None:
@@ -250,6 +337,9 @@ class Effects:
         if original is not None:
             warnings._showwarnmsg = original  # type: ignore[attr-defined]
             self._original_showwarnmsg = None
+        if self._reads_seen:
+            _uninstall_reads()
+            self._reads_seen = False
         self._installed = False
 
     # -- phases --------------------------------------------------------------------------
@@ -285,26 +375,51 @@ class Effects:
             except Exception:
                 self.errors += 1
 
+    def read_by_test(self, result: object) -> None:
+        """What ``readouterr`` returned to the test in this phase (``out``, ``err``; bytes
+        under ``capsysbinary``), kept to be its phase's output before the report's."""
+        phase = self._phase
+        if phase is None or self._reads_size > MAX_OUTPUT:
+            return
+        for stream in STREAMS:
+            text = getattr(result, stream[3:], None)
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "surrogateescape")
+            if isinstance(text, str) and text:
+                self._reads.setdefault((phase, stream), []).append(text)
+                self._reads_size += len(text)
+
     def add_output(self, phase: str, sections: object, own_capture: bool, capture: str) -> None:
-        """The phase's captured text per stream, from its report's sections."""
+        """The phase's captured text per stream: what the test took from its own capture,
+        then its report's sections."""
         if not self._installed:
             return
-        entries, unrecorded = self.output_entries(phase, sections, own_capture, capture)
+        read = {stream: "".join(self._reads.get((phase, stream), ())) for stream in STREAMS}
+        entries, unrecorded = self.output_entries(phase, sections, own_capture, capture, read)
         self._entries.extend(entries)
         self._unrecorded.update(unrecorded)
 
     def output_entries(
-        self, phase: str, sections: object, own_capture: bool, capture: str
+        self,
+        phase: str,
+        sections: object,
+        own_capture: bool,
+        capture: str,
+        read: dict[str, str] | None = None,
     ) -> tuple[list[Entry], set[str]]:
-        """The ``output`` entries of one report's sections, and what could not be seen; the
-        state of the test being recorded is left alone (a subtest's report has its own
-        sections: what its block printed is in them, not in its test's)."""
+        """The ``output`` entries of one report's sections (after ``read``, the text the
+        test took itself), and what could not be seen; the state of the test being recorded
+        is left alone (a subtest's report has its own sections: what its block printed is in
+        them, not in its test's; what it took from ``capsys`` is its test's)."""
         if capture == "no":
             return [], {"output:capture-off"}
-        unrecorded = {"output:test-captures"} if own_capture else set()
+        unrecorded = {"output:test-captures"} if own_capture and not self._reads_seen else set()
         out: list[Entry] = []
         try:
             texts: dict[str, list[str]] = {}
+            for stream, text in (read or {}).items():
+                if text:
+                    texts[stream] = [text]
             for title, content in sections if isinstance(sections, list) else ():
                 parts = str(title).split(" ")
                 if len(parts) == 3 and parts[0] == "Captured" and parts[2] == phase:
@@ -335,6 +450,7 @@ class Effects:
         """The test's entries in a fixed order and what could not be seen; a fresh start."""
         entries, self._entries = self._entries, []
         unrecorded, self._unrecorded = sorted(self._unrecorded), set()
+        self._reads, self._reads_size = {}, 0
         entries.sort(key=_order)
         return entries, unrecorded
 

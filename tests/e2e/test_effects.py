@@ -130,3 +130,58 @@ def test_what_a_subtest_prints_is_that_subtest_s_output(tmp_path: Path) -> None:
     # The test itself printed nothing outside its subtests.
     assert tests["tests/test_app.py::test_items"]["status"] in ("unchanged", "touched")
     assert code == 1
+
+
+OWN_CAPTURE = {
+    "tool.py": """
+        import sys
+
+
+        def check(value):
+            if value < 0:
+                print(f"warning: {value} is negative")
+                return 0
+            return value
+        """,
+    "tests/test_tool.py": """
+        import tool
+
+
+        def test_negative(capsys):
+            assert tool.check(-2) == 0
+            captured = capsys.readouterr()
+            assert "negative" in captured.out + captured.err
+
+
+        def test_positive(capsys):
+            assert tool.check(3) == 3
+            assert capsys.readouterr().out == ""
+        """,
+}
+
+
+def test_a_print_the_test_reads_with_capsys_is_its_output(tmp_path: Path) -> None:
+    """A print moved to stderr in a test that reads it through ``capsys``: pytest's sections
+    never hold that text, so before effects revision 4 the move read ``touched`` at best
+    (``output:test-captures``) while the program said its warning somewhere else."""
+    repo = make_project(tmp_path, OWN_CAPTURE)
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    assert {t["status"] for t in document["tests"]} == {"unchanged"}, document["tests"]
+    assert code == 0
+    tool = repo / "tool.py"
+    tool.write_text(
+        tool.read_text().replace(
+            'print(f"warning: {value} is negative")',
+            'print(f"warning: {value} is negative", file=sys.stderr)',
+        )
+    )
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD", "WORKTREE")
+    tests = _by_id(document)
+    moved = tests["test_negative"]
+    assert moved["status"] == "changed", moved
+    assert moved["reach"] == "seen", moved
+    [change] = [c for c in moved["changes"] if c["kind"] == "output_changed"]
+    assert [e["stream"] for e in change["base"]] == ["stdout"], change
+    assert [e["stream"] for e in change["head"]] == ["stderr"], change
+    assert tests["test_positive"]["status"] in ("unchanged", "touched"), tests["test_positive"]
+    assert code == 1

@@ -148,17 +148,23 @@ def test_hooks_are_restored_and_identity_preserved(pytester: pytest.Pytester) ->
         "patch": unittest.mock.patch,
         "patch.object": unittest.mock.patch.object,
     }
+    import _pytest.capture
     import _pytest.monkeypatch
 
     setattr_before = _pytest.monkeypatch.MonkeyPatch.__dict__["setattr"]
+    readouterr_before = _pytest.capture.CaptureFixture.__dict__["readouterr"]
     pytester.makepyfile(
         test_x="""
         from unittest import mock
-        def test_x(monkeypatch):
+        from _pytest.capture import CaptureFixture
+        def test_x(monkeypatch, capsys):
             assert mock.CallableMixin.__dict__["_mock_call"].__name__ == "_mock_call"
             assert hasattr(mock.CallableMixin.__dict__["_mock_call"], "__wrapped__")
             with mock.patch("os.getcwd", return_value="/"):
                 pass
+            assert hasattr(CaptureFixture.__dict__["readouterr"], "__wrapped__")
+            print("seen")
+            assert capsys.readouterr().out == "seen\\n"
         """
     )
     result = pytester.runpytest_inprocess("--genome", "-p", "no:randomly")
@@ -173,3 +179,4 @@ def test_hooks_are_restored_and_identity_preserved(pytester: pytest.Pytester) ->
     }
     assert after == before
     assert _pytest.monkeypatch.MonkeyPatch.__dict__["setattr"] is setattr_before
+    assert _pytest.capture.CaptureFixture.__dict__["readouterr"] is readouterr_before

@@ -8,7 +8,8 @@ compared); a change carries the entries found on one side only (``base``, ``head
 
 Evidence that is missing stays missing: a side without ``effects`` (a recorder before them,
 ``<import>``, a subtest) or whose output could not be seen (``effects_unrecorded``:
-``output:capture-off`` under ``-s``, ``output:test-captures`` with ``capsys``) has ``None``
+``output:capture-off`` under ``-s``, ``output:test-captures`` with ``capsys`` before effects
+revision 4) has ``None``
 for that kind, reported only where the other side has entries of it, never read as "none".
 Warnings that escaped to pytest are compared by ``warnings_changed`` already (the test's
 ``warnings``); here only those the test caught itself (``pytest.warns``, ``catch_warnings``).
