@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from diffgenome.analysis.models import (
+    Cause,
+    CauseGroup,
     Change,
     CodeChange,
     DiffDocument,
@@ -87,14 +89,86 @@ def test_terminal_puts_the_summary_first_and_collapses_thousands() -> None:
     first = text.splitlines()[0]
     assert first.startswith("diffgenome main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb): 3001 tests")
     assert "3000 changed" in first and "1 unverified" in first
-    assert "… and 2996 more tests (--all shows every test)" in text
-    assert text.count("py:pkg.f exits returned 1 → raised:py:builtins.ValueError 1") == 5
+    # 3000 cases with the same change: one shown whole, the others named on one line.
+    assert (
+        "    … and 2999 more tests with the same changes (their values aside): "
+        "tests/test_x.py::test_case[1000], tests/test_x.py::test_case[1001], "
+        "tests/test_x.py::test_case[1002] and 2996 more"
+    ) in text
+    assert text.count("py:pkg.f exits returned 1 → raised:py:builtins.ValueError 1") == 1
+    assert "tests/test_x.py::test_net  unverified" in text  # not pushed off by the cases
     assert len(text.splitlines()) < 60
+
+
+def test_terminal_folds_tests_alike_and_shows_each_kind_of_change_once() -> None:
+    """The first of each set of tests whose changes are the same but for their values is
+    shown whole, the others named under it; ``max_tests`` counts what is shown whole, and
+    tests past it are counted, never dropped."""
+    tests = []
+    for i in range(12):
+        test = changed_test(i)
+        if i % 3:  # 8 alike (i = 1, 2, 4, ...); every third its own change at its own symbol
+            test.changes[0].path[-1] = test.changes[0].symbol = f"py:pkg.g{i}"
+        tests.append(test)
+    diff = DiffDocument(
+        base=DiffSide(run="r1", commit="a" * 40, rev="main"),
+        head=DiffSide(run="r2", commit="b" * 40, rev="HEAD"),
+        summary=DiffSummary(tests=12, changed=12),
+        tests=tests,
+    )
+    text = text_of(diff, max_tests=3)
+    assert text.count("  changed  passed") == 3, text
+    # test_case[0] is shown whole; [3], [6], [9] share its change.
+    assert (
+        "    … and 3 more tests with the same changes (their values aside): "
+        "tests/test_x.py::test_case[3], tests/test_x.py::test_case[6], "
+        "tests/test_x.py::test_case[9]"
+    ) in text
+    assert "  … and 6 more tests (--all shows every test)" in text  # 12 = 3 + 3 + 6
+    assert "test_case[3]  changed" not in text
+    everything = text_of(diff, selection=Selection(everything=True))
+    assert everything.count("  changed  passed") == 12  # --all folds nothing
+
+
+def test_a_cause_group_collapsed_shows_each_kind_before_a_second_of_one() -> None:
+    """A group shows two causes collapsed: the output that moved, not a second result."""
+    causes = [
+        Cause(summary=f"py:pkg.f{i} results: other values", kind="result_changed", tests=9 - i)
+        for i in range(3)
+    ]
+    causes.append(
+        Cause(
+            summary="output: stderr 'ERROR x' → stderr 'ERROR: x'", kind="output_changed", tests=1
+        )
+    )
+    diff = DiffDocument(
+        base=DiffSide(run="r1", commit="a" * 40, rev="main"),
+        head=DiffSide(run="r2", commit="b" * 40, rev="HEAD"),
+        summary=DiffSummary(tests=9, changed=9),
+        tests=[changed_test(i) for i in range(9)],
+        causes=causes,
+        cause_groups=[
+            CauseGroup(
+                reach="code",
+                symbol="py:pkg.f",
+                change="modified",
+                code="modified",
+                tests=9,
+                causes=[0, 1, 2, 3],
+            )
+        ],
+    )
+    text = text_of(diff)
+    assert "    9 tests: py:pkg.f0 results: other values" in text, text
+    assert "    1 test: output: stderr 'ERROR x' → stderr 'ERROR: x'" in text
+    assert "py:pkg.f1 results" not in text
+    assert "… and 2 more causes" in text
 
 
 def test_terminal_keeps_brackets_and_shows_unverified_drift_and_gaps() -> None:
     text = text_of(big_diff(2))
-    assert "tests/test_x.py::test_case[1]  changed  passed" in text  # not eaten as markup
+    assert "tests/test_x.py::test_case[0]  changed  passed" in text  # not eaten as markup
+    assert "the same changes (their values aside): tests/test_x.py::test_case[1]" in text
     assert (
         "tests/test_x.py::test_net  unverified  passed\n    head: call:untraced-subprocess:git"
         in text

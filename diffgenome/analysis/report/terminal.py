@@ -265,7 +265,7 @@ def _grouped_causes(
     budget = SCREEN_LINES - (1 if folded else 0)
     shown_groups = shown_causes = 0
     for group, causes in groups:
-        listed = causes[:CAUSES_PER_GROUP] if collapse else causes
+        listed = _varied(causes)[:CAUSES_PER_GROUP] if collapse else causes
         if collapse and shown_groups and 1 + len(listed) > budget:
             break
         title = Text(f"  {group_text(group, len(causes))}", style="bold")
@@ -289,6 +289,19 @@ def _grouped_causes(
     return parts
 
 
+def _varied(causes: list[Cause]) -> list[Cause]:
+    """The causes, the first of each kind before the second of any (in their order
+    otherwise): the two lines a group shows collapsed say two things (the results that
+    changed, and the output that moved) rather than one thing twice."""
+    seen: set[str] = set()
+    first: list[Cause] = []
+    rest: list[Cause] = []
+    for cause in causes:
+        (rest if cause.kind in seen else first).append(cause)
+        seen.add(cause.kind)
+    return first + rest
+
+
 def _loud_blocks(
     blocks: list[Block], labels: ValueLabels, max_tests: int, max_changes: int, collapse: bool
 ) -> list[RenderableType]:
@@ -300,9 +313,66 @@ def _loud_blocks(
     verb = REACHES if reaching == 1 else REACHES.replace("reaches", "reach", 1)
     heading += f", {reaching} {verb})" if reaching else ")"
     parts: list[RenderableType] = [Text(""), Text(heading, style="bold cyan")]
-    shown = blocks[:max_tests] if collapse else blocks
+    if not collapse:
+        for block in blocks:
+            parts.extend(_block(block, labels, None))
+        return parts
+    shown, alike = _one_of_each(blocks, max_tests)
     for block in shown:
-        parts.extend(_block(block, labels, max_changes if collapse else None))
-    if len(blocks) > len(shown):
-        parts.append(_more(len(blocks) - len(shown), "tests", how=" (--all shows every test)"))
+        parts.extend(_block(block, labels, max_changes))
+        others = alike.get(id(block))
+        if others:
+            parts.append(_alike_line(others))
+    hidden = len(blocks) - len(shown) - sum(len(others) for others in alike.values())
+    if hidden > 0:
+        parts.append(_more(hidden, "tests", how=" (--all shows every test)"))
     return parts
+
+
+def _signature(block: Block) -> tuple[object, ...]:
+    """What a test's block says, without its values: tests whose changes are the same kinds
+    at the same places (a parametrized test's cases, all raising the reworded message) read
+    as one."""
+    changes = tuple(
+        (change.kind, change.phase, tuple(change.path), change.symbol, change.site)
+        for change in block.changes
+    )
+    return (block.test.status, outcome_text(block.test), tuple(block.test.structure), changes)
+
+
+def _one_of_each(blocks: list[Block], max_tests: int) -> tuple[list[Block], dict[int, list[Block]]]:
+    """The blocks shown whole (the first of each signature, up to ``max_tests``) and, by
+    the ``id`` of a shown block, the later ones that say the same with other values: a
+    screen that shows the first of ten alike tests has room for the one whose output
+    moved."""
+    first: dict[tuple[object, ...], Block] = {}
+    shown: list[Block] = []
+    alike: dict[int, list[Block]] = {}
+    for block in blocks:
+        key = _signature(block)
+        seen = first.get(key)
+        if seen is not None:
+            alike.setdefault(id(seen), []).append(block)
+            continue
+        if len(shown) >= max_tests:
+            continue
+        first[key] = block
+        shown.append(block)
+    return shown, alike
+
+
+#: Ids named on a line of tests alike.
+ALIKE_IDS = 3
+
+
+def _alike_line(others: list[Block]) -> Text:
+    """Under a test's block: the tests whose changes are the same but for their values."""
+    names = ", ".join(block.test.id for block in others[:ALIKE_IDS])
+    more = len(others) - ALIKE_IDS
+    if more > 0:
+        names += f" and {more} more"
+    return Text(
+        f"    {ELLIPSIS} and {count(len(others), 'more test')} with the same changes (their "
+        f"values aside): {names}",
+        style="dim",
+    )
