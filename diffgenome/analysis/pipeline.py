@@ -19,7 +19,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from diffgenome.analysis.diff.codechanges import CodeChangeInput, code_changes_from_sources
+from diffgenome.analysis.diff.codechanges import (
+    CodeChangeInput,
+    code_changes_from_sources,
+    same_program,
+)
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.models import DiffDocument, DiffSide
@@ -335,7 +339,20 @@ def _read_code_changes(
                 out[path] = text
         return out
 
-    return code_changes_from_sources(base_files, head_files, module_of, importers)
+    changes = code_changes_from_sources(base_files, head_files, module_of, importers)
+    return replace(changes, same_program=_one_program(repo, base_code, head_code))
+
+
+def _one_program(repo: Repository, base_code: str, head_code: str) -> bool:
+    """Whether every file that differs between the sides is Python with one syntax tree on
+    both (an identical tree; a comment edited): :func:`same_program`."""
+    base_paths, head_paths = repo.changed_files(base_code, head_code)
+    if set(base_paths) != set(head_paths) or not all(p.endswith(".py") for p in base_paths):
+        return False
+    return same_program(
+        {path: repo.read(base_code, path) for path in base_paths},
+        {path: repo.read(head_code, path) for path in head_paths},
+    )
 
 
 __all__ = ["Options", "Prepared", "prepare", "run_diff"]

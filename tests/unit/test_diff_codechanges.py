@@ -454,3 +454,18 @@ def test_a_module_whose_file_moved_is_compared_with_itself() -> None:
         {"inflection.py": source}, {"inflection/__init__.py": source}, module.get
     )
     assert summary(unchanged) == {}
+
+
+def test_one_program_is_one_syntax_tree_for_every_file_that_differs() -> None:
+    from diffgenome.analysis.diff.codechanges import same_program
+
+    code = "def f(n):\n    return n * 2\n"
+    commented = "def f(n):  # twice\n\n    return n * 2\n"
+    assert same_program({}, {})  # no file differs
+    assert same_program({"a.py": code}, {"a.py": commented})
+    assert not same_program({"a.py": code}, {"a.py": code.replace("* 2", "+ n")})
+    assert not same_program({"a.py": code}, {"a.py": '"""Doc."""\n' + code})  # in the tree
+    assert not same_program({"a.py": code}, {"b.py": code})  # moved: another module
+    assert not same_program({"data.txt": "x"}, {"data.txt": "x "})  # not Python
+    assert not same_program({"a.py": code}, {"a.py": None})  # deleted
+    assert not same_program({"a.py": code}, {"a.py": "def f(:\n"})  # unparsed

@@ -107,6 +107,10 @@ class CodeChangeInput:
     #: Base ids of code and decisions that head names otherwise (mapping.py): base's
     #: recordings are translated by it before they are compared.
     mapping: CodeMapping = EMPTY
+    #: Both sides are one program: no file changed, or only Python files whose syntax trees
+    #: are equal (comments, blank lines, layout): whatever differs between their recordings
+    #: is the tests' own nondeterminism or their environment (:func:`same_program`).
+    same_program: bool = False
 
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
@@ -172,6 +176,28 @@ class _ScopeFacts:
     lines: dict[str, int] = field(default_factory=dict)
     # functions: how many parameters they take
     arity: int | None = None
+
+
+def same_program(base: Mapping[str, str | None], head: Mapping[str, str | None]) -> bool:
+    """Whether two versions of the changed files (path -> text, None where a side lacks it
+    or it is not text) are one program: every one a Python file on both sides with the same
+    syntax tree. Docstrings are in the tree; comments and layout are not (a test that reads
+    its source's text, through ``inspect.getsource``, would see those: docs/diffing.md,
+    "One program")."""
+    if set(base) != set(head):
+        return False
+    for path, text in base.items():
+        other = head[path]
+        if not path.endswith(".py") or text is None or other is None:
+            return False
+        if text == other:
+            continue
+        try:
+            if ast.dump(ast.parse(text)) != ast.dump(ast.parse(other)):
+                return False
+        except (SyntaxError, ValueError):
+            return False
+    return True
 
 
 def code_changes_from_sources(

@@ -378,10 +378,14 @@ NOT_REPRODUCED_ONE_ENVIRONMENT = (
     "not reproduced when both sides were recorded again in one environment "
     "(the first recordings ran in different environments)"
 )
+#: The reason's words for a difference between two sides that are one program
+#: (``CodeChangeInput.same_program``): no code of theirs can be what made it.
+SAME_PROGRAM = "one program on both sides (no code changed)"
 #: The reason's words for a difference of counts only at a site whose counts varied, in the
 #: recordings of one commit, at another call path (docs/diffing.md, "Counts that vary").
 COUNTS_ELSEWHERE = "varied in {seen} at another path"
 _OWN_LABELS = (
+    SAME_PROGRAM,
     "confirmation",
     "timing",
     "thread",
@@ -667,6 +671,14 @@ def diff_documents(
                 label = NOT_REPRODUCED_ONE_ENVIRONMENT if other_environments else NOT_REPRODUCED
                 for item in gone:
                     instability.add(label, item)
+        if found and code_changes is not None and code_changes.same_program:
+            # Nothing the tests run differs between the sides: a difference that every
+            # recording of each side agreed on (threads racing to print, settled one way per
+            # process) is still the test's own, never a change (docs/diffing.md).
+            instability = unstable.setdefault(test_id, Instability())
+            for item in found:
+                instability.add(SAME_PROGRAM, item)
+            found = []
         stable_changes[test_id] = found
         if not digests and (_has_digests(b) or _has_digests(h)):
             reasons.append(DIGESTS_NOT_COMPARABLE)
