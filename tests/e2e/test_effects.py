@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2e.helpers import cli_json, make_project
+from e2e.helpers import DIFF_PYTEST_ARGS, cli, cli_json, make_project
 
 CLI = "report/cli.py"
 
@@ -185,3 +185,10 @@ def test_a_print_the_test_reads_with_capsys_is_its_output(tmp_path: Path) -> Non
     assert [e["stream"] for e in change["head"]] == ["stderr"], change
     assert tests["test_positive"]["status"] in ("unchanged", "touched"), tests["test_positive"]
     assert code == 1
+    # What a reviewer reads first: the moved text, as text, among the causes.
+    shown = cli(repo, "diff", "HEAD", "WORKTREE", "--preview", "-q", "--", *DIFF_PYTEST_ARGS)
+    first_screen = "\n".join(shown.stdout.splitlines()[:25])
+    assert (
+        "output: stdout 'warning: -2 is negative\\n' (1 line) → stderr 'warning: -2 is "
+        "negative\\n' (1 line)"
+    ) in first_screen, shown.stdout
