@@ -695,6 +695,14 @@ def _configure_diff(parser: argparse.ArgumentParser) -> None:
         "(by default each is recorded twice more on each side, and what differs between "
         "recordings of one commit is unstable, not changed)",
     )
+    parser.add_argument(
+        "--selective",
+        action="store_true",
+        help="record at HEAD only the tests the change can reach: base's tests that reach no "
+        "changed code, in files that did not change, are carried over as unchanged (counted "
+        "on the first line); every test runs when anything else changed (a data or "
+        "configuration file, a conftest, code the recording does not name)",
+    )
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument(
         "--test",

@@ -468,6 +468,11 @@ class DiffSummary(_Model):
     confirmed: int = Field(
         0, description="tests recorded again on both sides to tell change from noise"
     )
+    carried: int = Field(
+        default=0,
+        description="added 2026-12-07: unchanged tests head did not run (diff --selective): "
+        "the change does not reach them, their base recording carried over",
+    )
 
 
 class Change(_Model):

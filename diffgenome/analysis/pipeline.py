@@ -15,7 +15,7 @@ far it is to the :class:`~diffgenome.analysis.progress.Progress` in :class:`Opti
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from diffgenome.analysis.diff.codechanges import (
 )
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
 from diffgenome.analysis.diff.modules import module_namer
+from diffgenome.analysis.diff.selective import plan
 from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.record.confirm import confirm
 from diffgenome.analysis.record.git import Repository
@@ -123,6 +124,7 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
             code_changes=prepared.code_changes,
             base_confirmation=base_confirmation,
             head_confirmation=head_confirmation,
+            carried_tests=head.carried,
         )
 
     progress = sides.progress
@@ -267,7 +269,10 @@ def _prepare(
     diff needs. ``skip_same``: genomes that both sides hold byte for byte alike, and that the
     diff needs for nothing else, are not read (see :func:`_load_sides`); only a diff may ask,
     which compares such tests by address."""
-    base, head = sides.resolve(need_head_recording=need_head_recording, skip_same=skip_same)
+    carry = _carrier(sides, notes) if sides.options.selective and need_head_recording else None
+    base, head = sides.resolve(
+        need_head_recording=need_head_recording, skip_same=skip_same, carry=carry
+    )
     code_changes = _code_changes(sides, notes, base, head)
     _load_sides(sides, base, head, code_changes)
     return Prepared(base, head, code_changes, notes)
@@ -317,10 +322,40 @@ def _code_changes(sides: Sides, notes: list[str], base: Side, head: Side) -> Cod
     return changes
 
 
+def _carrier(sides: Sides, notes: list[str]) -> Callable[[Side, str], Sequence[str]]:
+    """``--selective``: the tests of base that head need not run (diff/selective.py)."""
+
+    def carry(base: Side, head_code: str) -> Sequence[str]:
+        repo = sides.repo
+        if repo is None or base.code is None or base.repeats:
+            notes.append("--selective recorded every test at head: base's code is unknown")
+            return ()
+        base_paths, head_paths = repo.changed_files(base.code, head_code)
+        changed = sorted({*base_paths, *head_paths})
+        code = _read_code_changes(repo, base.code, head_code, base.document, {})
+        chosen = plan(base.document, changed, code, module_namer([base.document]))
+        if chosen.full is not None:
+            notes.append(f"--selective recorded every test at head: {chosen.full}")
+        return chosen.carried
+
+    return carry
+
+
 def _read_code_changes(
-    repo: Repository, base_code: str, head_code: str, base: Side, head: Side
+    repo: Repository,
+    base_code: str,
+    head_code: str,
+    base: Side | Mapping[str, Any],
+    head: Side | Mapping[str, Any],
 ) -> CodeChangeInput:
-    documents = [d for d in (head.document, base.document) if d]
+    documents = [
+        d
+        for d in (
+            head.document if isinstance(head, Side) else head,
+            base.document if isinstance(base, Side) else base,
+        )
+        if d
+    ]
     module_of = module_namer(documents)
     base_files, head_files = repo.sources(
         base_code, head_code, lambda path: module_of(path) is not None

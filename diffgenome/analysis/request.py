@@ -116,6 +116,7 @@ def read_request(args: argparse.Namespace) -> DiffRequest:
         repeat=repeat,
         rerecord=args.rerecord,
         confirm=getattr(args, "confirm", True),
+        selective=getattr(args, "selective", False),
     )
     reports = Reports(
         selection=Selection(

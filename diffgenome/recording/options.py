@@ -52,6 +52,11 @@ class Options:
     shard: tuple[int, int] | None = None
     #: The only test ids to run (``--genome-only FILE``); None: every selected test.
     only: frozenset[str] | None = None
+    #: Test ids not to run, their base recording carried over by a diff that records only
+    #: what the change reaches (``--genome-carry FILE``); None: none.
+    carry: frozenset[str] | None = None
+    #: Where the ids ``carry`` took out of the session are written (``FILE.carried``).
+    carry_file: str | None = None
     #: The policy the user asked for (``--genome-egress`` or ini ``genome_egress``).
     egress_asked: str = _DEFAULT_EGRESS
     #: ``--genome-preview``: keep a cut text of each warning's message and previews of
@@ -106,6 +111,8 @@ def read_options(config: pytest.Config) -> Options:
         random_seed=config.getoption("genome_random_seed", None),
         shard=_shard(config),
         only=_only(config),
+        carry=_listed(config, "genome_carry"),
+        carry_file=config.getoption("genome_carry", None) or None,
         egress_asked=asked,
         preview=bool(config.getoption("genome_preview", None) or config.getini("genome_preview")),
         writer=_writer(config),
@@ -145,14 +152,20 @@ def _effective_egress(config: pytest.Config, asked: str) -> str:
 
 
 def _only(config: pytest.Config) -> frozenset[str] | None:
-    path = config.getoption("genome_only", None)
+    return _listed(config, "genome_only")
+
+
+def _listed(config: pytest.Config, option: str) -> frozenset[str] | None:
+    """The test ids a file of one per line names (``--genome-only``, ``--genome-carry``)."""
+    path = config.getoption(option, None)
     if not path:
         return None
     try:
         with open(str(path), encoding="utf-8") as listed:
             return frozenset(line.rstrip("\n") for line in listed if line.strip())
     except (OSError, UnicodeDecodeError) as exc:
-        raise pytest.UsageError(f"diffgenome: --genome-only {path}: {exc}") from None
+        flag = "--" + option.replace("_", "-")
+        raise pytest.UsageError(f"diffgenome: {flag} {path}: {exc}") from None
 
 
 def _from_invocation(config: pytest.Config, path: str | None) -> str | None:

@@ -91,6 +91,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "confirmation: the tests that differed)",
     )
     group.addoption(
+        "--genome-carry",
+        metavar="FILE",
+        default=None,
+        help="do not run the tests whose recorded ids FILE lists, one per line, and write the "
+        "ids it took out to FILE.carried (diffgenome diff --selective: the tests the change "
+        "does not reach, their base recording carried over); the run is then not a whole "
+        "recording of its commit",
+    )
+    group.addoption(
         "--genome-preview",
         action="store_true",
         default=None,

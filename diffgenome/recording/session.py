@@ -10,6 +10,7 @@ run's life in the store is run.py's.
 
 from __future__ import annotations
 
+import _io
 import contextlib
 import os
 import random
@@ -289,6 +290,9 @@ class Recorder:
             # Part of the recording key: a shard is never reused as the whole suite.
             index, count = self.options.shard
             config[SHARD_CONFIG_KEY] = {"index": index, "count": count}
+        if self.options.carry is not None:
+            # Tests a diff asked not to run (their base carried over): not a whole recording.
+            config["carry"] = len(self.options.carry)
         return config
 
     def _warn_split_path_options(self) -> None:
@@ -501,18 +505,43 @@ class Recorder:
             self._name_items()
         except Exception as exc:  # they are recorded as before: the last of a node id wins
             self._session_reasons.append(f"{REASON_RECORDER_ERROR}:ids:{type(exc).__name__}")
-        only = self.options.only
-        if only is None:
+        only, carry = self.options.only, self.options.carry
+        if only is None and carry is None:
             return
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
+        carried: list[str] = []
         clear_id = self.redactor.test_id
         for item in items:
             # Recorded ids are masked (collect/redact.py): compare like with like.
-            (keep if selected(clear_id(self._recorded_id(item)), only) else drop).append(item)
+            recorded = clear_id(self._recorded_id(item))
+            if only is not None and not selected(recorded, only):
+                drop.append(item)
+            elif carry is not None and recorded in carry:
+                drop.append(item)
+                carried.append(recorded)
+            else:
+                keep.append(item)
+        if carry is not None:
+            self._write_carried(carried)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+    def _write_carried(self, carried: list[str]) -> None:
+        """The ids ``--genome-carry`` took out, for the diff that asked: only a test this
+        session collected and did not run is carried over (one that is gone is removed)."""
+        path = self.options.carry_file
+        if not path or self.is_controller:
+            return
+        try:
+            # The real ``open``: a conftest may have patched the builtin by now.
+            with _io.open(
+                f"{path}.carried", "w", encoding="utf-8", errors="surrogateescape"
+            ) as out:
+                out.writelines(f"{test_id}\n" for test_id in carried)
+        except OSError as exc:
+            self._session_reasons.append(f"{REASON_RECORDER_ERROR}:carry:{type(exc).__name__}")
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:

@@ -33,6 +33,7 @@ from diffgenome.analysis.diff.mapping import translated
 from diffgenome.analysis.diff.modules import test_code_rule
 from diffgenome.analysis.diff.origins import TestOrigins
 from diffgenome.analysis.diff.reach import INTERNAL, SEEN, change_reach, test_reach, test_symbols
+from diffgenome.analysis.diff.selective import CARRIED
 from diffgenome.analysis.diff.structure import (
     MOVED_SITE,
     Region,
@@ -523,6 +524,7 @@ def diff_documents(
     base_confirmation: Sequence[Mapping[str, Any]] = (),
     head_confirmation: Sequence[Mapping[str, Any]] = (),
     contract: bool = True,
+    carried_tests: frozenset[str] = frozenset(),
 ) -> DiffDocument:
     """Diff two validated ``diffgenome-genome`` documents (plain dicts, as exported).
 
@@ -531,6 +533,8 @@ def diff_documents(
     :func:`code_changes_from_sources`) adds ``code_changes`` entries and code evidence of
     mock drift. ``contract=False`` judges every test on its differences as recorded, with
     no contraction of one-sided code (the control of experiments/truth/mutants.py).
+    ``carried_tests``: base's tests head did not run, the change not reaching them
+    (``diff --selective``, diff/selective.py): ``unchanged``, with the reason that says so.
     """
     if code_changes is not None and code_changes.mapping:
         # Base's recordings in head's names (mapping.py): what the mapping pairs is compared
@@ -602,6 +606,17 @@ def diff_documents(
         outcome = OutcomePair(base=_outcome(b), head=_outcome(h))
         reasons = _test_reasons(b, "base") + _test_reasons(h, "head")
         status: Status
+        if h is None and b is not None and test_id in carried_tests:
+            diffs.append(
+                TestDiff(
+                    id=test_id,
+                    status=STATUS_UNCHANGED,
+                    outcome=outcome,
+                    reasons=[CARRIED],
+                    may_hide_change=False,
+                )
+            )
+            continue
         if b is None or h is None:
             missing_side, missing_run = ("base", b_run) if b is None else ("head", h_run)
             if not missing_run.get("complete", True):
@@ -744,6 +759,8 @@ def diff_documents(
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))
     for diff in diffs:
         setattr(summary, diff.status, getattr(summary, diff.status) + 1)
+        if diff.status == STATUS_UNCHANGED and diff.reasons == [CARRIED]:
+            summary.carried += 1
         for change in diff.changes:
             change.reach = change_reach(change, test_code)
         if diff.status == STATUS_CHANGED:

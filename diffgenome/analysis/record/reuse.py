@@ -113,6 +113,8 @@ def _refusal(
         return (
             f"it records effects by effects revision {effects_of(config)}, this diff by {EFFECTS}"
         )
+    if config.get("carry"):
+        return "it recorded only the tests a change reached (diff --selective)"
     if config.get("hash_seed") != seed:
         return (
             f"it was recorded with PYTHONHASHSEED {config.get('hash_seed') or 'unset'}, this "

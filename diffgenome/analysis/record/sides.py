@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,9 @@ class Options:
     #: the CLI gives one that renders.
     progress: Progress = field(default_factory=Progress)
     confirm: bool = True
+    #: ``--selective``: head records only the tests the change can reach, when base is a
+    #: whole stored recording (analysis/record/selective.py).
+    selective: bool = False
 
 
 @dataclass
@@ -72,6 +75,9 @@ class Side:
     # While a diff prepares its sides, a stored run's document is only its header until the
     # diff knows which genomes it needs (Sides.load): the run and its progress subject.
     deferred: tuple[str, str] | None = None
+    #: Base's tests this side did not run (``--selective``), their base recording carried
+    #: over; empty: it ran every test.
+    carried: frozenset[str] = frozenset()
 
 
 def find_repo(options: Options, handle: StoreHandle) -> Repository | None:
@@ -133,26 +139,36 @@ class Sides:
         )
         self._recorded: dict[tuple[str, str], Side] = {}
         self._defer = False
+        self._carry: Callable[[str], Sequence[str]] | None = None
 
     def resolve(
-        self, *, need_head_recording: bool = True, skip_same: bool = False
+        self,
+        *,
+        need_head_recording: bool = True,
+        skip_same: bool = False,
+        carry: Callable[[Side, str], Sequence[str]] | None = None,
     ) -> tuple[Side, Side]:
         """Resolve and record both sides. ``skip_same``: a stored run's genomes are left unread
         (``Side.deferred``) until the diff knows which it needs (:meth:`load`); only a diff may
-        ask, which compares the tests both sides hold alike by address."""
+        ask, which compares the tests both sides hold alike by address. ``carry(base,
+        head_code)``: base's tests head need not run (``--selective``), asked only where head
+        is recorded now and no stored run of it can be reused."""
         options = self.options
         # Further recordings of a side (--repeat) are compared test by test with its first:
-        # every genome of that first one is read then.
-        self._defer = skip_same and options.repeat == 1
+        # every genome of that first one is read then; a selective diff reads base's to know
+        # what the change reaches.
+        self._defer = skip_same and options.repeat == 1 and carry is None
         workspace = Workspace(self.repo, self.store.path)
         try:
             base = self._side(options.base, "base", workspace, record=True)
+            self._carry = (lambda head_code: carry(base, head_code)) if carry else None
             head = self._side(options.head, "head", workspace, record=need_head_recording)
             self._hint_uncommitted(base, head)
         finally:
             with sigint_ignored():
                 workspace.close()
             self._defer = False
+            self._carry = None
         return base, head
 
     def load(self, side: Side, unread: frozenset[str] = frozenset()) -> None:
@@ -301,6 +317,9 @@ class Sides:
             self.store.hold(reused.id)
             docs.append(self._first_document(reused.id, subject))
         repeat = self.options.repeat
+        carried_file = self._carry_file(sha, workspace) if not docs else None
+        if carried_file is not None:
+            selection = [*selection, f"--genome-carry={carried_file}"]
         try:
             for _ in range(repeat - len(docs)):
                 which = subject if repeat == 1 else f"{subject}, {len(docs) + 1} of {repeat}"
@@ -317,8 +336,24 @@ class Sides:
                     workspace.remove_worktree(tree)
         deferred = first if self._defer else None
         side = Side(spec, "revision", docs[0], sha, docs[1:], reused is not None, sha, deferred)
-        self._recorded[("revision", sha)] = side
+        if carried_file is not None:
+            side.carried = read_carried(f"{carried_file}.carried")
+        else:
+            self._recorded[("revision", sha)] = side  # a whole recording: another side's too
         return side
+
+    def _carry_file(self, code: str, workspace: Workspace) -> str | None:
+        """The file of ids head need not run (``--genome-carry``), when this diff is
+        selective and there are any; None: every test runs."""
+        if self._carry is None:
+            return None
+        carried = self._carry(code)
+        if not carried:
+            return None
+        path = os.path.join(workspace.temp_path(), "carry.txt")
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as out:
+            out.writelines(f"{test_id}\n" for test_id in carried)
+        return path
 
     def _reusable(
         self, sha: str, selection: Sequence[str], workspace: Workspace
@@ -386,6 +421,9 @@ class Sides:
         first: tuple[str, str] | None = None
         with self.progress.step("checking out", "checked out", subject):
             tree = self.checkouts.worktree_copy(workspace, SIDE_TREE)
+        carried_file = self._carry_file(WORKTREE, workspace)
+        if carried_file is not None:
+            selection = [*selection, f"--genome-carry={carried_file}"]
         try:
             for n in range(1, repeat + 1):
                 which = subject if repeat == 1 else f"{subject}, {n} of {repeat}"
@@ -394,7 +432,20 @@ class Sides:
             with sigint_ignored():
                 workspace.remove_worktree(tree)
         deferred = first if self._defer else None
-        return Side(WORKTREE, "worktree", docs[0], WORKTREE, docs[1:], deferred=deferred)
+        side = Side(WORKTREE, "worktree", docs[0], WORKTREE, docs[1:], deferred=deferred)
+        if carried_file is not None:
+            side.carried = read_carried(f"{carried_file}.carried")
+        return side
 
 
-__all__ = ["Options", "Side", "Sides", "find_repo", "side_subject"]
+def read_carried(path: str) -> frozenset[str]:
+    """The ids a recording took out (``--genome-carry``'s ``FILE.carried``); none when it
+    wrote nothing (a session that never collected)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as listed:
+            return frozenset(line.rstrip("\n") for line in listed if line.strip())
+    except OSError:
+        return frozenset()
+
+
+__all__ = ["Options", "Side", "Sides", "find_repo", "read_carried", "side_subject"]

@@ -181,6 +181,11 @@ def summary_text(diff: DiffDocument) -> str:
             if n - inside:
                 parts.append(f"{n - inside} {'sees' if n - inside == 1 else 'see'} a change")
             parts.append(f"{inside} changed only inside the project (results equal)")
+        elif n and status == STATUS_UNCHANGED and s.carried:
+            # --selective: how many of them were not run at head, and why that is safe.
+            parts.append(
+                f"{n} {status} ({s.carried} of them not run: the change does not reach them)"
+            )
         elif n:
             parts.append(f"{n} {status}")
     shown = ", ".join(parts)

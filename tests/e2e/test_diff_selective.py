@@ -1,0 +1,150 @@
+"""End-to-end: ``diff --selective`` records at head only what the change can reach (#48).
+
+Base's tests that reach no changed code, in files that did not change, are carried over:
+``unchanged`` with the reason that says so, counted on the first line. Everything else runs:
+a test that reaches the change, a test whose file changed, a test added. And every test runs
+when a change reaches what the genome cannot see (a data file, a conftest): said in a note.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from e2e.helpers import GitRepo, cli, cli_json, write_files
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/prices.py": """
+        def net(amount):
+            return amount * 0.8
+    """,
+    "pkg/names.py": """
+        def title(name):
+            return name.title()
+    """,
+    "pkg/table.py": """
+        import os
+
+        HERE = os.path.dirname(__file__)
+
+
+        def rows():
+            with open(os.path.join(HERE, "table.txt")) as handle:
+                return handle.read().split()
+    """,
+    "pkg/table.txt": "a b c\n",
+    "tests/test_prices.py": """
+        from pkg.prices import net
+
+
+        def test_net():
+            assert net(10) > 0
+    """,
+    "tests/test_names.py": """
+        from pkg.names import title
+
+
+        def test_title():
+            assert title("ada") == "Ada"
+
+
+        def test_title_twice():
+            assert title(title("ada")) == "Ada"
+    """,
+    "tests/test_table.py": """
+        from pkg.table import rows
+
+
+        def test_rows():
+            assert rows()
+    """,
+}
+
+
+def _repo(tmp_path: Path) -> GitRepo:
+    path = tmp_path / "repo"
+    write_files(path, PROJECT)
+    repo = GitRepo.init(path)
+    repo.commit_all("initial")
+    return repo
+
+
+def _edit(repo: GitRepo, path: str, old: str, new: str) -> None:
+    file = repo.path / path
+    text = file.read_text()
+    assert old in text, old
+    file.write_text(text.replace(old, new))
+
+
+def _tests(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"].rpartition("::")[2]: t for t in document["tests"]}
+
+
+def test_only_what_the_change_reaches_is_recorded_again(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
+    repo.commit_all("a discount")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
+    tests = _tests(document)
+    assert tests["test_net"]["status"] == "changed", tests["test_net"]
+    for name in ("test_title", "test_title_twice", "test_rows"):
+        assert tests[name]["status"] == "unchanged", tests[name]
+        assert tests[name]["reasons"] == [
+            "not recorded at head: it does not reach the change (its base recording carried over)"
+        ]
+    assert document["summary"]["carried"] == 3
+    assert code == 1
+    # What head recorded: the one test the change reaches (and what imports did).
+    runs = [line.split() for line in cli(repo.path, "runs").stdout.splitlines()[1:]]
+    [head] = [run for run in runs if any(word.startswith("--genome-carry=") for word in run)]
+    assert head[4] == "1" and head[7] == "diff", head  # tests, origin
+    first = cli(repo.path, "diff", "HEAD~1", "HEAD", "--selective", "--no-preview").stdout
+    assert "3 unchanged (3 of them not run: the change does not reach them)" in first, first
+
+
+def test_an_edited_test_file_and_an_added_test_run_and_a_removed_one_is_removed(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    _edit(repo, "tests/test_names.py", "def test_title_twice():", "def test_title_thrice():")
+    write_files(
+        repo.path,
+        {
+            "tests/test_more.py": """
+                from pkg.names import title
+
+
+                def test_new():
+                    assert title("x")
+            """
+        },
+    )
+    repo.commit_all("tests")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
+    tests = _tests(document)
+    assert tests["test_title"]["status"] == "unchanged"
+    assert tests["test_title"]["reasons"] == []  # its file changed: recorded again
+    assert tests["test_title_twice"]["status"] == "removed"
+    assert tests["test_title_thrice"]["status"] == "added"
+    assert tests["test_new"]["status"] == "added"
+    assert tests["test_net"]["reasons"] and tests["test_rows"]["reasons"]  # carried
+    assert document["summary"]["carried"] == 2
+    assert code == 1
+
+
+def test_a_change_the_genome_cannot_see_records_every_test(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _edit(repo, "pkg/table.txt", "a b c", "a b")
+    repo.commit_all("data")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
+    tests = _tests(document)
+    assert tests["test_rows"]["status"] == "changed", tests["test_rows"]
+    assert document["summary"]["carried"] == 0
+    assert all(not t["reasons"] for t in document["tests"] if t["status"] == "unchanged")
+    assert code == 1
+    said = cli(repo.path, "diff", "HEAD~1", "HEAD", "--selective", "--no-preview")
+    assert (
+        "--selective recorded every test at head: pkg/table.txt changed (not Python code: a "
+        "test may read it)"
+    ) in said.stdout + said.stderr
