@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
         help="each mutant a commit, diffed as revisions with and without confirmation (#11.6)",
     )
     p.add_argument("--tag", default="", help="suffix of the result files (e.g. s10-after)")
+    p.add_argument(
+        "--selective",
+        action="store_true",
+        help="each mutant a commit, diffed whole and with diff --selective (#48.1)",
+    )
     sub.add_parser("report", help="write experiments/results/truth-DATE.{md,json}")
     p = sub.add_parser("identical", help="diff a commit against a new commit of the same tree")
     p.add_argument("--projects", default="cookiecutter,attrs,more-itertools")
@@ -76,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from truth import census
 
         census.run(args.projects.split(","))
+    elif args.command == "mutants" and args.selective:
+        from truth import selective
+
+        selective.run(args.project, limit=args.limit, seed=args.seed, tag=args.tag)
     elif args.command == "mutants" and args.via_revisions:
         from truth import mutants_revisions
 
