@@ -26,6 +26,7 @@ from bench.envs import (
     log,
 )
 from bench.projects import PROJECTS, QUICK_PROJECT, Project, by_name
+from bench.pullrequest import pull_request_row
 from bench.runner import measure_project
 from bench.synth import diff_benchmark, micro_benchmark
 
@@ -48,6 +49,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", default="", help="suffix of the result files: bench-DATE-NAME.*")
     p.add_argument("--no-micro", action="store_true")
     p.add_argument("--no-diff", action="store_true")
+    p.add_argument(
+        "--pull-requests",
+        default="packaging,cookiecutter,more-itertools",
+        help="suites of the pull-request rows (#48), comma-separated ('' for none)",
+    )
+    p.add_argument(
+        "--only-pull-requests",
+        action="store_true",
+        help="only the pull-request rows: no suite rows, micro-benchmark or diff timings",
+    )
     return p.parse_args(argv)
 
 
@@ -156,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"wrote {md_path} and {json_path.name}")
 
     envs: dict[tuple[str, str], Env] = {}
+    if args.only_pull_requests:
+        projects, args.no_micro, args.no_diff = [], True, True
     # Project by project, each on every Python, so that a cut-short run compares versions.
     for project in projects:
         for python in pythons:
@@ -167,6 +180,15 @@ def main(argv: list[str] | None = None) -> int:
             entry["core"] = recording_core(env)
             entry["diffgenome_commit"] = diffgenome_info()["commit"]  # work may land mid-run
             doc["projects"].append(entry)
+            save()
+    pull_requests = [n for n in args.pull_requests.split(",") if n] if not args.quick else []
+    if pull_requests:
+        python = pythons[0]
+        doc["pull_requests"] = []
+        for name in pull_requests:
+            log(f"pull request row: {name} on Python {python.version}")
+            env = envs.get((name, python.minor)) or ensure_env(by_name(name), python, args.work)
+            doc["pull_requests"].append(pull_request_row(env, reps, args.timeout))
             save()
     for python in pythons:
         if args.no_micro:

@@ -196,6 +196,26 @@ def markdown(doc: dict[str, Any]) -> str:
                 d = diff[key]
                 what = d.get("project") or f"generated {d['tests']}-test suite"
                 lines.append(f"- {what}: `{d['command']}` median {d['median_s']} s {d['runs_s']}")
+    rows = doc.get("pull_requests") or []
+    if rows:
+        lines += ["", "## Pull requests (#48): a one-function change, base stored", ""]
+        lines += [
+            "| suite | plain s | `diff --selective` s | x plain | `diff` (whole) s | x plain | "
+            "carried / tests | changed selective / whole | differ |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['project']} | error: {r['error'][:200]} | | | | | | | |")
+                continue
+            m = r["median_s"]
+            lines.append(
+                f"| {r['project']} ({r['python']}) | {m['plain']} | {m['selective']} | "
+                f"{r['selective_over_plain']}x | {m['whole']} | {r['whole_over_plain']}x | "
+                f"{r['carried']} / {r['tests']} | {r['changed_selective']} / "
+                f"{r['changed_whole']} | {len(r['changed_in_one_only']) or 'none'} |"
+            )
+        lines += ["", "Changes: " + "; ".join(r.get("change", "") for r in rows if "change" in r)]
     lines += ["", "## Outcome differences and deselections", ""]
     for e in doc["projects"]:
         head = f"### {e['project']} {e['version']} on {e['python']}"
