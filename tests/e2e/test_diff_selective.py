@@ -148,3 +148,56 @@ def test_a_change_the_genome_cannot_see_records_every_test(tmp_path: Path) -> No
         "--selective recorded every test at head: pkg/table.txt changed (not Python code: a "
         "test may read it)"
     ) in said.stdout + said.stderr
+
+
+def test_state_an_earlier_test_left_is_not_read_as_the_change(tmp_path: Path) -> None:
+    """Head's first recording runs only the tests the change reaches: what a carried test
+    left behind (a module's list it appends to) is missing there. A difference only that
+    first recording shows is not the change; the confirming recordings, one selection on
+    both sides, are the evidence (before: ``note results`` read as changed beside the real
+    change)."""
+    path = tmp_path / "repo"
+    write_files(
+        path,
+        {
+            **PROJECT,
+            "pkg/seen.py": """
+                SEEN = []
+
+
+                def note(name):
+                    SEEN.append(name)
+                    return len(SEEN)
+            """,
+            "tests/test_a_first.py": """
+                from pkg.seen import note
+
+
+                def test_first():
+                    assert note("first") >= 1
+            """,
+            "tests/test_b_second.py": """
+                from pkg.prices import net
+                from pkg.seen import note
+
+
+                def test_second():
+                    assert net(10) > 0
+                    assert note("second") >= 1
+            """,
+        },
+    )
+    repo = GitRepo.init(path)
+    repo.commit_all("initial")
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
+    repo.commit_all("a discount")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
+    tests = _tests(document)
+    assert tests["test_first"]["reasons"], tests["test_first"]  # carried
+    second = tests["test_second"]
+    assert second["status"] == "changed", second
+    symbols = {c.get("symbol") for c in second["changes"]}
+    assert "py:pkg.prices.net" in symbols, second["changes"]
+    assert "py:pkg.seen.note" not in symbols, second["changes"]
+    assert any("with one selection" in reason for reason in second["reasons"]), second
+    assert code == 1

@@ -379,6 +379,12 @@ NOT_REPRODUCED_ONE_ENVIRONMENT = (
     "not reproduced when both sides were recorded again in one environment "
     "(the first recordings ran in different environments)"
 )
+#: The reason's words where head's first recording ran only the tests the change reaches
+#: (``--selective``) and base's every test: confirmation's ran one selection on both sides.
+NOT_REPRODUCED_ONE_SELECTION = (
+    "not reproduced when both sides were recorded again with one selection "
+    "(head's first recording ran only the tests the change reaches)"
+)
 #: The reason's words for a difference between two sides that are one program
 #: (``CodeChangeInput.same_program``): no code of theirs can be what made it.
 SAME_PROGRAM = "one program on both sides (no code changed)"
@@ -392,6 +398,7 @@ _OWN_LABELS = (
     "thread",
     NOT_REPRODUCED,
     NOT_REPRODUCED_ONE_ENVIRONMENT,
+    NOT_REPRODUCED_ONE_SELECTION,
     "at another path",
 )
 
@@ -578,6 +585,7 @@ def diff_documents(
     )
     reaching = {test for entry in entries for test in (*entry.tests_base, *entry.tests_head)}
     other_environments = environments_differ(base, head)
+    other_selections = bool(carried_tests)
     reproduced = (
         _reproduced(b_confirming, h_confirming, with_import=other_environments)
         if code_changes is not None
@@ -674,16 +682,28 @@ def diff_documents(
         instability = unstable.get(test_id)
         again = reproduced.get(test_id)
         # A test that runs changed code keeps its differences, unless the first recordings
-        # ran in different environments: then only the confirming pairs, recorded in one,
-        # are evidence of the code (docs/diffing.md, "Reuse").
-        if found and again is not None and (test_id not in reaching or other_environments):
+        # ran in different environments, or head's ran only the tests the change reaches
+        # (``--selective``: a test's state left by the tests before it differs): then only
+        # the confirming pairs, recorded in one place and one selection, are evidence of the
+        # code (docs/diffing.md, "Reuse", "Selective recording").
+        if (
+            found
+            and again is not None
+            and (test_id not in reaching or other_environments or other_selections)
+        ):
             gone = [item for item in found if item.key() not in again]
             if gone:
                 found = [item for item in found if item.key() in again]
                 instability = unstable.setdefault(test_id, Instability())
-                # Where the first recordings ran in different environments, that is the
-                # likelier cause, whether or not the test runs changed code.
-                label = NOT_REPRODUCED_ONE_ENVIRONMENT if other_environments else NOT_REPRODUCED
+                # Where the first recordings ran in different environments or selections,
+                # that is the likelier cause, whether or not the test runs changed code.
+                label = (
+                    NOT_REPRODUCED_ONE_ENVIRONMENT
+                    if other_environments
+                    else NOT_REPRODUCED_ONE_SELECTION
+                    if other_selections
+                    else NOT_REPRODUCED
+                )
                 for item in gone:
                     instability.add(label, item)
         if found and code_changes is not None and code_changes.same_program:
