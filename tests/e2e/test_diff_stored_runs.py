@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from diffgenome.analysis.store import StoreReader
 from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    PY,
     STORE,
     GitRepo,
+    clean_env,
     cli,
     export,
     make_project,
@@ -179,3 +183,30 @@ def test_with_code_changes_alike_genomes_are_read_when_they_name_changed_code(
     assert stored["code_changes"] == files["code_changes"]
     assert stored["drift"] == files["drift"]
     assert stored["summary"] == files["summary"]
+
+
+def test_how_the_shell_started_diffgenome_is_no_other_environment(tmp_path: Path) -> None:
+    """The shell sets ``_`` to the command it runs (``time diffgenome``, ``make``) and
+    ``SHLVL`` to how deep it nests: before, each was part of the recording's environment,
+    and a diff started another way reused no stored run (base recorded again)."""
+    repo = make_project(tmp_path, FILES)
+    GitRepo(repo).commit_empty("same tree")
+
+    def diff(shell: dict[str, str]) -> str:
+        done = subprocess.run(
+            [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--no-confirm"]
+            + ["--", *DIFF_PYTEST_ARGS],
+            cwd=repo,
+            env=clean_env({"TMPDIR": str(tmp_path), **shell}),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    diff({"_": "/usr/bin/time", "SHLVL": "1", "OLDPWD": "/"})
+    again = diff({"_": "/usr/bin/make", "SHLVL": "3", "OLDPWD": "/tmp"})
+    assert "reusing run" in again and "of HEAD~1" in again, again
+    assert "recording base" not in again, again

@@ -119,7 +119,12 @@ class Recordings:
         env = environment(workspace, tree, self._prefix(), root)
         # As a shell would say it: the folder the tests run in, never the user's own.
         env["PWD"] = cwd
-        env.pop("OLDPWD", None)
+        # What the shell says of how diffgenome was started, not of the project: ``_`` is
+        # the command's path (``time diffgenome``, ``make``, a script each set another),
+        # ``SHLVL`` how deep the shells nest. Kept, they made every recording another
+        # environment, so no stored run was reused.
+        for variable in _SHELL_BOOKKEEPING:
+            env.pop(variable, None)
         # Whether the recording is a diff's; its id would differ in every invocation, and
         # tests copy the environment into values.
         env[HOLDER_ENV] = "1"
@@ -222,6 +227,10 @@ class Recordings:
         """The tests a run holds, as the user counts them (``<import>`` is no test)."""
         with self.store.handle.reader() as reader:
             return sum(1 for test_id in reader.test_ids(run_id) if test_id != IMPORT_TEST_ID)
+
+
+#: Variables the shell sets about itself (``OLDPWD`` the folder before the last ``cd``).
+_SHELL_BOOKKEEPING = ("_", "SHLVL", "OLDPWD")
 
 
 def _no_tests(spec: str, prefix: str) -> str:
