@@ -197,6 +197,20 @@ def predicate(*nodes: ast.AST | None, sep: str = " if ") -> str:
     return text if len(text) <= MAX_PREDICATE else text[: MAX_PREDICATE - 1] + "\u2026"
 
 
+#: What an ``if`` whose ``else`` is an ``elif`` guards there: the ``elif`` is a decision of
+#: its own, with its own condition and code.
+_ELIF: Final = ast.Constant(value="<elif>")
+
+
+def _own_else(orelse: list[ast.stmt]) -> list[ast.stmt] | ast.AST:
+    """The code an ``if`` guards in its ``else``: its statements, or, for an ``elif``, a
+    marker only. Code edited inside the fourth ``elif`` of a chain is that ``elif``'s change,
+    not one of the three decisions before it (whose outcomes it cannot move)."""
+    if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+        return _ELIF
+    return orelse
+
+
 def _spans(*nodes: ast.AST | None) -> tuple[Span, ...]:
     out = []
     for node in nodes:
@@ -705,7 +719,7 @@ class _Builder:
                 _body_span(node.body),
                 key=(node.test,),
                 context=ctx,
-                parts=(node.test, node.body, node.orelse),
+                parts=(node.test, node.body, _own_else(node.orelse)),
             )
             idx = add(info, node)
             push(node.test, site=idx)

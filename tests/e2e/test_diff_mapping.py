@@ -166,13 +166,13 @@ def test_a_held_out_refactor_is_quiet_at_the_default_gate(
 
 
 def test_an_inserted_elif_leaves_the_later_branches_theirs(orders: Path, tmp_path: Path) -> None:
-    """The chain's later branches are the same decisions: one new decision, and the branch
-    before it modified (its ``else`` holds the new one), no decision removed nor renamed."""
+    """The chain's later branches are the same decisions: one new decision, no decision
+    removed nor renamed; and the branch before it is not modified either (its ``else`` is
+    still an ``elif``: a decision of its own, whose code and outcomes are its own)."""
     _, document = _diff(orders, tmp_path, "insert-elif")
     [entry] = [c for c in document["code_changes"] if c["symbol"].endswith("BulkPricing.rate")]
     assert sorted((s["change"], s["predicate"]) for s in entry["sites"]) == [
         ("added", "kind == 'platinum'"),
-        ("modified", "kind == 'gold'"),
     ], entry["sites"]
 
 

@@ -137,6 +137,28 @@ def test_changed_code_under_a_decision_marks_that_decision_only() -> None:
     ]
 
 
+def test_code_edited_in_an_elif_is_that_elif_s_change_not_the_chain_s() -> None:
+    base = """
+        def f(opt):
+            if opt == "a":
+                return 1
+            elif opt == "b":
+                return 2
+            elif opt == "c":
+                print("c")
+                return 3
+            else:
+                return 0
+    """
+    head = base.replace('print("c")', 'print("c!")')
+    (change,) = changes(base, head).symbols
+    assert [(s.predicate, s.change) for s in change.sites] == [("opt == 'c'", "modified")]
+    # The last branch's ``else`` is code the last ``elif`` guards: edited, it is that one's.
+    head = base.replace("return 0", "return -1")
+    (change,) = changes(base, head).symbols
+    assert [(s.predicate, s.change) for s in change.sites] == [("opt == 'c'", "modified")]
+
+
 def test_a_new_decision_is_an_added_site_and_the_others_keep_their_ids() -> None:
     head = BASE.replace(
         "    def price(x):\n        if x > LIMIT:\n",
