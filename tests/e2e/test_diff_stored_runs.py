@@ -193,9 +193,9 @@ def test_how_the_shell_started_diffgenome_is_no_other_environment(tmp_path: Path
     GitRepo(repo).commit_empty("same tree")
 
     def diff(shell: dict[str, str]) -> str:
+        command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD"]
         done = subprocess.run(
-            [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--no-confirm"]
-            + ["--", *DIFF_PYTEST_ARGS],
+            [*command, "--no-confirm", "--", *DIFF_PYTEST_ARGS],
             cwd=repo,
             env=clean_env({"TMPDIR": str(tmp_path), **shell}),
             capture_output=True,
