@@ -168,7 +168,7 @@ def _diff(
     mode: str,
     timeout: float | None,
 ) -> dict[str, Any]:
-    args = [*env.project.pytest_args, mutant.tests]
+    args = [*env.project.pytest_args, *mutant.tests.split()]  # a value may name several files
     started = time.monotonic()
     try:
         done = run_diff(
