@@ -201,3 +201,19 @@ def test_state_an_earlier_test_left_is_not_read_as_the_change(tmp_path: Path) ->
     assert "py:pkg.seen.note" not in symbols, second["changes"]
     assert any("with one selection" in reason for reason in second["reasons"]), second
     assert code == 1
+
+
+def test_a_change_no_test_reaches_carries_every_test(tmp_path: Path) -> None:
+    """Code no test runs: head runs no test at all (pytest says it ran none, exit status 5),
+    and that is no error (before: "pytest collected no tests", exit 2)."""
+    path = tmp_path / "repo"
+    write_files(path, {**PROJECT, "pkg/unused.py": "def spare(n):\n    return n\n"})
+    repo = GitRepo.init(path)
+    repo.commit_all("initial")
+    _edit(repo, "pkg/unused.py", "return n", "return n + 1")
+    repo.commit_all("dead code")
+    code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
+    tests = _tests(document)
+    assert {t["status"] for name, t in tests.items() if name != "<import>"} == {"unchanged"}
+    assert document["summary"]["carried"] == 4
+    assert code == 0

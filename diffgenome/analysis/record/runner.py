@@ -175,7 +175,11 @@ class Recordings:
                 },
                 on_output=on_output,
             )
-            self._check_recorded(spec, code, output, run_id)
+            carrying = any(arg.startswith("--genome-carry=") for arg in selection)
+            # Every test carried over (the change reaches none): pytest ran nothing, and says
+            # so by its status, yet the run holds what importing the tests did.
+            if not (carrying and code == _NO_TESTS and run_id in self._run_ids()):
+                self._check_recorded(spec, code, output, run_id)
             count = self._test_count(run_id)
             step.result = f"{count} test{'' if count == 1 else 's'} {self._core_text(run_id)}"
         return run_id
