@@ -59,15 +59,23 @@ def _diff(repo: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]
     return code, document
 
 
+def _unrelated(repo: Path) -> None:
+    """A commit that adds a module nothing imports: the sides are then two programs, and
+    what differs is confirmed (an identical tree is one program, whose differences are all
+    unstable without confirming them: docs/diffing.md, "One program on both sides")."""
+    write_files(repo, {"spare.py": "def spare():\n    return 1\n"})
+    GitRepo(repo).commit_all("an unrelated module")
+
+
 def _statuses(document: dict[str, Any]) -> dict[str, str]:
     return {t["id"].rpartition("::")[2]: t["status"] for t in document["tests"]}
 
 
-def test_noise_on_an_unchanged_tree_is_confirmed_unstable(tmp_path: Path) -> None:
+def test_noise_where_no_changed_code_runs_is_confirmed_unstable(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
     GitRepo.init(repo).commit_all("initial")
-    GitRepo(repo).commit_empty("same tree")
+    _unrelated(repo)
     unconfirmed_code, unconfirmed = _diff(repo, tmp_path, "--no-confirm")
     assert _statuses(unconfirmed)["test_noise_only"] == "changed"
     assert unconfirmed_code == 1
@@ -131,7 +139,7 @@ def test_parametrize_ids_with_spaces_are_confirmed_not_cut(tmp_path: Path) -> No
     repo = tmp_path / "repo"
     write_files(repo, SPACED)
     GitRepo.init(repo).commit_all("initial")
-    GitRepo(repo).commit_empty("same tree")
+    _unrelated(repo)
     code, document = _diff(repo, tmp_path)
     statuses = {t["id"]: t["status"] for t in document["tests"]}
     spaced = [s for t, s in statuses.items() if "test_noise_in_a_spaced_id[" in t]
@@ -148,7 +156,7 @@ def test_a_path_among_the_pytest_arguments_does_not_widen_the_confirmation(
     repo = tmp_path / "repo"
     write_files(repo, PROJECT)
     GitRepo.init(repo).commit_all("initial")
-    GitRepo(repo).commit_empty("same tree")
+    _unrelated(repo)
     code, document = cli_json(
         repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=(*DIFF_PYTEST_ARGS, "tests")
     )

@@ -403,6 +403,12 @@ _OWN_LABELS = (
 )
 
 
+def _environment(document: Mapping[str, Any]) -> object:
+    """A genome document's environment fingerprint (None: a run of ``pytest --genome``)."""
+    config = (document.get("run") or {}).get("config")
+    return config.get(ENVIRONMENT_CONFIG_KEY) if isinstance(config, Mapping) else None
+
+
 def environments_differ(base: Mapping[str, Any], head: Mapping[str, Any]) -> bool:
     """Whether the two runs were recorded in different environments: a run a diff recorded
     holds its environment's fingerprint (``run.config.environment``), one of ``pytest
@@ -585,6 +591,10 @@ def diff_documents(
     )
     reaching = {test for entry in entries for test in (*entry.tests_base, *entry.tests_head)}
     other_environments = environments_differ(base, head)
+    # One program is one behaviour only where both sides ran in one environment that the
+    # diff knows (its fingerprint: variables, folder, the distributions installed): two runs
+    # of one commit made under other dependencies differ by those, which is no noise.
+    one_environment = not other_environments and _environment(base) is not None
     other_selections = bool(carried_tests)
     reproduced = (
         _reproduced(b_confirming, h_confirming, with_import=other_environments)
@@ -706,7 +716,7 @@ def diff_documents(
                 )
                 for item in gone:
                     instability.add(label, item)
-        if found and code_changes is not None and code_changes.same_program:
+        if found and code_changes is not None and code_changes.same_program and one_environment:
             # Nothing the tests run differs between the sides: a difference that every
             # recording of each side agreed on (threads racing to print, settled one way per
             # process) is still the test's own, never a change (docs/diffing.md).

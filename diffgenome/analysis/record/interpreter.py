@@ -36,6 +36,9 @@ class Target:
     has_entry_point: bool
     # hypothesis' pytest plugin loads by itself there: its --hypothesis-seed is available
     has_hypothesis: bool = False
+    #: A digest of the distributions installed there (name and version of each): part of a
+    #: recording's environment, so that a dependency upgraded is another environment.
+    packages: str | None = None
 
 
 _PROBE = """
@@ -61,6 +64,13 @@ try:
     ) and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
 except BaseException:
     info["hypothesis"] = False
+try:
+    import hashlib
+    from importlib.metadata import distributions
+    names = sorted({(d.metadata["Name"] or "?") + "==" + d.version for d in distributions()})
+    info["packages"] = hashlib.sha256(chr(10).join(names).encode()).hexdigest()[:24]
+except BaseException:
+    info["packages"] = None
 print(json.dumps(info))
 """.replace("@PLUGIN@", repr(PLUGIN_MODULE))
 
@@ -104,11 +114,13 @@ def probe(python: str, env: dict[str, str], cwd: str) -> Target:
             f"pytest cannot be imported by {python} ({info.get('pytest_error')}); install "
             "pytest in that environment or pass --python PY"
         )
+    packages = info.get("packages")
     return Target(
         python,
         str(info["python"]),
         bool(info.get("entry_point")),
         bool(info.get("hypothesis")),
+        packages if isinstance(packages, str) else None,
     )
 
 

@@ -130,7 +130,10 @@ class Recordings:
         env[HOLDER_ENV] = "1"
         # The files the diff copies in are no change of the tree (protocol.runs.COPIED_ENV).
         env[COPIED_ENV] = json.dumps(self.checkouts.ignored_paths())
-        text = json.dumps([sorted(env.items()), cwd, self.checkouts.ignored_print()])
+        # The distributions installed in the target interpreter: a dependency upgraded
+        # between two diffs makes a stored run another environment's.
+        packages = self._target.packages if self._target is not None else None
+        text = json.dumps([sorted(env.items()), cwd, self.checkouts.ignored_print(), packages])
         return env, hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def record(
