@@ -62,9 +62,10 @@ PROJECT = {
 }
 
 
-def _repo(tmp_path: Path) -> GitRepo:
+def _repo(tmp_path: Path, extra: dict[str, str] | None = None) -> GitRepo:
+    """The project (with ``extra`` files) as a repository of one commit."""
     path = tmp_path / "repo"
-    write_files(path, PROJECT)
+    write_files(path, {**PROJECT, **(extra or {})})
     repo = GitRepo.init(path)
     repo.commit_all("initial")
     return repo
@@ -156,11 +157,9 @@ def test_state_an_earlier_test_left_is_not_read_as_the_change(tmp_path: Path) ->
     first recording shows is not the change; the confirming recordings, one selection on
     both sides, are the evidence (before: ``note results`` read as changed beside the real
     change)."""
-    path = tmp_path / "repo"
-    write_files(
-        path,
+    repo = _repo(
+        tmp_path,
         {
-            **PROJECT,
             "pkg/seen.py": """
                 SEEN = []
 
@@ -187,8 +186,6 @@ def test_state_an_earlier_test_left_is_not_read_as_the_change(tmp_path: Path) ->
             """,
         },
     )
-    repo = GitRepo.init(path)
-    repo.commit_all("initial")
     _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
     repo.commit_all("a discount")
     code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
@@ -206,10 +203,7 @@ def test_state_an_earlier_test_left_is_not_read_as_the_change(tmp_path: Path) ->
 def test_a_change_no_test_reaches_carries_every_test(tmp_path: Path) -> None:
     """Code no test runs: head runs no test at all (pytest says it ran none, exit status 5),
     and that is no error (before: "pytest collected no tests", exit 2)."""
-    path = tmp_path / "repo"
-    write_files(path, {**PROJECT, "pkg/unused.py": "def spare(n):\n    return n\n"})
-    repo = GitRepo.init(path)
-    repo.commit_all("initial")
+    repo = _repo(tmp_path, {"pkg/unused.py": "def spare(n):\n    return n\n"})
     _edit(repo, "pkg/unused.py", "return n", "return n + 1")
     repo.commit_all("dead code")
     code, document = cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective")
