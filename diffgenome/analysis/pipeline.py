@@ -316,7 +316,7 @@ def _code_changes(sides: Sides, notes: list[str], base: Side, head: Side) -> Cod
             notes.append("no git repository: code changes are not analysed")
         return None
     with sides.progress.step("reading", "read", "the code changes") as step:
-        changes = _read_code_changes(repo, base.code, head.code, base, head)
+        changes = _read_code_changes(repo, base.code, head.code, base.document, head.document)
         count = len(changes.symbols)
         step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
     return changes
@@ -345,17 +345,12 @@ def _read_code_changes(
     repo: Repository,
     base_code: str,
     head_code: str,
-    base: Side | Mapping[str, Any],
-    head: Side | Mapping[str, Any],
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
 ) -> CodeChangeInput:
-    documents = [
-        d
-        for d in (
-            head.document if isinstance(head, Side) else head,
-            base.document if isinstance(base, Side) else base,
-        )
-        if d
-    ]
+    """The code changes between the sides; ``base``, ``head``: their genome documents (an
+    empty one where a side is not recorded yet), which name the modules."""
+    documents = [d for d in (head, base) if d]
     module_of = module_namer(documents)
     base_files, head_files = repo.sources(
         base_code, head_code, lambda path: module_of(path) is not None

@@ -419,12 +419,7 @@ def environments_differ(base: Mapping[str, Any], head: Mapping[str, Any]) -> boo
     changed code is kept.
     ``base``, ``head``: the genome documents."""
 
-    def environment(run: Mapping[str, Any]) -> object:
-        config = run.get("config")
-        return config.get(ENVIRONMENT_CONFIG_KEY) if isinstance(config, Mapping) else None
-
-    here, there = environment(base.get("run") or {}), environment(head.get("run") or {})
-    return here != there
+    return _environment(base) != _environment(head)
 
 
 def _counts_that_vary(found: list[Found], instability: Instability | None) -> list[Found]:
