@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.envs import Env, log
-from bench.runner import measured, pytest_args
+from bench.runner import clean_env, measured, pytest_args
 
 #: Per suite: a file of its tree, a text in it and what the change makes of it (one function).
 CHANGES: dict[str, tuple[str, str, str]] = {
@@ -90,11 +90,13 @@ def pull_request_row(env: Env, reps: int, timeout: float) -> dict[str, Any]:
         target.write_text(text.replace(old, new, 1))
         _git(repo, "commit", "-q", "-am", "a one-function change")
         store = root / "store"
-        # The stored base: a first selective diff records it whole (and is not timed).
+        # The stored base: a first selective diff records it whole (and is not timed), in the
+        # environment the timed diffs have, or none of them would reuse it.
         first = root / "first.json"
         done = subprocess.run(
             _diff_command(env, store, base, first, True),
             cwd=repo,
+            env=clean_env(),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -102,6 +104,10 @@ def pull_request_row(env: Env, reps: int, timeout: float) -> dict[str, Any]:
         )
         if done.returncode not in (0, 1) or not first.exists():
             return {"project": name, "error": done.stderr[-1500:]}
+        stored_base = json.loads(first.read_text())["base"]["run"]
+        # Each timed diff whose base was recorded again rather than reused: its time is not a
+        # pull request's (session 23's rows were, by a variable new for every run).
+        recorded_again: list[str] = []
         walls: dict[str, list[float]] = {"plain": [], "selective": [], "whole": []}
         documents: dict[str, dict[str, Any]] = {}
         for rep in range(reps):
@@ -117,12 +123,14 @@ def pull_request_row(env: Env, reps: int, timeout: float) -> dict[str, Any]:
                         _git(repo, "commit", "-q", "--allow-empty", "-m", f"{mode} {rep}")
                         out = tmp / "diff.json"
                         cmd = _diff_command(env, store, base, out, mode == "selective")
-                    m, _outcomes, tail = measured(cmd, repo, tmp, timeout)
+                    m, _outcomes, tail = measured(cmd, repo, tmp, timeout, outcomes=mode == "plain")
                     if m["returncode"] not in (0, 1):
                         return {"project": name, "error": f"{mode}: {tail}"}
                     walls[mode].append(m["wall_s"])
                     if mode != "plain":
                         documents[mode] = json.loads(out.read_text())
+                        if documents[mode]["base"]["run"] != stored_base:
+                            recorded_again.append(f"{mode} {rep}")
         medians = {mode: round(statistics.median(w), 2) for mode, w in walls.items()}
         selective, whole = documents["selective"], documents["whole"]
         statuses = {
@@ -148,6 +156,7 @@ def pull_request_row(env: Env, reps: int, timeout: float) -> dict[str, Any]:
             "changed_selective": sum(1 for s in statuses["selective"].values() if s == "changed"),
             "changed_whole": sum(1 for s in statuses["whole"].values() if s == "changed"),
             "changed_in_one_only": disagree,
+            "base_recorded_again": recorded_again,
             "confirmed": {
                 "selective": selective["summary"].get("confirmed"),
                 "whole": whole["summary"].get("confirmed"),

@@ -201,19 +201,20 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", "## Pull requests (#48): a one-function change, base stored", ""]
         lines += [
             "| suite | plain s | `diff --selective` s | x plain | `diff` (whole) s | x plain | "
-            "carried / tests | changed selective / whole | differ |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+            "carried / tests | changed selective / whole | differ | base recorded again |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
         ]
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['project']} | error: {r['error'][:200]} | | | | | | | |")
+                lines.append(f"| {r['project']} | error: {r['error'][:200]} | | | | | | | | |")
                 continue
             m = r["median_s"]
             lines.append(
                 f"| {r['project']} ({r['python']}) | {m['plain']} | {m['selective']} | "
                 f"{r['selective_over_plain']}x | {m['whole']} | {r['whole_over_plain']}x | "
                 f"{r['carried']} / {r['tests']} | {r['changed_selective']} / "
-                f"{r['changed_whole']} | {len(r['changed_in_one_only']) or 'none'} |"
+                f"{r['changed_whole']} | {len(r['changed_in_one_only']) or 'none'} | "
+                f"{', '.join(r.get('base_recorded_again') or []) or 'never'} |"
             )
         lines += ["", "Changes: " + "; ".join(r.get("change", "") for r in rows if "change" in r)]
     lines += ["", "## Outcome differences and deselections", ""]

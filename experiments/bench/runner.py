@@ -119,11 +119,21 @@ def command(mode: str, python: str, bindir: Path, args: list[str], tmp: Path) ->
 
 
 def measured(
-    cmd: list[str], cwd: Path, tmp: Path, timeout: float, extra_env: dict[str, str] | None = None
+    cmd: list[str],
+    cwd: Path,
+    tmp: Path,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+    *,
+    outcomes: bool = True,
 ) -> tuple[dict[str, Any], dict[str, dict[str, str]], str]:
-    """Run ``cmd`` under a fresh measure.py wrapper; (measurement, outcomes, log tail)."""
+    """Run ``cmd`` under a fresh measure.py wrapper; (measurement, outcomes, log tail).
+    ``outcomes``: whether pytest's outcomes are collected (``BENCH_OUTCOMES``, a path new for
+    each run). A ``diffgenome diff`` runs without it: the variable would make each diff's
+    recording environment another one, and no stored run would be reused."""
     out, log_file, outcomes_file = tmp / "measure.json", tmp / "output.log", tmp / "outcomes.json"
-    env = clean_env({"BENCH_OUTCOMES": str(outcomes_file), **(extra_env or {})})
+    where = {"BENCH_OUTCOMES": str(outcomes_file)} if outcomes else {}
+    env = clean_env({**where, **(extra_env or {})})
     wrapper = [sys.executable, str(MEASURE), str(out), str(log_file), str(timeout), "--", *cmd]
     subprocess.run(wrapper, cwd=cwd, env=env, check=True)
     measurement = json.loads(out.read_text())

@@ -185,28 +185,49 @@ def test_with_code_changes_alike_genomes_are_read_when_they_name_changed_code(
     assert stored["summary"] == files["summary"]
 
 
+def _diff_same_tree(repo: Path, tmp_path: Path, variables: dict[str, str]) -> str:
+    """``diff HEAD~1 HEAD`` of a same-tree commit under ``variables``; what it says (the
+    progress on stderr, then the report and its notes)."""
+    command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD"]
+    done = subprocess.run(
+        [*command, "--no-confirm", "--", *DIFF_PYTEST_ARGS],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path), **variables}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr + done.stdout
+
+
 def test_how_the_shell_started_diffgenome_is_no_other_environment(tmp_path: Path) -> None:
     """The shell sets ``_`` to the command it runs (``time diffgenome``, ``make``) and
     ``SHLVL`` to how deep it nests: before, each was part of the recording's environment,
     and a diff started another way reused no stored run (base recorded again)."""
     repo = make_project(tmp_path, FILES)
     GitRepo(repo).commit_empty("same tree")
-
-    def diff(shell: dict[str, str]) -> str:
-        command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD"]
-        done = subprocess.run(
-            [*command, "--no-confirm", "--", *DIFF_PYTEST_ARGS],
-            cwd=repo,
-            env=clean_env({"TMPDIR": str(tmp_path), **shell}),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stderr
-
-    diff({"_": "/usr/bin/time", "SHLVL": "1", "OLDPWD": "/"})
-    again = diff({"_": "/usr/bin/make", "SHLVL": "3", "OLDPWD": "/tmp"})
+    _diff_same_tree(repo, tmp_path, {"_": "/usr/bin/time", "SHLVL": "1", "OLDPWD": "/"})
+    again = _diff_same_tree(repo, tmp_path, {"_": "/usr/bin/make", "SHLVL": "3", "OLDPWD": "/tmp"})
     assert "reusing run" in again and "of HEAD~1" in again, again
     assert "recording base" not in again, again
+
+
+def test_a_ci_jobs_own_variables_are_no_other_environment(tmp_path: Path) -> None:
+    """GitHub Actions and GitLab CI give every job its own ids, commit and step files: before,
+    they were part of the recording's environment, so a store cached from an earlier job
+    (docs/ci.md) was never reused and every job recorded base again, without a word. Another
+    variable of the project's is another environment still, and the diff now says why it
+    records again."""
+    repo = make_project(tmp_path, FILES)
+    GitRepo(repo).commit_empty("same tree")
+    first_job = {"CI": "true", "GITHUB_RUN_ID": "101", "GITHUB_SHA": "a1", "CI_JOB_ID": "7"}
+    _diff_same_tree(repo, tmp_path, {**first_job, "GITHUB_OUTPUT": "/tmp/a/set_output"})
+    next_job = {"CI": "true", "GITHUB_RUN_ID": "102", "GITHUB_SHA": "b2", "CI_JOB_ID": "8"}
+    again = _diff_same_tree(repo, tmp_path, {**next_job, "GITHUB_OUTPUT": "/tmp/b/set_output"})
+    assert "reusing run" in again and "of HEAD~1" in again, again
+    assert "recording base" not in again, again
+    other = _diff_same_tree(repo, tmp_path, {**next_job, "APP_MODE": "fast"})
+    assert "recorded base" in other, other
+    assert "was not reused: it was recorded in another environment" in other, other

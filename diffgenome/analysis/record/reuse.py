@@ -32,6 +32,13 @@ from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
 
 ORIGIN_DIFF = "diff"
 
+#: Why a diff's own run is not reused: its environment's fingerprint is not this diff's
+#: (docs/diffing.md, "Reuse": every variable but the CI job's own, the folder, the ignored
+#: files copied in, the distributions installed).
+ANOTHER_ENVIRONMENT = (
+    "it was recorded in another environment (another folder, variables or installed distributions)"
+)
+
 
 def reusable_run(
     reader: StoreReader,
@@ -124,7 +131,7 @@ def _refusal(
     if recorded_in != environment and (
         recorded_in is not None or summary.origin in (ORIGIN_DIFF, ORIGIN_CONFIRMATION)
     ):
-        return "it was recorded in another environment (another folder or variables)"
+        return ANOTHER_ENVIRONMENT
     if recording_key(sha, False, summary.python, chosen, config) != summary.recording_key:
         if list(summary.selection) != chosen:
             return (

@@ -133,7 +133,10 @@ class Recordings:
         # The distributions installed in the target interpreter: a dependency upgraded
         # between two diffs makes a stored run another environment's.
         packages = self._target.packages if self._target is not None else None
-        text = json.dumps([sorted(env.items()), cwd, self.checkouts.ignored_print(), packages])
+        # The tests get every variable; the fingerprint leaves out what a CI system sets anew
+        # for each job, or a store cached from an earlier job would never be reused.
+        kept = sorted((name, value) for name, value in env.items() if not per_job(name))
+        text = json.dumps([kept, cwd, self.checkouts.ignored_print(), packages])
         return env, hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def record(
@@ -238,6 +241,23 @@ class Recordings:
 
 #: Variables the shell sets about itself (``OLDPWD`` the folder before the last ``cd``).
 _SHELL_BOOKKEEPING = ("_", "SHLVL", "OLDPWD")
+
+#: The families of variables GitHub Actions and GitLab CI (docs/ci.md's two recipes) set for
+#: a job: its ids and number, the commit and ref it runs for, the files of its step, its
+#: tokens. Each job has other values, the same suite and tree notwithstanding.
+_PER_JOB_PREFIXES = ("GITHUB_", "RUNNER_", "ACTIONS_", "CI_", "GITLAB_")
+
+#: What systemd sets for each service invocation (a CI runner started as a service).
+_PER_JOB_NAMES = frozenset({"INVOCATION_ID", "JOURNAL_STREAM"})
+
+
+def per_job(variable: str) -> bool:
+    """Whether ``variable`` says which CI job runs rather than what it runs with: left out
+    of the environment's fingerprint (docs/diffing.md, "Reuse"), never out of the tests'
+    environment. A test that reads one can differ between a reused run and a new recording;
+    confirmation records both sides again in one job, so such a difference reads
+    ``unstable``, never ``changed`` or ``unchanged`` by the cache alone."""
+    return variable in _PER_JOB_NAMES or variable.startswith(_PER_JOB_PREFIXES)
 
 
 def _no_tests(spec: str, prefix: str) -> str:

@@ -26,7 +26,7 @@ from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
 from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.interpreter import source_root_of
 from diffgenome.analysis.record.process import DiffError, sigint_ignored
-from diffgenome.analysis.record.reuse import ORIGIN_DIFF, reusable_run
+from diffgenome.analysis.record.reuse import ANOTHER_ENVIRONMENT, ORIGIN_DIFF, reusable_run
 from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.worktree import SIDE_TREE, Checkouts, Workspace
 from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError
@@ -385,8 +385,11 @@ class Sides:
         # A run the user made for this commit and the diff passed over: say why, once (the
         # newest), so that the next `pytest --genome` can be one the diff reuses.
         theirs = [(run, why) for run, why in refused if run.origin not in _DIFF_ORIGINS]
-        if found is None and theirs:
-            run, why = theirs[0]
+        # A diff's own run passed over for its environment alone: the user changed a variable
+        # between two diffs, or started them in two ways, and the base is recorded again.
+        elsewhere = [(run, why) for run, why in refused if why == ANOTHER_ENVIRONMENT]
+        if found is None and (theirs or elsewhere):
+            run, why = (theirs or elsewhere)[0]
             self.notes.append(
                 f"run {run.id} of {sha[:12]} (recorded by {run.origin or 'an earlier recording'}) "
                 f'was not reused: {why}; docs/diffing.md "Reuse" says what a reusable '
