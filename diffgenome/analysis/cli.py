@@ -63,34 +63,34 @@ from diffgenome.analysis.report.runs import (
 )
 from diffgenome.analysis.request import read_request
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import (
+from diffgenome.protocol import identity
+from diffgenome.protocol.errors import UserError
+from diffgenome.protocol.formats import GENOME_FORMAT
+from diffgenome.protocol.jsontext import json_encoder
+from diffgenome.protocol.runs import STATUS_RUNNING
+from diffgenome.protocol.selection import DEFAULT_DIR, command_store
+from diffgenome.protocol.vocab import (
+    IMPORT_TEST_ID,
+    STATUS_CHANGED,
+    STATUS_RESTRUCTURED,
+    STATUS_UNVERIFIED,
+)
+from diffgenome.store.key import KEY_BYTES, new_key_file
+from diffgenome.store.layout import OpenedStore, one_line
+from diffgenome.store.layout import open_store as open_store_for_writing
+from diffgenome.store.reader import (
     RunSummary,
     StoreReader,
     UnknownRunError,
     is_recording,
     stored_phases,
 )
-from diffgenome.protocol import identity
-from diffgenome.protocol.errors import UserError
-from diffgenome.protocol.formats import GENOME_FORMAT
-from diffgenome.protocol.jsontext import json_encoder
-from diffgenome.protocol.retention import (
+from diffgenome.store.retention import (
     compact,
     delete_runs,
     live_holds,
     runs_over_cap,
     set_keep_runs,
-)
-from diffgenome.protocol.runs import STATUS_RUNNING
-from diffgenome.protocol.selection import command_store
-from diffgenome.protocol.store import DEFAULT_DIR, OpenedStore, one_line
-from diffgenome.protocol.store import open_store as open_store_for_writing
-from diffgenome.protocol.storekey import KEY_BYTES, new_key_file
-from diffgenome.protocol.vocab import (
-    IMPORT_TEST_ID,
-    STATUS_CHANGED,
-    STATUS_RESTRUCTURED,
-    STATUS_UNVERIFIED,
 )
 
 PROG = "diffgenome"
