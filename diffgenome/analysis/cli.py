@@ -19,7 +19,6 @@ import io
 import json
 import os
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -67,7 +66,6 @@ from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
 from diffgenome.protocol.jsontext import json_encoder
-from diffgenome.protocol.runs import STATUS_RUNNING
 from diffgenome.protocol.selection import DEFAULT_DIR, command_store
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
@@ -76,21 +74,12 @@ from diffgenome.protocol.vocab import (
     STATUS_UNVERIFIED,
 )
 from diffgenome.store.key import KEY_BYTES, new_key_file
-from diffgenome.store.layout import OpenedStore, one_line
-from diffgenome.store.layout import open_store as open_store_for_writing
+from diffgenome.store.prune import KeepRules, prune
 from diffgenome.store.reader import (
     RunSummary,
     StoreReader,
     UnknownRunError,
-    is_recording,
     stored_phases,
-)
-from diffgenome.store.retention import (
-    compact,
-    delete_runs,
-    live_holds,
-    runs_over_cap,
-    set_keep_runs,
 )
 
 PROG = "diffgenome"
@@ -287,50 +276,8 @@ def _run_prune(args: argparse.Namespace) -> int:
         runs = reader.runs()  # newest first
         store_dir = reader.path
         commits = [_commit_of(reader, runs, rev) for rev in args.keep_commit]
-    kept: set[str] = set()
-    if rules:
-        if args.keep_last is not None:
-            # The newest complete recordings: an interrupted run or a diff's confirmation
-            # of a few tests is not what "the last N runs" are kept for.
-            recordings = [run for run in runs if run.complete and is_recording(run)]
-            kept.update(run.id for run in recordings[: args.keep_last])
-        kept.update(run.id for run in runs if run.commit is not None and run.commit in commits)
-        if since is not None:
-            kept.update(run.id for run in runs if run.started_at >= since)
-    else:
-        kept.update(run.id for run in runs)
-    # A dry run asks the writer too (which runs a diff under way holds, what the cap would
-    # take), and rolls back.
-    opened = _open_for_pruning(store_dir)
-    conn = opened.conn
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if args.cap:
-                over = set(runs_over_cap(conn, args.cap))
-                kept = (kept if rules else {run.id for run in runs}) - over
-            # A run still being recorded, or one a diff under way uses, is never removed.
-            held = live_holds(conn)
-            gone = [
-                run
-                for run in runs
-                if run.id not in kept and run.status != STATUS_RUNNING and run.id not in held
-            ]
-            if args.cap is not None:
-                set_keep_runs(conn, args.cap)
-            delete_runs(conn, [run.id for run in gone])
-            conn.execute("ROLLBACK" if args.dry_run else "COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        if gone and not args.dry_run:
-            with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
-                compact(conn)
-    except sqlite3.Error as exc:
-        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
-    finally:
-        conn.close()
+    keep = KeepRules(last=args.keep_last, commits=commits, since=since)
+    gone = prune(store_dir, runs, keep, args.cap, args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     out = console()
     for run in reversed(gone):  # oldest first
@@ -348,13 +295,6 @@ def _run_prune(args: argparse.Namespace) -> int:
         summary += f"; the store {'would keep' if args.dry_run else 'keeps'} {cap} from now on"
     out.print(summary)
     return EXIT_OK
-
-
-def _open_for_pruning(store_dir: str) -> OpenedStore:
-    try:
-        return open_store_for_writing(store_dir)
-    except sqlite3.Error as exc:
-        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
 
 
 def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:
