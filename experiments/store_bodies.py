@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from diffgenome.protocol.compact import expand_phase
+from diffgenome.store.compact import expand_phase
 
 _DIGEST = re.compile(rb'"[0-9a-f]{32}"')
 

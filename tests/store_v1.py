@@ -9,8 +9,8 @@ import sqlite3
 import zlib
 from pathlib import Path
 
-from diffgenome.protocol.compact import expand_phase
-from diffgenome.protocol.store import DB_FILE
+from diffgenome.store.compact import expand_phase
+from diffgenome.store.layout import DB_FILE
 
 STORE_V1_TESTS = """
 CREATE TABLE tests (

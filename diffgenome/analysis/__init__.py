@@ -1,4 +1,4 @@
-"""The analysis side: protocol models, store reader, differ, reports and the CLI.
+"""The analysis side: protocol models, recording the sides, the differ, reports and the CLI.
 
 Free to use pydantic and rich; never imported by the recording side.
 """

@@ -15,15 +15,13 @@ import contextlib
 import dataclasses
 import datetime
 import gc
-import io
 import json
 import os
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, NoReturn
+from typing import NoReturn
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
@@ -33,15 +31,13 @@ from diffgenome.analysis.combine import combine
 from diffgenome.analysis.delivery import EXIT_FOUND, FAIL_ON_SEEN, deliver
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.modules import module_namer
+from diffgenome.analysis.export import EXPORT_FORMATS, ExportOptions, export_run
 from diffgenome.analysis.htmlreport import write_run_html
 from diffgenome.analysis.models import (
     Run,
     TestRecord,
-    genome_problem,
-    record_problem,
 )
-from diffgenome.analysis.outfiles import check_output, output_file, write_output
-from diffgenome.analysis.previews import without_previews
+from diffgenome.analysis.outfiles import check_output, write_output
 from diffgenome.analysis.record.git import git_output, place_of
 from diffgenome.analysis.record.process import Interrupted
 from diffgenome.analysis.report import (
@@ -63,34 +59,22 @@ from diffgenome.analysis.report.runs import (
 )
 from diffgenome.analysis.request import read_request
 from diffgenome.analysis.schema import SCHEMAS, schema_text
-from diffgenome.analysis.store import (
-    RunSummary,
-    StoreReader,
-    UnknownRunError,
-    is_recording,
-    stored_phases,
-)
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
-from diffgenome.protocol.jsontext import json_encoder
-from diffgenome.protocol.retention import (
-    compact,
-    delete_runs,
-    live_holds,
-    runs_over_cap,
-    set_keep_runs,
-)
-from diffgenome.protocol.runs import STATUS_RUNNING
-from diffgenome.protocol.selection import command_store
-from diffgenome.protocol.store import DEFAULT_DIR, OpenedStore, one_line
-from diffgenome.protocol.store import open_store as open_store_for_writing
-from diffgenome.protocol.storekey import KEY_BYTES, new_key_file
+from diffgenome.protocol.selection import DEFAULT_DIR, command_store
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     STATUS_CHANGED,
     STATUS_RESTRUCTURED,
     STATUS_UNVERIFIED,
+)
+from diffgenome.store.key import KEY_BYTES, new_key_file
+from diffgenome.store.prune import KeepRules, prune
+from diffgenome.store.reader import (
+    RunSummary,
+    StoreReader,
+    UnknownRunError,
 )
 
 PROG = "diffgenome"
@@ -287,50 +271,8 @@ def _run_prune(args: argparse.Namespace) -> int:
         runs = reader.runs()  # newest first
         store_dir = reader.path
         commits = [_commit_of(reader, runs, rev) for rev in args.keep_commit]
-    kept: set[str] = set()
-    if rules:
-        if args.keep_last is not None:
-            # The newest complete recordings: an interrupted run or a diff's confirmation
-            # of a few tests is not what "the last N runs" are kept for.
-            recordings = [run for run in runs if run.complete and is_recording(run)]
-            kept.update(run.id for run in recordings[: args.keep_last])
-        kept.update(run.id for run in runs if run.commit is not None and run.commit in commits)
-        if since is not None:
-            kept.update(run.id for run in runs if run.started_at >= since)
-    else:
-        kept.update(run.id for run in runs)
-    # A dry run asks the writer too (which runs a diff under way holds, what the cap would
-    # take), and rolls back.
-    opened = _open_for_pruning(store_dir)
-    conn = opened.conn
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if args.cap:
-                over = set(runs_over_cap(conn, args.cap))
-                kept = (kept if rules else {run.id for run in runs}) - over
-            # A run still being recorded, or one a diff under way uses, is never removed.
-            held = live_holds(conn)
-            gone = [
-                run
-                for run in runs
-                if run.id not in kept and run.status != STATUS_RUNNING and run.id not in held
-            ]
-            if args.cap is not None:
-                set_keep_runs(conn, args.cap)
-            delete_runs(conn, [run.id for run in gone])
-            conn.execute("ROLLBACK" if args.dry_run else "COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        if gone and not args.dry_run:
-            with contextlib.suppress(sqlite3.Error):  # busy: the space comes back later
-                compact(conn)
-    except sqlite3.Error as exc:
-        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
-    finally:
-        conn.close()
+    keep = KeepRules(last=args.keep_last, commits=commits, since=since)
+    gone = prune(store_dir, runs, keep, args.cap, args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     out = console()
     for run in reversed(gone):  # oldest first
@@ -348,13 +290,6 @@ def _run_prune(args: argparse.Namespace) -> int:
         summary += f"; the store {'would keep' if args.dry_run else 'keeps'} {cap} from now on"
     out.print(summary)
     return EXIT_OK
-
-
-def _open_for_pruning(store_dir: str) -> OpenedStore:
-    try:
-        return open_store_for_writing(store_dir)
-    except sqlite3.Error as exc:
-        raise CliError(f"cannot prune the store {store_dir}: {one_line(exc)}") from None
 
 
 def _commit_of(reader: StoreReader, runs: list[RunSummary], rev: str) -> str:
@@ -448,132 +383,14 @@ def _run_export(args: argparse.Namespace) -> int:
             "--indent N needs N >= 0 and --format json (JSON Lines hold a record per line); "
             "drop --indent or export as json"
         )
-    buffer = io.BytesIO()
+    options = ExportOptions(args.format, args.indent, args.with_previews)
     with progress_on_stderr(args.quiet) as progress, open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
-        where = "" if to_stdout else f" to {args.output}"
-        # Loading and writing are one step: the run is read, checked and encoded test by test.
-        with progress.step("exporting", "exported", f"run {run_id}{where}") as step:
-            if to_stdout:
-                tests = _export(reader, run_id, args, buffer)
-                size = buffer.tell()
-            else:
-                tests, size = _export_to_file(reader, run_id, args, args.output)
-            kind = "JSON Lines" if args.format == "jsonl" else f"a {GENOME_FORMAT} document"
-            # As pytest and `runs` count them; the <import> record is written too, and said.
-            imported = IMPORT_TEST_ID in reader.test_ids(run_id)
-            step.result = (
-                f"{tests} test{'' if tests == 1 else 's'}"
-                f"{' and the <import> record' if imported else ''}, {kind}"
-                f"{f' of {size // 1024} kB' if size >= 0 else ''}"
-            )
-    # Standard output once the document is whole (an error half-way prints no half a
-    # document) and the progress is closed (nothing of it mixes with the document).
-    if to_stdout:
-        sys.stdout.buffer.write(buffer.getbuffer())
+        document = export_run(reader, run_id, options, None if to_stdout else args.output, progress)
+    if document is not None:
+        sys.stdout.buffer.write(document.getbuffer())
         sys.stdout.buffer.flush()
     return EXIT_OK
-
-
-EXPORT_FORMATS = ("json", "jsonl")
-_COMPACT: dict[str, Any] = {
-    "sort_keys": True,
-    "ensure_ascii": False,
-    "allow_nan": False,
-    "separators": (",", ":"),
-}
-# Lone surrogates as their JSON escapes (protocol/jsontext.py): the export reads back as the
-# store's strings, whatever they hold.
-_compact_json = json_encoder(**_COMPACT)
-
-
-def _export_to_file(
-    reader: StoreReader, run_id: str, args: argparse.Namespace, output: str
-) -> tuple[int, int]:
-    """Write the export to a temporary file beside ``output`` and move it into place only
-    when whole: an error half-way leaves no half a document."""
-    try:
-        with output_file(output) as handle:
-            tests = _export(reader, run_id, args, handle)
-            size = handle.tell() if handle.seekable() else -1  # a FIFO, a device
-    except OSError as exc:
-        raise CliError(
-            f"cannot write {output}: {exc.strerror or exc}; choose another -o path"
-        ) from None
-    return tests, size
-
-
-def _export(reader: StoreReader, run_id: str, args: argparse.Namespace, out: BinaryIO) -> int:
-    """Stream run ``run_id`` to ``out`` as ``args.format``, each test checked as it passes
-    (phases read from verified store bodies are the recorder's own bytes and are not checked
-    again); how many tests (``<import>`` not counted)."""
-    with contextlib.closing(reader.stream(run_id)) as pieces:
-        return _write_export(run_id, args, pieces, out)
-
-
-def _write_export(
-    run_id: str, args: argparse.Namespace, pieces: Iterator[dict[str, Any]], out: BinaryIO
-) -> int:
-    header = next(pieces)
-    problem = genome_problem({**header, "tests": []})
-    if problem is not None:
-        _invalid(run_id, problem)
-    config = (header.get("run") or {}).get("config")
-    if isinstance(config, dict) and config.get("preview") is True and not args.with_previews:
-        pieces = (without_previews(test) for test in pieces)
-    if args.indent is not None:
-        document = {**header, "tests": list(pieces)}
-        problem = genome_problem(document, stored_phases)
-        if problem is not None:
-            _invalid(run_id, problem)
-        out.write(
-            json_encoder(indent=args.indent, **{**_COMPACT, "separators": None})(document).encode()
-        )
-        out.write(b"\n")
-        return _test_count(document)
-    jsonl = args.format == "jsonl"
-    if not jsonl:
-        # Keys sorted ("tests" comes last), a test record per line: compact lines are what
-        # json's C encoder writes (``indent`` takes its pure-Python path: exporting
-        # sqlparse's 465 tests took 71 of 83 s encoding), and a line per test keeps the file
-        # readable and line-diffable.
-        out.write(b"{")
-        for key in sorted(header):
-            out.write(b"\n" if key == min(header) else b",\n")
-            out.write(f"{json.dumps(key)}:{_compact_json(header[key])}".encode())
-        out.write(b',\n"tests":[')
-    count = 0
-    first = True
-    for index, test in enumerate(pieces):
-        problem = record_problem(test, stored_phases)
-        if problem is not None:
-            _invalid(run_id, (f"tests.{index}.{problem[0]}", problem[1]))
-        if jsonl:
-            out.write(_compact_json({**test, "run_id": run_id}).encode())
-            out.write(b"\n")
-        else:
-            out.write(b"\n" if first else b",\n")
-            out.write(_compact_json(test).encode())
-        first = False
-        count += test.get("id") != IMPORT_TEST_ID
-    if not jsonl:
-        out.write(b"]\n}\n" if first else b"\n]\n}\n")
-    return int(count)
-
-
-def _invalid(run_id: str, problem: tuple[str, str]) -> NoReturn:
-    raise CliError(
-        f"run {run_id} does not form a valid {GENOME_FORMAT} document "
-        f"({problem[0]}: {problem[1]}); record the run again with this diffgenome"
-    )
-
-
-def _test_count(document: dict[str, Any]) -> int:
-    """The tests of a run's document as the user counts them: ``<import>`` is none."""
-    tests = document.get("tests")
-    if not isinstance(tests, list):
-        return 0
-    return sum(1 for test in tests if isinstance(test, dict) and test.get("id") != IMPORT_TEST_ID)
 
 
 def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:

@@ -26,19 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from diffgenome.analysis.models import genome_problem
-from diffgenome.analysis.store import StoreReader, stored_phases
-from diffgenome.protocol.compact import confirm_predicates, tests_predicates
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
-from diffgenome.protocol.rows import (
-    NO_OWNER,
-    insert_run,
-    insert_symbols,
-    insert_tests,
-    join_worker,
-    leave_worker,
-    test_phases,
-)
 from diffgenome.protocol.runs import (
     SHARD_CONFIG_KEY,
     STATUS_COMPLETE,
@@ -49,11 +38,22 @@ from diffgenome.protocol.runs import (
     shard_of,
 )
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import DB_FILE, open_store, sql_error
-from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     REASON_SHARDS_DISAGREE,
+)
+from diffgenome.store.compact import confirm_predicates, tests_predicates
+from diffgenome.store.key import KEY_FILE, key_fingerprint
+from diffgenome.store.layout import DB_FILE, open_store, sql_error
+from diffgenome.store.reader import StoreReader, stored_phases
+from diffgenome.store.rows import (
+    NO_OWNER,
+    insert_run,
+    insert_symbols,
+    insert_tests,
+    join_worker,
+    leave_worker,
+    test_phases,
 )
 
 # Options that only say which slice a shard ran: left out of the combined run's selection,
@@ -542,7 +542,7 @@ def _insert(conn: sqlite3.Connection, run_id: str, merged: Merged, shards: Seque
     # Addressed as a reader will check them: under the run row's config and fingerprint.
     genome_format = genome_format_of(run["config"])
     fingerprint = run.get("key_fingerprint")
-    # Stored compact, as the recorder stores them (store/4, protocol/compact.py).
+    # Stored compact, as the recorder stores them (store/4, store/compact.py).
     predicates = confirm_predicates(conn, tests_predicates(document["tests"]), {})
     insert_tests(
         conn,

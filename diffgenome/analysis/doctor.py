@@ -26,9 +26,9 @@ from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.core import provide
 from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probe
 from diffgenome.analysis.record.worktree import Workspace
-from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol import identity
-from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
+from diffgenome.store.key import KEY_FILE, key_fingerprint
+from diffgenome.store.reader import StoreReader
 
 #: Asked of the recording side in the interpreter that would record: its own verdict.
 _CORE_CHECK = """

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from diffgenome.analysis.models import DiffDocument, DiffSide, Run, TestRecord
 from diffgenome.analysis.previews import without_previews
 from diffgenome.analysis.report.html import SiteError, diff_site, run_site, write_site
-from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.vocab import STATUS_UNCHANGED
+from diffgenome.store.reader import StoreReader
 
 PROG = "diffgenome"
 

@@ -672,7 +672,7 @@ class DiffDocument(_Model):
 
 _PHASES = TypeAdapter(dict[Phase, PhaseGenome])
 # Phases already validated in this process, by identity (kept alive here, so an id is never
-# reused): the store hands out one object for equal recorded phases (analysis/store.py), and
+# reused): the store hands out one object for equal recorded phases (store/reader.py), and
 # most tests of a diff are recorded alike on both sides, so each is validated once.
 _VALID_PHASES: dict[int, object] = {}
 _NO_PHASES: dict[str, object] = {}

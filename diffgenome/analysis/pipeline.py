@@ -30,7 +30,6 @@ from diffgenome.analysis.diff.selective import plan
 from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.record.confirm import confirm
 from diffgenome.analysis.record.git import Repository
-from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.sides import Options, Side, Sides
 from diffgenome.protocol.formats import check_comparable, naming_of, values_of
@@ -42,6 +41,7 @@ from diffgenome.protocol.vocab import (
     STATUS_REMOVED,
     STATUS_UNVERIFIED,
 )
+from diffgenome.store.holds import StoreUse
 
 
 @dataclass

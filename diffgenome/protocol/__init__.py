@@ -1,4 +1,5 @@
-"""The language-neutral protocol: the only thing the recording and analysis sides share.
+"""The language-neutral protocol: what the recording and analysis sides share besides the
+store (``diffgenome.store``, which stands on it): formats, vocabularies, naming.
 
 Standard library only. Formats are named and versioned as ``<name>/<major>``; adding optional
 fields keeps the major version, changing a field's meaning bumps it.

@@ -12,9 +12,9 @@ GENOME_FORMATS_READ = ("diffgenome-genome/1", GENOME_FORMAT)
 # diff/2 added ``touched`` and the seam of stand-ins; site ids as in genome/2.
 DIFF_FORMAT = "diffgenome-diff/3"
 # store/4: a stored phase body's decision records leave out their kind, symbol and predicate,
-# kept once per store (the ``sites`` table; protocol/compact.py); store/3: a finished run's
+# kept once per store (the ``sites`` table; store/compact.py); store/3: a finished run's
 # test rows and symbols stored once per manifest address, a run naming the run that holds them
-# (protocol/manifest.py); store/2: each phase's genome stored once by its content address
+# (store/manifests.py); store/2: each phase's genome stored once by its content address
 # (docs/protocol.md). An older store is upgraded in place by the first writer that opens it,
 # and read as it is by readers.
 STORE_FORMAT = "diffgenome-store/4"

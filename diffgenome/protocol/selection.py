@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Final
 
-from diffgenome.protocol.store import DEFAULT_DIR
+#: The store folder's name, looked for from where a command or a session starts.
+DEFAULT_DIR: Final = ".diffgenome"
 
 #: Set by ``diffgenome diff`` for the recordings it makes; read by the recorder.
 ORIGIN_ENV: Final = "DIFFGENOME_ORIGIN"

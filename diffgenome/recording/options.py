@@ -16,7 +16,7 @@ from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.vocab import EGRESS_POLICIES
 from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.run import git_toplevel
-from diffgenome.recording.writer import WRITER_AUTO, WRITER_MODES
+from diffgenome.store.writer_process import WRITER_AUTO, WRITER_MODES
 
 if TYPE_CHECKING:
     from diffgenome.recording.netns import Isolation
@@ -63,7 +63,7 @@ class Options:
     #: small scalar values of calls, secret rules applied, next to their digests (off: the
     #: digests alone).
     preview: bool = False
-    #: ``--genome-writer``: ``auto``, ``process`` or ``inline`` (recording/writer.py).
+    #: ``--genome-writer``: ``auto``, ``process`` or ``inline`` (store/writer_process.py).
     writer: str = "auto"
     #: How many pytest-xdist workers the session runs (None: not under xdist).
     workers: int | None = None

@@ -19,7 +19,7 @@ _RECORDER_NAME = "diffgenome-recorder"
 #: The policies of ``--genome-egress`` (diffgenome.protocol.vocab.EGRESS_POLICIES; not
 #: imported here: this module must cost nothing in sessions that do not record).
 _POLICIES = ("loopback", "block", "allow", "isolate")
-#: The choices of ``--genome-writer`` (diffgenome.recording.writer.WRITER_MODES, likewise).
+#: The choices of ``--genome-writer`` (diffgenome.store.writer_process.WRITER_MODES, likewise).
 _WRITERS = ("auto", "process", "inline")
 #: This session gave ``socket.socket`` the ``connect_ex`` that keeps its contract.
 _CONNECT_EX: pytest.StashKey[bool] = pytest.StashKey()
@@ -197,7 +197,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except pytest.UsageError:
         raise
     except Exception as exc:
-        from diffgenome.protocol.store import one_line
+        from diffgenome.store.layout import one_line
 
         what = f"{type(exc).__name__}: {one_line(exc)}"
         say(config, f"recording is off for this session: cannot set up ({what})")

@@ -18,7 +18,7 @@ from typing import Any
 from diffgenome import __version__
 from diffgenome.protocol.runs import COPIED_ENV, recording_key, untracked_lines_left_out
 from diffgenome.protocol.selection import ORIGIN_ENV, ORIGINS, recorded_selection
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.writer import StoreWriter
 
 # What each collector sees and misses, stored with the run so that a reader of its genomes
 # knows what an absent event means.

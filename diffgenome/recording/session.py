@@ -33,7 +33,6 @@ from diffgenome.protocol.formats import (
     VALUES,
 )
 from diffgenome.protocol.jsontext import escape_surrogates
-from diffgenome.protocol.retention import cap_notice
 from diffgenome.protocol.runs import (
     ENVIRONMENT_CONFIG_KEY,
     ENVIRONMENT_ENV,
@@ -44,7 +43,6 @@ from diffgenome.protocol.runs import (
     new_run_id,
 )
 from diffgenome.protocol.selection import SHARED_NODE_ID, selected, shared_id
-from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     ORIGIN_REPO,
@@ -79,10 +77,12 @@ from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say, say_alone
 from diffgenome.recording.options import read_options
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
-from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
-from diffgenome.recording.writer import (
+from diffgenome.store.layout import one_line
+from diffgenome.store.retention import cap_notice
+from diffgenome.store.writer import ForkedCopy, StoreError, StoreWriter
+from diffgenome.store.writer_process import (
     WRITER_PROCESS,
     WriterLost,
     WriterProcess,
@@ -184,7 +184,7 @@ class Recorder:
         # costs far less than a test.
         self._pending: list[dict[str, Any]] = []
         #: Where finished tests go when a process of their own writes them
-        #: (``--genome-writer``, recording/writer.py); None: this process writes them.
+        #: (``--genome-writer``, store/writer_process.py); None: this process writes them.
         self._writer: WriterProcess | None = None
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []

@@ -75,14 +75,14 @@ def record(
 
 
 def latest_run(store: Path) -> str:
-    from diffgenome.analysis.store import StoreReader
+    from diffgenome.store.reader import StoreReader
 
     with StoreReader.open(str(store)) as reader:
         return reader.runs()[0].id
 
 
 def document(store: Path, run_id: str) -> dict[str, Any]:
-    from diffgenome.analysis.store import StoreReader
+    from diffgenome.store.reader import StoreReader
 
     with StoreReader.open(str(store)) as reader:
         return reader.document(run_id)

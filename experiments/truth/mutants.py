@@ -25,8 +25,8 @@ from typing import Any
 
 from bench.envs import Env, log
 
-from diffgenome.protocol.retention import set_keep_runs
-from diffgenome.protocol.store import open_store
+from diffgenome.store.layout import open_store
+from diffgenome.store.retention import set_keep_runs
 from truth.common import WORK, diff, document, env_for, record, save
 
 # Module (under the source root) -> its own test file. packaging: utils and markers are fast.

@@ -37,8 +37,8 @@ from typing import Any
 
 from bench.envs import REPO_ROOT, log
 
-from diffgenome.protocol.retention import set_keep_runs
-from diffgenome.protocol.store import open_store
+from diffgenome.store.layout import open_store
+from diffgenome.store.retention import set_keep_runs
 from truth.common import env_for
 from truth.history import HISTORY, diffgenome_commit, git, results_path, run_diff, shown
 from truth.identical import prepare

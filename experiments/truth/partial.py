@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from diffgenome.analysis.store import StoreReader
+from diffgenome.store.reader import StoreReader
 from truth.common import diff
 from truth.mutants import EFFECT_KINDS, _key
 

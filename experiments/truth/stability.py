@@ -48,7 +48,7 @@ def run(projects: list[str], *, basetemp: bool = False) -> dict[str, Any]:
 
 def outcomes(store: Path, run_id: str) -> dict[str, int]:
     """Per-run outcome counts: two runs where every test errored identically diff unchanged."""
-    from diffgenome.analysis.store import StoreReader
+    from diffgenome.store.reader import StoreReader
 
     with StoreReader.open(str(store)) as reader:
         return dict(Counter(t.outcome for t in reader.test_summaries(run_id)))

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from diffgenome.analysis.store import StoreReader
+from diffgenome.store.reader import StoreReader
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
     PY,

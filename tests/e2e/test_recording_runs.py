@@ -175,7 +175,7 @@ def test_xdist_records_the_same_genomes_as_a_serial_run(
 def test_a_writer_process_stores_what_the_test_process_would(
     lab: Path, serial: dict[str, Any], xdist: tuple[str, ...]
 ) -> None:
-    """``--genome-writer=process`` (recording/writer.py): the same rows, written by a process
+    """``--genome-writer=process`` (store/writer_process.py): the same rows, written by a process
     of each recording process's own, which leaves the run ok once it committed them."""
     store = f".dg-writer-{len(xdist)}"
     doc = _record_stable(lab, store, "--genome-writer=process", *xdist)

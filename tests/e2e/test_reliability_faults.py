@@ -41,7 +41,7 @@ def _project(tmp_path: Path, body: str) -> Path:
     return make_project(tmp_path, {**MOD, "tests/test_x.py": body})
 
 
-# Who writes finished tests (recording/writer.py): the faults below must leave the same store
+# Who writes finished tests (store/writer_process.py): the faults below must leave the same store
 # whether the test process writes them itself or hands them to its writer process.
 WRITERS = pytest.mark.parametrize("writer", ["inline", "process"])
 

@@ -76,7 +76,7 @@ def snapshot(store: Path) -> dict[str, bytes]:
 # ``StoreReader.open``'s timeout is the only thing changed, the lock handling is the real one.
 SHORT_WAIT = """
 import sys
-from diffgenome.analysis.store import StoreReader
+from diffgenome.store.reader import StoreReader
 StoreReader.open.__func__.__defaults__ = (0.5,)
 from diffgenome.analysis.cli import main
 sys.exit(main(sys.argv[1:]))

@@ -10,7 +10,7 @@ from pathlib import Path
 from store_v1 import as_store_v1
 
 from diffgenome.protocol.formats import STORE_FORMAT
-from diffgenome.protocol.store import DB_FILE
+from diffgenome.store.layout import DB_FILE
 from e2e.helpers import STORE, cli, diffgenome_notices, export, make_project, record_full
 
 FILES = {

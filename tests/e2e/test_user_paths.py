@@ -140,7 +140,7 @@ def test_a_relative_key_file_is_read_from_where_pytest_was_started(monorepo: Pat
     assert done.returncode == 0, done.stdout + done.stderr
     exported = diffgenome(here, "export", "latest", "--store", "../s")
     fingerprint = json.loads(exported.stdout)["run"]["key_fingerprint"]
-    from diffgenome.protocol.storekey import key_fingerprint
+    from diffgenome.store.key import key_fingerprint
 
     assert fingerprint == key_fingerprint(key.read_bytes())
 

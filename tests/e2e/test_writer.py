@@ -1,4 +1,4 @@
-"""The store's writer process (recording/writer.py, ``--genome-writer``): who starts one, and
+"""The store's writer process (store/writer_process.py, ``--genome-writer``): who starts one, and
 what happens when it is gone. That it stores what the test process would is
 test_recording_runs.py's; the faults of a session with one are test_reliability_faults.py's
 (both modes)."""
@@ -83,7 +83,7 @@ def _writer_pid():
                 argv = cmdline.read()
         except OSError:
             continue
-        if parent == me and b"diffgenome.recording.writer" in argv:
+        if parent == me and b"diffgenome.store.writer_process" in argv:
             return int(pid)
     return None
 

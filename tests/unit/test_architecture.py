@@ -101,7 +101,7 @@ def test_no_import_climbs_to_a_higher_floor() -> None:
 @pytest.mark.parametrize(
     ("path", "floor", "imports"),
     [
-        ("diffgenome/analysis/record/documents.py", 3, "diffgenome/analysis/store.py"),
+        ("diffgenome/analysis/record/documents.py", 3, "diffgenome/store/reader.py"),
         ("diffgenome/analysis/pipeline.py", 4, "diffgenome/analysis/record/sides.py"),
         ("diffgenome/analysis/cli.py", 7, "diffgenome/analysis/pipeline.py"),
     ],

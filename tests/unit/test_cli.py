@@ -22,8 +22,8 @@ from diffgenome.analysis import models
 from diffgenome.analysis.cli import main, schema_json
 from diffgenome.analysis.models import GenomeDocument, Run
 from diffgenome.analysis.report.runs import genome_tree
-from diffgenome.protocol.store import DB_FILE
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.layout import DB_FILE
+from diffgenome.store.writer import StoreWriter
 
 COMMIT = "c0ffee1234567890c0ffee1234567890c0ffee12"
 

@@ -1,4 +1,4 @@
-"""The stored form of a phase body (store/4, protocol/compact.py): what a decision record
+"""The stored form of a phase body (store/4, store/compact.py): what a decision record
 leaves out comes back exactly, and only what comes back exactly is left out."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diffgenome.protocol.compact import compact_phase, expand_phase, site_kind
+from diffgenome.store.compact import compact_phase, expand_phase, site_kind
 
 SITE = "py:pkg.mod.f/if[8ae3e9f222]"
 

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diffgenome.recording import genome, store
+from diffgenome.recording import genome
 from diffgenome.recording.collect import codemap, values
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
@@ -28,6 +28,7 @@ from diffgenome.recording.collect.contract import (
     PhaseCapture,
     StateSet,
 )
+from diffgenome.store import writer
 
 # --- the reference: the exporter before the short paths ----------------------------------
 
@@ -321,4 +322,4 @@ JSON = st.recursive(
 @given(JSON)
 def test_canonical_text_is_the_sorted_compact_json(value: object) -> None:
     expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert store._canonical(value) == expected
+    assert writer._canonical(value) == expected

@@ -25,11 +25,11 @@ from pydantic import ValidationError
 
 from diffgenome.analysis.cli import main
 from diffgenome.analysis.models import GenomeDocument, genome_problem
-from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_format
-from diffgenome.protocol.store import DB_FILE
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.layout import DB_FILE
+from diffgenome.store.reader import StoreReader
+from diffgenome.store.writer import StoreWriter
 
 SEED_PROJECT = {
     "pkg/__init__.py": "",

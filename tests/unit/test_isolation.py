@@ -1,5 +1,7 @@
 """The recording side runs inside the user's test process: standard library and pytest only.
-The two sides never import each other; what both need is in ``diffgenome.protocol``."""
+The two sides never import each other; what both need is in ``diffgenome.protocol`` (formats,
+vocabularies, naming) and ``diffgenome.store`` (the store, written by one side and read by
+the other), which import neither side."""
 
 from __future__ import annotations
 
@@ -38,9 +40,9 @@ PROBE = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, Refuse())
-    import diffgenome.protocol, diffgenome.recording
+    import diffgenome.protocol, diffgenome.store, diffgenome.recording
     loaded = []
-    for package in (diffgenome.protocol, diffgenome.recording):
+    for package in (diffgenome.protocol, diffgenome.store, diffgenome.recording):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             importlib.import_module(info.name)
             loaded.append(info.name)
@@ -66,9 +68,12 @@ def test_recording_side_imports_only_stdlib_and_pytest() -> None:
     assert {
         "diffgenome.recording.collect.tracer",
         "diffgenome.recording.plugin",
-        "diffgenome.recording.store",
+        "diffgenome.store.writer",
+        "diffgenome.store.writer_process",
         "diffgenome.recording.session",
     } <= loaded
+    # ... and the whole store, the reader's half too: the recording side may import any of it.
+    assert {"diffgenome.store.layout", "diffgenome.store.reader"} <= loaded
     outside = set(outside_line.split()) - {
         "__main__",
         "_distutils_hack",
@@ -81,8 +86,9 @@ def test_recording_side_imports_only_stdlib_and_pytest() -> None:
 def test_the_probe_would_notice_a_leak() -> None:
     """The refusal is real: importing the analysis side under the same guard fails."""
     probe = PROBE.replace(
-        "import diffgenome.protocol, diffgenome.recording",
-        "import diffgenome.protocol, diffgenome.recording, diffgenome.analysis.models",
+        "import diffgenome.protocol, diffgenome.store, diffgenome.recording",
+        "import diffgenome.protocol, diffgenome.store, diffgenome.recording, "
+        "diffgenome.analysis.models",
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
@@ -92,7 +98,9 @@ def test_the_probe_would_notice_a_leak() -> None:
 
 
 def _imported(package: str) -> dict[str, set[str]]:
-    """Every module a package's files import, anywhere in the file (lazy imports included)."""
+    """Every module a package's files import, anywhere in the file (lazy imports included).
+    Only import statements count: code held in a string (a probe run in another interpreter)
+    imports nothing here."""
     found: dict[str, set[str]] = {}
     for path in sorted((ROOT / "diffgenome" / package).rglob("*.py")):
         names: set[str] = set()
@@ -119,11 +127,19 @@ def test_recording_never_imports_analysis() -> None:
 
 
 def test_analysis_never_imports_recording() -> None:
+    """The CLI reaches the recording side only through the store and in other interpreters
+    (a probe's code is a string run there, which imports nothing here)."""
     assert _offenders("analysis", ("diffgenome.recording",)) == {}
+    # The check reads real imports: the analysis side does import the store.
+    assert _offenders("analysis", ("diffgenome.store",)) != {}
 
 
 def test_protocol_imports_neither_side_and_only_the_standard_library() -> None:
-    assert _offenders("protocol", ("diffgenome.analysis", "diffgenome.recording")) == {}
+    """The store stands on the protocol, never the other way round."""
+    assert (
+        _offenders("protocol", ("diffgenome.analysis", "diffgenome.recording", "diffgenome.store"))
+        == {}
+    )
     outside = {
         path: sorted(
             name
@@ -136,12 +152,32 @@ def test_protocol_imports_neither_side_and_only_the_standard_library() -> None:
     assert {path: names for path, names in outside.items() if names} == {}
 
 
+def test_the_store_imports_neither_side_and_only_the_standard_library() -> None:
+    """The store is one room both sides use: the writer runs in the user's test process, the
+    reader in the CLI, so it stands on the standard library and the protocol alone."""
+    assert _offenders("store", ("diffgenome.analysis", "diffgenome.recording")) == {}
+    outside = {
+        path: sorted(
+            name
+            for name in names
+            if name.split(".")[0] not in sys.stdlib_module_names
+            and not name.startswith(("diffgenome.protocol", "diffgenome.store"))
+        )
+        for path, names in _imported("store").items()
+    }
+    assert {path: names for path, names in outside.items() if names} == {}
+    # The check reads real imports: the writer imports the store's layout and the protocol.
+    writer = _file_imports("diffgenome/store/writer.py")
+    assert "diffgenome.store.layout" in writer
+    assert any(name.startswith("diffgenome.protocol") for name in writer)
+
+
 def test_the_differ_does_no_input_or_output() -> None:
     """Git, files, child processes and the store are ``analysis.record``'s and the CLI's."""
     io = {"os", "subprocess", "shutil", "tempfile", "signal", "sqlite3", "pathlib", "rich"}
     io_modules = (
         "diffgenome.analysis.record",
-        "diffgenome.analysis.store",
+        "diffgenome.store",
         "diffgenome.analysis.report",
     )
     found = {

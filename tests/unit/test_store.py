@@ -18,16 +18,16 @@ import genomes
 import pytest
 
 from diffgenome.analysis.models import GenomeDocument
-from diffgenome.analysis.store import StoreReader, UnknownRunError
-from diffgenome.protocol.addresses import phase_address
-from diffgenome.protocol.compact import compact_phase, expand_phase
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import GENOME_FORMATS_READ, STORE_FORMAT
-from diffgenome.protocol.retention import set_keep_runs
 from diffgenome.protocol.runs import REASON_INTERRUPTED
-from diffgenome.protocol.store import DB_FILE, create_store
-from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.addresses import phase_address
+from diffgenome.store.compact import compact_phase, expand_phase
+from diffgenome.store.key import KEY_FILE, key_fingerprint
+from diffgenome.store.layout import DB_FILE, create_store
+from diffgenome.store.reader import StoreReader, UnknownRunError
+from diffgenome.store.retention import set_keep_runs
+from diffgenome.store.writer import StoreWriter
 
 COMMIT_A = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 COMMIT_B = "b1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
@@ -406,7 +406,7 @@ def test_runs_list_newest_first_with_counts(store: Path) -> None:
 def test_a_run_whose_writer_died_reads_as_interrupted(store: Path) -> None:
     script = (
         "import sys, os\n"
-        "from diffgenome.recording.store import StoreWriter\n"
+        "from diffgenome.store.writer import StoreWriter\n"
         "sys.path.insert(0, sys.argv[2])\n"
         "from test_store import make_run, make_test\n"
         "w = StoreWriter.open(sys.argv[1])\n"
@@ -501,7 +501,7 @@ def test_a_finished_run_refuses_more_tests(store: Path) -> None:
 WRITER_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[4])
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.writer import StoreWriter
 from test_store import make_run, make_test
 store, run_id, commit = sys.argv[1:4]
 w = StoreWriter.open(store)
@@ -807,7 +807,7 @@ def shared_dir(tmp_path: Path) -> Iterator[Path]:
 
 WRITE_ONE = """
 import sys
-from diffgenome.recording.store import StoreWriter, StoreError
+from diffgenome.store.writer import StoreWriter, StoreError
 try:
     StoreWriter.open(sys.argv[1]).begin_run({"id": "y", "python": "p", "platform": "p"})
 except StoreError as exc:
@@ -838,7 +838,7 @@ def test_writer_in_a_read_only_folder_fails_in_one_line(shared_dir: Path) -> Non
 
 READ_RUNS = """
 import sys
-from diffgenome.analysis.store import StoreReader, StoreError
+from diffgenome.store.reader import StoreReader, StoreError
 try:
     print([r.id for r in StoreReader.open(sys.argv[1]).runs()])
 except StoreError as exc:
@@ -862,7 +862,7 @@ def test_reader_reads_a_store_in_a_read_only_folder(shared_dir: Path) -> None:
 
 
 def test_a_run_that_shares_its_rows_gives_their_pages_back(store: Path) -> None:
-    """The rows a finished run gives up for an earlier run's (protocol/manifest.py) were
+    """The rows a finished run gives up for an earlier run's (store/manifests.py) were
     written while it recorded: their pages go back to the file system at once (incremental
     auto-vacuum), so ten recordings of one commit take about the room of one."""
     record(store, "a", tests=400, started="2026-01-01T00:00:00Z")

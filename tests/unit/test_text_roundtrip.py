@@ -24,9 +24,9 @@ from diffgenome.analysis.cli import main
 from diffgenome.analysis.delivery import diff_json
 from diffgenome.analysis.diff import diff_documents
 from diffgenome.analysis.report import render_markdown, render_terminal
-from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol.jsontext import canonical_json, escape_surrogates
-from diffgenome.recording.store import StoreWriter
+from diffgenome.store.reader import StoreReader
+from diffgenome.store.writer import StoreWriter
 
 # Every code point, lone surrogates included (hypothesis leaves category Cs out by default).
 ANY_TEXT = st.text(st.characters(exclude_categories=()), min_size=1, max_size=40)

@@ -36,7 +36,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diffgenome.protocol.storekey import key_fingerprint
 from diffgenome.recording.collect import values as value_summaries
 from diffgenome.recording.collect.values import (
     BoundedValues,
@@ -45,6 +44,7 @@ from diffgenome.recording.collect.values import (
     canonical,
     shape,
 )
+from diffgenome.store.key import key_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """The diff's words are defined once, in diffgenome/protocol/vocab.py: the analysis side (and
-the rest of protocol/) names a status, a change kind, a code change kind, an unverified
-reason or the symbol prefix by its constant, never by a string of its own (issue #28).
+the rest of protocol/, and the store) names a status, a change kind, a code change kind, an
+unverified reason or the symbol prefix by its constant, never by a string of its own (issue #28).
 
 Only a whole string constant equal to one of the words counts: a word inside a sentence or
 an f-string is English, and docstrings are for people. The ``Literal[...]`` types of the
@@ -18,7 +18,11 @@ import pytest
 from diffgenome.protocol import vocab
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = (ROOT / "diffgenome" / "analysis", ROOT / "diffgenome" / "protocol")
+CHECKED = (
+    ROOT / "diffgenome" / "analysis",
+    ROOT / "diffgenome" / "protocol",
+    ROOT / "diffgenome" / "store",
+)
 VOCAB = ROOT / "diffgenome" / "protocol" / "vocab.py"
 MODELS = "diffgenome/analysis/models.py"
 

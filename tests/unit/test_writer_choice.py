@@ -1,10 +1,10 @@
-"""When a session starts a writer process (recording/writer.py, ``--genome-writer``)."""
+"""When a session starts a writer process (store/writer_process.py, ``--genome-writer``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from diffgenome.recording.writer import AUTO_MIN_TESTS, writer_wanted
+from diffgenome.store.writer_process import AUTO_MIN_TESTS, writer_wanted
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,9 @@ from typing import Any
 from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.process import DiffError
-from diffgenome.analysis.store import StoreHandle, stored_phases
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_genome_format
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.store.reader import StoreHandle, stored_phases
 
 
 def stored(

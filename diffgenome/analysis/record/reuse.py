@@ -15,7 +15,6 @@ from typing import Any
 
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.interpreter import DIFF_HASH_SEED
-from diffgenome.analysis.store import RunSummary, StoreReader
 from diffgenome.protocol import identity
 from diffgenome.protocol.formats import (
     EFFECTS,
@@ -29,6 +28,7 @@ from diffgenome.protocol.formats import (
 from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY, ORIGIN_CONFIRMATION, recording_key
 from diffgenome.protocol.selection import recorded_selection
 from diffgenome.protocol.vocab import REASON_FOREIGN_MODULE
+from diffgenome.store.reader import RunSummary, StoreReader
 
 ORIGIN_DIFF = "diff"
 

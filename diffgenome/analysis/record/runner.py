@@ -26,7 +26,6 @@ from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.core import CoreSupply
 from diffgenome.analysis.record.core import apply as apply_core
 from diffgenome.analysis.record.git import Repository
-from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, Target, environment, probed
 from diffgenome.analysis.record.process import DiffError, run_child
 from diffgenome.analysis.record.pytest_output import PytestProgress, pytest_error
@@ -40,8 +39,9 @@ from diffgenome.protocol.runs import (
     new_run_id,
 )
 from diffgenome.protocol.selection import ORIGIN_ENV
-from diffgenome.protocol.storekey import KEY_FILE
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
+from diffgenome.store.holds import StoreUse
+from diffgenome.store.key import KEY_FILE
 
 # The project's pytest must not leave a cache in the user's checkout when WORKTREE is
 # recorded in place (a repository without a commit; bytecode is kept out with

@@ -23,15 +23,15 @@ from typing import Any
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record import documents
 from diffgenome.analysis.record.git import WORKTREE, Repository, RevisionError
-from diffgenome.analysis.record.holds import StoreUse
 from diffgenome.analysis.record.interpreter import source_root_of
 from diffgenome.analysis.record.process import DiffError, sigint_ignored
 from diffgenome.analysis.record.reuse import ANOTHER_ENVIRONMENT, ORIGIN_DIFF, reusable_run
 from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.worktree import SIDE_TREE, Checkouts, Workspace
-from diffgenome.analysis.store import RunSummary, StoreHandle, UnknownRunError
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
+from diffgenome.store.holds import StoreUse
+from diffgenome.store.reader import RunSummary, StoreHandle, UnknownRunError
 
 # Recordings a diff made for itself: passing one over needs no word to the user.
 _DIFF_ORIGINS = (ORIGIN_DIFF, ORIGIN_CONFIRMATION)

@@ -34,7 +34,7 @@ from diffgenome.analysis.record.git import Repository, RevisionError
 #: The folder, under the diff's temp folder, that each side is checked out in (in turn).
 SIDE_TREE = "tree"
 # What the recording side needs in a foreign interpreter: never the analysis side.
-RECORDING_PARTS = ("protocol", "recording")
+RECORDING_PARTS = ("protocol", "store", "recording")
 #: Slots tried for the stable workspace folder before falling back to a fresh name.
 SLOTS = 16
 
@@ -157,7 +157,7 @@ class Workspace:
         self.close()
 
     def recorder_path(self) -> str:
-        """A folder holding only ``diffgenome/{__init__.py,protocol,recording}``, for
+        """A folder holding only ``diffgenome/{__init__.py,protocol,store,recording}``, for
         ``PYTHONPATH``: the target interpreter need not have diffgenome installed."""
         with self._lock:
             return self._copy_recorder()

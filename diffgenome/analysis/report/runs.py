@@ -28,9 +28,9 @@ from diffgenome.analysis.models import (
     SubstitutionNode,
     TestRecord,
 )
-from diffgenome.analysis.store import RunSummary, TestSummary
 from diffgenome.protocol.runs import STATUS_COMPLETE, STATUS_RUNNING
 from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, STATUS_UNVERIFIED
+from diffgenome.store.reader import RunSummary, TestSummary
 
 TIMES = "\u00d7"  # multiplication sign, as in "symbol x3"
 _STATUS_STYLE = {STATUS_COMPLETE: "green", STATUS_RUNNING: "yellow"}

@@ -11,7 +11,7 @@ So a value is reduced to three things:
 * ``canonical``: a type-tagged byte form that is only ever *digested* (HMAC-SHA256 under a
   per-run key, truncated to 128 bits). HMAC rather than a plain hash because most interesting
   values are short (``0``, ``"admin"``, a four-digit PIN): an unkeyed hash of them is reversed
-  by enumeration, a keyed one is not without the key. ``protocol.storekey.key_fingerprint`` lets a
+  by enumeration, a keyed one is not without the key. ``store.key.key_fingerprint`` lets a
   reader tell which digests are comparable without revealing the key (it is only as strong as
   the key, so keys must be long and random).
 

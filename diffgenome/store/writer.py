@@ -3,7 +3,7 @@
 Standard library only, because it runs inside the user's test process. The os functions it
 needs are bound at import time, so a test that patches ``os`` or ``builtins.open`` while a
 test is written cannot redirect or break the write; creating the folder, the key and the
-layout is :func:`diffgenome.protocol.store.open_store`'s, bound the same way. Every failure
+layout is :func:`diffgenome.store.layout.open_store`'s, bound the same way. Every failure
 surfaces as ``StoreError`` with a one-line message; the plugin decides how to report it.
 """
 
@@ -18,12 +18,36 @@ from os import uname as _uname
 from types import TracebackType
 from typing import Self
 
-from diffgenome.protocol.addresses import PHASE_ZLIB_LEVEL, PhaseRows, canonical_json
-from diffgenome.protocol.compact import confirm_predicates, tests_predicates
 from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.fileio import store_file
-from diffgenome.protocol.manifest import TESTS, holder, share_rows
-from diffgenome.protocol.retention import (
+from diffgenome.protocol.runs import (
+    STATUS_COMPLETE,
+    STATUS_INCOMPLETE,
+    STATUS_RUNNING,
+    process_token,
+    run_genome_format,
+)
+from diffgenome.protocol.selection import SHARED_NODE_ID
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, REASON_NOT_STORABLE
+from diffgenome.store.addresses import PHASE_ZLIB_LEVEL, PhaseRows, canonical_json
+from diffgenome.store.compact import confirm_predicates, tests_predicates
+from diffgenome.store.descriptors import (
+    Held,
+    keep_open,
+    numbers_naming,
+    release,
+    store_descriptors,
+)
+from diffgenome.store.key import key_fingerprint
+from diffgenome.store.layout import (
+    DB_FILE,
+    one_line,
+    open_store,
+    release_reserve,
+    sql_error,
+)
+from diffgenome.store.manifests import TESTS, holder, share_rows
+from diffgenome.store.paths import store_file
+from diffgenome.store.retention import (
     compact,
     delete_runs,
     keep_runs,
@@ -31,7 +55,7 @@ from diffgenome.protocol.retention import (
     runs_over_cap,
     said_removals,
 )
-from diffgenome.protocol.rows import (
+from diffgenome.store.rows import (
     Owner,
     insert_rows,
     insert_run,
@@ -42,30 +66,6 @@ from diffgenome.protocol.rows import (
     require_str,
     test_phases,
     test_row,
-)
-from diffgenome.protocol.runs import (
-    STATUS_COMPLETE,
-    STATUS_INCOMPLETE,
-    STATUS_RUNNING,
-    process_token,
-    run_genome_format,
-)
-from diffgenome.protocol.selection import SHARED_NODE_ID
-from diffgenome.protocol.store import (
-    DB_FILE,
-    one_line,
-    open_store,
-    release_reserve,
-    sql_error,
-)
-from diffgenome.protocol.storekey import key_fingerprint
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, REASON_NOT_STORABLE
-from diffgenome.recording.descriptors import (
-    Held,
-    keep_open,
-    numbers_naming,
-    release,
-    store_descriptors,
 )
 
 __all__ = ["ForkedCopy", "StoreError", "StoreWriter", "process_token"]
@@ -89,7 +89,7 @@ class ForkedCopy(StoreError):
 # Addresses a writer remembers having stored (about 100 bytes each): past this, it starts
 # over, and a body it forgot is only compressed and offered to the store once more.
 _STORED_LIMIT = 50_000
-#: Site predicates this writer knows the store holds (protocol/compact.py), at most.
+#: Site predicates this writer knows the store holds (store/compact.py), at most.
 _SITES_LIMIT = 100_000
 
 
@@ -347,7 +347,7 @@ class StoreWriter:
         return tests, unverified, top, reasons[top], unstorable, shared
 
     def apply_cap(self) -> tuple[int, list[str], list[str]]:
-        """Remove what the store's cap removes (``protocol.retention.runs_over_cap``: confirmation
+        """Remove what the store's cap removes (``store.retention.runs_over_cap``: confirmation
         runs of diffs that are over first, then runs beyond the cap, never one a live diff
         holds nor the newest complete run of a commit) and give their space back; the cap, the
         ids removed, and those of them a notice names (``said_removals``). A session recorded

@@ -24,15 +24,12 @@ from types import TracebackType
 from typing import Final, Self
 from urllib.parse import quote
 
-from diffgenome.protocol.addresses import canonical_json, phase_address
-from diffgenome.protocol.compact import expand_phase
 from diffgenome.protocol.errors import StoreError
 from diffgenome.protocol.formats import (
     FormatError,
     check_store_format,
     genome_format_of,
 )
-from diffgenome.protocol.manifest import SYMBOLS, TESTS, holder, holders_of
 from diffgenome.protocol.runs import (
     ORIGIN_CONFIRMATION,
     REASON_INTERRUPTED,
@@ -42,14 +39,17 @@ from diffgenome.protocol.runs import (
     process_alive,
 )
 from diffgenome.protocol.selection import recorded_selection
-from diffgenome.protocol.store import (
+from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, SYMBOL_PREFIX
+from diffgenome.store.addresses import canonical_json, phase_address
+from diffgenome.store.compact import expand_phase
+from diffgenome.store.layout import (
     BUSY_TIMEOUT_S,
     DB_FILE,
     META_FORMAT_KEY,
     header_problem,
     one_line,
 )
-from diffgenome.protocol.vocab import IMPORT_TEST_ID, PHASES, SYMBOL_PREFIX
+from diffgenome.store.manifests import SYMBOLS, TESTS, holder, holders_of
 
 __all__ = [
     "RunSummary",
@@ -473,7 +473,7 @@ class StoreReader:
 
     def site_predicate(self, site: str) -> str | None:
         """The predicate the store keeps for ``site`` (store/4: a stored body's decision
-        records leave it out, protocol/compact.py), or None; the table is read once, and
+        records leave it out, store/compact.py), or None; the table is read once, and
         again when a site is not in it (a writer may have added it since)."""
         predicates = self._predicates
         if predicates is None or site not in predicates:

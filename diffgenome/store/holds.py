@@ -2,10 +2,10 @@
 recording, the runs the diff holds while it runs, the store's cap at its end, and what
 Ctrl-C leaves in it.
 
-A diff reads the store through one :class:`~diffgenome.analysis.store.StoreHandle`. Before
+A diff reads the store through one :class:`~diffgenome.store.reader.StoreHandle`. Before
 anything records into the store, the writer opens it (creating it and its digest key, or
 upgrading its layout): both sides then pass that key, so their digests compare. Every run
-the diff uses is held (``protocol.retention.hold_runs``), so that no recording removes it
+the diff uses is held (``store.retention.hold_runs``), so that no recording removes it
 meanwhile; the recordings leave the cap to the diff, which applies it once
 (:meth:`StoreUse.finish`).
 """
@@ -19,9 +19,12 @@ import threading
 from collections.abc import Iterator
 from typing import Self
 
-from diffgenome.analysis.store import StoreHandle
 from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.retention import (
+from diffgenome.protocol.runs import new_run_id
+from diffgenome.store.key import key_fingerprint
+from diffgenome.store.layout import OpenedStore, one_line, open_store
+from diffgenome.store.reader import StoreHandle
+from diffgenome.store.retention import (
     cap_notice,
     compact,
     delete_runs,
@@ -31,9 +34,6 @@ from diffgenome.protocol.retention import (
     runs_over_cap,
     said_removals,
 )
-from diffgenome.protocol.runs import new_run_id
-from diffgenome.protocol.store import OpenedStore, one_line, open_store
-from diffgenome.protocol.storekey import key_fingerprint
 
 
 class StoreUse:

@@ -13,9 +13,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Final
 
-from diffgenome.protocol.compact import compact_phase
 from diffgenome.protocol.jsontext import canonical_json as _canonical_json
 from diffgenome.protocol.vocab import TYPE_SUBSTITUTION
+from diffgenome.store.compact import compact_phase
 
 # Level 3 deflates a phase two to three times faster than the default 6 for about a tenth
 # more bytes; the recorder runs it once per phase, in the user's test process.
@@ -86,7 +86,7 @@ def phase_rows(
     compressed again nor among the rows (most tests share their setup and teardown).
     ``level``: zlib's; any level reads back the same bytes, so the address is the same.
     ``predicates``: the store's ``sites`` table as far as this write knows it; given, the
-    bodies are stored compact (protocol/compact.py) and addressed as stored."""
+    bodies are stored compact (store/compact.py) and addressed as stored."""
     refs: dict[str, str] = {}
     bodies: list[tuple[str, bytes, int]] = []
     size = 0

@@ -14,16 +14,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from time import gmtime as _gmtime
 from time import strftime as _strftime
 
-from diffgenome.protocol.addresses import (
+from diffgenome.protocol.errors import StoreError
+from diffgenome.protocol.jsontext import escape_surrogates
+from diffgenome.store.addresses import (
     PHASE_ZLIB_LEVEL,
     PhaseRows,
     canonical_json,
     insert_bodies,
     phase_rows,
 )
-from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.jsontext import escape_surrogates
-from diffgenome.protocol.store import RUN_COLUMNS, TEST_COLUMNS
+from diffgenome.store.layout import RUN_COLUMNS, TEST_COLUMNS
 
 #: A writer process as the store names it: pid, host, and the token that tells a reused pid
 #: apart (``protocol.runs.process_token``); all None for a writer that is not a process of
@@ -153,7 +153,7 @@ def test_phases(
     level: int = PHASE_ZLIB_LEVEL,
     predicates: Mapping[str, str] | None = None,
 ) -> PhaseRows:
-    """A test record's phases as content-addressed rows (``protocol.addresses.phase_rows``)."""
+    """A test record's phases as content-addressed rows (``store.addresses.phase_rows``)."""
     phases = test.get("phases")
     return phase_rows(
         phases if isinstance(phases, dict) else {},

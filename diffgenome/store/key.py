@@ -22,7 +22,8 @@ from time import sleep as _sleep
 from typing import Final
 
 from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.fileio import read_file, store_file
+from diffgenome.protocol.fileio import read_file
+from diffgenome.store.paths import store_file
 
 KEY_FILE: Final = "secret.key"
 

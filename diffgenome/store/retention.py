@@ -11,8 +11,6 @@ from os import getpid as _getpid
 from os import uname as _uname
 from typing import Final
 
-from diffgenome.protocol.addresses import drop_unreferenced_genomes
-from diffgenome.protocol.manifest import hand_down
 from diffgenome.protocol.runs import (
     ORIGIN_CONFIRMATION,
     STATUS_COMPLETE,
@@ -21,6 +19,8 @@ from diffgenome.protocol.runs import (
     process_alive,
     process_token,
 )
+from diffgenome.store.addresses import drop_unreferenced_genomes
+from diffgenome.store.manifests import hand_down
 
 #: How many runs a store keeps unless told otherwise: the oldest beyond it are removed when a
 #: recording finishes (and said so). ``diffgenome prune --cap N`` changes it; 0 keeps all.

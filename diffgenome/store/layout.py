@@ -32,25 +32,22 @@ from time import monotonic as _monotonic
 from time import sleep as _sleep
 from typing import Final
 
-from diffgenome.protocol.addresses import PhaseRows, insert_bodies, phase_rows
-from diffgenome.protocol.compact import all_predicates, confirm_predicates
 from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.fileio import store_file
 from diffgenome.protocol.formats import (
     STORE_FORMAT,
     STORE_FORMATS_READ,
     FormatError,
     check_store_format,
 )
-from diffgenome.protocol.manifest import add_manifest_columns
-from diffgenome.protocol.retention import AUTO_VACUUM, compact
 from diffgenome.protocol.runs import RUN_STATUSES, run_genome_format
-from diffgenome.protocol.storekey import load_key, store_key
+from diffgenome.store.addresses import PhaseRows, insert_bodies, phase_rows
+from diffgenome.store.compact import all_predicates, confirm_predicates
+from diffgenome.store.key import load_key, store_key
+from diffgenome.store.manifests import add_manifest_columns
+from diffgenome.store.paths import store_file
+from diffgenome.store.retention import AUTO_VACUUM, compact
 
 DB_FILE: Final = "genome.sqlite"
-
-
-DEFAULT_DIR: Final = ".diffgenome"
 
 
 # Writers wait this long for each other; the store is busy only for the length of one batch.
@@ -422,7 +419,7 @@ def _initialise(conn: sqlite3.Connection, db_path: str) -> int:
             _check_existing(conn, db_path)
             if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
                 # A new file: pages freed later (a run's rows given up for an earlier run's,
-                # protocol/manifest.py) can go back to the file system without a VACUUM.
+                # store/manifests.py) can go back to the file system without a VACUUM.
                 # Only an empty file takes this; an older store takes it when compacted.
                 conn.execute(f"PRAGMA auto_vacuum = {AUTO_VACUUM}")
             # Switching to WAL needs a moment alone with the file; a racing creator may hold

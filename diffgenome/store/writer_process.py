@@ -49,8 +49,8 @@ from os.path import dirname as _dirname
 from typing import Any, Final
 
 from diffgenome.protocol.errors import StoreError
-from diffgenome.protocol.store import one_line
-from diffgenome.recording.store import ForkedCopy, StoreWriter
+from diffgenome.store.layout import one_line
+from diffgenome.store.writer import ForkedCopy, StoreWriter
 
 #: ``--genome-writer`` / ini ``genome_writer``.
 WRITER_AUTO: Final = "auto"
@@ -89,7 +89,7 @@ WRITER_ZLIB_LEVEL: Final = 9
 # (docs/recording.md). Every transaction was committed: exiting is as safe as a crash.
 _CHILD_MAIN: Final = (
     "import os, sys; sys.path.insert(0, sys.argv[1]); "
-    "from diffgenome.recording.writer import serve; os._exit(serve(sys.argv[2:]))"
+    "from diffgenome.store.writer_process import serve; os._exit(serve(sys.argv[2:]))"
 )
 
 
