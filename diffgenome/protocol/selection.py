@@ -189,6 +189,39 @@ def recorded_selection(
     return [arg for unit in _options_first(units) for arg in unit]
 
 
+#: Short options whose value may be written in the same argument (``-kslow``, ``-Werror``).
+_GLUED_VALUE: Final = frozenset({"-k", "-m", "-p", "-W", "-o", "-c", "-n", "-r"})
+
+
+def may_name_paths(args: Sequence[str]) -> bool:
+    """Whether pytest could read one of ``args`` as a test path: a word that is neither an
+    option nor the value of an option this module knows. After an option it does not know,
+    a word may be that option's value or a path: yes. ``-o addopts=`` names no path
+    (cookiecutter's and semver's suites need it): before this was asked, every confirming
+    recording of such a suite collected all of it to record a few tests."""
+    items = list(args)
+    index = 0
+    while index < len(items):
+        arg = items[index]
+        index += 1
+        if arg == "--":
+            return index < len(items)
+        if not arg.startswith("-") or arg == "-":
+            return True
+        if arg.startswith("--") and "=" in arg:
+            continue
+        if arg in _OUTPUT_WITH_VALUE or arg in _SELECTION_WITH_VALUE:
+            index += 1
+            continue
+        if arg in _OUTPUT_FLAGS or arg in _SELECTION_FLAGS or _short_output_flag(arg):
+            continue
+        if arg[:2] in _GLUED_VALUE and len(arg) > 2:
+            continue
+        if index < len(items) and not items[index].startswith("-"):
+            return True
+    return False
+
+
 def _options_first(units: list[list[str]]) -> list[list[str]]:
     """The options in their order, then the test paths in theirs: pytest reads both the same
     wherever they stand (``--genome-random-seed=0 tests`` is ``tests --genome-random-seed=0``).

@@ -194,3 +194,30 @@ def test_a_recording_takes_the_run_id_diff_chose_and_keeps_it_from_its_tests(
     recording = record_full(project, env={"DIFFGENOME_RUN_ID": chosen})
     assert recording.doc["run"]["id"] == chosen
     assert recording.doc["tests"][-1]["outcome"] == "passed"
+
+
+def test_an_options_value_does_not_make_confirmation_collect_the_suite(tmp_path: Path) -> None:
+    """``-- -o addopts=`` (a suite's own options switched off, as cookiecutter's needs) holds
+    a word that is no option: before, confirmation read it as a path and every confirming
+    recording collected the whole suite to record the few tests that differed (cookiecutter:
+    6-8 s each for 9 tests). Now only their files are collected: the other test file is
+    imported by the two first recordings alone."""
+    imports = tmp_path / "imports.log"
+    other = f"""
+        with open({str(imports)!r}, "a") as log:
+            log.write("imported\\n")
+
+
+        def test_elsewhere():
+            assert True
+    """
+    repo = tmp_path / "repo"
+    write_files(repo, {**PROJECT, "tests/test_other.py": other})
+    GitRepo.init(repo).commit_all("initial")
+    _unrelated(repo)
+    args = (*DIFF_PYTEST_ARGS, "-o", "addopts=")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=args)
+    assert _statuses(document)["test_noise_only"] == "unstable"
+    assert document["summary"]["confirmed"] == 2
+    assert imports.read_text().splitlines() == ["imported"] * 2
+    assert code == 0

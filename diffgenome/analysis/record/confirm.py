@@ -21,7 +21,13 @@ from diffgenome.analysis.record.runner import Recordings
 from diffgenome.analysis.record.sides import Side, side_subject
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
-from diffgenome.protocol.selection import ALL_CASES, case_indexed, node_id, pytest_node_id
+from diffgenome.protocol.selection import (
+    ALL_CASES,
+    case_indexed,
+    may_name_paths,
+    node_id,
+    pytest_node_id,
+)
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 #: Recordings of each side's differing tests that confirmation compares with each other.
@@ -174,7 +180,8 @@ def _only(
     arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
     differed) cannot widen the selection. The node ids are also given as arguments,
     which spares collecting the other files, only when the user's arguments hold no
-    word that pytest could read as a path, and not when ``whole``: then pytest collects
+    word that pytest could read as a path (:func:`may_name_paths`: an option's value,
+    ``-o addopts=``, is none), and not when ``whole``: then pytest collects
     what the first recordings collected, so that the confirming ``<import>`` records are
     the whole import too, comparable with each other (confirmation in one place). Nor
     when a test's id ends in an index (``#1``, items that share a node id): handed to
@@ -191,9 +198,7 @@ def _only(
     with open(listed, "w", encoding="utf-8") as out:
         out.write(text)
     positional = (
-        whole
-        or any(not arg.startswith("-") for arg in pytest_args)
-        or any(case_indexed(test_id) for test_id in wanted)
+        whole or may_name_paths(pytest_args) or any(case_indexed(test_id) for test_id in wanted)
     )
     return [f"--genome-only={listed}", *([] if positional else node_ids)]
 
