@@ -193,21 +193,24 @@ def recorded_selection(
 _GLUED_VALUE: Final = frozenset({"-k", "-m", "-p", "-W", "-o", "-c", "-n", "-r"})
 
 
-def may_name_paths(args: Sequence[str]) -> bool:
-    """Whether pytest could read one of ``args`` as a test path: a word that is neither an
-    option nor the value of an option this module knows. After an option it does not know,
-    a word may be that option's value or a path: yes. ``-o addopts=`` names no path
-    (cookiecutter's and semver's suites need it): before this was asked, every confirming
-    recording of such a suite collected all of it to record a few tests."""
+def path_words(args: Sequence[str]) -> list[int] | None:
+    """The positions in ``args`` of the words pytest reads as test paths: those that are
+    neither an option nor the value of an option this module knows. None where that is not
+    known: after an option this module does not know, a word may be its value or a path.
+    ``-o addopts=`` names no path (cookiecutter's and semver's suites need it): before this
+    was asked, every confirming recording of such a suite collected all of it to record a
+    few tests."""
     items = list(args)
+    found: list[int] = []
     index = 0
     while index < len(items):
         arg = items[index]
         index += 1
         if arg == "--":
-            return index < len(items)
+            return [*found, *range(index, len(items))]
         if not arg.startswith("-") or arg == "-":
-            return True
+            found.append(index - 1)
+            continue
         if arg.startswith("--") and "=" in arg:
             continue
         if arg in _OUTPUT_WITH_VALUE or arg in _SELECTION_WITH_VALUE:
@@ -218,8 +221,8 @@ def may_name_paths(args: Sequence[str]) -> bool:
         if arg[:2] in _GLUED_VALUE and len(arg) > 2:
             continue
         if index < len(items) and not items[index].startswith("-"):
-            return True
-    return False
+            return None
+    return found
 
 
 def _options_first(units: list[list[str]]) -> list[list[str]]:

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
     GitRepo,
@@ -196,12 +198,15 @@ def test_a_recording_takes_the_run_id_diff_chose_and_keeps_it_from_its_tests(
     assert recording.doc["tests"][-1]["outcome"] == "passed"
 
 
-def test_an_options_value_does_not_make_confirmation_collect_the_suite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("words", [("-o", "addopts="), ("tests",), ("./tests/", "-x")])
+def test_confirmation_collects_only_the_files_of_the_tests_that_differ(
+    tmp_path: Path, words: tuple[str, ...]
+) -> None:
     """``-- -o addopts=`` (a suite's own options switched off, as cookiecutter's needs) holds
-    a word that is no option: before, confirmation read it as a path and every confirming
-    recording collected the whole suite to record the few tests that differed (cookiecutter:
-    6-8 s each for 9 tests). Now only their files are collected: the other test file is
-    imported by the two first recordings alone."""
+    a word that is no option, ``-- tests`` a path all the tests lie under: before, every
+    confirming recording of such a diff collected the whole suite to record the few tests
+    that differed (cookiecutter: 6-8 s each for 9 tests). Now only their files are
+    collected: the other test file is imported by the two first recordings alone."""
     imports = tmp_path / "imports.log"
     other = f"""
         with open({str(imports)!r}, "a") as log:
@@ -215,7 +220,7 @@ def test_an_options_value_does_not_make_confirmation_collect_the_suite(tmp_path:
     write_files(repo, {**PROJECT, "tests/test_other.py": other})
     GitRepo.init(repo).commit_all("initial")
     _unrelated(repo)
-    args = (*DIFF_PYTEST_ARGS, "-o", "addopts=")
+    args = (*DIFF_PYTEST_ARGS, *words)
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", pytest_args=args)
     assert _statuses(document)["test_noise_only"] == "unstable"
     assert document["summary"]["confirmed"] == 2

@@ -9,7 +9,7 @@ import pytest
 from diffgenome.protocol.selection import (
     case_indexed,
     find_store,
-    may_name_paths,
+    path_words,
     pytest_node_id,
     recorded_selection,
 )
@@ -121,12 +121,12 @@ def test_an_index_is_read_only_at_the_end_of_the_node_id() -> None:
     assert not case_indexed("t.py::test#0")
 
 
-def test_only_a_word_no_known_option_takes_may_name_a_path() -> None:
-    assert not may_name_paths(["-p", "no:cacheprovider", "-o", "addopts=", "-q"])
-    assert not may_name_paths(["-kslow", "-Werror", "--tb=short", "-x", "--deselect", "a::b"])
-    assert may_name_paths(["-o", "addopts=", "tests"])
-    assert may_name_paths(["tests/test_a.py::test_b"])
+def test_only_a_word_no_known_option_takes_is_a_test_path() -> None:
+    assert path_words(["-p", "no:cacheprovider", "-o", "addopts=", "-q"]) == []
+    assert path_words(["-kslow", "-Werror", "--tb=short", "-x", "--deselect", "a::b"]) == []
+    assert path_words(["-o", "addopts=", "tests", "-x", "docs"]) == [2, 4]
+    assert path_words(["tests/test_a.py::test_b"]) == [0]
     # An option this module does not know: what follows may be its value or a path.
-    assert may_name_paths(["--some-plugin-option", "value"])
-    assert not may_name_paths(["--some-plugin-option=value", "--other-flag"])
-    assert may_name_paths(["--", "tests"])
+    assert path_words(["--some-plugin-option", "value"]) is None
+    assert path_words(["--some-plugin-option=value", "--other-flag"]) == []
+    assert path_words(["-x", "--", "tests"]) == [2]

@@ -24,8 +24,8 @@ from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
 from diffgenome.protocol.selection import (
     ALL_CASES,
     case_indexed,
-    may_name_paths,
     node_id,
+    path_words,
     pytest_node_id,
 )
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
@@ -67,7 +67,6 @@ def confirm(
     store, progress = recordings.store, recordings.progress
     workspace = Workspace(repo, store.path)
     try:
-        common = recordings.selection(workspace)
         sides = (
             (base, base_ids or test_ids, base_node_ids),
             (head, test_ids, node_ids),
@@ -75,9 +74,10 @@ def confirm(
         trees: list[Callable[[str], str] | None] = []
         selections: list[tuple[str, list[str], str]] = []
         for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
-            only = _only(workspace, ids, named, recordings.pytest_args, whole=one_place)
+            user, only = _only(workspace, ids, named, recordings.pytest_args, whole=one_place)
+            selection = [*recordings.selection(workspace, user), *only]
             subject = f"{side_subject(which, side.spec, side.sha)} again"
-            selections.append((f"{side.spec} (confirming)", [*common, *only], subject))
+            selections.append((f"{side.spec} (confirming)", selection, subject))
             if side.kind == "revision" and side.sha is not None:
                 trees.append(functools.partial(recordings.checkouts.checkout, workspace, side.sha))
             elif side.kind == "worktree" and repo is not None:
@@ -173,20 +173,22 @@ def _only(
     pytest_args: Sequence[str],
     *,
     whole: bool = False,
-) -> list[str]:
-    """The arguments that narrow a confirming recording to ``test_ids``.
+) -> tuple[list[str], list[str]]:
+    """The user's arguments for a confirming recording of ``test_ids``, and the arguments
+    that narrow it to them.
 
     ``--genome-only`` names them by recorded id, so that a path among the user's
     arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
-    differed) cannot widen the selection. The node ids are also given as arguments,
-    which spares collecting the other files, only when the user's arguments hold no
-    word that pytest could read as a path (:func:`may_name_paths`: an option's value,
-    ``-o addopts=``, is none), and not when ``whole``: then pytest collects
-    what the first recordings collected, so that the confirming ``<import>`` records are
-    the whole import too, comparable with each other (confirmation in one place). Nor
-    when a test's id ends in an index (``#1``, items that share a node id): handed to
-    pytest without it, a node id that ends so by itself would select nothing, and pytest
-    would stop on it.
+    differed) cannot widen the selection. The node ids are also given as arguments, which
+    spares collecting the other files: where the user's arguments hold no word pytest
+    reads as a path (an option's value, ``-o addopts=``, is none), and where every such
+    word is a path each node id lies under (``-- tests``), which the node ids then stand
+    for. Not where a word may be a path or an unknown option's value
+    (:func:`path_words`), not when ``whole``: then pytest collects what the first
+    recordings collected, so that the confirming ``<import>`` records are the whole import
+    too, comparable with each other (confirmation in one place). Nor when a test's id
+    ends in an index (``#1``, items that share a node id): handed to pytest without it, a
+    node id that ends so by itself would select nothing, and pytest would stop on it.
 
     The file is named by what it lists: the same tests confirmed on both sides give both
     sides the same command line, which tests can read (``sys.argv`` in a profile).
@@ -197,10 +199,21 @@ def _only(
     listed = os.path.join(workspace.temp_path(), f"confirm-{name}.txt")
     with open(listed, "w", encoding="utf-8") as out:
         out.write(text)
-    positional = (
-        whole or may_name_paths(pytest_args) or any(case_indexed(test_id) for test_id in wanted)
-    )
-    return [f"--genome-only={listed}", *([] if positional else node_ids)]
+    only = [f"--genome-only={listed}"]
+    user = list(pytest_args)
+    words = path_words(user)
+    if whole or words is None or "--" in user or any(case_indexed(t) for t in wanted):
+        return user, only
+    paths = [user[index] for index in words]
+    if paths and not all(any(_under(node, path) for path in paths) for node in node_ids):
+        return user, only
+    return [arg for index, arg in enumerate(user) if index not in words], [*only, *node_ids]
+
+
+def _under(node: str, path: str) -> bool:
+    """Whether pytest node id ``node`` is among the tests a path argument names."""
+    path = path.removeprefix("./").rstrip("/")
+    return node == path or node.startswith((f"{path}/", f"{path}::"))
 
 
 def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:

@@ -81,10 +81,14 @@ class Recordings:
         assert self._target is not None
         return self._target
 
-    def selection(self, workspace: Workspace) -> list[str]:
+    def selection(
+        self, workspace: Workspace, pytest_args: Sequence[str] | None = None
+    ) -> list[str]:
         """The pytest arguments: the recording key hashes them, so they must not depend on
         anything but the user's arguments (never on the temp folder). The first call opens
-        the store for writing and probes the target interpreter."""
+        the store for writing and probes the target interpreter. ``pytest_args``: the
+        user's, narrowed (a confirmation's); by default as given."""
+        user = self.pytest_args if pytest_args is None else tuple(pytest_args)
         store = self.store.open_writer()
         target = self._probe(workspace)
         plugin = [] if target.has_entry_point else ["-p", PLUGIN_MODULE]
@@ -94,11 +98,11 @@ class Recordings:
             f"--genome-key-file={os.path.join(store, KEY_FILE)}",
             *plugin,
             *FIXED_PYTEST_ARGS,
-            *self.pytest_args,
+            *user,
             # After the user's arguments: a pytest --genome that ends with the same seeds is
             # the same selection, so diff can reuse it.
-            *_same_examples(target, self.pytest_args),
-            *_same_draws(self.pytest_args),
+            *_same_examples(target, user),
+            *_same_draws(user),
         ]
 
     def _probe(self, workspace: Workspace) -> Target:
