@@ -18,12 +18,12 @@ IMPORT_TEST_ID: Final = "<import>"
 
 TEST_OUTCOMES: Final = ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
 
-# Where a symbol's code lives.
+# Where a symbol's code lives (``symbols[].origin``).
 ORIGIN_REPO: Final = "repo"
 ORIGIN_TEST: Final = "test"
 ORIGIN_EXTERNAL: Final = "external"
 ORIGIN_UNKNOWN: Final = "unknown"
-ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
+SYMBOL_ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
 
 SYMBOL_KIND_MODULE: Final = "module"
 SYMBOL_KINDS: Final = (
