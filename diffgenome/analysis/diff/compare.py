@@ -26,6 +26,7 @@ from diffgenome.protocol.vocab import (
     CALL_REMOVED,
     EGRESS_ADDED,
     EGRESS_REMOVED,
+    ESCAPED_WARNINGS_CHANGED,
     EXIT_CHANGED,
     EXIT_RAISED_PREFIX,
     EXIT_RUNNING,
@@ -43,7 +44,6 @@ from diffgenome.protocol.vocab import (
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
     VIA_THREAD,
-    WARNINGS_CHANGED,
 )
 
 # Kinds that say a node exists on one side only: instability of such a node covers its subtree.
@@ -120,7 +120,7 @@ def compare_tests(base: TestIndex, head: TestIndex, *, digests: bool) -> list[Fo
             if warned is not None:
                 found.append(
                     Found(
-                        WARNINGS_CHANGED,
+                        ESCAPED_WARNINGS_CHANGED,
                         None,
                         (),
                         base=warned[0],
