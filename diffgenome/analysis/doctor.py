@@ -23,25 +23,16 @@ from pathlib import Path
 
 import diffgenome
 from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record.core import provide
+from diffgenome.analysis.record.core import CORE_FACTS, provide
 from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probe
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol import identity
 from diffgenome.protocol.storekey import KEY_FILE, key_fingerprint
 
-#: Asked of the recording side in the interpreter that would record: its own verdict.
-_CORE_CHECK = """
-import json
-from diffgenome.recording.collect import tracer
-core = tracer._ACCEL
-print(json.dumps({
-    "core": "c" if core is not None else "python",
-    "reason": tracer._ACCEL_ABSENT,
-    "file": getattr(core, "__file__", None),
-    "source": getattr(core, "SOURCE", None),
-}))
-"""
+#: Asked of the recording side in the interpreter that would record: its own verdict. Run
+#: by name in a child, as pytest would import it there, never imported here.
+_CORE_CHECK = ("-m", CORE_FACTS, "--verdict")
 
 
 @dataclass
@@ -70,7 +61,7 @@ def checkup(store: str, python: str | None) -> Checkup:
         out.say("package", finding.text)
         out.ok = out.ok and not finding.fatal
     out.say("interpreter", f"{_this_python()} at {sys.executable}")
-    _core(out, "core", [sys.executable, "-c", _CORE_CHECK], None, tempfile.gettempdir())
+    _core(out, "core", [sys.executable, *_CORE_CHECK], None, tempfile.gettempdir())
     _plugin(out)
     _store(out, store)
     if python is not None:
@@ -153,7 +144,7 @@ def _target(out: Checkup, python: str) -> None:
             "found": "from that environment's own pytest-diffgenome",
             "built": "just built into the per-user cache",
         }.get(supply.how)
-        command = [python, "-c", _CORE_CHECK]
+        command = [python, *_CORE_CHECK]
         _core(out, "its core", command, env, workspace.root)
         if how is not None:
             out.lines[-1] += f", {how}"
