@@ -1,4 +1,8 @@
-"""Test-by-test comparison of two aligned recordings, and the verdict for each test.
+"""Two aligned recordings of one test compared into their differences (:class:`Found`), each
+with what it is: a kind, a place, both sides' values, and whether it is timing by its nature
+(a finalizer, another test's thread). None is judged here: what is unstable is
+:mod:`~diffgenome.analysis.diff.instability`'s, each test's status
+:mod:`~diffgenome.analysis.diff.verdict`'s.
 
 A change is reported where behaviour differs at an aligned node or decision. Three rules keep
 the list readable without hiding anything: a subtree that exists on one side only is reported
