@@ -24,7 +24,6 @@ from diffgenome.analysis.diff.compare import (
     StabilityKey,
     compare_tests,
     one_sided_stand_ins,
-    warning_messages_comparable,
 )
 from diffgenome.analysis.diff.describe import ARROW
 from diffgenome.analysis.diff.instability import (
@@ -48,6 +47,7 @@ from diffgenome.analysis.diff.structure import (
     runs_one_sided_code,
     summaries,
 )
+from diffgenome.analysis.diff.warned import warning_messages_comparable
 from diffgenome.analysis.models import OutcomePair, TestDiff, TestStatus
 from diffgenome.protocol.formats import ARCHIVE_CONTENT
 from diffgenome.protocol.selection import SHARED_NODE_ID
