@@ -23,8 +23,8 @@ from pathlib import Path
 
 import diffgenome
 from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record.core import CORE_FACTS, provide
-from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probe
+from diffgenome.analysis.record.core import CORE_FACTS
+from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probed
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.analysis.store import StoreReader
 from diffgenome.protocol import identity
@@ -131,14 +131,14 @@ def _store(out: Checkup, store: str) -> None:
 
 def _target(out: Checkup, python: str) -> None:
     """What a diff with ``--python python`` records with: the probe and the core supply of a
-    diff, then the copied recorder's own verdict in that interpreter."""
+    diff, asked as a diff asks (:func:`probed`), then the copied recorder's own verdict in
+    that interpreter."""
     with Workspace(None) as workspace:
+        target, supply = probed(python, workspace, "", Progress())
         env = environment(workspace, None, "")
-        target = probe(python, env, workspace.root)
         python = target.python
         plugin = "by itself" if target.has_entry_point else f"with -p {PLUGIN_MODULE}"
         out.say("--python", f"{target.version} at {python} (pytest loads the plugin {plugin})")
-        supply = provide(workspace.recorder_path(), python, target.version, env, Progress())
         how = {
             "cached": "from the per-user cache",
             "found": "from that environment's own pytest-diffgenome",
