@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from pydantic import BaseModel, ValidationError
 from rich.console import Console, RenderableType
 
 from diffgenome.analysis import pipeline
@@ -59,6 +58,7 @@ from diffgenome.analysis.report.runs import (
 )
 from diffgenome.analysis.request import read_request
 from diffgenome.analysis.schema import SCHEMAS, schema_text
+from diffgenome.analysis.validate import validated
 from diffgenome.protocol import identity
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import GENOME_FORMAT
@@ -145,13 +145,6 @@ def resolve_run(reader: StoreReader, spec: str) -> str:
             f"no run of {spec} (commit {sha[:12]}) in the store; record that commit first "
             "or list the runs with `diffgenome runs`"
         ) from None
-
-
-def validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "document"
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return f"{where}: {first.get('msg', 'invalid')}{more}"
 
 
 def console() -> Console:
@@ -315,10 +308,14 @@ def _configure_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="DIR", help="write an HTML report (a static site) to DIR")
 
 
+#: What a run that is not valid needs (``diffgenome show``).
+_RECORD_AGAIN = "record the run again"
+
+
 def _run_show(args: argparse.Namespace) -> int:
     with open_store(args) as reader:
         run_id = resolve_run(reader, args.run)
-        run = _validated(Run, reader.run(run_id), f"run {run_id}")
+        run = validated(Run, reader.run(run_id), f"run {run_id}", CliError, again=_RECORD_AGAIN)
         if args.html is not None:
             test_id = args.test and _find_test(reader.test_ids(run_id), args.test, run_id)
             write_run_html(reader, run, args.html, test_id)
@@ -328,7 +325,8 @@ def _run_show(args: argparse.Namespace) -> int:
             return EXIT_OK
         test_id = _find_test(reader.test_ids(run_id), args.test, run_id)
         (test,) = reader.tests(run_id, [test_id])
-    record = _validated(TestRecord, test, f"run {run_id}: test {test_id}")
+    what = f"run {run_id}: test {test_id}"
+    record = validated(TestRecord, test, what, CliError, again=_RECORD_AGAIN)
     _print(genome_tree(run, record))
     return EXIT_OK
 
@@ -393,14 +391,6 @@ def _run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _validated[M: BaseModel](model: type[M], data: object, what: str) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise CliError(
-            f"{what} is not valid {GENOME_FORMAT} ({validation_message(exc)}); "
-            "record the run again with this diffgenome"
-        ) from None
 
 
 # -- diff and affected --------------------------------------------------------------------

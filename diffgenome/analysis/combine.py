@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from diffgenome.analysis.models import genome_problem
+from diffgenome.analysis.validate import validated_genome
 from diffgenome.protocol.errors import UserError
 from diffgenome.protocol.formats import FormatError, check_genome_format, genome_format_of
 from diffgenome.protocol.runs import (
@@ -130,6 +130,11 @@ def _is_database(path: str) -> bool:
         return False
 
 
+#: What a shard whose document is not valid needs, and what it is not.
+_RECORD_AGAIN = "record that shard again"
+_NOUN = "genome document"
+
+
 def _read_document(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -154,7 +159,7 @@ def _read_document(path: str) -> dict[str, Any]:
         check_genome_format(data.get("format"))
     except FormatError as exc:
         raise CombineError(f"{path}: {exc}") from None
-    return _validated(data, path)
+    return validated_genome(data, path, CombineError, again=_RECORD_AGAIN, noun=_NOUN)
 
 
 def _read_store(path: str, commit: str | None) -> dict[str, Any]:
@@ -174,20 +179,10 @@ def _read_store(path: str, commit: str | None) -> dict[str, Any]:
                 "pytest session has ended"
             )
         document = reader.document(newest.id)
-    return _validated(document, f"run {newest.id} in {path}", stored_phases)
-
-
-def _validated(
-    document: dict[str, Any], what: str, trusted: Callable[[object], bool] | None = None
-) -> dict[str, Any]:
-    problem = genome_problem(document, trusted)
-    if problem is not None:
-        where, msg = problem
-        raise CombineError(
-            f"{what} is not a valid genome document ({where}: {msg}); record that shard "
-            "again with this diffgenome"
-        )
-    return document
+    what = f"run {newest.id} in {path}"
+    return validated_genome(
+        document, what, CombineError, again=_RECORD_AGAIN, noun=_NOUN, trusted=stored_phases
+    )
 
 
 def _same_commit(recorded: object, wanted: str) -> bool:

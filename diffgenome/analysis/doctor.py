@@ -23,25 +23,16 @@ from pathlib import Path
 
 import diffgenome
 from diffgenome.analysis.progress import Progress
-from diffgenome.analysis.record.core import provide
-from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probe
+from diffgenome.analysis.record.core import CORE_FACTS
+from diffgenome.analysis.record.interpreter import PLUGIN_MODULE, environment, probed
 from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol import identity
 from diffgenome.store.key import KEY_FILE, key_fingerprint
 from diffgenome.store.reader import StoreReader
 
-#: Asked of the recording side in the interpreter that would record: its own verdict.
-_CORE_CHECK = """
-import json
-from diffgenome.recording.collect import tracer
-core = tracer._ACCEL
-print(json.dumps({
-    "core": "c" if core is not None else "python",
-    "reason": tracer._ACCEL_ABSENT,
-    "file": getattr(core, "__file__", None),
-    "source": getattr(core, "SOURCE", None),
-}))
-"""
+#: Asked of the recording side in the interpreter that would record: its own verdict. Run
+#: by name in a child, as pytest would import it there, never imported here.
+_CORE_CHECK = ("-m", CORE_FACTS, "--verdict")
 
 
 @dataclass
@@ -70,7 +61,7 @@ def checkup(store: str, python: str | None) -> Checkup:
         out.say("package", finding.text)
         out.ok = out.ok and not finding.fatal
     out.say("interpreter", f"{_this_python()} at {sys.executable}")
-    _core(out, "core", [sys.executable, "-c", _CORE_CHECK], None, tempfile.gettempdir())
+    _core(out, "core", [sys.executable, *_CORE_CHECK], None, tempfile.gettempdir())
     _plugin(out)
     _store(out, store)
     if python is not None:
@@ -140,20 +131,20 @@ def _store(out: Checkup, store: str) -> None:
 
 def _target(out: Checkup, python: str) -> None:
     """What a diff with ``--python python`` records with: the probe and the core supply of a
-    diff, then the copied recorder's own verdict in that interpreter."""
+    diff, asked as a diff asks (:func:`probed`), then the copied recorder's own verdict in
+    that interpreter."""
     with Workspace(None) as workspace:
+        target, supply = probed(python, workspace, "", Progress())
         env = environment(workspace, None, "")
-        target = probe(python, env, workspace.root)
         python = target.python
         plugin = "by itself" if target.has_entry_point else f"with -p {PLUGIN_MODULE}"
         out.say("--python", f"{target.version} at {python} (pytest loads the plugin {plugin})")
-        supply = provide(workspace.recorder_path(), python, target.version, env, Progress())
         how = {
             "cached": "from the per-user cache",
             "found": "from that environment's own pytest-diffgenome",
             "built": "just built into the per-user cache",
         }.get(supply.how)
-        command = [python, "-c", _CORE_CHECK]
+        command = [python, *_CORE_CHECK]
         _core(out, "its core", command, env, workspace.root)
         if how is not None:
             out.lines[-1] += f", {how}"

@@ -17,7 +17,7 @@ assert GENOME_FORMAT == "diffgenome-genome/2" and DIFF_FORMAT == "diffgenome-dif
 
 # The words of diffgenome.protocol.vocab, spelled out because a type checker reads only
 # literals here; tests/unit/test_protocol.py fails when one of them no longer equals its tuple.
-Origin = Literal["repo", "test", "external", "unknown"]
+SymbolOrigin = Literal["repo", "test", "external", "unknown"]
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
 Phase = Literal["setup", "call", "teardown"]
 Plane = Literal["symbol", "os"]
@@ -114,7 +114,7 @@ class Symbol(_Model):
         description="py:<module>.<qualname>[#ordinal], anonymous code <lambda>[<digest>]; "
         "never a line number"
     )
-    origin: Origin
+    origin: SymbolOrigin
     path: str | None = Field(None, description="file relative to the repository root")
     line: int | None = Field(None, description="first line, for people; not part of identity")
     kind: str

@@ -27,7 +27,7 @@ DEFAULT_DIR: Final = ".diffgenome"
 #: Set by ``diffgenome diff`` for the recordings it makes; read by the recorder.
 ORIGIN_ENV: Final = "DIFFGENOME_ORIGIN"
 #: Who asked for a recording, as ``run.origin`` says.
-ORIGINS: Final = ("pytest", "diff", "confirmation")
+RUN_ORIGINS: Final = ("pytest", "diff", "confirmation")
 
 # Options that change only what pytest prints (or loads the recorder): dropped with their value.
 _OUTPUT_WITH_VALUE: Final = frozenset(

@@ -18,12 +18,12 @@ IMPORT_TEST_ID: Final = "<import>"
 
 TEST_OUTCOMES: Final = ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
 
-# Where a symbol's code lives.
+# Where a symbol's code lives (``symbols[].origin``).
 ORIGIN_REPO: Final = "repo"
 ORIGIN_TEST: Final = "test"
 ORIGIN_EXTERNAL: Final = "external"
 ORIGIN_UNKNOWN: Final = "unknown"
-ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
+SYMBOL_ORIGINS: Final = (ORIGIN_REPO, ORIGIN_TEST, ORIGIN_EXTERNAL, ORIGIN_UNKNOWN)
 
 SYMBOL_KIND_MODULE: Final = "module"
 SYMBOL_KINDS: Final = (
@@ -229,13 +229,23 @@ STAND_IN_CHANGED: Final = "stand_in_changed"
 EGRESS_ADDED: Final = "egress_added"
 EGRESS_REMOVED: Final = "egress_removed"
 STATE_CHANGED: Final = "state_changed"
-WARNINGS_CHANGED: Final = "warnings_changed"
+# The two warning kinds keep the words the diff format published (formats are versioned);
+# their names here say which warnings each is about. The warnings that escaped a test, to
+# pytest (its record's ``warnings``):
+ESCAPED_WARNINGS_CHANGED: Final = "warnings_changed"
 OUTPUT_CHANGED: Final = "output_changed"
 LOG_CHANGED: Final = "log_changed"
-WARNING_CHANGED: Final = "warning_changed"
+# The warnings a test caught itself (``pytest.warns``, ``catch_warnings``: its effects):
+CAUGHT_WARNING_CHANGED: Final = "warning_changed"
 FILE_CHANGED: Final = "file_changed"
 ENVIRON_CHANGED: Final = "environ_changed"
-EFFECT_KINDS: Final = (OUTPUT_CHANGED, LOG_CHANGED, WARNING_CHANGED, FILE_CHANGED, ENVIRON_CHANGED)
+EFFECT_KINDS: Final = (
+    OUTPUT_CHANGED,
+    LOG_CHANGED,
+    CAUGHT_WARNING_CHANGED,
+    FILE_CHANGED,
+    ENVIRON_CHANGED,
+)
 CHANGE_KINDS: Final = (
     OUTCOME_CHANGED,
     CALL_ADDED,
@@ -251,7 +261,7 @@ CHANGE_KINDS: Final = (
     EGRESS_ADDED,
     EGRESS_REMOVED,
     STATE_CHANGED,
-    WARNINGS_CHANGED,
+    ESCAPED_WARNINGS_CHANGED,
     *EFFECT_KINDS,
 )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from diffgenome import __version__
 from diffgenome.protocol.runs import COPIED_ENV, recording_key, untracked_lines_left_out
-from diffgenome.protocol.selection import ORIGIN_ENV, ORIGINS, recorded_selection
+from diffgenome.protocol.selection import ORIGIN_ENV, RUN_ORIGINS, recorded_selection
 from diffgenome.store.writer import StoreWriter
 
 # What each collector sees and misses, stored with the run so that a reader of its genomes
@@ -139,7 +139,7 @@ def origin() -> str:
     or ``diff`` / ``confirmation`` when ``diffgenome diff`` records a side or records tests
     again (it says so through :data:`ORIGIN_ENV`)."""
     said = os.environ.get(ORIGIN_ENV, "")
-    return said if said in ORIGINS else "pytest"
+    return said if said in RUN_ORIGINS else "pytest"
 
 
 def copied_by_diff() -> frozenset[str]:

@@ -11,7 +11,7 @@ from genomes import call
 
 from diffgenome.analysis import models
 from diffgenome.analysis.diff import diff_documents
-from diffgenome.analysis.diff.document import FILE_DIGESTS_NOT_COMPARABLE
+from diffgenome.analysis.diff.verdict import FILE_DIGESTS_NOT_COMPARABLE
 from diffgenome.analysis.models import GenomeDocument
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.analysis.diff.compare import Found
-from diffgenome.analysis.diff.document import carried_state
+from diffgenome.analysis.diff.verdict import carried_state
 
 TEST = "py:tests.test_c.test_lookup"
 LOOKUP = (TEST, "py:pkg.cache.lookup")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from genomes import document, run, test_record
 
 from diffgenome.analysis.diff import DIGESTS_NOT_COMPARABLE, diff_documents
-from diffgenome.analysis.diff.compare import warning_messages_comparable, warnings_diff
 from diffgenome.analysis.diff.describe import describe, warning_text
-from diffgenome.analysis.diff.document import WARNING_MESSAGES_NOT_COMPARABLE
+from diffgenome.analysis.diff.verdict import WARNING_MESSAGES_NOT_COMPARABLE
+from diffgenome.analysis.diff.warned import warning_messages_comparable, warnings_diff
 from diffgenome.analysis.models import Change
 from diffgenome.analysis.models import TestRecord as Record
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("literal", "words"),
     [
-        (models.Origin, vocab.ORIGINS),
+        (models.SymbolOrigin, vocab.SYMBOL_ORIGINS),
         (models.Outcome, vocab.TEST_OUTCOMES),
         (models.Phase, vocab.PHASES),
         (models.Plane, vocab.PLANES),

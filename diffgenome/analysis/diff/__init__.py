@@ -17,7 +17,8 @@ from diffgenome.analysis.diff.codechanges import (
     code_changes_from_sources,
 )
 from diffgenome.analysis.diff.describe import describe
-from diffgenome.analysis.diff.document import DIGESTS_NOT_COMPARABLE, diff_documents
+from diffgenome.analysis.diff.document import diff_documents
+from diffgenome.analysis.diff.verdict import DIGESTS_NOT_COMPARABLE
 from diffgenome.protocol.vocab import CHANGE_KINDS
 
 __all__ = [

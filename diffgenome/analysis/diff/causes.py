@@ -32,6 +32,7 @@ from diffgenome.protocol.vocab import (
     CODE_ADDED,
     CODE_MODIFIED,
     EFFECT_KINDS,
+    ESCAPED_WARNINGS_CHANGED,
     EXIT_CHANGED,
     OUTCOME_CHANGED,
     RESULT_CHANGED,
@@ -39,7 +40,6 @@ from diffgenome.protocol.vocab import (
     STATUS_RESTRUCTURED,
     STATUS_UNVERIFIED,
     SYMBOL_PREFIX,
-    WARNINGS_CHANGED,
 )
 
 #: Statuses whose changes are causes (the quiet ones are counted under their structure only).
@@ -346,13 +346,13 @@ def signature(change: Change) -> str:
     at = change.path[-1] if change.path else "(test)"
     if change.phase not in (None, "call"):
         at = f"[{change.phase}] {at}"
-    if kind.endswith(("_added", "_removed")) and kind != WARNINGS_CHANGED:
+    if kind.endswith(("_added", "_removed")) and kind != ESCAPED_WARNINGS_CHANGED:
         noun, _, verb = kind.rpartition("_")
         parent = f" under {change.path[-2]}" if len(change.path) > 1 else ""
         return f"{noun.replace('_', '-')} {verb}: {at}{parent}"
     if kind == EXIT_CHANGED and not (isinstance(base, Mapping) and "outcome" in base):
         return f"{at} exits {_keys(base)} {ARROW} {_keys(head)}"
-    if kind == WARNINGS_CHANGED:
+    if kind == ESCAPED_WARNINGS_CHANGED:
         return f"warnings: {_warnings(base)} {ARROW} {_warnings(head)}"
     b, h = _collapse(base), _collapse(head)
     if kind == ARGS_CHANGED:

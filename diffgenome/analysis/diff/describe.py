@@ -19,6 +19,7 @@ from diffgenome.protocol.vocab import (
     EFFECT_KINDS,
     EGRESS_ADDED,
     EGRESS_REMOVED,
+    ESCAPED_WARNINGS_CHANGED,
     EXIT_CHANGED,
     OUTCOME_CHANGED,
     RESULT_CHANGED,
@@ -26,7 +27,6 @@ from diffgenome.protocol.vocab import (
     STAND_IN_CHANGED,
     STAND_IN_REMOVED,
     STATE_CHANGED,
-    WARNINGS_CHANGED,
 )
 
 ARROW = "\u2192"
@@ -225,7 +225,7 @@ def describe(change: Change, labels: DigestText | None = None) -> str:
         return f"{at}: {_fields(base, digest)} {ARROW} {_fields(head, digest)}"
     if kind == STATE_CHANGED:
         return f"{at} state: {_either(_facts, base, head)}"
-    if kind == WARNINGS_CHANGED:
+    if kind == ESCAPED_WARNINGS_CHANGED:
         if base is None or head is None:
             side = "base" if base is None else "head"
             other = _warned(base or head)

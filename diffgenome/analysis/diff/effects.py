@@ -23,18 +23,18 @@ from typing import Any, Final
 
 from diffgenome.analysis.models import ChangeKind
 from diffgenome.protocol.vocab import (
+    CAUGHT_WARNING_CHANGED,
     ENVIRON_CHANGED,
     FILE_CHANGED,
     LOG_CHANGED,
     OUTPUT_CHANGED,
-    WARNING_CHANGED,
 )
 
 #: The change kind of each effect type, in the order reports show them.
 KIND_OF: Final[dict[str, ChangeKind]] = {
     "output": OUTPUT_CHANGED,
     "log": LOG_CHANGED,
-    "warning": WARNING_CHANGED,
+    "warning": CAUGHT_WARNING_CHANGED,
     "file": FILE_CHANGED,
     "environ": ENVIRON_CHANGED,
 }
@@ -185,7 +185,7 @@ def effects_diff(
 _NOUN: Final = {
     OUTPUT_CHANGED: "output",
     LOG_CHANGED: "log records",
-    WARNING_CHANGED: "caught warnings",
+    CAUGHT_WARNING_CHANGED: "caught warnings",
     FILE_CHANGED: "files written",
     ENVIRON_CHANGED: "environment",
 }

@@ -1,16 +1,28 @@
 """Changed code against recorded behaviour: which tests ran each changed symbol, what its
-changed decisions did, and what no test exercised (the gaps a reviewer should look at)."""
+changed decisions did, and what no test exercised or tells apart (the gaps a reviewer should
+look at): those the recordings show, and, once the tests have their verdicts, an edit no test
+that reaches it behaves otherwise under (:func:`untold_edits`, :func:`quiet_edits`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from diffgenome.analysis.diff.align import TestIndex
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.analysis.diff.drift import stand_in_users
-from diffgenome.analysis.models import CodeChange
-from diffgenome.protocol.vocab import CODE_MODIFIED, CODE_REMOVED, IMPORT_TEST_ID, TYPE_CALL
+from diffgenome.analysis.models import CodeChange, TestDiff
+from diffgenome.protocol.vocab import (
+    CODE_ADDED,
+    CODE_MODIFIED,
+    CODE_REMOVED,
+    IMPORT_TEST_ID,
+    STATUS_CHANGED,
+    STATUS_TOUCHED,
+    STATUS_UNCHANGED,
+    STATUS_UNVERIFIED,
+    TYPE_CALL,
+)
 
 GAP_NOT_EXECUTED = "not executed by any test"
 #: How protocol/naming.py names ``@typing.overload`` stubs (``f[overload]``, ``f[overload]#1``).
@@ -166,3 +178,86 @@ def _reaching(seen: Observed, change: SymbolChange) -> set[str]:
     for reader in change.readers if change.change == CODE_MODIFIED else ():
         tests |= seen.tests_of.get(reader, set())
     return tests
+
+
+#: The gap of a changed symbol whose decision was edited while no test that reaches it
+#: behaves otherwise (docs/diffing.md, "Code changes").
+GAP_UNTOLD_EDIT = "decision edited, and no test that reaches it behaves otherwise: {edit}"
+
+
+def untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> None:
+    """Add a gap to each changed symbol whose decision was edited in place (one condition
+    gone and one come in the same function: itsdangerous' ``age > max_age`` made ``age >=
+    max_age``) when none of the tests that reach it changed: each took the same ways with
+    either condition, so none tells them apart, and the edit (a fix, or a slip) is untested."""
+    loud = {diff.id for diff in diffs if diff.status in (STATUS_CHANGED, STATUS_UNVERIFIED)}
+
+    def predicates(entry: CodeChange, kind: str) -> list[str]:
+        return [str(site.get("predicate")) for site in entry.sites if site.get("change") == kind]
+
+    for entry in entries:
+        if entry.change != CODE_MODIFIED:
+            continue
+        # A condition that went to another changed symbol (an extracted helper), or came
+        # from one (an inlined helper), moved: it was not edited here.
+        elsewhere_added = {
+            p for other in entries if other is not entry for p in predicates(other, CODE_ADDED)
+        }
+        elsewhere_gone = {
+            p for other in entries if other is not entry for p in predicates(other, CODE_REMOVED)
+        }
+        gone = sorted(p for p in predicates(entry, CODE_REMOVED) if p not in elsewhere_added)
+        came = sorted(p for p in predicates(entry, CODE_ADDED) if p not in elsewhere_gone)
+        # The mapping pairs a decision whose condition was edited with its old self: it is
+        # one modified decision that says what it was.
+        edits = [
+            (str(site.get("was")), str(site.get("predicate")))
+            for site in entry.sites
+            if site.get("change") == CODE_MODIFIED and site.get("was") is not None
+        ]
+        if len(gone) == 1 and len(came) == 1:
+            edits.append((gone[0], came[0]))
+        reached = set(entry.tests_base) | set(entry.tests_head)
+        # One condition for another: an edit. Several for several is the function rewritten
+        # (marshmallow's bound checks turned into calls of new helpers), which the other gaps
+        # and the tests' structure lines say better than a list of conditions would.
+        rewritten = (gone or came) and not (len(gone) == 1 and len(came) == 1)
+        if len(edits) != 1 or rewritten or not reached or reached & loud:
+            continue
+        entry.gaps.append(GAP_UNTOLD_EDIT.format(edit=f"`{edits[0][0]}` → `{edits[0][1]}`"))
+
+
+#: The gap of a changed symbol whose code was edited while every test that runs it behaves
+#: exactly as before (docs/diffing.md, "Code changes").
+GAP_QUIET_EDIT = (
+    "code edited, and the {count} tests that reach it behave as before: "
+    "no test tells the edit apart"
+)
+GAP_QUIET_EDIT_ONE = (
+    "code edited, and the 1 test that reaches it behaves as before: no test tells the edit apart"
+)
+
+
+def quiet_edits(
+    entries: Sequence[CodeChange], diffs: Sequence[TestDiff], code_changes: CodeChangeInput | None
+) -> None:
+    """Add a gap to each modified symbol that tests run when every one of them is
+    ``unchanged`` or ``touched`` (humanize's ``"%d Bytes" % bytes_`` made ``% round(bytes_)``,
+    reached by 62 tests that pass ints): the first screen would otherwise say nothing of the
+    edit, a fix no test checks or a slip no test catches. Not for a symbol that was only
+    renamed or only calls a renamed one, nor where a test that runs it changed, was
+    restructured (its structure line says what moved), is unstable, added or removed (an
+    added test may be the one that checks the edit), nor where the decision-edit gap said it."""
+    if code_changes is None:
+        return
+    renames = code_changes.same_code()
+    quiet = {diff.id for diff in diffs if diff.status in (STATUS_UNCHANGED, STATUS_TOUCHED)}
+    for entry in entries:
+        if entry.change != CODE_MODIFIED or entry.symbol in renames or entry.gaps:
+            continue
+        reached = set(entry.tests_base) | set(entry.tests_head)
+        if not reached or not reached <= quiet:
+            continue
+        entry.gaps.append(
+            GAP_QUIET_EDIT_ONE if len(reached) == 1 else GAP_QUIET_EDIT.format(count=len(reached))
+        )

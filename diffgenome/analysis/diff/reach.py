@@ -32,13 +32,13 @@ from diffgenome.protocol.vocab import (
     EFFECT_KINDS,
     EGRESS_ADDED,
     EGRESS_REMOVED,
+    ESCAPED_WARNINGS_CHANGED,
     EXIT_CHANGED,
     OUTCOME_CHANGED,
     RESULT_CHANGED,
     STAND_IN_ADDED,
     STAND_IN_CHANGED,
     STAND_IN_REMOVED,
-    WARNINGS_CHANGED,
 )
 
 Reach = Literal["seen", "internal"]
@@ -49,7 +49,7 @@ INTERNAL: Final = "internal"
 _ALWAYS_SEEN: Final = frozenset(
     {
         OUTCOME_CHANGED,
-        WARNINGS_CHANGED,
+        ESCAPED_WARNINGS_CHANGED,
         STAND_IN_ADDED,
         STAND_IN_REMOVED,
         STAND_IN_CHANGED,

@@ -50,35 +50,11 @@ ABSENT_FILE = "_accel.absent"
 _COLLECT = ("recording", "collect")
 BUILD_TIMEOUT = 600
 
-_PROBE = """
-import json, os, sys, sysconfig
-info = {"ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or "", "platform": sys.platform}
-info["build"] = {k: str(sysconfig.get_config_var(k) or "")
-                 for k in ("LDSHARED", "CCSHARED", "CFLAGS", "INCLUDEPY")}
-copy = None
-try:
-    import diffgenome
-    copy = os.path.dirname(os.path.abspath(list(diffgenome.__path__)[0]))
-    from diffgenome.recording.collect.capabilities import CAPABILITIES
-    info["tested"] = CAPABILITIES.tested
-except BaseException as exc:
-    info["tested"] = None
-try:
-    from diffgenome.recording.collect import _accel
-    info["loads"] = getattr(_accel, "SOURCE", "unknown")
-except BaseException:
-    info["loads"] = None
-found = []
-for entry in sys.path:
-    where = os.path.abspath(entry or ".")
-    if where == copy:
-        continue
-    path = os.path.join(where, "diffgenome", "recording", "collect", "_accel" + info["ext_suffix"])
-    if os.path.isfile(path):
-        found.append(path)
-info["found"] = found
-print(json.dumps(info))
-"""
+#: The recording side's module that says, in the target interpreter, what a compiled core
+#: for it needs and has (``--supply``) and which core the tracer records with there
+#: (``--verdict``, for ``diffgenome doctor``). A module name run in a child process, never
+#: imported here: the analysis side does not import the recording side.
+CORE_FACTS = "diffgenome.recording.collect.corefacts"
 
 
 @dataclass(frozen=True)
@@ -172,7 +148,7 @@ def provide(
     docstring); ``env``: the environment the target is probed in (the copy on its path)."""
     target = Path(recorder, "diffgenome", *_COLLECT)
     (target / ABSENT_FILE).unlink(missing_ok=True)
-    info = _probe(python, env, recorder)
+    info = _core_facts(python, env, recorder)
     if info is None:
         return CoreSupply("unprobed")  # the recorder says why it has none itself
     if info.get("loads"):
@@ -239,10 +215,12 @@ def _absent(target: Path, reason: str) -> CoreSupply:
     return CoreSupply("absent", reason)
 
 
-def _probe(python: str, env: dict[str, str], cwd: str) -> dict[str, object] | None:
+def _core_facts(python: str, env: dict[str, str], cwd: str) -> dict[str, object] | None:
+    """What ``python`` says of a compiled core for it (:data:`CORE_FACTS` ``--supply``), run
+    in ``env`` from ``cwd`` (the copy of the recording side); None when it cannot say."""
     try:
         done = subprocess.run(
-            [python, "-c", _PROBE],
+            [python, "-m", CORE_FACTS, "--supply"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -314,6 +292,7 @@ def _build(sources: Path, digest: str, info: dict[str, object], out: Path) -> st
 
 __all__ = [
     "ABSENT_FILE",
+    "CORE_FACTS",
     "CoreSupply",
     "apply",
     "cache_folder",

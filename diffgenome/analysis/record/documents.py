@@ -10,15 +10,18 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from diffgenome.analysis.models import genome_problem
 from diffgenome.analysis.progress import Progress
 from diffgenome.analysis.record.process import DiffError
+from diffgenome.analysis.validate import validated_genome
 from diffgenome.protocol.formats import GENOME_FORMAT, FormatError, check_genome_format
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 from diffgenome.store.reader import StoreHandle, stored_phases
+
+#: What a side whose document is not valid needs.
+_RECORD_AGAIN = "record it again"
 
 
 def stored(
@@ -52,7 +55,9 @@ def header(handle: StoreHandle, run_id: str) -> dict[str, Any]:
 def _load(handle: StoreHandle, run_id: str, unread: frozenset[str]) -> dict[str, Any]:
     with handle.reader() as reader, _decoded_for_good():
         document = reader.document(run_id, unread)
-    return _validated(document, f"run {run_id}", trusted=stored_phases)
+    return validated_genome(
+        document, f"run {run_id}", DiffError, again=_RECORD_AGAIN, trusted=stored_phases
+    )
 
 
 def from_file(path: str, progress: Progress, subject: str) -> dict[str, Any]:
@@ -84,7 +89,7 @@ def _read_file(path: str) -> dict[str, Any]:
         check_genome_format(data.get("format"))
     except FormatError as exc:
         raise DiffError(f"{path}: {exc}") from None
-    return _validated(data, path)
+    return validated_genome(data, path, DiffError, again=_RECORD_AGAIN)
 
 
 def tests_text(document: dict[str, Any]) -> str:
@@ -111,19 +116,6 @@ def _decoded_for_good() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
-
-
-def _validated(
-    document: dict[str, Any], what: str, trusted: Callable[[object], bool] | None = None
-) -> dict[str, Any]:
-    problem = genome_problem(document, trusted)
-    if problem is not None:
-        where, msg = problem
-        raise DiffError(
-            f"{what} is not a valid {GENOME_FORMAT} document ({where}: {msg}); record it "
-            "again with this diffgenome"
-        )
-    return document
 
 
 __all__ = ["from_file", "header", "stored", "tests_text"]

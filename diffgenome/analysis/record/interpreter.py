@@ -22,6 +22,9 @@ from diffgenome.analysis.record.git import first_line
 from diffgenome.analysis.record.process import DiffError
 from diffgenome.analysis.record.worktree import Workspace
 
+#: The recorder's plugin, as data: the module name ``-p`` hands pytest in a recording's own
+#: process (where no entry point loads it) and the probe looks for among the entry points.
+#: The analysis side never imports the recording side.
 PLUGIN_MODULE = "diffgenome.recording.plugin"
 #: The string hash seed of every recording a diff makes, unless PYTHONHASHSEED is set.
 DIFF_HASH_SEED = "0"
