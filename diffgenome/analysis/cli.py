@@ -391,8 +391,6 @@ def _run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
-
 # -- diff and affected --------------------------------------------------------------------
 
 #: What ``--fail-on`` takes: three of the statuses (see found_for), then the other findings.
