@@ -19,9 +19,9 @@ Events:
   for repo code only) locally, on in-scope code objects, armed at their first start.
 
 The public surface is the ``Tracer`` class. The callbacks below define what is recorded; an
-optional compiled core (``_accel.c``) takes the common path of the hottest ones and hands
-every other case to them unchanged, so both cores record byte-identical genomes (tested).
-``DIFFGENOME_CORE=python`` forces the pure-Python callbacks.
+optional compiled core (``_accel.c``, loaded and built by cores.py) takes the common path of
+the hottest ones and hands every other case to them unchanged, so both cores record
+byte-identical genomes (tested). ``DIFFGENOME_CORE=python`` forces the pure-Python callbacks.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from diffgenome.protocol.vocab import (
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
 )
-from diffgenome.recording.collect import codemap, contract, reflect, stable, values
+from diffgenome.recording.collect import codemap, contract, cores, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
@@ -94,7 +94,6 @@ GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
 _PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
-CORE_ENV = "DIFFGENOME_CORE"
 #: ``DIFFGENOME_DEBUG=callbacks``: keep the first exception of each kind that a callback
 #: caught (``Tracer.first_errors``; the session says them when it ends) instead of only
 #: counting it. Read when a tracer is made, never at event time.
@@ -102,93 +101,13 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 # Code that can pause: generators, coroutines, async generators (inspect's CO_* flags).
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
-#: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 22
-
-
-#: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
-#: the target interpreter (analysis/record/core.py): why, and the command that fixes it.
-CORE_ABSENT_FILE = "_accel.absent"
-
-
-def _load_accelerator() -> tuple[Any, str | None]:
-    """The compiled core's module, or None and why the Python callbacks are used instead."""
-    wanted = os.environ.get(CORE_ENV, "").strip().lower()
-    if wanted == "python":
-        return None, f"{CORE_ENV}=python"
-    if not CAPABILITIES.tested:
-        version = ".".join(map(str, CAPABILITIES.version))
-        return None, f"untested-interpreter: the compiled core is not yet tested on {version}"
-    try:
-        from diffgenome.recording.collect import _accel
-    except ImportError as exc:
-        return None, _absent_reason(exc)
-    if getattr(_accel, "VERSION", None) != CORE_VERSION:
-        return None, "stale-build: rebuild it with pip install -e ."
-    if CAPABILITIES.interpreter_frames:
-        disagreement = contract.frame_disagreement(
-            _accel.frame_probe, _accel.frame_key, _accel.frame_var
-        )
-        if disagreement is not None:
-            return None, f"core-disagrees: {disagreement}"
-    return _accel, None
-
-
-def _absent_reason(exc: ImportError) -> str:
-    """Why this interpreter has no compiled core, in words: never built, built only for other
-    interpreters (a copy of an install made with another Python), or there and unloadable."""
-    from importlib.machinery import EXTENSION_SUFFIXES
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        with open(os.path.join(here, CORE_ABSENT_FILE), encoding="utf-8") as said:
-            return " ".join(said.read().split())
-    except OSError:
-        pass
-    try:
-        built = [n[len("_accel") :] for n in sorted(os.listdir(here)) if n.startswith("_accel.")]
-    except OSError:
-        built = []
-    if any(suffix in built for suffix in EXTENSION_SUFFIXES):
-        return f"import-failed: {exc}"
-    others = [suffix for suffix in built if suffix.endswith((".so", ".pyd"))]
-    if others:
-        return (
-            f"other-interpreter: the compiled core here is built for {', '.join(others)}, "
-            f"not for this interpreter ({EXTENSION_SUFFIXES[0]})"
-        )
-    return (
-        "not-built: this installation has no compiled core (pip leaves it out when no C "
-        "compiler works at install time)"
-    )
-
-
-_ACCEL, _ACCEL_ABSENT = _load_accelerator()
-
-
-def _load_frame_var() -> Callable[[FrameType, str], Any] | None:
-    """The compiled core's ``frame_var`` wherever it is built, whichever core records: the
-    Python callbacks read arguments as the compiled core does (capabilities.frame_get_var),
-    so that both leave the same objects alive. None without a built core of this version."""
-    if not CAPABILITIES.frame_get_var or not CAPABILITIES.tested:
-        return None
-    try:
-        from diffgenome.recording.collect import _accel
-    except ImportError:
-        return None
-    if getattr(_accel, "VERSION", None) != CORE_VERSION:
-        return None
-    found: Callable[[FrameType, str], Any] | None = getattr(_accel, "frame_var", None)
-    return found
-
-
+# Loaded once with this module (collect/cores.py); bound here, where the callbacks read them.
+_ACCEL = cores.ACCEL
+_ACCEL_ABSENT = cores.ACCEL_ABSENT
 #: ``frame.f_locals.get(name)`` without ``f_locals`` (None: read ``f_locals``).
-_frame_var = _load_frame_var()
-
-#: The key of a running frame in ``Tracer._active``: with a compiled core, the address of the
-#: interpreter's frame, which the core reads without making a frame object (``_accel.h``), so
-#: both cores key the one table alike; else ``id(frame)``.
-_frame_key: Callable[[FrameType], int] = _ACCEL.frame_key if _ACCEL is not None else id
+_frame_var = cores.frame_var
+#: The key of a running frame in ``Tracer._active`` (``cores.frame_key``).
+_frame_key = cores.frame_key
 
 
 # Nodes a thread can be inside of when a phase ends.
@@ -909,9 +828,15 @@ class Tracer:
         for event in CAPABILITIES.branch_events:
             callbacks[event] = on_branch
         if self._accel is not None:
-            compiled = self._compiled_callbacks(self._accel, on_start, on_resume, on_branch)
-            if compiled is not None:
-                callbacks.update(compiled)  # same keys: the dict keeps its order
+            # The compiled core, over the very tables these closures work on; one whose
+            # encodings disagree with values.py is not used (``core_reason`` says why).
+            core, disagreement = cores.build_core(self, self._accel, on_start, on_resume, on_branch)
+            if core is None:
+                self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
+            else:
+                self._core = core
+                core.recording = self._recording
+                callbacks.update(cores.core_callbacks(core))  # same keys: the dict keeps its order
         return callbacks
 
     def _start_callback(self) -> Callable[[CodeType, int], Any]:
@@ -1177,70 +1102,6 @@ class Tracer:
             return None
 
         return on_branch
-
-    def _compiled_callbacks(
-        self,
-        accel: Any,
-        on_start: Callable[..., Any],
-        on_resume: Callable[..., Any],
-        on_branch: Callable[..., Any],
-    ) -> dict[int, Callable[..., Any]] | None:
-        """The compiled core's callbacks for the events it takes, or None when its encodings
-        disagree with values.py (the Python callbacks then record; ``core_reason`` says why).
-        It is handed the Python callbacks it falls back to and the very tables they work on
-        (code objects, active frames, task frames), so either core grows the same tree."""
-        core = accel.Core(
-            tracer=self,
-            codes=self.codes,
-            active=self._active,
-            task_frames=self._task_frames,
-            on_start=on_start,
-            on_resume=on_resume,
-            on_branch=on_branch,
-            record_state=self._record_state,
-            summarize=values.summarize,
-            disable=_DISABLE,
-            node_type=Node,
-            info_type=CodeInfo,
-            bounded_type=values.BoundedValues,
-            blake2b=values._blake2b,
-            str_markers=stable.markers(),
-            tempfile_names=stable.tempfile_names(),
-            tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
-            frame_get_var=CAPABILITIES.frame_get_var,
-            class_tables=(
-                values._PLAIN_SUMMARY,
-                reflect._DISPLAY_NAMES,
-                reflect._DICT_DESCRIPTORS,
-                reflect.CLASS_EPOCH,
-            ),
-            class_namespaces=(reflect._STR_KEYED, reflect._STR_KEYED_MAX, _CLASS_ATTRIBUTE),
-            state_type=StateSet,
-            state_limit=self.bounds.state,
-            bucket=values.bucket,
-            enum_type=values._Enum,
-            on_error=None if self.first_errors is None else self.keep_first_error,
-            **contract.core_encodings(),
-        )
-        disagreement = contract.core_disagreement(
-            core.summarize, core.add_pair, core.bucket, core.add_values
-        )
-        if disagreement is not None:
-            self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
-            return None
-        self._core = core
-        core.recording = self._recording
-        events = _events
-        callbacks: dict[int, Callable[..., Any]] = {
-            events.PY_START: core.on_start,
-            events.PY_RESUME: core.on_resume,
-            events.PY_THROW: core.on_resume,
-            events.PY_RETURN: core.on_return,
-            events.PY_YIELD: core.on_yield,
-        }
-        for event in CAPABILITIES.branch_events:
-            callbacks[event] = core.on_branch
-        return callbacks
 
     # -- evidence ------------------------------------------------------------------------
 
