@@ -35,12 +35,11 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any, Final
 
-from diffgenome.protocol.naming import Site, fallback_name
+from diffgenome.protocol.naming import Site
 from diffgenome.protocol.vocab import (
     CLASS_ATTRIBUTE_BUCKET,
     EXIT_RAISED_PREFIX,
     EXIT_RUNNING,
-    ORIGIN_EXTERNAL,
     ORIGIN_REPO,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
@@ -49,7 +48,6 @@ from diffgenome.protocol.vocab import (
     REASON_TOOL_ID_UNAVAILABLE,
     REASON_TRUNCATED,
     REASON_UNATTRIBUTED,
-    REASON_UNMAPPED_SOURCE,
     REASON_UNTRACED_SUBPROCESS,
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
@@ -67,7 +65,7 @@ from diffgenome.recording.collect.contract import (
     StateSet,
 )
 from diffgenome.recording.collect.scope import Scope
-from diffgenome.recording.collect.sources import read_source
+from diffgenome.recording.collect.symbols import SymbolTable
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.standins import StandIns
@@ -92,7 +90,6 @@ TOOL_NAME = "diffgenome"
 # The events every code object raises to the tool; the rest are armed per code object.
 GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
-_PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
 
 #: ``DIFFGENOME_DEBUG=callbacks``: keep the first exception of each kind that a callback
 #: caught (``Tracer.first_errors``; the session says them when it ends) instead of only
@@ -136,13 +133,13 @@ class Tracer:
         self.first_errors: dict[str, str] | None = (
             {} if "callbacks" in os.environ.get(DEBUG_ENV, "").split(",") else None
         )
-        self.codes: dict[int, CodeInfo | None] = {}
-        self._keep_alive: list[CodeType] = []
+        #: What is known of code: per code object, per source file, per symbol.
+        self.table = SymbolTable(scope, self._note_reason)
+        # The table's own dictionaries (never replaced): the callbacks read ``codes``.
+        self.codes: dict[int, CodeInfo | None] = self.table.codes
+        self.symbols: dict[str, dict[str, object]] = self.table.symbols
+        self.sites: dict[str, Site] = self.table.sites
         self._armed: list[CodeType] = []
-        self._filemaps: dict[str, codemap.FileMap | None] = {}
-        self.symbols: dict[str, dict[str, object]] = {}
-        self.new_symbols: list[dict[str, object]] = []
-        self.sites: dict[str, Site] = {}
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
@@ -475,89 +472,33 @@ class Tracer:
             code = obj.__code__
             info = self.codes.get(id(code))
             if info is None and id(code) not in self.codes:
-                info = self._learn(code)
+                info = self.table.learn(code)
                 if info is not None and self.tool_id is not None:
                     self._arm(code, info)  # its first start will find it known
             if info is not None:
                 return info.symbol
-            return self._external_symbol(obj)
-        if isinstance(obj, type):
-            for value in _type_dict(obj).values():
-                if isinstance(value, FunctionType):
-                    placement = self.scope.place(value.__code__.co_filename)
-                    if placement is not None:
-                        qualname = _type_qualname(obj)
-                        symbol = f"py:{placement.module}.{qualname}"
-                        self._add_symbol(
-                            {
-                                "id": symbol,
-                                "origin": placement.origin,
-                                "path": placement.relpath,
-                                "line": None,
-                                "kind": "class",
-                            }
-                        )
-                        return symbol
-                    break
-            return self._external_symbol(obj)
-        if callable(obj) and type(obj).__name__ in ("builtin_function_or_method",):
-            return self._external_symbol(obj)
-        return None
-
-    def _external_symbol(self, obj: object) -> str | None:
-        if isinstance(obj, type):
-            symbol = "py:" + reflect.type_name(obj)
-        else:
-            try:
-                module = getattr(obj, "__module__", None)
-                qualname = getattr(obj, "__qualname__", None)
-            except Exception:
-                return None
-            if not isinstance(module, str) or not isinstance(qualname, str):
-                return None
-            symbol = f"py:{module}.{qualname}"
-        kind = "class" if isinstance(obj, type) else "function"
-        self._add_symbol(
-            {"id": symbol, "origin": ORIGIN_EXTERNAL, "path": None, "line": None, "kind": kind}
-        )
-        return symbol
+        return self.table.name_of(obj)
 
     def surrogate_info(
         self, symbol: str, filename: str, origin: str, kind: str, line: int, path: str
     ) -> CodeInfo:
-        """What a child process knew of one of its code objects, for exporting its calls in
-        this process: the symbol names the node, and the decision map of the same file (built
-        from the same source, so the child's site numbers mean the same sites) names its
-        branches. Never registered for events: no code object of this process is behind it."""
-        filemap = None
-        if origin == ORIGIN_REPO:
-            placement = self.scope.place(filename)
-            if placement is not None:
-                filemap = self._filemap(filename, placement.module)
-        # A code object without arguments or state reads: nothing is read from it.
-        info = CodeInfo(_NO_CODE, symbol, origin, kind, line, path, filemap)
-        return info
+        """What a child process knew of one of its code objects (``SymbolTable``)."""
+        return self.table.surrogate_info(symbol, filename, origin, kind, line, path)
 
     def add_symbol(self, entry: dict[str, object]) -> None:
         """A symbol a child process saw: the store gets it like the ones seen here."""
-        self._add_symbol(entry)
-
-    def _add_symbol(self, entry: dict[str, object]) -> None:
-        """Keep the first entry for a symbol and queue it for the store."""
-        symbol = str(entry["id"])
-        if symbol not in self.symbols:
-            self.symbols[symbol] = entry
-            self.new_symbols.append(entry)
+        self.table.add(entry)
 
     def take_new_symbols(self) -> list[dict[str, object]]:
         """Symbols first seen since the last call: the store gets each one once."""
-        new, self.new_symbols = self.new_symbols, []
-        return new
+        return self.table.take_new()
 
     def origin_of(self, symbol: str) -> str | None:
-        entry = self.symbols.get(symbol)
-        origin = entry.get("origin") if entry is not None else None
-        return origin if isinstance(origin, str) else None
+        return self.table.origin_of(symbol)
+
+    def _note_reason(self, reason: str) -> None:
+        """A disclosure of the phase being recorded (the symbol table's unmapped sources)."""
+        self._reasons.add(reason)
 
     def map_frame(self, frame: FrameType, node: Node) -> tuple[int, Node | None]:
         """Attribute what ``frame`` calls from now on to ``node``; returns the frame's key and
@@ -731,59 +672,6 @@ class Tracer:
 
     # -- per code object -----------------------------------------------------------------
 
-    def _learn(self, code: CodeType) -> CodeInfo | None:
-        filename = code.co_filename
-        info: CodeInfo | None = None
-        if not filename.startswith(_PACKAGE_DIR):
-            placement = self.scope.place(filename)
-            if placement is not None:
-                filemap = self._filemap(filename, placement.module)
-                if filemap is not None:
-                    name = filemap.code_name(code)
-                else:
-                    name = fallback_name(code, placement.module)
-                info = CodeInfo(
-                    code,
-                    name.symbol,
-                    placement.origin,
-                    name.kind,
-                    name.line,
-                    placement.relpath,
-                    filemap if placement.origin == ORIGIN_REPO else None,
-                )
-                self._add_symbol(
-                    {
-                        "id": name.symbol,
-                        "origin": placement.origin,
-                        "path": placement.relpath,
-                        "line": name.line,
-                        "kind": name.kind,
-                    }
-                )
-        self.codes[id(code)] = info
-        self._keep_alive.append(code)
-        return info
-
-    def _filemap(self, filename: str, module: str) -> codemap.FileMap | None:
-        try:
-            return self._filemaps[filename]
-        except KeyError:
-            pass
-        filemap: codemap.FileMap | None = None
-        source = read_source(filename)
-        if source is not None:
-            try:
-                filemap = codemap.build_file_map(source, module)
-            except SyntaxError:
-                filemap = None
-        if filemap is None:
-            self._reasons.add(f"{REASON_UNMAPPED_SOURCE}:{module}")
-        else:
-            for site in filemap.sites:
-                self.sites[site.id] = site
-        self._filemaps[filename] = filemap
-        return filemap
-
     @staticmethod
     def _local_events_of(info: CodeInfo) -> int:
         local = _events.PY_RETURN | _events.PY_YIELD | _events.PY_RESUME
@@ -803,7 +691,7 @@ class Tracer:
         """First start of a code object: decide scope once, arm its local events."""
         if id(code) in self.codes:
             return None
-        info = self._learn(code)
+        info = self.table.learn(code)
         if info is not None:
             self._arm(code, info)
         return info
@@ -1184,7 +1072,6 @@ class Tracer:
 
 
 _ABSENT = object()
-_NO_CODE = (lambda: None).__code__
 _SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
 _CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
 # The receiver's own fields, read without running its code (see reflect.py).
@@ -1193,8 +1080,6 @@ _class_dicts = reflect.class_dicts
 _lookup = reflect.lookup
 _NOT_FOUND = reflect.MISSING
 _CLASS_ATTRIBUTE: Final = CLASS_ATTRIBUTE_BUCKET
-_type_dict = reflect.type_dict
-_type_qualname = reflect.type_qualname
 _BUILTIN_FUNCTION = type(len)
 _FUNCTION = type(lambda: 0)
 _MODULE = type(sys)
