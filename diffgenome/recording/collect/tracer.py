@@ -66,6 +66,7 @@ from diffgenome.recording.collect.contract import (
 )
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.symbols import SymbolTable
+from diffgenome.recording.collect.threads import StartHooks, may_run
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.standins import StandIns
@@ -155,11 +156,11 @@ class Tracer:
         # Counted by the session at each test's first phase: a thread started by another
         # test does work here by timing, one started in this test's setup by design.
         self.test_serial = 0
-        self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
         self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
-        self._create_task_original: tuple[Any, Any] | None = None
+        # Thread.start and create_task wrapped while the tool id is held (collect/threads.py).
+        self._start_hooks = StartHooks(self)
         self._core: Any = None  # the compiled core's object, when it is in use
         # The watch put in ``sys.monitoring.set_local_events``'s place, and the code objects
         # whose local events code under test set for this tool id since the last phase end
@@ -231,8 +232,7 @@ class Tracer:
         for event, callback in self._registered.items():
             _monitoring.register_callback(tid, event, callback)
         _monitoring.set_events(tid, GLOBAL_EVENTS)
-        self._wrap_thread_start()
-        self._wrap_create_task()
+        self._start_hooks.install()
         self._watch_local_events()
         return True
 
@@ -242,7 +242,7 @@ class Tracer:
         Never raises: a test may have freed the tool id (``set_events`` then refuses it) or
         handed it to another tool, whose events and callbacks are not ours to clear."""
         self._set_recording(False)
-        self._unwrap_thread_start()
+        self._start_hooks.uninstall()
         self._unwatch_local_events()
         tid = self.tool_id
         if tid is None:
@@ -387,7 +387,8 @@ class Tracer:
         self._active.clear()
         self._task_frames.clear()
         self._phase_serial += 1
-        self._starters = {k: v for k, v in self._starters.items() if self._may_run(v)}
+        serial = self._phase_serial
+        self._starters = {k: v for k, v in self._starters.items() if may_run(v, serial)}
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
@@ -595,61 +596,6 @@ class Tracer:
         self._roots[_get_ident()] = (thread, root)
         return root
 
-    def _may_run(self, starter: tuple[threading.Thread, Node | None, int, int]) -> bool:
-        """Whether a started thread may still run in-scope code. A thread another thread is
-        starting right now is not alive yet (google-auth: a refresh worker starting a thread
-        while the phase ended): an entry made in the last two phases is kept regardless."""
-        thread, _, serial, _ = starter
-        return serial >= self._phase_serial - 2 or thread.is_alive() or thread.ident is None
-
-    def _wrap_thread_start(self) -> None:
-        original = threading.Thread.start
-        tracer = self
-
-        def start(thread: threading.Thread) -> None:
-            # Registered before the thread runs: its first event may come before start returns.
-            try:
-                node = tracer._parent_of(_getframe(1)) if tracer._recording else None
-                tracer._starters[id(thread)] = (
-                    thread,
-                    node,
-                    tracer._phase_serial,
-                    tracer.test_serial,
-                )
-            except Exception as exc:
-                tracer.failed(exc)
-            original(thread)
-
-        start.__wrapped__ = original  # type: ignore[attr-defined]
-        self._thread_start_original = original
-        threading.Thread.start = start  # type: ignore[method-assign,assignment]
-
-    def _wrap_create_task(self) -> None:
-        """Remember which node created each asyncio task, to attribute the task's work."""
-        import asyncio.base_events
-
-        loop_class = asyncio.base_events.BaseEventLoop
-        original = loop_class.__dict__["create_task"]
-        tracer = self
-
-        def create_task(loop: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
-            if tracer._recording:
-                try:
-                    frame = getattr(coro, "cr_frame", None)
-                    if frame is not None:
-                        creator = tracer._parent_of(_getframe(1))
-                        root = tracer._side_root(creator, "task")
-                        # A weak reference: holding the frame would keep the coroutine alive.
-                        tracer._task_frames[id(frame)] = (weakref.ref(coro), root)
-                    frame = None
-                except Exception as exc:
-                    tracer.failed(exc)
-            return original(loop, coro, *args, **kwargs)
-
-        create_task.__wrapped__ = original  # type: ignore[attr-defined]
-        self._create_task_original = (loop_class, original)
-        loop_class.create_task = create_task  # type: ignore[method-assign,assignment]
-
     def _side_root(self, parent: Node, via: str) -> Node:
         """The shared root under ``parent`` for work that runs elsewhere (threads, tasks)."""
         for root in parent.thread_roots:
@@ -659,16 +605,6 @@ class Tracer:
         root.via = via
         parent.thread_roots.append(root)
         return root
-
-    def _unwrap_thread_start(self) -> None:
-        original = self._thread_start_original
-        if original is not None:
-            threading.Thread.start = original  # type: ignore[method-assign]
-            self._thread_start_original = None
-        saved = self._create_task_original
-        if saved is not None:
-            saved[0].create_task = saved[1]
-            self._create_task_original = None
 
     # -- per code object -----------------------------------------------------------------
 
