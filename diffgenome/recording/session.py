@@ -73,7 +73,8 @@ from diffgenome.recording.collect.preview import ValuePreviews
 from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
-from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
+from diffgenome.recording.collect.tool import TOOL_NAME
+from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say, say_alone

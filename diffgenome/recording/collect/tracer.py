@@ -26,7 +26,6 @@ byte-identical genomes (tested). ``DIFFGENOME_CORE=python`` forces the pure-Pyth
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
@@ -43,9 +42,7 @@ from diffgenome.protocol.vocab import (
     ORIGIN_REPO,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
-    REASON_MONITORING_DISTURBED,
     REASON_RECURSION_LIMIT,
-    REASON_TOOL_ID_UNAVAILABLE,
     REASON_TRUNCATED,
     REASON_UNATTRIBUTED,
     REASON_UNTRACED_SUBPROCESS,
@@ -67,29 +64,17 @@ from diffgenome.recording.collect.contract import (
 from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.collect.symbols import SymbolTable
 from diffgenome.recording.collect.threads import StartHooks, may_run
+from diffgenome.recording.collect.tool import Tool
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.standins import StandIns
 
 _monitoring = sys.monitoring
 _events = _monitoring.events
-# Bound at import: the session puts a watch in ``sys.monitoring.set_local_events``'s place
-# (``Tracer._watch_local_events``), and the recorder's own calls must not go through it.
-_set_local_events = _monitoring.set_local_events
-_get_local_events = _monitoring.get_local_events
-# How many code objects a watch remembers between two phase ends; past it, every armed code
-# object is looked at again.
-_TOUCHED_LIMIT: Final = 256
 _DISABLE = _monitoring.DISABLE
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 _current_thread = threading.current_thread
-
-# Tool ids in probing order: never 0 (debugger) nor 1 (coverage.py); 5 is the optimizer's.
-TOOL_IDS = (4, 3, 2)
-TOOL_NAME = "diffgenome"
-# The events every code object raises to the tool; the rest are armed per code object.
-GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
 
 #: ``DIFFGENOME_DEBUG=callbacks``: keep the first exception of each kind that a callback
@@ -127,8 +112,6 @@ class Tracer:
         self.scope = scope
         self.digester = digester
         self.bounds = bounds
-        self.tool_id: int | None = None
-        self.unavailable_reason: str | None = None
         self.errors = 0
         #: Under ``DIFFGENOME_DEBUG=callbacks``: exception type -> where it was first caught.
         self.first_errors: dict[str, str] | None = (
@@ -140,7 +123,6 @@ class Tracer:
         self.codes: dict[int, CodeInfo | None] = self.table.codes
         self.symbols: dict[str, dict[str, object]] = self.table.symbols
         self.sites: dict[str, Site] = self.table.sites
-        self._armed: list[CodeType] = []
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
@@ -162,17 +144,9 @@ class Tracer:
         # Thread.start and create_task wrapped while the tool id is held (collect/threads.py).
         self._start_hooks = StartHooks(self)
         self._core: Any = None  # the compiled core's object, when it is in use
-        # The watch put in ``sys.monitoring.set_local_events``'s place, and the code objects
-        # whose local events code under test set for this tool id since the last phase end
-        # (None: more than the watch remembers).
-        self._local_watch: Callable[..., Any] | None = None
-        self._local_touched: list[CodeType] | None = []
+        #: The ``sys.monitoring`` tool id: claimed, armed, kept, released (collect/tool.py).
+        self.tool = Tool(self)
         self._accel = _ACCEL if core == "auto" else None
-        # The callback objects registered for the tool id, kept to see whether a test
-        # replaced one (the compiled core's bound methods are new objects at each lookup).
-        self._registered: dict[int, Callable[..., Any]] = {}
-        #: Why recording stopped for good mid-session (another tool took the id), if it did.
-        self.lost_reason: str | None = None
         #: ``c`` or ``python``: which callbacks record (both record the same genomes).
         self.core = "python" if self._accel is None else "c"
         #: Why the Python callbacks are used, when they are.
@@ -214,169 +188,38 @@ class Tracer:
 
     def start(self) -> bool:
         """Claim a tool id and register callbacks; False (with a reason) when none is free."""
-        for tool_id in TOOL_IDS:
-            try:
-                _monitoring.use_tool_id(tool_id, TOOL_NAME)
-            except ValueError:
-                continue
-            self.tool_id = tool_id
-            break
-        else:
-            taken = ", ".join(
-                f"{i}={_monitoring.get_tool(i)}" for i in TOOL_IDS if _monitoring.get_tool(i)
-            )
-            self.unavailable_reason = f"{REASON_TOOL_ID_UNAVAILABLE}:{taken}"
+        if not self.tool.claim(self._callbacks):
             return False
-        tid = self.tool_id
-        self._registered = self._callbacks()
-        for event, callback in self._registered.items():
-            _monitoring.register_callback(tid, event, callback)
-        _monitoring.set_events(tid, GLOBAL_EVENTS)
         self._start_hooks.install()
-        self._watch_local_events()
+        self.tool.watch()
         return True
 
     def stop(self) -> None:
         """Release everything: events, callbacks, the tool id, the Thread.start wrapper.
 
-        Never raises: a test may have freed the tool id (``set_events`` then refuses it) or
-        handed it to another tool, whose events and callbacks are not ours to clear."""
+        Never raises (``Tool.release``)."""
         self._set_recording(False)
         self._start_hooks.uninstall()
-        self._unwatch_local_events()
-        tid = self.tool_id
-        if tid is None:
-            return
-        self.tool_id = None
-        self._registered = {}
-        if _monitoring.get_tool(tid) != TOOL_NAME:
-            self._armed.clear()
-            return
-        with contextlib.suppress(ValueError):
-            _monitoring.set_events(tid, 0)
-            for code in self._armed:
-                _set_local_events(tid, code, 0)
-        events = (
-            _events.PY_START,
-            _events.PY_RESUME,
-            _events.PY_THROW,
-            _events.PY_RETURN,
-            _events.PY_YIELD,
-            _events.PY_UNWIND,
-            *CAPABILITIES.branch_events,
-        )
-        with contextlib.suppress(ValueError):
-            for event in events:
-                _monitoring.register_callback(tid, event, None)
-        with contextlib.suppress(ValueError):
-            if CAPABILITIES.has_clear_tool_id:
-                _monitoring.clear_tool_id(tid)  # type: ignore[attr-defined]
-            _monitoring.free_tool_id(tid)
-        self._armed.clear()
+        self.tool.release()
 
     def reclaim(self) -> list[str]:
-        """Check that the tool id, its events and callbacks are still as the recorder set
-        them, put back whatever a test changed (``sys.monitoring`` is one per process, and
-        any code may call it), and say what had changed: a phase during which recording was
-        switched off is not whole. Another tool holding the id cannot be undone: recording
-        stops for the rest of the session (``lost_reason``)."""
-        tid = self.tool_id
-        if tid is None:
-            return []
-        changed: list[str] = []
-        try:
-            owner = _monitoring.get_tool(tid)
-            if owner != TOOL_NAME:
-                if owner is not None:
-                    self.lost_reason = f"{REASON_MONITORING_DISTURBED}:tool-id-taken:{owner}"
-                    self.tool_id = None
-                    self._registered = {}
-                    self._armed.clear()
-                    self._set_recording(False)
-                    return [self.lost_reason]
-                _monitoring.use_tool_id(tid, TOOL_NAME)
-                changed.append(f"{REASON_MONITORING_DISTURBED}:tool-id-freed")
-            replaced = False
-            for event, callback in self._registered.items():
-                if _monitoring.register_callback(tid, event, callback) is not callback:
-                    replaced = True
-            if replaced:
-                changed.append(f"{REASON_MONITORING_DISTURBED}:callback-replaced")
-            if _monitoring.get_events(tid) != GLOBAL_EVENTS:
-                _monitoring.set_events(tid, GLOBAL_EVENTS)
-                changed.append(f"{REASON_MONITORING_DISTURBED}:events-changed")
-            if self._local_events_changed(tid):
-                changed.append(f"{REASON_MONITORING_DISTURBED}:local-events-changed")
-            if changed:
-                # Freeing clears local events on some versions, a test that reset events may
-                # have reset those too, and code first seen while the id was free could not
-                # be armed at all: arm every code object in scope again.
-                self._armed = []
-                for info in list(self.codes.values()):
-                    if info is not None:
-                        self._arm(info.code, info)
-        except Exception:
-            self.errors += 1
-            changed.append(f"{REASON_MONITORING_DISTURBED}:unrestorable")
-        return changed
+        """Put back whatever a test changed of the tool and say what (``Tool.reclaim``)."""
+        return self.tool.reclaim()
 
-    def _local_events_changed(self, tid: int) -> bool:
-        """Whether code under test changed the local events of a code object this tool armed
-        (switching them off blinds the recorder to that code's returns and decisions in
-        every later test), each such one armed again. The watch says which ones were
-        touched; where it was taken out of ``sys.monitoring`` or forgot some, every armed
-        code object is looked at."""
-        touched = self._local_touched
-        watched = getattr(_monitoring, "set_local_events", None) is self._local_watch
-        self._local_touched = []
-        if watched and touched is not None:
-            if not touched:
-                return False
-            suspects = touched
-        else:
-            suspects = self._armed
-        differs = False
-        for code in suspects:
-            info = self.codes.get(id(code))
-            if info is None or info.code is not code:
-                continue
-            wanted = self._local_events_of(info)
-            if _get_local_events(tid, code) != wanted:
-                _set_local_events(tid, code, wanted)
-                differs = True
-        return differs
+    @property
+    def tool_id(self) -> int | None:
+        """The ``sys.monitoring`` tool id held (None: none)."""
+        return self.tool.id
 
-    def _watch_local_events(self) -> None:
-        """Put a watch in ``sys.monitoring.set_local_events``'s place: it does what the
-        function does and notes the code objects whose events it set for this tool id, so
-        that the phase end finds a test that switched them off (``reclaim``) without
-        looking at every armed code object. Taken out by ``stop``."""
-        original = _set_local_events
-        tracer = self
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why no tool id could be claimed, when none could."""
+        return self.tool.unavailable_reason
 
-        def set_local_events(tool_id: int, code: CodeType, event_set: int, /) -> Any:
-            result = original(tool_id, code, event_set)
-            if tool_id == tracer.tool_id:
-                touched = tracer._local_touched
-                if touched is not None:
-                    if len(touched) < _TOUCHED_LIMIT:
-                        touched.append(code)
-                    else:
-                        tracer._local_touched = None
-            return result
-
-        set_local_events.__wrapped__ = original  # type: ignore[attr-defined]
-        set_local_events.__doc__ = original.__doc__
-        with contextlib.suppress(AttributeError, TypeError):
-            _monitoring.set_local_events = set_local_events
-            self._local_watch = set_local_events
-
-    def _unwatch_local_events(self) -> None:
-        watch = self._local_watch
-        if watch is not None and getattr(_monitoring, "set_local_events", None) is watch:
-            with contextlib.suppress(AttributeError, TypeError):
-                _monitoring.set_local_events = _set_local_events
-        self._local_watch = None
+    @property
+    def lost_reason(self) -> str | None:
+        """Why recording stopped for good mid-session (another tool took the id), if it did."""
+        return self.tool.lost_reason
 
     def begin_phase(self) -> None:
         """Start a fresh tree for the calling (main) thread."""
@@ -398,7 +241,7 @@ class Tracer:
         # Whatever changed between phases (another plugin's hook) is put back unsaid: no
         # phase was being recorded.
         self.reclaim()
-        self._set_recording(self.tool_id is not None)
+        self._set_recording(self.tool.id is not None)
 
     def end_phase(self) -> PhaseCapture:
         """Stop attributing and hand over the phase's tree and disclosures."""
@@ -407,8 +250,8 @@ class Tracer:
         self._close_running_calls()
         reasons = set(self._reasons)
         reasons.update(self.reclaim())
-        if self.lost_reason is not None:
-            reasons.add(self.lost_reason)
+        if self.tool.lost_reason is not None:
+            reasons.add(self.tool.lost_reason)
         if self._sink is not None and self._sink.count:
             reasons.add(f"{REASON_TRUNCATED}:nodes")
         self._root = None
@@ -474,8 +317,8 @@ class Tracer:
             info = self.codes.get(id(code))
             if info is None and id(code) not in self.codes:
                 info = self.table.learn(code)
-                if info is not None and self.tool_id is not None:
-                    self._arm(code, info)  # its first start will find it known
+                if info is not None and self.tool.id is not None:
+                    self.tool.arm(code, info)  # its first start will find it known
             if info is not None:
                 return info.symbol
         return self.table.name_of(obj)
@@ -608,19 +451,6 @@ class Tracer:
 
     # -- per code object -----------------------------------------------------------------
 
-    @staticmethod
-    def _local_events_of(info: CodeInfo) -> int:
-        local = _events.PY_RETURN | _events.PY_YIELD | _events.PY_RESUME
-        if info.filemap is not None:
-            for event in CAPABILITIES.branch_events:
-                local |= event
-        return local
-
-    def _arm(self, code: CodeType, info: CodeInfo) -> None:
-        assert self.tool_id is not None
-        _set_local_events(self.tool_id, code, self._local_events_of(info))
-        self._armed.append(code)
-
     # -- callbacks (hot path) ------------------------------------------------------------
 
     def _start_slow(self, code: CodeType) -> CodeInfo | None:
@@ -629,7 +459,7 @@ class Tracer:
             return None
         info = self.table.learn(code)
         if info is not None:
-            self._arm(code, info)
+            self.tool.arm(code, info)
         return info
 
     def _callbacks(self) -> dict[int, Callable[..., Any]]:
