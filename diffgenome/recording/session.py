@@ -14,7 +14,6 @@ import _io
 import contextlib
 import os
 import random
-import re
 import sqlite3
 import sys
 import threading
@@ -47,7 +46,6 @@ from diffgenome.protocol.selection import SHARED_NODE_ID, selected, shared_id
 from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
-    ORIGIN_REPO,
     PHASES,
     REASON_CHILD_UNFINISHED,
     REASON_EXPORT_ERROR,
@@ -63,7 +61,6 @@ from diffgenome.protocol.vocab import (
     RUN_INTERRUPTED,
     RUN_RECORDER_START_FAILED,
     RUN_STORE_FAILED,
-    SYMBOL_PREFIX,
 )
 from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import egress, stable, values
@@ -76,9 +73,11 @@ from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tool import TOOL_NAME
 from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
+from diffgenome.recording.foreign import foreign_modules, imported_before, top_level_modules
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say, say_alone
 from diffgenome.recording.options import read_options
+from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
@@ -143,7 +142,7 @@ class Recorder:
             self.rootdir, options.testpaths, options.source_roots, options.test_roots
         )
         self.scope = Scope(self.rootdir, sources, tests)
-        self.repo_modules = _top_level_modules(self.scope)
+        self.repo_modules = top_level_modules(self.scope)
         toplevel = git_toplevel(self.rootdir)
         self.tree_root = toplevel or self.rootdir
         self._id_prefix = rootdir_in_repository(self.rootdir, toplevel)
@@ -369,7 +368,7 @@ class Recorder:
                 "are not recorded and the run is marked unverified",
             )
         self._tracing = self.tracer.tool_id is not None
-        self._before_recording = _imported_before(self.scope)
+        self._before_recording = imported_before(self.scope)
         if self._tracing:
             self.tempfile_names.install()
             self.standins = StandIns(self.tracer)
@@ -829,7 +828,7 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         self.tracer.test_serial += 1
-        self._params = _param_digests(item, self.digester, self._param_memo)
+        self._params = param_digests(item, self.digester, self._param_memo)
         try:
             self._own_capture = not OWN_CAPTURE.isdisjoint(getattr(item, "fixturenames", ()))
         except Exception:
@@ -930,7 +929,7 @@ class Recorder:
         A typical target environment has the project installed in editable mode from the
         user's checkout: recording a worktree there can silently run the checkout's code.
         """
-        for name, where in _foreign_modules(self.repo_modules, self.scope.rootdir):
+        for name, where in foreign_modules(self.repo_modules, self.scope.rootdir):
             reason = f"{REASON_FOREIGN_MODULE}:{name}={where}"
             if reason not in self._session_reasons:
                 self._session_reasons.append(reason)
@@ -1169,113 +1168,6 @@ def _cores() -> int | None:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count()
-
-
-def _imported_before(scope: Scope) -> list[str]:
-    """Module symbols of the project's modules already imported (once, at start)."""
-    found: set[str] = set()
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None)
-        if not isinstance(filename, str):
-            continue
-        placement = scope.place(filename)
-        if placement is not None and placement.origin == ORIGIN_REPO:
-            found.add(SYMBOL_PREFIX + placement.module)
-    return sorted(found)
-
-
-def _top_level_modules(scope: Scope) -> list[str]:
-    """Names of the packages and modules directly under the source roots (read once)."""
-    names: set[str] = set()
-    test_roots = tuple(scope.test_roots)
-    for root in scope.source_roots:
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            continue
-        for entry in entries:
-            path = root + entry
-            if entry.startswith((".", "_")) or (path + "/").startswith(test_roots):
-                continue
-            if entry.endswith(".py"):
-                stem = entry[:-3]
-                if stem.isidentifier() and stem not in ("setup", "conftest", "noxfile"):
-                    names.add(stem)
-            elif entry.isidentifier() and os.path.isfile(path + "/__init__.py"):
-                names.add(entry)
-    return sorted(names)
-
-
-def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
-    """Project modules that were imported from outside the rootdir."""
-    foreign: list[tuple[str, str]] = []
-    for name in names:
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        namespace = getattr(module, "__dict__", {})
-        where = namespace.get("__file__")
-        if not isinstance(where, str):
-            paths = list(namespace.get("__path__") or [])
-            where = str(paths[0]) if paths else None
-        if isinstance(where, str) and not where.startswith(rootdir):
-            foreign.append((name, where))
-    return foreign
-
-
-def _param_digests(
-    item: pytest.Item, digester: values.Digester, memo: dict[tuple[type, object], str | None]
-) -> dict[str, str | None] | None:
-    """The keyed digest of each of a parametrized test's values, by argument name. pytest
-    names a case it cannot print by its position (``kwargs18``), which inserting a case
-    shifts; the values themselves do not shift.
-
-    ``memo``: the digests of plain scalars already seen (a parametrized suite passes the same
-    few values to thousands of cases: packaging's version strings), by type and value, so
-    that ``True`` and ``1`` stay apart."""
-    try:
-        params = item.callspec.params  # type: ignore[attr-defined]
-        if not isinstance(params, dict) or not params:
-            return None
-        out: dict[str, str | None] = {}
-        for name in sorted(params):
-            value = params[name]
-            kind = type(value)
-            if kind in _MEMO_TYPES:
-                key = (kind, value)
-                if key in memo:
-                    out[str(name)] = memo[key]
-                    continue
-                if len(memo) >= _PARAM_MEMO_SIZE:
-                    memo.clear()
-                out[str(name)] = memo[key] = _param_digest(value, digester)
-            else:
-                out[str(name)] = _param_digest(value, digester)
-        return out
-    except Exception:  # not parametrized (no callspec), or a value that resists reading
-        return None
-
-
-#: Parameter types whose value alone decides the digest (immutable, equal means same form).
-_MEMO_TYPES = frozenset((str, bytes, int, bool, type(None)))
-_PARAM_MEMO_SIZE = 65536
-
-
-def _param_digest(value: object, digester: values.Digester) -> str | None:
-    """The digest of the value's canonical form; for a value that has none (a ``timedelta``:
-    humanize's ``test_input33``), of its ``repr`` made stable, unless that names an address
-    (None: its equality is unknown)."""
-    digest = digester.digest_value(value)
-    if digest is not None:
-        return digest
-    text = stable.stable_text(_repr(value))
-    if _ADDRESS.search(text):
-        return None
-    return digester.digest(b"repr:" + text.encode("utf-8", "surrogatepass"))
-
-
-_repr = repr
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _run_id_asked() -> str | None:
