@@ -60,7 +60,6 @@ from diffgenome.protocol.vocab import (
     RUN_INTERNAL_ERROR,
     RUN_INTERRUPTED,
     RUN_RECORDER_START_FAILED,
-    RUN_STORE_FAILED,
 )
 from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import egress, stable, values
@@ -75,21 +74,14 @@ from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.foreign import foreign_modules, imported_before, top_level_modules
 from diffgenome.recording.genome import consistency_problems, export_phase
-from diffgenome.recording.notices import PREFIX, say, say_alone
+from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
+from diffgenome.recording.outbox import Outbox
 from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
-from diffgenome.recording.store import ForkedCopy, StoreError, StoreWriter
+from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.warned import WarningsSeen
-from diffgenome.recording.writer import (
-    WRITER_PROCESS,
-    WriterLost,
-    WriterProcess,
-    start_writer,
-    writer_name,
-    writer_wanted,
-)
 
 _enumerate_threads = threading.enumerate
 _seed_random = random.seed
@@ -178,14 +170,17 @@ class Recorder:
         )
         self.run_id = self.run.id
         self._session_reasons: list[str] = []
-        # Tests finished but not yet in the store: written as soon as each one finishes, so
-        # a session that dies without running its hooks (``os._exit`` in a test, a segfault,
-        # SIGKILL) still leaves every finished test in the store. A WAL commit without fsync
-        # costs far less than a test.
-        self._pending: list[dict[str, Any]] = []
-        #: Where finished tests go when a process of their own writes them
-        #: (``--genome-writer``, recording/writer.py); None: this process writes them.
-        self._writer: WriterProcess | None = None
+        #: Finished tests on their way into the store, written as soon as each one finishes
+        #: (by this process or a writer process of their own: recording/outbox.py).
+        self.outbox = Outbox(
+            config,
+            self.store,
+            self.run,
+            self.worker,
+            self.store_path,
+            self._id_prefix,
+            self.tracer.take_new_symbols,
+        )
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
         # Facts about the capture that leave it complete (a thread that outlived its phase)
@@ -215,9 +210,6 @@ class Recorder:
         self.children: child_processes.Children | None = None
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
-        self._store_broken = False
-        self._store_failure: str | None = None
-        self._store_failure_recorded = False
         self._disturbances_said: set[str] = set()
         self._collection_failed = False
         # Project modules whose bodies ran before recording started (a conftest.py imported
@@ -551,24 +543,9 @@ class Recorder:
     def _start_writer(self, tests: int) -> None:
         """Once the tests to run are known, between phases: a writer process of their own
         where asked, or where they are many enough to repay it (``--genome-writer``)."""
-        mode = self.options.writer
-        if self.is_controller or not self._tracing or self._store_broken or self._closed:
+        if self.is_controller or not self._tracing or self.outbox.broken or self._closed:
             return
-        if not writer_wanted(mode, tests, self.options.workers, _cores()):
-            return
-        try:
-            with egress.unobserved():  # the recorder's own child: no test's spawn
-                self._writer = start_writer(self.store, self.run_id, self.worker)
-        except OSError as exc:
-            # It may have joined the run before it failed: it wrote nothing, and leaves.
-            with contextlib.suppress(Exception):
-                self.store.leave_run(self.run_id, writer_name(self.worker), True, [])
-            if mode == WRITER_PROCESS:
-                say(
-                    self.config,
-                    f"no writer process could be started ({one_line(exc)}); this process "
-                    "writes the tests itself",
-                )
+        self.outbox.start_writer(self.options.writer, tests, self.options.workers)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -603,19 +580,19 @@ class Recorder:
         try:
             self._release_import()
             self._release_held()
-            self._flush()
-            self._finish_writer()
+            self.outbox.flush()
+            self.outbox.finish_writer()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
             reasons = [RUN_INTERRUPTED] if exitstatus == 2 else []
             if exitstatus == 3:
                 reasons.append(RUN_INTERNAL_ERROR)
             if exitstatus is None:
                 reasons.append(RUN_ENDED_EARLY)
-            if self._store_broken:
-                self._record_store_failure()
+            if self.outbox.broken:
+                self.outbox.record_failure()
                 return
             why = self.run.end(not interrupted and exitstatus is not None, reasons)
-            self._say_store_notices()
+            self.outbox.say_notices()
             if self.run.begun:
                 try:
                     self._summarise(why)
@@ -626,7 +603,7 @@ class Recorder:
                         f"or capped ({one_line(exc)})",
                     )
         except (StoreError, sqlite3.Error, OSError) as exc:
-            self._store_failed(exc)
+            self.outbox.failed(exc)
         finally:
             with contextlib.suppress(Exception):
                 self.store.close()
@@ -1042,132 +1019,7 @@ class Recorder:
             record.update(extra)
             if "disclosed" in extra:
                 record["disclosed"] = sorted({clear(fact) for fact in extra["disclosed"]})
-        self._pending.append(record)
-        self._flush()
-
-    def _store_failed(self, exc: BaseException) -> None:
-        """The store broke mid-session (deleted, read-only, disk full): tests go on, pytest
-        says so once, and the run is finished as incomplete with the cause where that can
-        still be written (a full disk often still takes it: see ``StoreWriter.make_room``),
-        else it stays unfinished in the store, which reads as interrupted."""
-        if isinstance(exc, ForkedCopy):
-            if not self._store_broken:
-                self._store_broken = True
-                self._store_failure_recorded = True  # not this process's run to finish
-                say_alone(self.config, str(exc))
-            return
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            self._salvage(writer)
-        if not self._store_broken:
-            self._store_broken = True
-            self._store_failure = f"{RUN_STORE_FAILED}: {one_line(exc)}"
-            say(
-                self.config,
-                f"the store at {self.store_path} failed ({exc}); recording stopped, the run "
-                "is incomplete",
-            )
-            self._record_store_failure()
-
-    def _salvage(self, writer: WriterProcess) -> None:
-        """The writer process met a store error: the tests it had not committed yet ran
-        before whatever broke the store (a test that filled the disk), and as written by this
-        process they would be there. Best effort, as this process would have written them:
-        with the store's reserve given back, and nothing said when they do not fit."""
-        with contextlib.suppress(Exception):
-            writer.stop()
-        with contextlib.suppress(Exception):
-            self.store.make_room()
-        with contextlib.suppress(Exception):
-            writer.write_unacknowledged(self.store)
-
-    def _record_store_failure(self) -> None:
-        """Best effort: the run says why it is incomplete (tried when the store fails and
-        again when the session ends, by which time a test may have given space back)."""
-        if self._store_failure is None or self._store_failure_recorded:
-            return
-        with contextlib.suppress(Exception):
-            self.store.make_room()
-        self._store_failure_recorded = self.run.abandon(self._store_failure)
-
-    def _flush(self) -> None:
-        if self._store_broken:
-            self._pending = []
-            return
-        try:
-            self._write_pending()
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            self._pending = []
-            self._store_failed(exc)
-        finally:
-            self._say_store_notices()
-
-    def _say_store_notices(self) -> None:
-        """What the writer saw happen to its descriptors (said once per kind of thing)."""
-        notices = self.store.notices
-        while notices:
-            say(self.config, notices.pop(0))
-
-    def _write_pending(self) -> None:
-        prefix = self._id_prefix
-        symbols = [
-            {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
-            for info in self.tracer.take_new_symbols()
-        ]
-        writer = self._writer
-        if writer is not None:
-            try:
-                # A batch is queued (kept until acknowledged) before WriterLost can say the
-                # writer is gone: what raised it is written again with the rest.
-                if symbols:
-                    writer.add_symbols(self.run_id, symbols)
-                    symbols = []
-                if self._pending:
-                    pending, self._pending = self._pending, []
-                    writer.add_tests(self.run_id, self.worker, pending)
-                return
-            except WriterLost as exc:
-                self._writer_lost(writer, str(exc))
-                symbols = []
-        if symbols:
-            self.store.add_symbols(self.run_id, symbols)
-        if self._pending:
-            self.store.add_tests(self.run_id, self.worker, self._pending)
-            self._pending = []
-
-    def _writer_lost(self, writer: WriterProcess, why: str) -> None:
-        """The writer process cannot go on: this process writes what it did not acknowledge
-        (tests and symbols are written by key: one written twice is the same row) and every
-        later test itself."""
-        self._writer = None
-        writer.stop()
-        writer.write_unacknowledged(self.store)
-        # The writer did not leave the run itself: it did its part, this process the rest.
-        self.store.leave_run(self.run_id, writer.name, True, [])
-        say(
-            self.config,
-            f"the store's writer process stopped ({why}); this process writes the rest of "
-            "the tests itself",
-        )
-
-    def _finish_writer(self) -> None:
-        """Wait for the writer process to commit what it was handed (before the run ends)."""
-        writer = self._writer
-        if writer is None:
-            return
-        self._writer = None
-        try:
-            writer.finish()
-        except WriterLost as exc:
-            self._writer_lost(writer, str(exc))
-
-
-def _cores() -> int | None:
-    """The cores this process may run on (None where that cannot be told)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
+        self.outbox.add(record)
 
 
 def _run_id_asked() -> str | None:
