@@ -42,7 +42,7 @@ from diffgenome.protocol.runs import (
     is_run_id,
     new_run_id,
 )
-from diffgenome.protocol.selection import SHARED_NODE_ID, selected, shared_id
+from diffgenome.protocol.selection import SHARED_NODE_ID, selected
 from diffgenome.protocol.store import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
@@ -53,7 +53,6 @@ from diffgenome.protocol.vocab import (
     REASON_IMPORTED_BEFORE_RECORDING,
     REASON_MONITORING_DISTURBED,
     REASON_NOT_RECORDED,
-    REASON_NOT_STORABLE,
     REASON_RECORDER_ERROR,
     REASON_TRACER_ERROR,
     RUN_ENDED_EARLY,
@@ -81,6 +80,8 @@ from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.store import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
+from diffgenome.recording.summary import summary_line
+from diffgenome.recording.testids import SHARED, name_items, subtest_id
 from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
@@ -88,9 +89,6 @@ _seed_random = random.seed
 # A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
 # record's other fields (``disclosed``, ``before_recording``).
 _Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
-#: An item's recorded id and how many collected items carry its node id, kept on items that
-#: share their node id with others (``Recorder._name_items``).
-_SHARED = pytest.StashKey[tuple[str, int]]()
 
 
 def _outcome(reports: dict[str, pytest.TestReport]) -> str:
@@ -449,41 +447,13 @@ class Recorder:
             collected.append((item, self._test_id(item.nodeid)))
 
     def _name_items(self) -> None:
-        """Items that share a node id (a custom collector yielding cases of one name:
-        docopt-ng's ``testcases.docopt``) are tests apart, each recorded: the first keeps
-        the node id, the later ones in collection order are ``<node id>#1``, ``#2``... (an
-        index that another collected item's own id already is, is passed over). Counted over
-        every collected item, before ``-k``, ``--deselect`` or a plugin reorders them, so
-        that a case keeps its id whichever of them a session runs, and every xdist worker
-        (each collects them all) gives the same."""
+        """Every collected item's recorded id, once collection ends (``testids.name_items``)."""
         collected, self._collected = self._collected, None
-        if not collected:
-            return
-        sizes: dict[str, int] = {}
-        for _, node in collected:
-            sizes[node] = sizes.get(node, 0) + 1
-        if len(sizes) == len(collected):
-            return  # no node id is shared: the common case
-        given = set(sizes)
-        following: dict[str, int] = {}
-        for item, node in collected:
-            size = sizes[node]
-            if size == 1:
-                continue
-            index = following.get(node)
-            if index is None:
-                test_id, index = node, 1
-            else:
-                while shared_id(node, index) in given:
-                    index += 1
-                test_id = shared_id(node, index)
-                given.add(test_id)
-                index += 1
-            following[node] = index
-            item.stash[_SHARED] = (test_id, size)
+        if collected:
+            name_items(collected)
 
     def _recorded_id(self, item: pytest.Item) -> str:
-        shared = item.stash.get(_SHARED, None)
+        shared = item.stash.get(SHARED, None)
         return shared[0] if shared is not None else self._test_id(item.nodeid)
 
     @pytest.hookimpl(trylast=True)
@@ -612,37 +582,8 @@ class Recorder:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
-        tests, unverified, top, top_count, unstorable, shared = self.store.tally(self.run_id)
-        line = (
-            f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
-            f"into {self.store_path}; "
-        )
-        if not tests:
-            # pytest collected nothing, or everything was deselected: a run of no test is
-            # said as such (its <import> record is no test), and no diff reuses it.
-            line = (
-                f"run {self.run_id} recorded no tests into {self.store_path}: the selection "
-                "is empty"
-            )
-        elif unverified:
-            line += f"{unverified} unverified (most: {top}, {top_count})"
-        else:
-            line += "none unverified"
-        if unstorable:
-            line += (
-                f"; {unstorable} test record{'s' if unstorable != 1 else ''} held a value the "
-                f"store cannot encode and {'were' if unstorable != 1 else 'was'} stored without "
-                f"{'their' if unstorable != 1 else 'its'} phases ({REASON_NOT_STORABLE})"
-            )
-        if shared:
-            line += (
-                f"; {shared} test{'s' if shared != 1 else ''} share a node id with others, each "
-                "recorded apart (<node id>#1, #2... in collection order)"
-            )
-        if incomplete:
-            more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
-            line += f"; the run is incomplete ({incomplete[0]}{more})"
-        self.summary_line = PREFIX + line
+        tally = self.store.tally(self.run_id)
+        self.summary_line = PREFIX + summary_line(self.run_id, self.store_path, tally, incomplete)
         if self._for_a_diff:
             return  # a recording of ``diffgenome diff``: the diff applies the cap at its end
         cap, _, said = self.store.apply_cap()
@@ -862,19 +803,7 @@ class Recorder:
         self._add_test(test_id, outcome, {"call": call}, reasons, extra=extra)
 
     def _subtest_id(self, subtest: str) -> str:
-        """Subtests of one test labelled alike (``subtests.test(msg="row")`` in a loop)
-        are recorded apart too: the later ones in the order they ran, ``<id> [row]#1``..."""
-        given = self._subtest_ids
-        index = given.get(subtest)
-        if index is None:
-            given[subtest] = 1
-            return subtest
-        while shared_id(subtest, index) in given:
-            index += 1
-        given[subtest] = index + 1
-        test_id = shared_id(subtest, index)
-        given.setdefault(test_id, 1)
-        return test_id
+        return subtest_id(self._subtest_ids, subtest)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:
@@ -956,7 +885,7 @@ class Recorder:
         """Outside pytest's warnings capture (registered after it, so called before it):
         when this ends, the test's warnings have been handed over."""
         self._release_import()
-        shared = item.stash.get(_SHARED, None)
+        shared = item.stash.get(SHARED, None)
         self._running = (item.nodeid, *shared) if shared is not None else None
         try:
             return (yield)
