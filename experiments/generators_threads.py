@@ -277,11 +277,11 @@ def _count_events(tracer: Any, counts: dict[str, int]) -> int:
         events.PY_UNWIND: "PY_UNWIND",
         events.BRANCH: "BRANCH",
     }
-    armed = [0]  # how many of tracer._armed this tool has armed too
+    armed = [0]  # how many of tracer.tool.armed this tool has armed too
     codes = tracer.codes
 
     def arm() -> None:
-        done = tracer._armed
+        done = tracer.tool.armed
         while armed[0] < len(done):
             code = done[armed[0]]
             armed[0] += 1

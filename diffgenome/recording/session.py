@@ -14,7 +14,6 @@ import _io
 import contextlib
 import os
 import random
-import re
 import sqlite3
 import sys
 import threading
@@ -42,10 +41,10 @@ from diffgenome.protocol.runs import (
     is_run_id,
     new_run_id,
 )
-from diffgenome.protocol.selection import SHARED_NODE_ID, selected, shared_id
+from diffgenome.protocol.selection import SHARED_NODE_ID, selected
+from diffgenome.store.layout import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
-    ORIGIN_REPO,
     PHASES,
     REASON_CHILD_UNFINISHED,
     REASON_EXPORT_ERROR,
@@ -53,15 +52,12 @@ from diffgenome.protocol.vocab import (
     REASON_IMPORTED_BEFORE_RECORDING,
     REASON_MONITORING_DISTURBED,
     REASON_NOT_RECORDED,
-    REASON_NOT_STORABLE,
     REASON_RECORDER_ERROR,
     REASON_TRACER_ERROR,
     RUN_ENDED_EARLY,
     RUN_INTERNAL_ERROR,
     RUN_INTERRUPTED,
     RUN_RECORDER_START_FAILED,
-    RUN_STORE_FAILED,
-    SYMBOL_PREFIX,
 )
 from diffgenome.recording.collect import children as child_processes
 from diffgenome.recording.collect import egress, stable, values
@@ -71,34 +67,28 @@ from diffgenome.recording.collect.preview import ValuePreviews
 from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
-from diffgenome.recording.collect.tracer import TOOL_NAME, Tracer
+from diffgenome.recording.collect.tool import TOOL_NAME
+from diffgenome.recording.collect.tracer import Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
+from diffgenome.recording.foreign import foreign_modules, imported_before, top_level_modules
 from diffgenome.recording.genome import consistency_problems, export_phase
-from diffgenome.recording.notices import PREFIX, say, say_alone
+from diffgenome.recording.notices import PREFIX, say
 from diffgenome.recording.options import read_options
+from diffgenome.recording.outbox import Outbox
+from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
-from diffgenome.recording.subtests import SubtestCapture
-from diffgenome.recording.warned import WarningsSeen
-from diffgenome.store.layout import one_line
 from diffgenome.store.retention import cap_notice
-from diffgenome.store.writer import ForkedCopy, StoreError, StoreWriter
-from diffgenome.store.writer_process import (
-    WRITER_PROCESS,
-    WriterLost,
-    WriterProcess,
-    start_writer,
-    writer_name,
-    writer_wanted,
-)
+from diffgenome.store.writer import StoreError, StoreWriter
+from diffgenome.recording.subtests import SubtestCapture
+from diffgenome.recording.summary import summary_line
+from diffgenome.recording.testids import SHARED, name_items, subtest_id
+from diffgenome.recording.warned import WarningsSeen
 
 _enumerate_threads = threading.enumerate
 _seed_random = random.seed
 # A finished test waiting for its warnings: id, outcome, phases, unverified reasons, and the
 # record's other fields (``disclosed``, ``before_recording``).
 _Finished = tuple[str, str, dict[str, Any], list[str], dict[str, Any]]
-#: An item's recorded id and how many collected items carry its node id, kept on items that
-#: share their node id with others (``Recorder._name_items``).
-_SHARED = pytest.StashKey[tuple[str, int]]()
 
 
 def _outcome(reports: dict[str, pytest.TestReport]) -> str:
@@ -142,7 +132,7 @@ class Recorder:
             self.rootdir, options.testpaths, options.source_roots, options.test_roots
         )
         self.scope = Scope(self.rootdir, sources, tests)
-        self.repo_modules = _top_level_modules(self.scope)
+        self.repo_modules = top_level_modules(self.scope)
         toplevel = git_toplevel(self.rootdir)
         self.tree_root = toplevel or self.rootdir
         self._id_prefix = rootdir_in_repository(self.rootdir, toplevel)
@@ -178,14 +168,17 @@ class Recorder:
         )
         self.run_id = self.run.id
         self._session_reasons: list[str] = []
-        # Tests finished but not yet in the store: written as soon as each one finishes, so
-        # a session that dies without running its hooks (``os._exit`` in a test, a segfault,
-        # SIGKILL) still leaves every finished test in the store. A WAL commit without fsync
-        # costs far less than a test.
-        self._pending: list[dict[str, Any]] = []
-        #: Where finished tests go when a process of their own writes them
-        #: (``--genome-writer``, store/writer_process.py); None: this process writes them.
-        self._writer: WriterProcess | None = None
+        #: Finished tests on their way into the store, written as soon as each one finishes
+        #: (by this process or a writer process of their own: recording/outbox.py).
+        self.outbox = Outbox(
+            config,
+            self.store,
+            self.run,
+            self.worker,
+            self.store_path,
+            self._id_prefix,
+            self.tracer.take_new_symbols,
+        )
         self._phases: dict[str, dict[str, Any]] = {}
         self._phase_reasons: list[str] = []
         # Facts about the capture that leave it complete (a thread that outlived its phase)
@@ -215,9 +208,6 @@ class Recorder:
         self.children: child_processes.Children | None = None
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
-        self._store_broken = False
-        self._store_failure: str | None = None
-        self._store_failure_recorded = False
         self._disturbances_said: set[str] = set()
         self._collection_failed = False
         # Project modules whose bodies ran before recording started (a conftest.py imported
@@ -368,7 +358,7 @@ class Recorder:
                 "are not recorded and the run is marked unverified",
             )
         self._tracing = self.tracer.tool_id is not None
-        self._before_recording = _imported_before(self.scope)
+        self._before_recording = imported_before(self.scope)
         if self._tracing:
             self.tempfile_names.install()
             self.standins = StandIns(self.tracer)
@@ -457,41 +447,13 @@ class Recorder:
             collected.append((item, self._test_id(item.nodeid)))
 
     def _name_items(self) -> None:
-        """Items that share a node id (a custom collector yielding cases of one name:
-        docopt-ng's ``testcases.docopt``) are tests apart, each recorded: the first keeps
-        the node id, the later ones in collection order are ``<node id>#1``, ``#2``... (an
-        index that another collected item's own id already is, is passed over). Counted over
-        every collected item, before ``-k``, ``--deselect`` or a plugin reorders them, so
-        that a case keeps its id whichever of them a session runs, and every xdist worker
-        (each collects them all) gives the same."""
+        """Every collected item's recorded id, once collection ends (``testids.name_items``)."""
         collected, self._collected = self._collected, None
-        if not collected:
-            return
-        sizes: dict[str, int] = {}
-        for _, node in collected:
-            sizes[node] = sizes.get(node, 0) + 1
-        if len(sizes) == len(collected):
-            return  # no node id is shared: the common case
-        given = set(sizes)
-        following: dict[str, int] = {}
-        for item, node in collected:
-            size = sizes[node]
-            if size == 1:
-                continue
-            index = following.get(node)
-            if index is None:
-                test_id, index = node, 1
-            else:
-                while shared_id(node, index) in given:
-                    index += 1
-                test_id = shared_id(node, index)
-                given.add(test_id)
-                index += 1
-            following[node] = index
-            item.stash[_SHARED] = (test_id, size)
+        if collected:
+            name_items(collected)
 
     def _recorded_id(self, item: pytest.Item) -> str:
-        shared = item.stash.get(_SHARED, None)
+        shared = item.stash.get(SHARED, None)
         return shared[0] if shared is not None else self._test_id(item.nodeid)
 
     @pytest.hookimpl(trylast=True)
@@ -551,24 +513,9 @@ class Recorder:
     def _start_writer(self, tests: int) -> None:
         """Once the tests to run are known, between phases: a writer process of their own
         where asked, or where they are many enough to repay it (``--genome-writer``)."""
-        mode = self.options.writer
-        if self.is_controller or not self._tracing or self._store_broken or self._closed:
+        if self.is_controller or not self._tracing or self.outbox.broken or self._closed:
             return
-        if not writer_wanted(mode, tests, self.options.workers, _cores()):
-            return
-        try:
-            with egress.unobserved():  # the recorder's own child: no test's spawn
-                self._writer = start_writer(self.store, self.run_id, self.worker)
-        except OSError as exc:
-            # It may have joined the run before it failed: it wrote nothing, and leaves.
-            with contextlib.suppress(Exception):
-                self.store.leave_run(self.run_id, writer_name(self.worker), True, [])
-            if mode == WRITER_PROCESS:
-                say(
-                    self.config,
-                    f"no writer process could be started ({one_line(exc)}); this process "
-                    "writes the tests itself",
-                )
+        self.outbox.start_writer(self.options.writer, tests, self.options.workers)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -603,19 +550,19 @@ class Recorder:
         try:
             self._release_import()
             self._release_held()
-            self._flush()
-            self._finish_writer()
+            self.outbox.flush()
+            self.outbox.finish_writer()
             interrupted = exitstatus in (2, 3)  # INTERRUPTED, INTERNAL_ERROR
             reasons = [RUN_INTERRUPTED] if exitstatus == 2 else []
             if exitstatus == 3:
                 reasons.append(RUN_INTERNAL_ERROR)
             if exitstatus is None:
                 reasons.append(RUN_ENDED_EARLY)
-            if self._store_broken:
-                self._record_store_failure()
+            if self.outbox.broken:
+                self.outbox.record_failure()
                 return
             why = self.run.end(not interrupted and exitstatus is not None, reasons)
-            self._say_store_notices()
+            self.outbox.say_notices()
             if self.run.begun:
                 try:
                     self._summarise(why)
@@ -626,7 +573,7 @@ class Recorder:
                         f"or capped ({one_line(exc)})",
                     )
         except (StoreError, sqlite3.Error, OSError) as exc:
-            self._store_failed(exc)
+            self.outbox.failed(exc)
         finally:
             with contextlib.suppress(Exception):
                 self.store.close()
@@ -635,37 +582,8 @@ class Recorder:
         """The one line of the terminal summary (what was recorded, where, how much of it
         cannot be compared and why), then the store's cap: older runs beyond it go, and the
         user is told which."""
-        tests, unverified, top, top_count, unstorable, shared = self.store.tally(self.run_id)
-        line = (
-            f"run {self.run_id} recorded {tests} test{'s' if tests != 1 else ''} "
-            f"into {self.store_path}; "
-        )
-        if not tests:
-            # pytest collected nothing, or everything was deselected: a run of no test is
-            # said as such (its <import> record is no test), and no diff reuses it.
-            line = (
-                f"run {self.run_id} recorded no tests into {self.store_path}: the selection "
-                "is empty"
-            )
-        elif unverified:
-            line += f"{unverified} unverified (most: {top}, {top_count})"
-        else:
-            line += "none unverified"
-        if unstorable:
-            line += (
-                f"; {unstorable} test record{'s' if unstorable != 1 else ''} held a value the "
-                f"store cannot encode and {'were' if unstorable != 1 else 'was'} stored without "
-                f"{'their' if unstorable != 1 else 'its'} phases ({REASON_NOT_STORABLE})"
-            )
-        if shared:
-            line += (
-                f"; {shared} test{'s' if shared != 1 else ''} share a node id with others, each "
-                "recorded apart (<node id>#1, #2... in collection order)"
-            )
-        if incomplete:
-            more = f", and {len(incomplete) - 1} more" if len(incomplete) > 1 else ""
-            line += f"; the run is incomplete ({incomplete[0]}{more})"
-        self.summary_line = PREFIX + line
+        tally = self.store.tally(self.run_id)
+        self.summary_line = PREFIX + summary_line(self.run_id, self.store_path, tally, incomplete)
         if self._for_a_diff:
             return  # a recording of ``diffgenome diff``: the diff applies the cap at its end
         cap, _, said = self.store.apply_cap()
@@ -828,7 +746,7 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         self.tracer.test_serial += 1
-        self._params = _param_digests(item, self.digester, self._param_memo)
+        self._params = param_digests(item, self.digester, self._param_memo)
         try:
             self._own_capture = not OWN_CAPTURE.isdisjoint(getattr(item, "fixturenames", ()))
         except Exception:
@@ -885,19 +803,7 @@ class Recorder:
         self._add_test(test_id, outcome, {"call": call}, reasons, extra=extra)
 
     def _subtest_id(self, subtest: str) -> str:
-        """Subtests of one test labelled alike (``subtests.test(msg="row")`` in a loop)
-        are recorded apart too: the later ones in the order they ran, ``<id> [row]#1``..."""
-        given = self._subtest_ids
-        index = given.get(subtest)
-        if index is None:
-            given[subtest] = 1
-            return subtest
-        while shared_id(subtest, index) in given:
-            index += 1
-        given[subtest] = index + 1
-        test_id = shared_id(subtest, index)
-        given.setdefault(test_id, 1)
-        return test_id
+        return subtest_id(self._subtest_ids, subtest)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int, str]) -> None:
         if self.is_controller:
@@ -929,7 +835,7 @@ class Recorder:
         A typical target environment has the project installed in editable mode from the
         user's checkout: recording a worktree there can silently run the checkout's code.
         """
-        for name, where in _foreign_modules(self.repo_modules, self.scope.rootdir):
+        for name, where in foreign_modules(self.repo_modules, self.scope.rootdir):
             reason = f"{REASON_FOREIGN_MODULE}:{name}={where}"
             if reason not in self._session_reasons:
                 self._session_reasons.append(reason)
@@ -979,7 +885,7 @@ class Recorder:
         """Outside pytest's warnings capture (registered after it, so called before it):
         when this ends, the test's warnings have been handed over."""
         self._release_import()
-        shared = item.stash.get(_SHARED, None)
+        shared = item.stash.get(SHARED, None)
         self._running = (item.nodeid, *shared) if shared is not None else None
         try:
             return (yield)
@@ -1042,239 +948,7 @@ class Recorder:
             record.update(extra)
             if "disclosed" in extra:
                 record["disclosed"] = sorted({clear(fact) for fact in extra["disclosed"]})
-        self._pending.append(record)
-        self._flush()
-
-    def _store_failed(self, exc: BaseException) -> None:
-        """The store broke mid-session (deleted, read-only, disk full): tests go on, pytest
-        says so once, and the run is finished as incomplete with the cause where that can
-        still be written (a full disk often still takes it: see ``StoreWriter.make_room``),
-        else it stays unfinished in the store, which reads as interrupted."""
-        if isinstance(exc, ForkedCopy):
-            if not self._store_broken:
-                self._store_broken = True
-                self._store_failure_recorded = True  # not this process's run to finish
-                say_alone(self.config, str(exc))
-            return
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            self._salvage(writer)
-        if not self._store_broken:
-            self._store_broken = True
-            self._store_failure = f"{RUN_STORE_FAILED}: {one_line(exc)}"
-            say(
-                self.config,
-                f"the store at {self.store_path} failed ({exc}); recording stopped, the run "
-                "is incomplete",
-            )
-            self._record_store_failure()
-
-    def _salvage(self, writer: WriterProcess) -> None:
-        """The writer process met a store error: the tests it had not committed yet ran
-        before whatever broke the store (a test that filled the disk), and as written by this
-        process they would be there. Best effort, as this process would have written them:
-        with the store's reserve given back, and nothing said when they do not fit."""
-        with contextlib.suppress(Exception):
-            writer.stop()
-        with contextlib.suppress(Exception):
-            self.store.make_room()
-        with contextlib.suppress(Exception):
-            writer.write_unacknowledged(self.store)
-
-    def _record_store_failure(self) -> None:
-        """Best effort: the run says why it is incomplete (tried when the store fails and
-        again when the session ends, by which time a test may have given space back)."""
-        if self._store_failure is None or self._store_failure_recorded:
-            return
-        with contextlib.suppress(Exception):
-            self.store.make_room()
-        self._store_failure_recorded = self.run.abandon(self._store_failure)
-
-    def _flush(self) -> None:
-        if self._store_broken:
-            self._pending = []
-            return
-        try:
-            self._write_pending()
-        except (StoreError, sqlite3.Error, OSError) as exc:
-            self._pending = []
-            self._store_failed(exc)
-        finally:
-            self._say_store_notices()
-
-    def _say_store_notices(self) -> None:
-        """What the writer saw happen to its descriptors (said once per kind of thing)."""
-        notices = self.store.notices
-        while notices:
-            say(self.config, notices.pop(0))
-
-    def _write_pending(self) -> None:
-        prefix = self._id_prefix
-        symbols = [
-            {**info, "path": prefix + str(info["path"])} if prefix and info.get("path") else info
-            for info in self.tracer.take_new_symbols()
-        ]
-        writer = self._writer
-        if writer is not None:
-            try:
-                # A batch is queued (kept until acknowledged) before WriterLost can say the
-                # writer is gone: what raised it is written again with the rest.
-                if symbols:
-                    writer.add_symbols(self.run_id, symbols)
-                    symbols = []
-                if self._pending:
-                    pending, self._pending = self._pending, []
-                    writer.add_tests(self.run_id, self.worker, pending)
-                return
-            except WriterLost as exc:
-                self._writer_lost(writer, str(exc))
-                symbols = []
-        if symbols:
-            self.store.add_symbols(self.run_id, symbols)
-        if self._pending:
-            self.store.add_tests(self.run_id, self.worker, self._pending)
-            self._pending = []
-
-    def _writer_lost(self, writer: WriterProcess, why: str) -> None:
-        """The writer process cannot go on: this process writes what it did not acknowledge
-        (tests and symbols are written by key: one written twice is the same row) and every
-        later test itself."""
-        self._writer = None
-        writer.stop()
-        writer.write_unacknowledged(self.store)
-        # The writer did not leave the run itself: it did its part, this process the rest.
-        self.store.leave_run(self.run_id, writer.name, True, [])
-        say(
-            self.config,
-            f"the store's writer process stopped ({why}); this process writes the rest of "
-            "the tests itself",
-        )
-
-    def _finish_writer(self) -> None:
-        """Wait for the writer process to commit what it was handed (before the run ends)."""
-        writer = self._writer
-        if writer is None:
-            return
-        self._writer = None
-        try:
-            writer.finish()
-        except WriterLost as exc:
-            self._writer_lost(writer, str(exc))
-
-
-def _cores() -> int | None:
-    """The cores this process may run on (None where that cannot be told)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
-
-
-def _imported_before(scope: Scope) -> list[str]:
-    """Module symbols of the project's modules already imported (once, at start)."""
-    found: set[str] = set()
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None)
-        if not isinstance(filename, str):
-            continue
-        placement = scope.place(filename)
-        if placement is not None and placement.origin == ORIGIN_REPO:
-            found.add(SYMBOL_PREFIX + placement.module)
-    return sorted(found)
-
-
-def _top_level_modules(scope: Scope) -> list[str]:
-    """Names of the packages and modules directly under the source roots (read once)."""
-    names: set[str] = set()
-    test_roots = tuple(scope.test_roots)
-    for root in scope.source_roots:
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            continue
-        for entry in entries:
-            path = root + entry
-            if entry.startswith((".", "_")) or (path + "/").startswith(test_roots):
-                continue
-            if entry.endswith(".py"):
-                stem = entry[:-3]
-                if stem.isidentifier() and stem not in ("setup", "conftest", "noxfile"):
-                    names.add(stem)
-            elif entry.isidentifier() and os.path.isfile(path + "/__init__.py"):
-                names.add(entry)
-    return sorted(names)
-
-
-def _foreign_modules(names: list[str], rootdir: str) -> list[tuple[str, str]]:
-    """Project modules that were imported from outside the rootdir."""
-    foreign: list[tuple[str, str]] = []
-    for name in names:
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        namespace = getattr(module, "__dict__", {})
-        where = namespace.get("__file__")
-        if not isinstance(where, str):
-            paths = list(namespace.get("__path__") or [])
-            where = str(paths[0]) if paths else None
-        if isinstance(where, str) and not where.startswith(rootdir):
-            foreign.append((name, where))
-    return foreign
-
-
-def _param_digests(
-    item: pytest.Item, digester: values.Digester, memo: dict[tuple[type, object], str | None]
-) -> dict[str, str | None] | None:
-    """The keyed digest of each of a parametrized test's values, by argument name. pytest
-    names a case it cannot print by its position (``kwargs18``), which inserting a case
-    shifts; the values themselves do not shift.
-
-    ``memo``: the digests of plain scalars already seen (a parametrized suite passes the same
-    few values to thousands of cases: packaging's version strings), by type and value, so
-    that ``True`` and ``1`` stay apart."""
-    try:
-        params = item.callspec.params  # type: ignore[attr-defined]
-        if not isinstance(params, dict) or not params:
-            return None
-        out: dict[str, str | None] = {}
-        for name in sorted(params):
-            value = params[name]
-            kind = type(value)
-            if kind in _MEMO_TYPES:
-                key = (kind, value)
-                if key in memo:
-                    out[str(name)] = memo[key]
-                    continue
-                if len(memo) >= _PARAM_MEMO_SIZE:
-                    memo.clear()
-                out[str(name)] = memo[key] = _param_digest(value, digester)
-            else:
-                out[str(name)] = _param_digest(value, digester)
-        return out
-    except Exception:  # not parametrized (no callspec), or a value that resists reading
-        return None
-
-
-#: Parameter types whose value alone decides the digest (immutable, equal means same form).
-_MEMO_TYPES = frozenset((str, bytes, int, bool, type(None)))
-_PARAM_MEMO_SIZE = 65536
-
-
-def _param_digest(value: object, digester: values.Digester) -> str | None:
-    """The digest of the value's canonical form; for a value that has none (a ``timedelta``:
-    humanize's ``test_input33``), of its ``repr`` made stable, unless that names an address
-    (None: its equality is unknown)."""
-    digest = digester.digest_value(value)
-    if digest is not None:
-        return digest
-    text = stable.stable_text(_repr(value))
-    if _ADDRESS.search(text):
-        return None
-    return digester.digest(b"repr:" + text.encode("utf-8", "surrogatepass"))
-
-
-_repr = repr
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+        self.outbox.add(record)
 
 
 def _run_id_asked() -> str | None:

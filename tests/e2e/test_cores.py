@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from diffgenome.recording.collect import cores
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from e2e.helpers import REPO, make_project, record_full
@@ -274,7 +275,7 @@ def test_the_compiled_core_is_built_where_it_is_supported() -> None:
     so its absence must be a failure here rather than a silent slowdown."""
     if not CAPABILITIES.tested:
         pytest.skip(f"the compiled core is not used on {sys.version_info[:2]} (untested row)")
-    assert os.environ.get(tracer_module.CORE_ENV, "") != "python"
+    assert os.environ.get(cores.CORE_ENV, "") != "python"
     assert tracer_module._ACCEL is not None, tracer_module._ACCEL_ABSENT
 
 
@@ -327,9 +328,9 @@ def test_a_core_built_from_other_sources_is_not_used() -> None:
     if not CAPABILITIES.tested:
         pytest.skip("the compiled core is not used on this interpreter")
     probe = (
-        "from diffgenome.recording.collect import tracer as t\n"
+        "from diffgenome.recording.collect import cores as t\n"
         "t.CORE_VERSION = -1\n"
-        "core, why = t._load_accelerator()\n"
+        "core, why = t.load_accelerator()\n"
         "print(core is None, why)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIFFGENOME_")}

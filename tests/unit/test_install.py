@@ -16,7 +16,7 @@ from diffgenome.analysis.models import DiffDocument, DiffSide
 from diffgenome.analysis.pipeline import core_notes
 from diffgenome.analysis.record import core
 from diffgenome.protocol import identity
-from diffgenome.recording.collect import tracer
+from diffgenome.recording.collect import cores, tracer
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECT = REPO / "diffgenome" / "recording" / "collect"
@@ -91,7 +91,7 @@ def test_another_python_gets_the_sdist_beside_a_wheel(tmp_path: Path) -> None:
 def test_both_sides_name_the_same_files() -> None:
     """The analysis side writes the file the recording side reads, and hashes the sources
     setup.py hashes."""
-    assert core.ABSENT_FILE == tracer.CORE_ABSENT_FILE
+    assert core.ABSENT_FILE == cores.CORE_ABSENT_FILE
     tree = ast.parse((REPO / "setup.py").read_text())
     [sources] = [
         ast.literal_eval(node.value)
@@ -238,4 +238,4 @@ def test_a_build_with_an_interpreter_s_settings_is_a_core_of_these_sources(
         cwd=tmp_path / "pkg", capture_output=True, text=True, check=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "pkg")},
     )  # fmt: skip
-    assert loaded.stdout.split() == [str(tracer.CORE_VERSION), digest]
+    assert loaded.stdout.split() == [str(cores.CORE_VERSION), digest]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from diffgenome.recording.collect import contract, values
+from diffgenome.recording.collect import contract, cores, values
 from diffgenome.recording.collect import tracer as tracer_module
 from diffgenome.recording.collect.contract import Bounds
 from diffgenome.recording.collect.scope import Scope
@@ -252,8 +252,8 @@ def test_both_cores_read_every_kind_of_argument_alike(
     """Read from the interpreter frame (capabilities.frame_get_var) or from f_locals."""
     if tracer_module._ACCEL is None:
         pytest.skip(_NO_CORE)
-    row = dataclasses.replace(tracer_module.CAPABILITIES, frame_get_var=frame_get_var)
-    monkeypatch.setattr(tracer_module, "CAPABILITIES", row)
+    row = dataclasses.replace(cores.CAPABILITIES, frame_get_var=frame_get_var)
+    monkeypatch.setattr(cores, "CAPABILITIES", row)
     # Each recording loads its own copy of the module: the same genome but for its name (and
     # the overflow digests of values that have only a shape).
     compiled, tracer = record("auto", lambda module, tracer: _named(module, "m"))
@@ -324,7 +324,7 @@ def test_a_compiled_core_whose_frames_disagree_is_not_loaded(
     if tracer_module._ACCEL is None:
         pytest.skip(_NO_CORE)
     monkeypatch.setattr(contract, "frame_disagreement", lambda *args: "frames: plain's frame")
-    assert tracer_module._load_accelerator() == (None, "core-disagrees: frames: plain's frame")
+    assert cores.load_accelerator() == (None, "core-disagrees: frames: plain's frame")
 
 
 def _break_a_node(module: Any, tracer: Tracer) -> None:

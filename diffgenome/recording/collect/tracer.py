@@ -19,14 +19,13 @@ Events:
   for repo code only) locally, on in-scope code objects, armed at their first start.
 
 The public surface is the ``Tracer`` class. The callbacks below define what is recorded; an
-optional compiled core (``_accel.c``) takes the common path of the hottest ones and hands
-every other case to them unchanged, so both cores record byte-identical genomes (tested).
-``DIFFGENOME_CORE=python`` forces the pure-Python callbacks.
+optional compiled core (``_accel.c``, loaded and built by cores.py) takes the common path of
+the hottest ones and hands every other case to them unchanged, so both cores record
+byte-identical genomes (tested). ``DIFFGENOME_CORE=python`` forces the pure-Python callbacks.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
@@ -35,26 +34,22 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any, Final
 
-from diffgenome.protocol.naming import Site, fallback_name
+from diffgenome.protocol.naming import Site
 from diffgenome.protocol.vocab import (
     CLASS_ATTRIBUTE_BUCKET,
     EXIT_RAISED_PREFIX,
     EXIT_RUNNING,
-    ORIGIN_EXTERNAL,
     ORIGIN_REPO,
     OS_SUBPROCESS,
     OUTCOME_UNTRACED_CHILD,
-    REASON_MONITORING_DISTURBED,
     REASON_RECURSION_LIMIT,
-    REASON_TOOL_ID_UNAVAILABLE,
     REASON_TRUNCATED,
     REASON_UNATTRIBUTED,
-    REASON_UNMAPPED_SOURCE,
     REASON_UNTRACED_SUBPROCESS,
     VIA_EARLIER_THREAD,
     VIA_FOREIGN_THREAD,
 )
-from diffgenome.recording.collect import codemap, contract, reflect, stable, values
+from diffgenome.recording.collect import codemap, contract, cores, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.contract import (
     NODE_CALL,
@@ -67,34 +62,21 @@ from diffgenome.recording.collect.contract import (
     StateSet,
 )
 from diffgenome.recording.collect.scope import Scope
-from diffgenome.recording.collect.sources import read_source
+from diffgenome.recording.collect.symbols import SymbolTable
+from diffgenome.recording.collect.threads import StartHooks, may_run
+from diffgenome.recording.collect.tool import Tool
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.standins import StandIns
 
 _monitoring = sys.monitoring
 _events = _monitoring.events
-# Bound at import: the session puts a watch in ``sys.monitoring.set_local_events``'s place
-# (``Tracer._watch_local_events``), and the recorder's own calls must not go through it.
-_set_local_events = _monitoring.set_local_events
-_get_local_events = _monitoring.get_local_events
-# How many code objects a watch remembers between two phase ends; past it, every armed code
-# object is looked at again.
-_TOUCHED_LIMIT: Final = 256
 _DISABLE = _monitoring.DISABLE
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 _current_thread = threading.current_thread
 
-# Tool ids in probing order: never 0 (debugger) nor 1 (coverage.py); 5 is the optimizer's.
-TOOL_IDS = (4, 3, 2)
-TOOL_NAME = "diffgenome"
-# The events every code object raises to the tool; the rest are armed per code object.
-GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
-_PACKAGE_DIR = __file__.rsplit("/", 3)[0] + "/"  # .../diffgenome/
-
-CORE_ENV = "DIFFGENOME_CORE"
 #: ``DIFFGENOME_DEBUG=callbacks``: keep the first exception of each kind that a callback
 #: caught (``Tracer.first_errors``; the session says them when it ends) instead of only
 #: counting it. Read when a tracer is made, never at event time.
@@ -102,93 +84,13 @@ DEBUG_ENV = "DIFFGENOME_DEBUG"
 # Code that can pause: generators, coroutines, async generators (inspect's CO_* flags).
 _SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200
 
-#: The ``VERSION`` of ``_accel.c`` these callbacks were written with.
-CORE_VERSION = 22
-
-
-#: Written beside the recorder's copy by ``diffgenome diff`` when it found no compiled core for
-#: the target interpreter (analysis/record/core.py): why, and the command that fixes it.
-CORE_ABSENT_FILE = "_accel.absent"
-
-
-def _load_accelerator() -> tuple[Any, str | None]:
-    """The compiled core's module, or None and why the Python callbacks are used instead."""
-    wanted = os.environ.get(CORE_ENV, "").strip().lower()
-    if wanted == "python":
-        return None, f"{CORE_ENV}=python"
-    if not CAPABILITIES.tested:
-        version = ".".join(map(str, CAPABILITIES.version))
-        return None, f"untested-interpreter: the compiled core is not yet tested on {version}"
-    try:
-        from diffgenome.recording.collect import _accel
-    except ImportError as exc:
-        return None, _absent_reason(exc)
-    if getattr(_accel, "VERSION", None) != CORE_VERSION:
-        return None, "stale-build: rebuild it with pip install -e ."
-    if CAPABILITIES.interpreter_frames:
-        disagreement = contract.frame_disagreement(
-            _accel.frame_probe, _accel.frame_key, _accel.frame_var
-        )
-        if disagreement is not None:
-            return None, f"core-disagrees: {disagreement}"
-    return _accel, None
-
-
-def _absent_reason(exc: ImportError) -> str:
-    """Why this interpreter has no compiled core, in words: never built, built only for other
-    interpreters (a copy of an install made with another Python), or there and unloadable."""
-    from importlib.machinery import EXTENSION_SUFFIXES
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        with open(os.path.join(here, CORE_ABSENT_FILE), encoding="utf-8") as said:
-            return " ".join(said.read().split())
-    except OSError:
-        pass
-    try:
-        built = [n[len("_accel") :] for n in sorted(os.listdir(here)) if n.startswith("_accel.")]
-    except OSError:
-        built = []
-    if any(suffix in built for suffix in EXTENSION_SUFFIXES):
-        return f"import-failed: {exc}"
-    others = [suffix for suffix in built if suffix.endswith((".so", ".pyd"))]
-    if others:
-        return (
-            f"other-interpreter: the compiled core here is built for {', '.join(others)}, "
-            f"not for this interpreter ({EXTENSION_SUFFIXES[0]})"
-        )
-    return (
-        "not-built: this installation has no compiled core (pip leaves it out when no C "
-        "compiler works at install time)"
-    )
-
-
-_ACCEL, _ACCEL_ABSENT = _load_accelerator()
-
-
-def _load_frame_var() -> Callable[[FrameType, str], Any] | None:
-    """The compiled core's ``frame_var`` wherever it is built, whichever core records: the
-    Python callbacks read arguments as the compiled core does (capabilities.frame_get_var),
-    so that both leave the same objects alive. None without a built core of this version."""
-    if not CAPABILITIES.frame_get_var or not CAPABILITIES.tested:
-        return None
-    try:
-        from diffgenome.recording.collect import _accel
-    except ImportError:
-        return None
-    if getattr(_accel, "VERSION", None) != CORE_VERSION:
-        return None
-    found: Callable[[FrameType, str], Any] | None = getattr(_accel, "frame_var", None)
-    return found
-
-
+# Loaded once with this module (collect/cores.py); bound here, where the callbacks read them.
+_ACCEL = cores.ACCEL
+_ACCEL_ABSENT = cores.ACCEL_ABSENT
 #: ``frame.f_locals.get(name)`` without ``f_locals`` (None: read ``f_locals``).
-_frame_var = _load_frame_var()
-
-#: The key of a running frame in ``Tracer._active``: with a compiled core, the address of the
-#: interpreter's frame, which the core reads without making a frame object (``_accel.h``), so
-#: both cores key the one table alike; else ``id(frame)``.
-_frame_key: Callable[[FrameType], int] = _ACCEL.frame_key if _ACCEL is not None else id
+_frame_var = cores.frame_var
+#: The key of a running frame in ``Tracer._active`` (``cores.frame_key``).
+_frame_key = cores.frame_key
 
 
 # Nodes a thread can be inside of when a phase ends.
@@ -210,20 +112,17 @@ class Tracer:
         self.scope = scope
         self.digester = digester
         self.bounds = bounds
-        self.tool_id: int | None = None
-        self.unavailable_reason: str | None = None
         self.errors = 0
         #: Under ``DIFFGENOME_DEBUG=callbacks``: exception type -> where it was first caught.
         self.first_errors: dict[str, str] | None = (
             {} if "callbacks" in os.environ.get(DEBUG_ENV, "").split(",") else None
         )
-        self.codes: dict[int, CodeInfo | None] = {}
-        self._keep_alive: list[CodeType] = []
-        self._armed: list[CodeType] = []
-        self._filemaps: dict[str, codemap.FileMap | None] = {}
-        self.symbols: dict[str, dict[str, object]] = {}
-        self.new_symbols: list[dict[str, object]] = []
-        self.sites: dict[str, Site] = {}
+        #: What is known of code: per code object, per source file, per symbol.
+        self.table = SymbolTable(scope, self._note_reason)
+        # The table's own dictionaries (never replaced): the callbacks read ``codes``.
+        self.codes: dict[int, CodeInfo | None] = self.table.codes
+        self.symbols: dict[str, dict[str, object]] = self.table.symbols
+        self.sites: dict[str, Site] = self.table.sites
         self._active: dict[int, Node] = {}
         self._roots: dict[int, tuple[threading.Thread, Node]] = {}
         self._recording = False
@@ -239,23 +138,15 @@ class Tracer:
         # Counted by the session at each test's first phase: a thread started by another
         # test does work here by timing, one started in this test's setup by design.
         self.test_serial = 0
-        self._thread_start_original: Callable[..., None] | None = None
         self._exc_symbols: dict[int, tuple[type, str]] = {}
         self.standins: StandIns | None = None
         self._task_frames: dict[int, tuple[weakref.ref[Any], Node]] = {}
-        self._create_task_original: tuple[Any, Any] | None = None
+        # Thread.start and create_task wrapped while the tool id is held (collect/threads.py).
+        self._start_hooks = StartHooks(self)
         self._core: Any = None  # the compiled core's object, when it is in use
-        # The watch put in ``sys.monitoring.set_local_events``'s place, and the code objects
-        # whose local events code under test set for this tool id since the last phase end
-        # (None: more than the watch remembers).
-        self._local_watch: Callable[..., Any] | None = None
-        self._local_touched: list[CodeType] | None = []
+        #: The ``sys.monitoring`` tool id: claimed, armed, kept, released (collect/tool.py).
+        self.tool = Tool(self)
         self._accel = _ACCEL if core == "auto" else None
-        # The callback objects registered for the tool id, kept to see whether a test
-        # replaced one (the compiled core's bound methods are new objects at each lookup).
-        self._registered: dict[int, Callable[..., Any]] = {}
-        #: Why recording stopped for good mid-session (another tool took the id), if it did.
-        self.lost_reason: str | None = None
         #: ``c`` or ``python``: which callbacks record (both record the same genomes).
         self.core = "python" if self._accel is None else "c"
         #: Why the Python callbacks are used, when they are.
@@ -297,170 +188,38 @@ class Tracer:
 
     def start(self) -> bool:
         """Claim a tool id and register callbacks; False (with a reason) when none is free."""
-        for tool_id in TOOL_IDS:
-            try:
-                _monitoring.use_tool_id(tool_id, TOOL_NAME)
-            except ValueError:
-                continue
-            self.tool_id = tool_id
-            break
-        else:
-            taken = ", ".join(
-                f"{i}={_monitoring.get_tool(i)}" for i in TOOL_IDS if _monitoring.get_tool(i)
-            )
-            self.unavailable_reason = f"{REASON_TOOL_ID_UNAVAILABLE}:{taken}"
+        if not self.tool.claim(self._callbacks):
             return False
-        tid = self.tool_id
-        self._registered = self._callbacks()
-        for event, callback in self._registered.items():
-            _monitoring.register_callback(tid, event, callback)
-        _monitoring.set_events(tid, GLOBAL_EVENTS)
-        self._wrap_thread_start()
-        self._wrap_create_task()
-        self._watch_local_events()
+        self._start_hooks.install()
+        self.tool.watch()
         return True
 
     def stop(self) -> None:
         """Release everything: events, callbacks, the tool id, the Thread.start wrapper.
 
-        Never raises: a test may have freed the tool id (``set_events`` then refuses it) or
-        handed it to another tool, whose events and callbacks are not ours to clear."""
+        Never raises (``Tool.release``)."""
         self._set_recording(False)
-        self._unwrap_thread_start()
-        self._unwatch_local_events()
-        tid = self.tool_id
-        if tid is None:
-            return
-        self.tool_id = None
-        self._registered = {}
-        if _monitoring.get_tool(tid) != TOOL_NAME:
-            self._armed.clear()
-            return
-        with contextlib.suppress(ValueError):
-            _monitoring.set_events(tid, 0)
-            for code in self._armed:
-                _set_local_events(tid, code, 0)
-        events = (
-            _events.PY_START,
-            _events.PY_RESUME,
-            _events.PY_THROW,
-            _events.PY_RETURN,
-            _events.PY_YIELD,
-            _events.PY_UNWIND,
-            *CAPABILITIES.branch_events,
-        )
-        with contextlib.suppress(ValueError):
-            for event in events:
-                _monitoring.register_callback(tid, event, None)
-        with contextlib.suppress(ValueError):
-            if CAPABILITIES.has_clear_tool_id:
-                _monitoring.clear_tool_id(tid)  # type: ignore[attr-defined]
-            _monitoring.free_tool_id(tid)
-        self._armed.clear()
+        self._start_hooks.uninstall()
+        self.tool.release()
 
     def reclaim(self) -> list[str]:
-        """Check that the tool id, its events and callbacks are still as the recorder set
-        them, put back whatever a test changed (``sys.monitoring`` is one per process, and
-        any code may call it), and say what had changed: a phase during which recording was
-        switched off is not whole. Another tool holding the id cannot be undone: recording
-        stops for the rest of the session (``lost_reason``)."""
-        tid = self.tool_id
-        if tid is None:
-            return []
-        changed: list[str] = []
-        try:
-            owner = _monitoring.get_tool(tid)
-            if owner != TOOL_NAME:
-                if owner is not None:
-                    self.lost_reason = f"{REASON_MONITORING_DISTURBED}:tool-id-taken:{owner}"
-                    self.tool_id = None
-                    self._registered = {}
-                    self._armed.clear()
-                    self._set_recording(False)
-                    return [self.lost_reason]
-                _monitoring.use_tool_id(tid, TOOL_NAME)
-                changed.append(f"{REASON_MONITORING_DISTURBED}:tool-id-freed")
-            replaced = False
-            for event, callback in self._registered.items():
-                if _monitoring.register_callback(tid, event, callback) is not callback:
-                    replaced = True
-            if replaced:
-                changed.append(f"{REASON_MONITORING_DISTURBED}:callback-replaced")
-            if _monitoring.get_events(tid) != GLOBAL_EVENTS:
-                _monitoring.set_events(tid, GLOBAL_EVENTS)
-                changed.append(f"{REASON_MONITORING_DISTURBED}:events-changed")
-            if self._local_events_changed(tid):
-                changed.append(f"{REASON_MONITORING_DISTURBED}:local-events-changed")
-            if changed:
-                # Freeing clears local events on some versions, a test that reset events may
-                # have reset those too, and code first seen while the id was free could not
-                # be armed at all: arm every code object in scope again.
-                self._armed = []
-                for info in list(self.codes.values()):
-                    if info is not None:
-                        self._arm(info.code, info)
-        except Exception:
-            self.errors += 1
-            changed.append(f"{REASON_MONITORING_DISTURBED}:unrestorable")
-        return changed
+        """Put back whatever a test changed of the tool and say what (``Tool.reclaim``)."""
+        return self.tool.reclaim()
 
-    def _local_events_changed(self, tid: int) -> bool:
-        """Whether code under test changed the local events of a code object this tool armed
-        (switching them off blinds the recorder to that code's returns and decisions in
-        every later test), each such one armed again. The watch says which ones were
-        touched; where it was taken out of ``sys.monitoring`` or forgot some, every armed
-        code object is looked at."""
-        touched = self._local_touched
-        watched = getattr(_monitoring, "set_local_events", None) is self._local_watch
-        self._local_touched = []
-        if watched and touched is not None:
-            if not touched:
-                return False
-            suspects = touched
-        else:
-            suspects = self._armed
-        differs = False
-        for code in suspects:
-            info = self.codes.get(id(code))
-            if info is None or info.code is not code:
-                continue
-            wanted = self._local_events_of(info)
-            if _get_local_events(tid, code) != wanted:
-                _set_local_events(tid, code, wanted)
-                differs = True
-        return differs
+    @property
+    def tool_id(self) -> int | None:
+        """The ``sys.monitoring`` tool id held (None: none)."""
+        return self.tool.id
 
-    def _watch_local_events(self) -> None:
-        """Put a watch in ``sys.monitoring.set_local_events``'s place: it does what the
-        function does and notes the code objects whose events it set for this tool id, so
-        that the phase end finds a test that switched them off (``reclaim``) without
-        looking at every armed code object. Taken out by ``stop``."""
-        original = _set_local_events
-        tracer = self
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why no tool id could be claimed, when none could."""
+        return self.tool.unavailable_reason
 
-        def set_local_events(tool_id: int, code: CodeType, event_set: int, /) -> Any:
-            result = original(tool_id, code, event_set)
-            if tool_id == tracer.tool_id:
-                touched = tracer._local_touched
-                if touched is not None:
-                    if len(touched) < _TOUCHED_LIMIT:
-                        touched.append(code)
-                    else:
-                        tracer._local_touched = None
-            return result
-
-        set_local_events.__wrapped__ = original  # type: ignore[attr-defined]
-        set_local_events.__doc__ = original.__doc__
-        with contextlib.suppress(AttributeError, TypeError):
-            _monitoring.set_local_events = set_local_events
-            self._local_watch = set_local_events
-
-    def _unwatch_local_events(self) -> None:
-        watch = self._local_watch
-        if watch is not None and getattr(_monitoring, "set_local_events", None) is watch:
-            with contextlib.suppress(AttributeError, TypeError):
-                _monitoring.set_local_events = _set_local_events
-        self._local_watch = None
+    @property
+    def lost_reason(self) -> str | None:
+        """Why recording stopped for good mid-session (another tool took the id), if it did."""
+        return self.tool.lost_reason
 
     def begin_phase(self) -> None:
         """Start a fresh tree for the calling (main) thread."""
@@ -471,7 +230,8 @@ class Tracer:
         self._active.clear()
         self._task_frames.clear()
         self._phase_serial += 1
-        self._starters = {k: v for k, v in self._starters.items() if self._may_run(v)}
+        serial = self._phase_serial
+        self._starters = {k: v for k, v in self._starters.items() if may_run(v, serial)}
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
@@ -481,7 +241,7 @@ class Tracer:
         # Whatever changed between phases (another plugin's hook) is put back unsaid: no
         # phase was being recorded.
         self.reclaim()
-        self._set_recording(self.tool_id is not None)
+        self._set_recording(self.tool.id is not None)
 
     def end_phase(self) -> PhaseCapture:
         """Stop attributing and hand over the phase's tree and disclosures."""
@@ -490,8 +250,8 @@ class Tracer:
         self._close_running_calls()
         reasons = set(self._reasons)
         reasons.update(self.reclaim())
-        if self.lost_reason is not None:
-            reasons.add(self.lost_reason)
+        if self.tool.lost_reason is not None:
+            reasons.add(self.tool.lost_reason)
         if self._sink is not None and self._sink.count:
             reasons.add(f"{REASON_TRUNCATED}:nodes")
         self._root = None
@@ -556,89 +316,33 @@ class Tracer:
             code = obj.__code__
             info = self.codes.get(id(code))
             if info is None and id(code) not in self.codes:
-                info = self._learn(code)
-                if info is not None and self.tool_id is not None:
-                    self._arm(code, info)  # its first start will find it known
+                info = self.table.learn(code)
+                if info is not None and self.tool.id is not None:
+                    self.tool.arm(code, info)  # its first start will find it known
             if info is not None:
                 return info.symbol
-            return self._external_symbol(obj)
-        if isinstance(obj, type):
-            for value in _type_dict(obj).values():
-                if isinstance(value, FunctionType):
-                    placement = self.scope.place(value.__code__.co_filename)
-                    if placement is not None:
-                        qualname = _type_qualname(obj)
-                        symbol = f"py:{placement.module}.{qualname}"
-                        self._add_symbol(
-                            {
-                                "id": symbol,
-                                "origin": placement.origin,
-                                "path": placement.relpath,
-                                "line": None,
-                                "kind": "class",
-                            }
-                        )
-                        return symbol
-                    break
-            return self._external_symbol(obj)
-        if callable(obj) and type(obj).__name__ in ("builtin_function_or_method",):
-            return self._external_symbol(obj)
-        return None
-
-    def _external_symbol(self, obj: object) -> str | None:
-        if isinstance(obj, type):
-            symbol = "py:" + reflect.type_name(obj)
-        else:
-            try:
-                module = getattr(obj, "__module__", None)
-                qualname = getattr(obj, "__qualname__", None)
-            except Exception:
-                return None
-            if not isinstance(module, str) or not isinstance(qualname, str):
-                return None
-            symbol = f"py:{module}.{qualname}"
-        kind = "class" if isinstance(obj, type) else "function"
-        self._add_symbol(
-            {"id": symbol, "origin": ORIGIN_EXTERNAL, "path": None, "line": None, "kind": kind}
-        )
-        return symbol
+        return self.table.name_of(obj)
 
     def surrogate_info(
         self, symbol: str, filename: str, origin: str, kind: str, line: int, path: str
     ) -> CodeInfo:
-        """What a child process knew of one of its code objects, for exporting its calls in
-        this process: the symbol names the node, and the decision map of the same file (built
-        from the same source, so the child's site numbers mean the same sites) names its
-        branches. Never registered for events: no code object of this process is behind it."""
-        filemap = None
-        if origin == ORIGIN_REPO:
-            placement = self.scope.place(filename)
-            if placement is not None:
-                filemap = self._filemap(filename, placement.module)
-        # A code object without arguments or state reads: nothing is read from it.
-        info = CodeInfo(_NO_CODE, symbol, origin, kind, line, path, filemap)
-        return info
+        """What a child process knew of one of its code objects (``SymbolTable``)."""
+        return self.table.surrogate_info(symbol, filename, origin, kind, line, path)
 
     def add_symbol(self, entry: dict[str, object]) -> None:
         """A symbol a child process saw: the store gets it like the ones seen here."""
-        self._add_symbol(entry)
-
-    def _add_symbol(self, entry: dict[str, object]) -> None:
-        """Keep the first entry for a symbol and queue it for the store."""
-        symbol = str(entry["id"])
-        if symbol not in self.symbols:
-            self.symbols[symbol] = entry
-            self.new_symbols.append(entry)
+        self.table.add(entry)
 
     def take_new_symbols(self) -> list[dict[str, object]]:
         """Symbols first seen since the last call: the store gets each one once."""
-        new, self.new_symbols = self.new_symbols, []
-        return new
+        return self.table.take_new()
 
     def origin_of(self, symbol: str) -> str | None:
-        entry = self.symbols.get(symbol)
-        origin = entry.get("origin") if entry is not None else None
-        return origin if isinstance(origin, str) else None
+        return self.table.origin_of(symbol)
+
+    def _note_reason(self, reason: str) -> None:
+        """A disclosure of the phase being recorded (the symbol table's unmapped sources)."""
+        self._reasons.add(reason)
 
     def map_frame(self, frame: FrameType, node: Node) -> tuple[int, Node | None]:
         """Attribute what ``frame`` calls from now on to ``node``; returns the frame's key and
@@ -735,61 +439,6 @@ class Tracer:
         self._roots[_get_ident()] = (thread, root)
         return root
 
-    def _may_run(self, starter: tuple[threading.Thread, Node | None, int, int]) -> bool:
-        """Whether a started thread may still run in-scope code. A thread another thread is
-        starting right now is not alive yet (google-auth: a refresh worker starting a thread
-        while the phase ended): an entry made in the last two phases is kept regardless."""
-        thread, _, serial, _ = starter
-        return serial >= self._phase_serial - 2 or thread.is_alive() or thread.ident is None
-
-    def _wrap_thread_start(self) -> None:
-        original = threading.Thread.start
-        tracer = self
-
-        def start(thread: threading.Thread) -> None:
-            # Registered before the thread runs: its first event may come before start returns.
-            try:
-                node = tracer._parent_of(_getframe(1)) if tracer._recording else None
-                tracer._starters[id(thread)] = (
-                    thread,
-                    node,
-                    tracer._phase_serial,
-                    tracer.test_serial,
-                )
-            except Exception as exc:
-                tracer.failed(exc)
-            original(thread)
-
-        start.__wrapped__ = original  # type: ignore[attr-defined]
-        self._thread_start_original = original
-        threading.Thread.start = start  # type: ignore[method-assign,assignment]
-
-    def _wrap_create_task(self) -> None:
-        """Remember which node created each asyncio task, to attribute the task's work."""
-        import asyncio.base_events
-
-        loop_class = asyncio.base_events.BaseEventLoop
-        original = loop_class.__dict__["create_task"]
-        tracer = self
-
-        def create_task(loop: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
-            if tracer._recording:
-                try:
-                    frame = getattr(coro, "cr_frame", None)
-                    if frame is not None:
-                        creator = tracer._parent_of(_getframe(1))
-                        root = tracer._side_root(creator, "task")
-                        # A weak reference: holding the frame would keep the coroutine alive.
-                        tracer._task_frames[id(frame)] = (weakref.ref(coro), root)
-                    frame = None
-                except Exception as exc:
-                    tracer.failed(exc)
-            return original(loop, coro, *args, **kwargs)
-
-        create_task.__wrapped__ = original  # type: ignore[attr-defined]
-        self._create_task_original = (loop_class, original)
-        loop_class.create_task = create_task  # type: ignore[method-assign,assignment]
-
     def _side_root(self, parent: Node, via: str) -> Node:
         """The shared root under ``parent`` for work that runs elsewhere (threads, tasks)."""
         for root in parent.thread_roots:
@@ -800,83 +449,7 @@ class Tracer:
         parent.thread_roots.append(root)
         return root
 
-    def _unwrap_thread_start(self) -> None:
-        original = self._thread_start_original
-        if original is not None:
-            threading.Thread.start = original  # type: ignore[method-assign]
-            self._thread_start_original = None
-        saved = self._create_task_original
-        if saved is not None:
-            saved[0].create_task = saved[1]
-            self._create_task_original = None
-
     # -- per code object -----------------------------------------------------------------
-
-    def _learn(self, code: CodeType) -> CodeInfo | None:
-        filename = code.co_filename
-        info: CodeInfo | None = None
-        if not filename.startswith(_PACKAGE_DIR):
-            placement = self.scope.place(filename)
-            if placement is not None:
-                filemap = self._filemap(filename, placement.module)
-                if filemap is not None:
-                    name = filemap.code_name(code)
-                else:
-                    name = fallback_name(code, placement.module)
-                info = CodeInfo(
-                    code,
-                    name.symbol,
-                    placement.origin,
-                    name.kind,
-                    name.line,
-                    placement.relpath,
-                    filemap if placement.origin == ORIGIN_REPO else None,
-                )
-                self._add_symbol(
-                    {
-                        "id": name.symbol,
-                        "origin": placement.origin,
-                        "path": placement.relpath,
-                        "line": name.line,
-                        "kind": name.kind,
-                    }
-                )
-        self.codes[id(code)] = info
-        self._keep_alive.append(code)
-        return info
-
-    def _filemap(self, filename: str, module: str) -> codemap.FileMap | None:
-        try:
-            return self._filemaps[filename]
-        except KeyError:
-            pass
-        filemap: codemap.FileMap | None = None
-        source = read_source(filename)
-        if source is not None:
-            try:
-                filemap = codemap.build_file_map(source, module)
-            except SyntaxError:
-                filemap = None
-        if filemap is None:
-            self._reasons.add(f"{REASON_UNMAPPED_SOURCE}:{module}")
-        else:
-            for site in filemap.sites:
-                self.sites[site.id] = site
-        self._filemaps[filename] = filemap
-        return filemap
-
-    @staticmethod
-    def _local_events_of(info: CodeInfo) -> int:
-        local = _events.PY_RETURN | _events.PY_YIELD | _events.PY_RESUME
-        if info.filemap is not None:
-            for event in CAPABILITIES.branch_events:
-                local |= event
-        return local
-
-    def _arm(self, code: CodeType, info: CodeInfo) -> None:
-        assert self.tool_id is not None
-        _set_local_events(self.tool_id, code, self._local_events_of(info))
-        self._armed.append(code)
 
     # -- callbacks (hot path) ------------------------------------------------------------
 
@@ -884,9 +457,9 @@ class Tracer:
         """First start of a code object: decide scope once, arm its local events."""
         if id(code) in self.codes:
             return None
-        info = self._learn(code)
+        info = self.table.learn(code)
         if info is not None:
-            self._arm(code, info)
+            self.tool.arm(code, info)
         return info
 
     def _callbacks(self) -> dict[int, Callable[..., Any]]:
@@ -909,9 +482,15 @@ class Tracer:
         for event in CAPABILITIES.branch_events:
             callbacks[event] = on_branch
         if self._accel is not None:
-            compiled = self._compiled_callbacks(self._accel, on_start, on_resume, on_branch)
-            if compiled is not None:
-                callbacks.update(compiled)  # same keys: the dict keeps its order
+            # The compiled core, over the very tables these closures work on; one whose
+            # encodings disagree with values.py is not used (``core_reason`` says why).
+            core, disagreement = cores.build_core(self, self._accel, on_start, on_resume, on_branch)
+            if core is None:
+                self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
+            else:
+                self._core = core
+                core.recording = self._recording
+                callbacks.update(cores.core_callbacks(core))  # same keys: the dict keeps its order
         return callbacks
 
     def _start_callback(self) -> Callable[[CodeType, int], Any]:
@@ -1178,70 +757,6 @@ class Tracer:
 
         return on_branch
 
-    def _compiled_callbacks(
-        self,
-        accel: Any,
-        on_start: Callable[..., Any],
-        on_resume: Callable[..., Any],
-        on_branch: Callable[..., Any],
-    ) -> dict[int, Callable[..., Any]] | None:
-        """The compiled core's callbacks for the events it takes, or None when its encodings
-        disagree with values.py (the Python callbacks then record; ``core_reason`` says why).
-        It is handed the Python callbacks it falls back to and the very tables they work on
-        (code objects, active frames, task frames), so either core grows the same tree."""
-        core = accel.Core(
-            tracer=self,
-            codes=self.codes,
-            active=self._active,
-            task_frames=self._task_frames,
-            on_start=on_start,
-            on_resume=on_resume,
-            on_branch=on_branch,
-            record_state=self._record_state,
-            summarize=values.summarize,
-            disable=_DISABLE,
-            node_type=Node,
-            info_type=CodeInfo,
-            bounded_type=values.BoundedValues,
-            blake2b=values._blake2b,
-            str_markers=stable.markers(),
-            tempfile_names=stable.tempfile_names(),
-            tempfile_name_bits=stable.TEMPFILE_NAME_BITS,
-            frame_get_var=CAPABILITIES.frame_get_var,
-            class_tables=(
-                values._PLAIN_SUMMARY,
-                reflect._DISPLAY_NAMES,
-                reflect._DICT_DESCRIPTORS,
-                reflect.CLASS_EPOCH,
-            ),
-            class_namespaces=(reflect._STR_KEYED, reflect._STR_KEYED_MAX, _CLASS_ATTRIBUTE),
-            state_type=StateSet,
-            state_limit=self.bounds.state,
-            bucket=values.bucket,
-            enum_type=values._Enum,
-            on_error=None if self.first_errors is None else self.keep_first_error,
-            **contract.core_encodings(),
-        )
-        disagreement = contract.core_disagreement(
-            core.summarize, core.add_pair, core.bucket, core.add_values
-        )
-        if disagreement is not None:
-            self.core, self.core_reason = "python", f"core-disagrees: {disagreement}"
-            return None
-        self._core = core
-        core.recording = self._recording
-        events = _events
-        callbacks: dict[int, Callable[..., Any]] = {
-            events.PY_START: core.on_start,
-            events.PY_RESUME: core.on_resume,
-            events.PY_THROW: core.on_resume,
-            events.PY_RETURN: core.on_return,
-            events.PY_YIELD: core.on_yield,
-        }
-        for event in CAPABILITIES.branch_events:
-            callbacks[event] = core.on_branch
-        return callbacks
-
     # -- evidence ------------------------------------------------------------------------
 
     def _record_args(self, node: Node, info: CodeInfo, frame: FrameType) -> None:
@@ -1323,7 +838,6 @@ class Tracer:
 
 
 _ABSENT = object()
-_NO_CODE = (lambda: None).__code__
 _SHAPE_SEPARATOR = contract.ARG_SHAPE_SEPARATOR
 _CANON_SEPARATOR = contract.ARG_CANON_SEPARATOR
 # The receiver's own fields, read without running its code (see reflect.py).
@@ -1332,8 +846,6 @@ _class_dicts = reflect.class_dicts
 _lookup = reflect.lookup
 _NOT_FOUND = reflect.MISSING
 _CLASS_ATTRIBUTE: Final = CLASS_ATTRIBUTE_BUCKET
-_type_dict = reflect.type_dict
-_type_qualname = reflect.type_qualname
 _BUILTIN_FUNCTION = type(len)
 _FUNCTION = type(lambda: 0)
 _MODULE = type(sys)
