@@ -42,7 +42,6 @@ from diffgenome.protocol.runs import (
     new_run_id,
 )
 from diffgenome.protocol.selection import SHARED_NODE_ID, selected
-from diffgenome.store.layout import one_line
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     PHASES,
@@ -77,12 +76,13 @@ from diffgenome.recording.options import read_options
 from diffgenome.recording.outbox import Outbox
 from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
-from diffgenome.store.retention import cap_notice
-from diffgenome.store.writer import StoreError, StoreWriter
 from diffgenome.recording.subtests import SubtestCapture
 from diffgenome.recording.summary import summary_line
 from diffgenome.recording.testids import SHARED, name_items, subtest_id
 from diffgenome.recording.warned import WarningsSeen
+from diffgenome.store.layout import one_line
+from diffgenome.store.retention import cap_notice
+from diffgenome.store.writer import StoreError, StoreWriter
 
 _enumerate_threads = threading.enumerate
 _seed_random = random.seed
