@@ -1,4 +1,5 @@
-"""What a recording session was asked for: pytest's options and ini values, read once.
+"""What a recording session was asked for: pytest's options and ini values, read once, and
+the run's ``config`` that says so to every reader.
 
 Kept apart from the session so that everything the user can set is in one place, checked
 before anything is recorded: a value that is not usable is pytest's usage error, reported
@@ -7,14 +8,19 @@ before any test runs, never a recorder that fails halfway.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from diffgenome import __version__
+from diffgenome.protocol.formats import EFFECTS, GENOME_FORMAT, NAMING, SECRET_RULES, VALUES
+from diffgenome.protocol.runs import ENVIRONMENT_CONFIG_KEY, SHARD_CONFIG_KEY
 from diffgenome.protocol.selection import find_store
 from diffgenome.protocol.vocab import EGRESS_POLICIES
 from diffgenome.recording.collect.contract import Bounds
+from diffgenome.recording.collect.scope import Scope
 from diffgenome.recording.run import git_toplevel
 from diffgenome.store.writer_process import WRITER_AUTO, WRITER_MODES
 
@@ -248,3 +254,54 @@ def _xdist_distributing(config: pytest.Config) -> bool:
     dist = getattr(config.option, "dist", "no")
     numprocesses = getattr(config.option, "numprocesses", None)
     return dist != "no" or bool(numprocesses)
+
+
+def run_config(
+    options: Options,
+    scope: Scope,
+    bounds: Bounds,
+    warnings_captured: bool,
+    environment: str | None,
+) -> dict[str, Any]:
+    """The run's ``config``: how it was recorded, as a reader must know to compare it (the
+    revisions of naming, values and effects), and as the recording key hashes it.
+    ``environment``: what a diff recorded in (``protocol.runs.ENVIRONMENT_ENV``)."""
+    rel = len(scope.rootdir)
+    config: dict[str, Any] = {
+        "source_roots": sorted(r[rel:] or "." for r in scope.source_roots),
+        "test_roots": sorted(r[rel:] or "." for r in scope.test_roots),
+        # The policy in force, so that a diff can tell an isolated side from a guarded one.
+        "egress": options.egress_policy,
+        "bounds": bounds.as_config(),
+        "recorder": f"diffgenome {__version__}",
+        "genome_format": GENOME_FORMAT,
+        "naming": NAMING,
+        # The revision of collect/values.py's canonical forms: digests compare only within one.
+        "values": VALUES,
+        "random_seed": options.random_seed,
+        "warnings": "pytest" if warnings_captured else "not-captured",
+        # The revision of recording/effects.py: runs that do not say recorded no effects.
+        "effects": EFFECTS,
+        # Warning messages are keyed digests; a text preview only when asked for.
+        "preview": options.preview,
+        # The revision of collect/redact.py's rules: text kept in clear (test ids among it)
+        # is masked alike only under one revision.
+        "secret_rules": SECRET_RULES,
+        # The string hash seed orders sets and dicts of strings: recordings made under
+        # different seeds may differ where the code does not, so they are not the same
+        # recording ("random": a seed of its own per process).
+        "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
+    }
+    if environment is not None:
+        # The diff reuses such a run only where its own is the same.
+        config[ENVIRONMENT_CONFIG_KEY] = environment
+    if options.egress_asked != options.egress_policy:
+        config["egress_asked"] = options.egress_asked  # isolate, fallen back to block
+    if options.shard is not None:
+        # Part of the recording key: a shard is never reused as the whole suite.
+        index, count = options.shard
+        config[SHARD_CONFIG_KEY] = {"index": index, "count": count}
+    if options.carry is not None:
+        # Tests a diff asked not to run (their base carried over): not a whole recording.
+        config["carry"] = len(options.carry)
+    return config

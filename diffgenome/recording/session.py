@@ -22,22 +22,14 @@ from typing import Any
 
 import pytest
 
-from diffgenome import __version__
 from diffgenome.protocol.formats import (
-    EFFECTS,
-    GENOME_FORMAT,
-    NAMING,
-    SECRET_RULES,
     STORE_FORMAT,
-    VALUES,
 )
 from diffgenome.protocol.jsontext import escape_surrogates
 from diffgenome.protocol.runs import (
-    ENVIRONMENT_CONFIG_KEY,
     ENVIRONMENT_ENV,
     HOLDER_ENV,
     RUN_ID_ENV,
-    SHARD_CONFIG_KEY,
     is_run_id,
     new_run_id,
 )
@@ -45,7 +37,6 @@ from diffgenome.protocol.selection import SHARED_NODE_ID, selected
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     PHASES,
-    REASON_CHILD_UNFINISHED,
     REASON_EXPORT_ERROR,
     REASON_FOREIGN_MODULE,
     REASON_IMPORTED_BEFORE_RECORDING,
@@ -58,10 +49,8 @@ from diffgenome.protocol.vocab import (
     RUN_INTERRUPTED,
     RUN_RECORDER_START_FAILED,
 )
-from diffgenome.recording.collect import children as child_processes
-from diffgenome.recording.collect import egress, stable, values
+from diffgenome.recording.collect import stable, values
 from diffgenome.recording.collect.contract import Bounds, PhaseCapture
-from diffgenome.recording.collect.egress import EgressGuard
 from diffgenome.recording.collect.preview import ValuePreviews
 from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
@@ -72,8 +61,9 @@ from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.foreign import foreign_modules, imported_before, top_level_modules
 from diffgenome.recording.genome import consistency_problems, export_phase
 from diffgenome.recording.notices import PREFIX, say
-from diffgenome.recording.options import read_options
+from diffgenome.recording.options import read_options, run_config
 from diffgenome.recording.outbox import Outbox
+from diffgenome.recording.outside import Outside
 from diffgenome.recording.params import param_digests
 from diffgenome.recording.run import Run, git_toplevel, rootdir_in_repository
 from diffgenome.recording.subtests import SubtestCapture
@@ -199,13 +189,8 @@ class Recorder:
         self._closed = False
         #: The line :meth:`pytest_terminal_summary` ends the session with, once the run is finished.
         self.summary_line: str | None = None
-        self.guard: EgressGuard | None = None
-        self._connect_ex_installed = False
-        #: Under block: programs whose children ran without the guard (said at the end).
-        self._unguarded: dict[str, int] = {}
-        #: Records Python child processes into the tests that start them (None: it could
-        #: not be set up, and Python children stay ``untraced-subprocess`` gaps).
-        self.children: child_processes.Children | None = None
+        #: Python children, the egress guard and who ran without it (recording/outside.py).
+        self.outside = Outside(config, self.tracer, self.egress_policy)
         self.standins: StandIns | None = None
         self.subtests: SubtestCapture | None = None
         self._disturbances_said: set[str] = set()
@@ -243,48 +228,6 @@ class Recorder:
 
     # -- session -------------------------------------------------------------------------
 
-    def run_config(self) -> dict[str, Any]:
-        rel = len(self.scope.rootdir)
-        config: dict[str, Any] = {
-            "source_roots": sorted(r[rel:] or "." for r in self.scope.source_roots),
-            "test_roots": sorted(r[rel:] or "." for r in self.scope.test_roots),
-            # The policy in force, so that a diff can tell an isolated side from a guarded one.
-            "egress": self.egress_policy,
-            "bounds": self.bounds.as_config(),
-            "recorder": f"diffgenome {__version__}",
-            "genome_format": GENOME_FORMAT,
-            "naming": NAMING,
-            # The revision of collect/values.py's canonical forms: digests compare only
-            # within one.
-            "values": VALUES,
-            "random_seed": self.options.random_seed,
-            "warnings": "pytest" if self.warned is not None else "not-captured",
-            # The revision of recording/effects.py: runs that do not say recorded no effects.
-            "effects": EFFECTS,
-            # Warning messages are keyed digests; a text preview only when asked for.
-            "preview": self.options.preview,
-            # The revision of collect/redact.py's rules: text kept in clear (test ids among
-            # it) is masked alike only under one revision.
-            "secret_rules": SECRET_RULES,
-            # The string hash seed orders sets and dicts of strings: recordings made under
-            # different seeds may differ where the code does not, so they are not the same
-            # recording ("random": a seed of its own per process).
-            "hash_seed": os.environ.get("PYTHONHASHSEED") or "random",
-        }
-        if self._environment is not None:
-            # What diff recorded in (protocol.runs.ENVIRONMENT_ENV): it reuses on equality.
-            config[ENVIRONMENT_CONFIG_KEY] = self._environment
-        if self.options.egress_asked != self.egress_policy:
-            config["egress_asked"] = self.options.egress_asked  # isolate, fallen back to block
-        if self.options.shard is not None:
-            # Part of the recording key: a shard is never reused as the whole suite.
-            index, count = self.options.shard
-            config[SHARD_CONFIG_KEY] = {"index": index, "count": count}
-        if self.options.carry is not None:
-            # Tests a diff asked not to run (their base carried over): not a whole recording.
-            config["carry"] = len(self.options.carry)
-        return config
-
     def _warn_split_path_options(self) -> None:
         """pytest picks its rootdir before plugin options are known: ``--genome-store PATH``
         as two arguments lets PATH pass for a test path and moves the rootdir (test ids and
@@ -313,15 +256,7 @@ class Recorder:
         detail = one_line(exc)
         say(self.config, f"recording is off for this session: {detail}")
         self._closed = True
-        with contextlib.suppress(Exception):
-            if self.guard is not None:
-                self.guard.deactivate()
-        with contextlib.suppress(Exception):
-            if self._connect_ex_installed:
-                egress.uninstall_connect_ex()
-        with contextlib.suppress(Exception):
-            if self.children is not None:
-                self.children.close()
+        self.outside.abandon()
         with contextlib.suppress(Exception):
             if self.standins is not None:
                 self.standins.uninstall()
@@ -345,7 +280,10 @@ class Recorder:
             selection = [str(a) for a in self.config.invocation_params.args]
             invoked = str(self.config.invocation_params.dir)
             core = (self.tracer.core, self.tracer.core_reason)
-            self.run.begin(self.rootdir, self.run_config(), selection, invoked, core)
+            config = run_config(
+                self.options, self.scope, self.bounds, self.warned is not None, self._environment
+            )
+            self.run.begin(self.rootdir, config, selection, invoked, core)
         if self.is_controller:
             return  # the controller runs no tests: workers record into its run
         self.run.join()
@@ -368,56 +306,7 @@ class Recorder:
             self.subtests.install()
             self.effects.install()
             self._effects_on = True
-        if self._tracing:
-            self.children = self._open_children()
-        if self.egress_policy != "allow":
-            # Normally done before the conftests were imported (plugin.py); here for a
-            # plugin loaded too late for that.
-            self._connect_ex_installed = egress.install_connect_ex()
-        self.guard = EgressGuard(
-            self.egress_policy,
-            self._on_egress,
-            self.tree_root,
-            spawn=self.children.on_spawn if self.children is not None else None,
-        )
-        self.guard.activate()
-
-    def _open_children(self) -> child_processes.Children | None:
-        """The hook that records Python children, or None (said once) when this environment
-        cannot take it: its Python children then stay disclosed gaps."""
-        scope = self.scope
-        bounds = self.bounds
-        config = {
-            "rootdir": scope.rootdir,
-            "source_roots": scope.source_roots,
-            "test_roots": scope.test_roots,
-            "tree_root": self.tree_root,
-            "location_root": self._locations[0],
-            "basetemp": self._locations[1],
-            "home": self._locations[2],
-            "bounds": {
-                "max_nodes": bounds.max_nodes,
-                "args": bounds.args,
-                "results": bounds.results,
-                "state": bounds.state,
-            },
-            "core": "auto",
-            # A Python child runs under the session's policy (recording/child.py).
-            "egress": self.egress_policy,
-        }
-        try:
-            return child_processes.open_session(self.tracer, bounds, config)
-        except Exception as exc:
-            say(
-                self.config,
-                f"Python child processes will not be recorded ({one_line(exc)}); tests that "
-                "start one are marked unverified (untraced-subprocess)",
-            )
-            return None
-
-    def _on_egress(self, kind: str, target: str, outcome: str) -> None:
-        """Called by the guard on the thread that attempted egress."""
-        self.tracer.record_os_event(kind, target, outcome, sys._getframe(1))
+        self.outside.open(self._tracing, self.scope, self.bounds, self.tree_root, self._locations)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -528,12 +417,7 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
-        guard = self.guard
-        if guard is not None:
-            guard.deactivate()
-        if self._connect_ex_installed:
-            egress.uninstall_connect_ex()
-            self._connect_ex_installed = False
+        self.outside.stop_guard()
         if self.standins is not None:
             self.standins.uninstall()
             self.tracer.standins = None
@@ -543,10 +427,10 @@ class Recorder:
         self.effects.uninstall()
         self._effects_on = False
         self.tracer.stop()
-        self._close_children()
+        self.outside.close_children()
         self._say_first_errors()
         with contextlib.suppress(Exception):
-            self._say_unguarded()
+            self.outside.say_unguarded()
         try:
             self._release_import()
             self._release_held()
@@ -596,21 +480,6 @@ class Recorder:
             with contextlib.suppress(Exception):
                 terminalreporter.write_line(self.summary_line)
 
-    def _close_children(self) -> None:
-        children = self.children
-        if children is None:
-            return
-        try:
-            children.close()
-        except Exception as exc:
-            say(self.config, f"could not remove the child-process hook: {one_line(exc)}")
-        if children.late:
-            say(
-                self.config,
-                f"{children.late} Python child process(es) sent their recording after their "
-                "test phase ended; those tests are marked unverified (child-unfinished)",
-            )
-
     def _say_first_errors(self) -> None:
         """Under ``DIFFGENOME_DEBUG=callbacks``, one line per kind of exception a callback
         caught: otherwise only counted, as ``tracer-error:N`` on the phases it struck."""
@@ -625,8 +494,7 @@ class Recorder:
         self._threads_at_start = set(_enumerate_threads())
         self._errors_at_phase_start = self.tracer.errors
         if self._tracing:
-            if self.children is not None:
-                self.children.begin_phase()
+            self.outside.begin_phase()
             self.tracer.begin_phase()
 
     def _end(self, phase: str) -> None:
@@ -647,19 +515,16 @@ class Recorder:
         self.redactor.note_environment()
         if self.previews is not None:
             self.previews.note_environment()
-        if self.children is not None:
-            try:
-                self.children.end_phase(capture)
-            except Exception as exc:
-                self._phase_reasons.append(f"{REASON_RECORDER_ERROR}:children:{type(exc).__name__}")
+        children_failed = self.outside.end_phase(capture)
+        if children_failed is not None:
+            self._phase_reasons.append(children_failed)
         try:
             exported = export_phase(capture, self.digester, self.redactor.text, self.previews)
         except Exception as exc:  # never let the recorder break the user's run
             self._phase_reasons.append(f"{REASON_EXPORT_ERROR}:{phase}:{type(exc).__name__}")
             return
         self._phases[phase] = exported
-        if self.egress_policy == "block":
-            self._tally_unguarded(exported, capture.reasons)
+        self.outside.tally_unguarded(exported, capture.reasons)
         self._phase_reasons.extend(f"{phase}:{p}" for p in consistency_problems(exported))
         self._phase_reasons.extend(f"{phase}:{reason}" for reason in capture.reasons)
         disturbed = [r for r in capture.reasons if r.startswith(REASON_MONITORING_DISTURBED + ":")]
@@ -675,36 +540,6 @@ class Recorder:
             # Not a gap: what the thread does in a later phase is recorded there (as work of
             # an earlier thread); between phases it is no test's work.
             self._disclosed.append(f"{phase}:thread-outlived-phase")
-
-    def _tally_unguarded(self, exported: dict[str, Any], reasons: list[str]) -> None:
-        """Children that ran without the egress guard: other programs, and Python children
-        that never started the recorder (which is what guards them). A forked child keeps
-        this process's guard; one that started recording and died had it too."""
-        for node in exported.get("nodes") or ():
-            if node.get("type") != "os_event" or node.get("kind") != "subprocess":
-                continue
-            outcome, target = node.get("outcome"), str(node.get("target"))
-            if outcome == "program" or (
-                outcome == "untraced-child"
-                and target != child_processes.FORK_IDENTITY
-                and f"{REASON_CHILD_UNFINISHED}:{target}" not in reasons
-            ):
-                self._unguarded[target] = self._unguarded.get(target, 0) + int(
-                    node.get("count") or 1
-                )
-
-    def _say_unguarded(self) -> None:
-        if not self._unguarded:
-            return
-        count = sum(self._unguarded.values())
-        names = sorted(self._unguarded)
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        say(
-            self.config,
-            f"under --genome-egress=block, {count} child process(es) ran without the egress "
-            f"guard ({shown}): other programs, and Python that did not load the recorder, "
-            "can connect anywhere; --genome-egress=isolate holds them at the kernel",
-        )
 
     def _say_disturbed(self, reason: str) -> None:
         """Once per kind: code under test changed the recorder's sys.monitoring tool."""

@@ -15,15 +15,12 @@ import os
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from diffgenome.protocol.vocab import CLASS_ATTRIBUTE_BUCKET
 from diffgenome.recording.collect import contract, reflect, stable, values
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.contract import CodeInfo, Node, StateSet
-
-if TYPE_CHECKING:
-    from diffgenome.recording.collect.tracer import Tracer
 
 _events = sys.monitoring.events
 _DISABLE = sys.monitoring.DISABLE
@@ -119,8 +116,23 @@ frame_var = load_frame_var()
 frame_key: Callable[[FrameType], int] = ACCEL.frame_key if ACCEL is not None else id
 
 
+class _Tracer(Protocol):
+    """What the compiled core is built over: the tracer (collect/tracer.py) whose tables it
+    shares and whose Python callbacks it falls back to."""
+
+    codes: dict[int, CodeInfo | None]
+    _active: dict[int, Node]
+    _task_frames: dict[int, tuple[Any, Node]]
+    bounds: contract.Bounds
+    first_errors: dict[str, str] | None
+
+    def _record_state(self, node: Node, info: CodeInfo, frame: FrameType, when: str) -> None: ...
+
+    def keep_first_error(self, exc: BaseException) -> None: ...
+
+
 def build_core(
-    tracer: Tracer,
+    tracer: _Tracer,
     accel: Any,
     on_start: Callable[..., Any],
     on_resume: Callable[..., Any],

@@ -31,7 +31,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType, MethodType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from unittest import mock as _mock
 
 from diffgenome.protocol.vocab import FAKE, INTERPOSITION, MOCK_OBJECT, STUB
@@ -39,7 +39,29 @@ from diffgenome.recording.collect import reflect, seams, values
 
 if TYPE_CHECKING:
     from diffgenome.recording.collect.contract import CodeInfo, Node
-    from diffgenome.recording.collect.tracer import Tracer
+
+
+class _Tracer(Protocol):
+    """What stand-ins ask of the tracer (collect/tracer.py): where a substitution's call
+    hangs in the tree, and how code is named there."""
+
+    @property
+    def recording(self) -> bool: ...
+
+    def enter_substitution(self, frame: FrameType, key: tuple[Any, ...]) -> Node | None: ...
+
+    def leave_substitution(
+        self, frame: FrameType, node: Node, exc: BaseException | None
+    ) -> None: ...
+
+    def record_substitution_event(self, frame: FrameType | None, key: tuple[Any, ...]) -> None: ...
+
+    def symbol_of(self, obj: object) -> str | None: ...
+
+    def origin_of(self, symbol: str) -> str | None: ...
+
+    def keep_first_error(self, exc: BaseException) -> None: ...
+
 
 _getframe = sys._getframe
 _type_mro = reflect.type_mro
@@ -130,7 +152,7 @@ class _Registry:
 class StandIns:
     """Installs the hooks that see stand-ins, and answers the tracer's questions about them."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: _Tracer) -> None:
         self.tracer = tracer
         self.specs = _Registry()  # mock -> its spec
         self.claims = _Registry()  # replacement -> what it replaced

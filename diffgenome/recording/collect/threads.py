@@ -15,12 +15,10 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import Any, Protocol
 
 from diffgenome.recording.collect.contract import Node
-
-if TYPE_CHECKING:
-    from diffgenome.recording.collect.tracer import Tracer
 
 _getframe = sys._getframe
 
@@ -33,10 +31,26 @@ def may_run(starter: tuple[threading.Thread, Node | None, int, int], phase_seria
     return serial >= phase_serial - 2 or thread.is_alive() or thread.ident is None
 
 
+class _Tracer(Protocol):
+    """What the wrappers read and note of the tracer (collect/tracer.py) they serve."""
+
+    _recording: bool
+    _starters: dict[int, tuple[threading.Thread, Node | None, int, int]]
+    _phase_serial: int
+    test_serial: int
+    _task_frames: dict[int, tuple[weakref.ref[Any], Node]]
+
+    def _parent_of(self, frame: FrameType | None, origin: FrameType | None = None) -> Node: ...
+
+    def _side_root(self, parent: Node, via: str) -> Node: ...
+
+    def failed(self, exc: BaseException) -> None: ...
+
+
 class StartHooks:
     """The tracer's wrappers of ``Thread.start`` and ``BaseEventLoop.create_task``."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: _Tracer) -> None:
         self.tracer = tracer
         self._thread_start_original: Callable[..., None] | None = None
         self._create_task_original: tuple[Any, Any] | None = None

@@ -15,14 +15,11 @@ import contextlib
 import sys
 from collections.abc import Callable
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from diffgenome.protocol.vocab import REASON_MONITORING_DISTURBED, REASON_TOOL_ID_UNAVAILABLE
 from diffgenome.recording.collect.capabilities import CAPABILITIES
 from diffgenome.recording.collect.contract import CodeInfo
-
-if TYPE_CHECKING:
-    from diffgenome.recording.collect.tracer import Tracer
 
 _monitoring = sys.monitoring
 _events = _monitoring.events
@@ -41,10 +38,19 @@ TOOL_NAME = "diffgenome"
 GLOBAL_EVENTS = _events.PY_START | _events.PY_UNWIND | _events.PY_THROW
 
 
+class _Tracer(Protocol):
+    """What the tool reads and changes of the tracer (collect/tracer.py) that holds it."""
+
+    codes: dict[int, CodeInfo | None]
+    errors: int
+
+    def _set_recording(self, recording: bool) -> None: ...
+
+
 class Tool:
     """The tool id a tracer holds, and what it registered and armed under it."""
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: _Tracer) -> None:
         self.tracer = tracer
         self.id: int | None = None
         self.unavailable_reason: str | None = None
