@@ -30,7 +30,9 @@ from e2e.helpers import (
     GitRepo,
     clean_env,
     default_sigint,
+    git_in,
     interrupt_when,
+    make_project,
     split_progress,
     write_files,
 )
@@ -688,6 +690,24 @@ def test_an_unknown_revision_is_one_line(calc: Path, tmpdir_for_cli: Path) -> No
     done = diffgenome("diff", "no-such-rev", "HEAD", cwd=calc, tmpdir=tmpdir_for_cli)
     assert_one_line_error(done, "'no-such-rev'", "not a git revision")
     assert_clean(calc, tmpdir_for_cli, before)
+
+
+def test_main_for_master_is_one_line_that_names_the_branch_there(
+    tmp_path: Path, tmpdir_for_cli: Path
+) -> None:
+    """A repository has ``main`` or ``master``; asked for the other, the error said "check the
+    name" and nothing more (humanize's default branch is ``master``: a reviewer typed
+    ``main``). It now names the branch this repository has, and a tag spelt alike."""
+    repo = make_project(tmp_path, {"tests/test_one.py": "def test_one():\n    assert True\n"})
+    git_in(repo, "branch", "-M", "master")
+    git_in(repo, "tag", "release-1.0")
+    done = diffgenome("diff", "main", "HEAD", cwd=repo, tmpdir=tmpdir_for_cli)
+    assert_one_line_error(done, "'main'", "not a git revision", "did you mean master?")
+    done = diffgenome("diff", "release-1.1", "HEAD", cwd=repo, tmpdir=tmpdir_for_cli)
+    assert_one_line_error(done, "'release-1.1'", "did you mean release-1.0?")
+    done = diffgenome("diff", "no-such-rev", "HEAD", cwd=repo, tmpdir=tmpdir_for_cli)
+    assert "did you mean" not in assert_one_line_error(done, "'no-such-rev'")
+    assert os.listdir(tmpdir_for_cli) == []
 
 
 def test_outside_a_git_repository_is_one_line(tmp_path: Path, tmpdir_for_cli: Path) -> None:

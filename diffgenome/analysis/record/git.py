@@ -9,6 +9,7 @@ Every failure becomes a :class:`RevisionError` with one line that says what to d
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import subprocess
@@ -182,10 +183,27 @@ class Repository:
                 f"unknown revision {spec!r} in the shallow clone {self.toplevel}; fetch more "
                 "history (git fetch --unshallow, or a deeper fetch-depth in CI)"
             )
+        meant = self._names_like(spec)
+        hint = f"did you mean {' or '.join(meant)}? " if meant else ""
         return RevisionError(
             f"{spec!r} is not a git revision of {self.toplevel}, a run in the store, or a "
-            "genome JSON file; check the name (git log, diffgenome runs)"
+            f"genome JSON file; {hint}check the name (git log, diffgenome runs)"
         )
+
+    def _names_like(self, spec: str) -> list[str]:
+        """The branches and tags an unknown ``spec`` may have meant: ``master`` for ``main``
+        and back (a repository has one of the two; humanize's is ``master``), else names
+        spelt alike."""
+        done = self.git(
+            "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", check=False
+        )
+        if done.returncode != 0:
+            return []
+        names = [name for name in done.stdout.splitlines() if name]
+        other = {"main": "master", "master": "main"}.get(spec)
+        if other in names:
+            return [other]
+        return difflib.get_close_matches(spec, names, n=3, cutoff=0.75)
 
     def worktrees(self) -> list[str]:
         done = self.git("worktree", "list", "--porcelain", check=False)
