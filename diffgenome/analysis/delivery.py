@@ -9,11 +9,13 @@ live line never mixes with it on one terminal. Rendering itself is
 
 from __future__ import annotations
 
+import sys
+
 from diffgenome.analysis.htmlreport import write_diff_html
 from diffgenome.analysis.models import DiffDocument
 from diffgenome.analysis.outfiles import write_output
 from diffgenome.analysis.previews import diff_without_previews
-from diffgenome.analysis.progress import Progress
+from diffgenome.analysis.progress import PROG, Progress
 from diffgenome.analysis.report import render_markdown, render_terminal
 from diffgenome.analysis.report.common import now_failing, test_count
 from diffgenome.analysis.report.console import make_console, print_text, print_whole
@@ -138,6 +140,10 @@ def deliver(diff: DiffDocument, notes: list[str], reports: Reports, progress: Pr
     progress.close()
     if reports.json == "-":
         write_output(json_text(), "-")
+        if reports.markdown != "-":
+            # The document goes to a pipe; what it cannot hold goes beside it, never away.
+            for note in notes:
+                sys.stderr.write(f"{PROG}: note: {note}\n")
     if reports.markdown == "-":
         write_output(markdown_text(), "-")
     if "-" not in (reports.json, reports.markdown):

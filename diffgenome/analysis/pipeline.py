@@ -15,7 +15,7 @@ far it is to the :class:`~diffgenome.analysis.progress.Progress` in :class:`Opti
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,10 +25,11 @@ from diffgenome.analysis.diff.codechanges import (
     same_program,
 )
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
+from diffgenome.analysis.diff.instability import agrees_with_first
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.diff.selective import plan
 from diffgenome.analysis.models import DiffDocument, DiffSide
-from diffgenome.analysis.record.confirm import confirm
+from diffgenome.analysis.record.confirm import CONFIRMATIONS, Settled, confirm
 from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.sides import Options, Side, Sides
@@ -144,18 +145,29 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
             subject = (f"{subject} and " if differing else "") + (
                 f"the cases of {functions} whose case ids moved"
             )
+        base_ids = [t.base_id or t.id for t in differing_tests]
         with progress.step("confirming", "confirmed", subject) as step:
-            step.result = (
-                f"recorded {'it' if one and not moved else 'them'} twice more on each side"
-            )
             base_again, head_again = confirm(
                 sides.recordings,
                 prepared.notes,
                 _recordable(base),
                 _recordable(head),
                 [*differing, *moved],
-                [*(t.base_id or t.id for t in differing_tests), *moved],
+                [*base_ids, *moved],
                 one_place=environments_differ(base.document, head.document),
+                settled=_settled(base.document, head.document, base_ids, differing, moved),
+            )
+            rounds = max(len(base_again), len(head_again))
+            step.result = (
+                f"recorded {'it' if one and not moved else 'them'} "
+                f"{'once' if rounds == 1 else 'twice'} more on each side"
+            )
+        if 0 < len(base_again) < CONFIRMATIONS and 0 < len(head_again) < CONFIRMATIONS:
+            prepared.notes.append(
+                f"confirmation recorded the {subject} once more on each side, not twice: "
+                "the first round showed every one exactly as the first recordings did, so a "
+                "second could only have found noise neither showed (docs/diffing.md, "
+                '"Confirmation")'
             )
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
@@ -193,10 +205,16 @@ def threaded_changes(diff: DiffDocument, head: Mapping[str, Any]) -> list[str]:
     changed = {
         t.id for t in diff.tests if t.status == STATUS_CHANGED and t.id == (t.base_id or t.id)
     }
+    return _threaded(head, changed)
+
+
+def _threaded(document: Mapping[str, Any], test_ids: Collection[str]) -> list[str]:
+    """Those of ``test_ids`` whose recording in ``document`` shows work on threads the test
+    started (a node ``via`` a thread)."""
     out = []
-    for record in head.get("tests") or ():
+    for record in document.get("tests") or ():
         test_id = record.get("id") if isinstance(record, Mapping) else None
-        if test_id not in changed:
+        if test_id not in test_ids:
             continue
         phases = record.get("phases")
         for genome in phases.values() if isinstance(phases, Mapping) else ():
@@ -205,6 +223,30 @@ def threaded_changes(diff: DiffDocument, head: Mapping[str, Any]) -> list[str]:
                 out.append(str(test_id))
                 break
     return sorted(out)
+
+
+def _settled(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    base_ids: Sequence[str],
+    head_ids: Sequence[str],
+    moved: Sequence[str],
+) -> Settled | None:
+    """When confirmation may stop after one round: where its recordings of base and head
+    show every test as the first recordings of their sides did
+    (:func:`~diffgenome.analysis.diff.instability.agrees_with_first`). Never for case ids
+    that moved (two recordings of one commit tell them apart) nor for tests that ran
+    threads (a race can settle one way for several recordings: they are confirmed in
+    full, and more, :func:`threaded_changes`)."""
+    if moved or _threaded(head, set(head_ids)) or _threaded(base, set(base_ids)):
+        return None
+
+    def settled(base_again: dict[str, Any], head_again: dict[str, Any]) -> bool:
+        return agrees_with_first(base, base_again, base_ids) and agrees_with_first(
+            head, head_again, head_ids
+        )
+
+    return settled
 
 
 def moved_cases(diff: DiffDocument) -> list[str]:

@@ -9,6 +9,7 @@ change stays ``changed`` with its unstable parts listed apart. ``--no-confirm`` 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
+    PY,
     GitRepo,
+    clean_env,
     cli,
     cli_json,
     record_full,
@@ -226,3 +229,56 @@ def test_confirmation_collects_only_the_files_of_the_tests_that_differ(
     assert document["summary"]["confirmed"] == 2
     assert imports.read_text().splitlines() == ["imported"] * 2
     assert code == 0
+
+
+def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path: Path) -> None:
+    """more-itertools' pull request: the one test that differed showed, in confirmation's
+    first round, exactly what the first recordings of each side showed; the second round
+    (two more recordings, 2 s each) could only have found noise that none of them showed,
+    and can only ever turn a change into ``unstable``. It is not made, and a note says so.
+    Where the first round shows anything else, both rounds are made (the tests above: four
+    confirming runs)."""
+    repo = tmp_path / "repo"
+    calc = "def double(x):\n    return x * 2\n"
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/calc.py": calc,
+            "tests/test_calc.py": """
+                from pkg.calc import double
+
+
+                def test_double():
+                    assert double(2) in (4, 5)
+
+
+                def test_other():
+                    assert True
+            """,
+        },
+    )
+    GitRepo.init(repo).commit_all("initial")
+    write_files(repo, {"pkg/calc.py": calc.replace("x * 2", "x * 2 + 1")})
+    GitRepo(repo).commit_tracked("double is off by one")
+    command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"]
+    done = subprocess.run(
+        [*command, "--", *DIFF_PYTEST_ARGS],
+        cwd=repo,
+        env=clean_env({"TMPDIR": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    code, document = done.returncode, json.loads(done.stdout)
+    statuses = _statuses(document)
+    assert statuses["test_double"] == "changed"
+    assert statuses["test_other"] == "unchanged"
+    assert document["summary"]["confirmed"] == 1
+    runs = json.loads(cli(repo, "runs", "--json", "-").stdout)
+    confirming = [run for run in runs if run["origin"] == "confirmation"]
+    assert len(confirming) == 2, confirming
+    # The note goes beside the JSON document, on standard error.
+    assert "note: confirmation recorded the 1 test that differs once more" in done.stderr
+    assert code == 1

@@ -390,9 +390,9 @@ def test_progress_counts_are_steady_and_live_lines_fit_the_width(tmp_path: Path)
         repo, PY, "-m", "diffgenome.analysis.cli", *args, *pytest_args, env={"COLUMNS": "72"}
     )
     frames = [CONTROL.sub("", piece) for piece in re.split(r"[\r\n]", raw.decode(errors="replace"))]
-    # The steps' last lines stay above the live line, whole (a terminal may wrap them); the
-    # live line is every other frame.
-    done_lines = re.compile(rf"diffgenome: (?:.* in {DURATION}|reusing run .*)")
+    # The steps' last lines and the notes stay above the live line, whole (a terminal may
+    # wrap them); the live line is every other frame.
+    done_lines = re.compile(rf"diffgenome: (?:.* in {DURATION}|reusing run .*|note: .*)")
     live = [frame for frame in frames if frame.strip() and not done_lines.fullmatch(frame)]
     assert live and max(len(frame) for frame in live) <= 72, max(live, key=len)
     assert any(len(re.findall(r"\d+/3 tests", frame)) == 2 for frame in live), live

@@ -12,12 +12,12 @@ a change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from diffgenome.analysis.diff.agreement import Witnesses
-from diffgenome.analysis.diff.align import Path, TestIndex, index_tests
+from diffgenome.analysis.diff.align import Path, TestIndex, index_test, index_tests
 from diffgenome.analysis.diff.compare import (
     PRESENCE_KINDS,
     TIMING_UNLESS_CHANGED,
@@ -194,11 +194,15 @@ def from_confirmation(
     changes (a module fixture set up by another test, a cache warmed earlier) is the same in
     both and masks nothing; only the clock, randomness and scheduling differ between them.
     They are never compared with the first recordings, whose selection differs. Returns the
-    ids of the tests confirmed (never ``<import>``, which is masked but not confirmed).
+    ids of the tests confirmed (never ``<import>``, which is masked but not confirmed):
+    one confirming recording alone confirms its tests too, where confirmation stopped after
+    a round that showed each as the first recordings did (:func:`agrees_with_first`).
     """
-    if len(recordings) < 2:
+    if not recordings:
         return set()
     first, first_run = recordings[0]
+    if len(recordings) < 2:
+        return set(first) - {IMPORT_TEST_ID}
     digests = digests_comparable(first_run, recordings[1][1])
     label = f"{side} confirmation"
     for again, _ in recordings[1:]:
@@ -213,6 +217,40 @@ def from_confirmation(
             for found in compare_tests(test, twin, digests=digests):
                 into.setdefault(test_id, Instability()).add(label, found, one_commit=True)
     return set(first) - {IMPORT_TEST_ID}
+
+
+def agrees_with_first(
+    first: Mapping[str, Any], again: Mapping[str, Any], test_ids: Collection[str]
+) -> bool:
+    """Whether a confirming recording shows every one of ``test_ids`` exactly as the first
+    recording of its side did: nothing :func:`compare_tests` finds, values compared by their
+    digests.
+
+    Confirmation's second round is made only where its first did not agree so
+    (``record/confirm.py``). Two recordings of a side that agree in full on a test leave a
+    second confirming recording nothing to mask but what neither showed, and what it could
+    mask only ever turns a change into ``unstable``: stopping early can report noise that
+    showed in neither recording as a change, never a change as noise. A test missing from
+    either recording, ``<import>`` (a confirming recording imports a few modules), and
+    values that do not compare by digest all answer no.
+    """
+    wanted = set(test_ids) - {IMPORT_TEST_ID}
+    if not wanted or not digests_comparable(first.get("run") or {}, again.get("run") or {}):
+        return False
+    firsts, agains = _records(first, wanted), _records(again, wanted)
+    if firsts.keys() != wanted or agains.keys() != wanted:
+        return False
+    return not any(compare_tests(firsts[t], agains[t], digests=True) for t in wanted)
+
+
+def _records(document: Mapping[str, Any], wanted: set[str]) -> dict[str, TestIndex]:
+    """The tests ``wanted`` of a genome document, indexed (a whole suite's run is not)."""
+    out: dict[str, TestIndex] = {}
+    for record in document.get("tests") or ():
+        test_id = str(record.get("id"))
+        if test_id in wanted and test_id not in out:
+            out[test_id] = index_test(record)
+    return out
 
 
 def moving_case_ids(recordings: Sequence[Mapping[str, Any]], side: str) -> dict[str, str]:

@@ -1,9 +1,11 @@
-"""Confirmation: the tests that differ recorded again, twice on each side, in new worktrees.
+"""Confirmation: the tests that differ recorded again, up to twice on each side, in new
+worktrees.
 
 What differs between two recordings of one commit is noise, not change; the differ masks it
 as unstable. The cost grows with the number of differing tests, not with the suite: each
-confirming recording is narrowed to them (``--genome-only``), and base and head are recorded
-side by side.
+confirming recording is narrowed to them (``--genome-only``), base and head are recorded
+side by side, and the second round is made only where the first did not show every test
+exactly as the first recordings did (the caller's ``settled``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from diffgenome.protocol.vocab import IMPORT_TEST_ID
 #: Recordings of each side's differing tests that confirmation compares with each other.
 CONFIRMATIONS = 2
 
+#: Whether the first round's recordings of base and head leave nothing for a second round:
+#: they show every test as the first recordings of their sides did.
+Settled = Callable[[dict[str, Any], dict[str, Any]], bool]
+
 #: One confirming recording planned for a side: what it is, its tree, arguments, subject.
 _Job = tuple[str, str, list[str], str]
 
@@ -46,11 +52,15 @@ def confirm(
     base_ids: Sequence[str] = (),
     *,
     one_place: bool = False,
+    settled: Settled | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
     between those two recordings of one commit is noise, not change. Sides that cannot
     be recorded again (a run, a file) give nothing, and a note says so. ``base_ids``:
     the same tests by their ids in base, where a test was paired under a new id.
+
+    ``settled``: asked after the first round with its base and head recordings; where it
+    answers yes, the second round is not made (one recording more on each side).
 
     ``one_place``: every confirming recording runs at one path, one after the other, so
     that the i-th recordings of base and head run in one environment byte for byte (the
@@ -88,6 +98,16 @@ def confirm(
                 )
                 trees.append(None)
         out: list[list[dict[str, Any]]] = [[], []]
+
+        def enough(n: int) -> bool:
+            return (
+                n == 1
+                and settled is not None
+                and bool(out[0])
+                and bool(out[1])
+                and settled(out[0][0], out[1][0])
+            )
+
         if one_place:
             for n in range(1, CONFIRMATIONS + 1):
                 for index, make in enumerate(trees):
@@ -104,6 +124,8 @@ def confirm(
                             )
                     finally:
                         workspace.remove_worktree(tree)
+                if enough(n):
+                    break
             return out[0], out[1]
         plan: list[_Job | None] = []
         for which, side, make, (spec, selection, subject) in zip(
@@ -120,6 +142,8 @@ def confirm(
             for index, run_id in _record_at_once(recordings, workspace, plan, n):
                 # Loaded within the confirmation's step: no step of its own.
                 out[index].append(documents.stored(store.handle, run_id, progress, None))
+            if enough(n):
+                break
     finally:
         with sigint_ignored():
             workspace.close()
@@ -231,4 +255,4 @@ def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
     return list(out)
 
 
-__all__ = ["CONFIRMATIONS", "confirm"]
+__all__ = ["CONFIRMATIONS", "Settled", "confirm"]
