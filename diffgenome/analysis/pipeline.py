@@ -25,7 +25,7 @@ from diffgenome.analysis.diff.codechanges import (
     same_program,
 )
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
-from diffgenome.analysis.diff.instability import agrees_with_first
+from diffgenome.analysis.diff.instability import first_round_settles
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.diff.selective import plan
 from diffgenome.analysis.models import DiffDocument, DiffSide
@@ -165,9 +165,9 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
         if 0 < len(base_again) < CONFIRMATIONS and 0 < len(head_again) < CONFIRMATIONS:
             prepared.notes.append(
                 f"confirmation recorded the {subject} once more on each side, not twice: "
-                "the first round showed every one exactly as the first recordings did, so a "
-                "second could only have found noise neither showed (docs/diffing.md, "
-                '"Confirmation")'
+                "in what differs between base and head, the first round showed each test as "
+                "the first recordings did, and a second round can only turn a change into "
+                'noise, never hide one as such (docs/diffing.md, "Confirmation")'
             )
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
@@ -232,19 +232,17 @@ def _settled(
     head_ids: Sequence[str],
     moved: Sequence[str],
 ) -> Settled | None:
-    """When confirmation may stop after one round: where its recordings of base and head
-    show every test as the first recordings of their sides did
-    (:func:`~diffgenome.analysis.diff.instability.agrees_with_first`). Never for case ids
+    """When confirmation may stop after one round
+    (:func:`~diffgenome.analysis.diff.instability.first_round_settles`). Never for case ids
     that moved (two recordings of one commit tell them apart) nor for tests that ran
     threads (a race can settle one way for several recordings: they are confirmed in
     full, and more, :func:`threaded_changes`)."""
     if moved or _threaded(head, set(head_ids)) or _threaded(base, set(base_ids)):
         return None
+    pairs = list(zip(base_ids, head_ids, strict=True))
 
     def settled(base_again: dict[str, Any], head_again: dict[str, Any]) -> bool:
-        return agrees_with_first(base, base_again, base_ids) and agrees_with_first(
-            head, head_again, head_ids
-        )
+        return first_round_settles((base, head), (base_again, head_again), pairs)
 
     return settled
 

@@ -236,8 +236,10 @@ def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path
     first round, exactly what the first recordings of each side showed; the second round
     (two more recordings, 2 s each) could only have found noise that none of them showed,
     and can only ever turn a change into ``unstable``. It is not made, and a note says so.
-    Where the first round shows anything else, both rounds are made (the tests above: four
-    confirming runs)."""
+    What the confirming selection moves is no doubt: ``setup_module`` runs in the setup of
+    ``test_other`` in the first recordings and of ``test_double`` when it is confirmed alone
+    (termcolor's pull request). Where the first round shows a difference otherwise, both
+    rounds are made (the tests above: four confirming runs)."""
     repo = tmp_path / "repo"
     calc = "def double(x):\n    return x * 2\n"
     write_files(
@@ -249,12 +251,16 @@ def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path
                 from pkg.calc import double
 
 
-                def test_double():
-                    assert double(2) in (4, 5)
+                def setup_module():
+                    return len("module")
 
 
                 def test_other():
                     assert True
+
+
+                def test_double():
+                    assert double(2) in (4, 5)
             """,
         },
     )

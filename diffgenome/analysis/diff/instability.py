@@ -196,7 +196,7 @@ def from_confirmation(
     They are never compared with the first recordings, whose selection differs. Returns the
     ids of the tests confirmed (never ``<import>``, which is masked but not confirmed):
     one confirming recording alone confirms its tests too, where confirmation stopped after
-    a round that showed each as the first recordings did (:func:`agrees_with_first`).
+    a round that settled them (:func:`first_round_settles`).
     """
     if not recordings:
         return set()
@@ -219,28 +219,49 @@ def from_confirmation(
     return set(first) - {IMPORT_TEST_ID}
 
 
-def agrees_with_first(
-    first: Mapping[str, Any], again: Mapping[str, Any], test_ids: Collection[str]
+def first_round_settles(
+    first: tuple[Mapping[str, Any], Mapping[str, Any]],
+    again: tuple[Mapping[str, Any], Mapping[str, Any]],
+    pairs: Collection[tuple[str, str]],
 ) -> bool:
-    """Whether a confirming recording shows every one of ``test_ids`` exactly as the first
-    recording of its side did: nothing :func:`compare_tests` finds, values compared by their
-    digests.
+    """Whether confirmation's first round (``again``: its recordings of base and head)
+    leaves its second nothing to decide for the tests ``pairs`` (base id, head id): where
+    each side's confirming recording, taken as a repeat of that side's first recording
+    (``first``), masks none of what differs between the first recordings.
 
-    Confirmation's second round is made only where its first did not agree so
-    (``record/confirm.py``). Two recordings of a side that agree in full on a test leave a
-    second confirming recording nothing to mask but what neither showed, and what it could
-    mask only ever turns a change into ``unstable``: stopping early can report noise that
-    showed in neither recording as a change, never a change as noise. A test missing from
-    either recording, ``<import>`` (a confirming recording imports a few modules), and
-    values that do not compare by digest all answer no.
+    A second round can only mask: it turns a change into ``unstable``, never the reverse.
+    So stopping early may show as a change noise that none of the four recordings showed,
+    and hides nothing. Only the fields that differ between base and head are asked about:
+    a confirming recording selects a few tests, so what the selection moves (a module's
+    fixture set up by the first test confirmed, termcolor's ``setup_module``) differs from
+    the first recording elsewhere, and says nothing of them. A test missing from any
+    recording, ``<import>`` (a confirming recording imports a few modules), values that do
+    not compare by digest, a first recording that shows no difference, all answer no.
     """
-    wanted = set(test_ids) - {IMPORT_TEST_ID}
-    if not wanted or not digests_comparable(first.get("run") or {}, again.get("run") or {}):
+    runs = [document.get("run") or {} for document in (*first, *again)]
+    if not pairs or not all(digests_comparable(runs[0], run) for run in runs[1:]):
         return False
-    firsts, agains = _records(first, wanted), _records(again, wanted)
-    if firsts.keys() != wanted or agains.keys() != wanted:
-        return False
-    return not any(compare_tests(firsts[t], agains[t], digests=True) for t in wanted)
+    base_ids = {b for b, _ in pairs} - {IMPORT_TEST_ID}
+    head_ids = {h for _, h in pairs} - {IMPORT_TEST_ID}
+    b_first, h_first = _records(first[0], base_ids), _records(first[1], head_ids)
+    b_again, h_again = _records(again[0], base_ids), _records(again[1], head_ids)
+    for base_id, head_id in pairs:
+        if base_id == IMPORT_TEST_ID or head_id == IMPORT_TEST_ID:
+            return False
+        b1, h1 = b_first.get(base_id), h_first.get(head_id)
+        b2, h2 = b_again.get(base_id), h_again.get(head_id)
+        if b1 is None or h1 is None or b2 is None or h2 is None:
+            return False
+        found = compare_tests(b1, h1, digests=True)
+        if not found:
+            return False
+        seen = Instability()
+        for side, one, other in (("base", b1, b2), ("head", h1, h2)):
+            for item in compare_tests(one, other, digests=True):
+                seen.add(side, item, one_commit=True)
+        if any(seen.covers(item) or seen.counts_varied(item) for item in found):
+            return False
+    return True
 
 
 def _records(document: Mapping[str, Any], wanted: set[str]) -> dict[str, TestIndex]:
