@@ -166,8 +166,8 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
             prepared.notes.append(
                 f"confirmation recorded the {subject} once more on each side, not twice: "
                 "in what differs between base and head, the first round showed each test as "
-                "the first recordings did, and a second round can only turn a change into "
-                'noise, never hide one as such (docs/diffing.md, "Confirmation")'
+                "the first recordings did; a second round could only have set a change apart "
+                'as unstable, never found one (docs/diffing.md, "Confirmation")'
             )
         if base_again or head_again:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
