@@ -276,7 +276,9 @@ class _Placeholders(ast.NodeTransformer):
 
     def __init__(self, names: frozenset[str], labels: Mapping[str, str] | None = None) -> None:
         self.names = names
-        self.labels = labels or {}
+        # Not ``labels or {}``: the truth of a ``BindingLabels`` is its length, which labels
+        # every local of the scope, while only the names a condition tests need one.
+        self.labels: Mapping[str, str] = labels if labels is not None else {}
         self.seen: dict[str, str] = {}
 
     def _placeholder(self, name: str) -> str:
