@@ -52,6 +52,14 @@ _CO_NEWLOCALS: Final = 0x2
 # (line, col, end_line, end_col); columns are UTF-8 byte offsets in both the AST and co_positions.
 Span = tuple[int, int, int, int]
 
+#: How many times a text fell back (an unparse or a copy that met the recursion limit, the
+#: placeholder or ``ast.dump`` written instead). Whether it does can depend on how deep the
+#: stack was when the file was named (the recorder names a file at its first event), so a
+#: map built while this moved is never kept for another session (``SourceNames.settled``).
+#: A list, to be changed in place; a count read before and after a build, so that threads
+#: naming at once only ever make that conservative.
+FALLBACKS: Final[list[int]] = [0]
+
 
 @dataclass(frozen=True, slots=True)
 class Site:
@@ -192,6 +200,7 @@ def predicate(*nodes: ast.AST | None, sep: str = " if ") -> str:
         try:
             parts.append(_ast_unparse(node))
         except Exception:  # unparse recursion on absurdly deep expressions
+            FALLBACKS[0] += 1
             parts.append(f"<{type(node).__name__}>")
     text = sep.join(parts)
     return text if len(text) <= MAX_PREDICATE else text[: MAX_PREDICATE - 1] + "\u2026"
@@ -336,6 +345,7 @@ class BindingLabels(Mapping[str, str]):
                     text = _ast_unparse(_Blank(self._locals).visit(copy.deepcopy(value)))
                     label = f"{how} {_digest(text)}"
                 except Exception:  # absurdly deep expressions: the order placeholder stays
+                    FALLBACKS[0] += 1
                     label = None
         self._done[name] = label
         return label
@@ -369,6 +379,7 @@ def condition_text(
             tree = renamer.visit(copy.deepcopy(node)) if locals_ else node
             parts.append(_ast_unparse(tree))
         except Exception:  # absurdly deep expressions: their dump still tells them apart
+            FALLBACKS[0] += 1
             parts.append(ast.dump(node))
     return "\x1f".join(parts)
 
@@ -817,11 +828,28 @@ class _Builder:
 # --- the names of one file -----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Named:
+    """What naming computed for one source, without its syntax tree: the named scopes (in
+    source order, ``bound`` and ``node`` dropped), the decisions' spans (without ``key``,
+    ``parts``, ``chain`` and ``prev``), their ids and the condition index. What the recorder
+    reads of a ``SourceNames``, and all that a later session needs to skip naming the same
+    source again (``protocol/namecache.py`` keeps it between sessions)."""
+
+    scopes: list[Scope]
+    site_spans: list[SiteSpans]
+    site_ids: list[str]
+    cond_index: dict[Span, int]
+
+
 class SourceNames:
     """Names and decision sites of one source file, for the code objects compiled from it.
 
     Parsing raises SyntaxError only, so that a caller has one failure to handle for a file it
-    cannot name.
+    cannot name. ``named`` (what an earlier build of this very source and module computed,
+    ``Named``) skips parsing and naming: the recorder's maps are then the same, field for
+    field, as a fresh build's; it needs no syntax, so it cannot be combined with
+    ``keep_parts``.
     """
 
     def __init__(
@@ -831,7 +859,31 @@ class SourceNames:
         tree: ast.Module | None = None,
         *,
         keep_parts: bool = False,
+        named: Named | None = None,
     ) -> None:
+        self.module = module
+        self._source = source
+        self._by_key: dict[tuple[str, int], list[Scope]] = {}
+        self._by_qualname: dict[str, list[Scope]] = {}
+        self._names: dict[int, tuple[CodeType, CodeName]] = {}
+        self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
+        #: False when a text of this build fell back (``FALLBACKS``): the names may then
+        #: depend on the stack depth the build ran at, and must not be kept for later.
+        self.settled = True
+        if named is not None:
+            if keep_parts:
+                raise ValueError("names kept without syntax cannot give a decision's parts")
+            #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
+            self.scopes: list[Scope] = named.scopes
+            self.site_spans: list[SiteSpans] = named.site_spans
+            self.cond_index: dict[Span, int] = named.cond_index
+            self.sites: list[Site] = [
+                Site(sid, info.scope.symbol, info.kind, info.predicate)
+                for sid, info in zip(named.site_ids, named.site_spans, strict=True)
+            ]
+            self._index_scopes()
+            return
+        fallbacks = FALLBACKS[0]
         if tree is None:
             tree = parse_source(source, module)
         builder = _Builder()
@@ -839,14 +891,8 @@ class SourceNames:
             builder.run(tree)
         except RecursionError as exc:  # pragma: no cover - the walk is iterative
             raise SyntaxError(f"cannot analyse {module}: {exc}") from exc
-        self.module = module
-        self._source = source
         self.site_spans = builder.sites
         self.cond_index = builder.cond_index
-        self._by_key: dict[tuple[str, int], list[Scope]] = {}
-        self._by_qualname: dict[str, list[Scope]] = {}
-        self._names: dict[int, tuple[CodeType, CodeName]] = {}
-        self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
 
         scopes = sorted(builder.scopes, key=lambda s: (s.span[0], s.span[1]) if s.span else (0, -1))
         parents = _anonymous_parents(tree) if any(s.node is not None for s in scopes) else {}
@@ -874,12 +920,10 @@ class SourceNames:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}"
             else:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}.{name}{suffix}"
-            self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
-            self._by_qualname.setdefault(scope.qualname, []).append(scope)
 
-        #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
-        self.scopes: list[Scope] = scopes
-        self.sites: list[Site] = [
+        self.scopes = scopes
+        self._index_scopes()
+        self.sites = [
             Site(
                 sid,
                 info.scope.symbol,
@@ -896,6 +940,19 @@ class SourceNames:
                 info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
                 info.chain = ()
                 info.prev = None
+        self.settled = FALLBACKS[0] == fallbacks
+
+    def _index_scopes(self) -> None:
+        """How ``scope_of`` finds a code object's scope: by qualname and first line."""
+        for scope in self.scopes:
+            self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
+            self._by_qualname.setdefault(scope.qualname, []).append(scope)
+
+    def named(self) -> Named:
+        """What this build computed, as a later session can take it back (``Named``)."""
+        return Named(
+            self.scopes, self.site_spans, [site.id for site in self.sites], self.cond_index
+        )
 
     def code_name(self, code: CodeType) -> CodeName:
         cached = self._names.get(id(code))
