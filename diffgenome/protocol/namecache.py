@@ -446,7 +446,7 @@ class NameCache:
         temp = ""
         try:
             if not self._folder_ready():
-                raise _Bad("the cache folder is not a private folder of this user")
+                raise _Bad("no cache folder of this user's own could be made in the store")
             body = _encode(to_plain(names, source)).encode()
             head = _encode({"format": FORMAT, "key": key, "body": _sha256(body).hexdigest()})
             path = self._path(key)
@@ -477,9 +477,12 @@ class NameCache:
             self._ready = False
             parent = self.folder.rsplit(_sep, 1)[0]
             for folder in (parent, self.folder):
-                with suppress(FileExistsError):
-                    _mkdir(folder, 0o700)
-                st = _lstat(folder)
+                try:
+                    with suppress(FileExistsError):
+                        _mkdir(folder, 0o700)  # not the store's own folder: made by the store
+                    st = _lstat(folder)
+                except OSError:
+                    return False
                 if S_ISLNK(st.st_mode) or _foreign(st.st_mode, st.st_uid) is not None:
                     return False
             self._ready = True

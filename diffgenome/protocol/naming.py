@@ -847,9 +847,11 @@ class SourceNames:
 
     Parsing raises SyntaxError only, so that a caller has one failure to handle for a file it
     cannot name. ``named`` (what an earlier build of this very source and module computed,
-    ``Named``) skips parsing and naming: the recorder's maps are then the same, field for
-    field, as a fresh build's; it needs no syntax, so it cannot be combined with
-    ``keep_parts``.
+    ``Named``) skips naming: without ``tree`` and ``keep_parts`` (the recorder) parsing too,
+    the names are then the same, field for field, as a fresh build's. With either (the
+    differ, which needs each decision's syntax), the tree is walked as always and only the
+    names are taken, where every scope and decision the walk finds is the one ``named``
+    holds (``adopted``); otherwise they are computed.
     """
 
     def __init__(
@@ -870,9 +872,10 @@ class SourceNames:
         #: False when a text of this build fell back (``FALLBACKS``): the names may then
         #: depend on the stack depth the build ran at, and must not be kept for later.
         self.settled = True
-        if named is not None:
-            if keep_parts:
-                raise ValueError("names kept without syntax cannot give a decision's parts")
+        #: Whether the names came from ``named`` rather than being computed here.
+        self.adopted = False
+        if named is not None and tree is None and not keep_parts:
+            self.adopted = True
             #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
             self.scopes: list[Scope] = named.scopes
             self.site_spans: list[SiteSpans] = named.site_spans
@@ -895,6 +898,35 @@ class SourceNames:
         self.cond_index = builder.cond_index
 
         scopes = sorted(builder.scopes, key=lambda s: (s.span[0], s.span[1]) if s.span else (0, -1))
+        ids = _adopt(scopes, builder, named) if named is not None else None
+        self.adopted = ids is not None
+        if ids is None:
+            self._name_scopes(module, tree, scopes)
+            ids = site_ids(builder.sites)
+        self.scopes = scopes
+        self._index_scopes()
+        self.sites = [
+            Site(
+                sid,
+                info.scope.symbol,
+                info.kind,
+                info.predicate,
+                info.parts if keep_parts else (),
+            )
+            for sid, info in zip(ids, builder.sites, strict=True)
+        ]
+        for scope in builder.scopes:
+            scope.bound = {}
+        if not keep_parts:
+            for info in builder.sites:
+                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
+                info.chain = ()
+                info.prev = None
+        self.settled = FALLBACKS[0] == fallbacks
+
+    @staticmethod
+    def _name_scopes(module: str, tree: ast.Module, scopes: list[Scope]) -> None:
+        """Give every scope (in source order) its qualname and symbol."""
         parents = _anonymous_parents(tree) if any(s.node is not None for s in scopes) else {}
         counts: dict[str, int] = {}
         for scope in scopes:
@@ -920,27 +952,6 @@ class SourceNames:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}"
             else:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}.{name}{suffix}"
-
-        self.scopes = scopes
-        self._index_scopes()
-        self.sites = [
-            Site(
-                sid,
-                info.scope.symbol,
-                info.kind,
-                info.predicate,
-                info.parts if keep_parts else (),
-            )
-            for sid, info in zip(site_ids(builder.sites), builder.sites, strict=True)
-        ]
-        for scope in builder.scopes:
-            scope.bound = {}
-        if not keep_parts:
-            for info in builder.sites:
-                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
-                info.chain = ()
-                info.prev = None
-        self.settled = FALLBACKS[0] == fallbacks
 
     def _index_scopes(self) -> None:
         """How ``scope_of`` finds a code object's scope: by qualname and first line."""
@@ -1011,6 +1022,70 @@ class SourceNames:
                 if twin.replace(co_flags=code.co_flags) == code:
                     return scope
         return candidates[0]
+
+
+def _adopt(scopes: list[Scope], builder: _Builder, named: Named) -> list[str] | None:
+    """Take the names of ``named`` onto the scopes and decisions a walk of the same source
+    found: the site ids, and each scope's qualname and symbol. Only where everything the
+    walk computes is what ``named`` holds, scope by scope and site by site (None
+    otherwise: the caller names them itself)."""
+    if len(scopes) != len(named.scopes) or len(builder.sites) != len(named.site_spans):
+        return None
+    index = {id(scope): i for i, scope in enumerate(scopes)}
+    kept = {id(scope): i for i, scope in enumerate(named.scopes)}
+
+    def place(scope: Scope | None, where: dict[int, int]) -> int:
+        return -1 if scope is None else where.get(id(scope), -2)
+
+    for mine, theirs in zip(scopes, named.scopes, strict=True):
+        if (
+            mine.kind,
+            mine.role,
+            mine.name,
+            mine.firstlineno,
+            mine.span,
+            mine.overload,
+            mine.globals_,
+            mine.stores,
+            mine.params,
+            mine.nonlocals,
+            place(mine.parent, index),
+        ) != (
+            theirs.kind,
+            theirs.role,
+            theirs.name,
+            theirs.firstlineno,
+            theirs.span,
+            theirs.overload,
+            theirs.globals_,
+            theirs.stores,
+            theirs.params,
+            theirs.nonlocals,
+            place(theirs.parent, kept),
+        ):
+            return None
+    for mine_site, their_site in zip(builder.sites, named.site_spans, strict=True):
+        if (
+            mine_site.kind,
+            mine_site.predicate,
+            mine_site.cond,
+            mine_site.body,
+            mine_site.context,
+            place(mine_site.scope, index),
+        ) != (
+            their_site.kind,
+            their_site.predicate,
+            their_site.cond,
+            their_site.body,
+            their_site.context,
+            place(their_site.scope, kept),
+        ):
+            return None
+    if builder.cond_index != named.cond_index:
+        return None
+    for mine, theirs in zip(scopes, named.scopes, strict=True):
+        mine.qualname, mine.symbol, mine.node = theirs.qualname, theirs.symbol, None
+    return list(named.site_ids)
 
 
 def parse_source(source: str, module: str) -> ast.Module:

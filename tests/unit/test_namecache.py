@@ -8,6 +8,7 @@ projects included), a real cache folder, real builds and loads.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from diffgenome.analysis.diff import codechanges
 from diffgenome.protocol import namecache
 from diffgenome.protocol.namecache import NameCache
 from diffgenome.protocol.naming import iter_code_objects
@@ -284,3 +286,68 @@ def test_names_built_while_a_text_fell_back_are_not_kept(tmp_path: Path) -> None
     cache.flush()
     assert cache.kept == 0 and cache.unkept == 1
     assert not (tmp_path / "cache" / "names").exists()
+
+
+# -- the differ's side ----------------------------------------------------------------------
+
+
+def _dump(part: object) -> object:
+    if isinstance(part, ast.AST):
+        return ast.dump(part, include_attributes=True)
+    if isinstance(part, list):
+        return [_dump(each) for each in part]
+    return part
+
+
+def _parts(names: Any) -> list[tuple[Any, ...]]:
+    """A decision as the differ reads it: its id, names and the syntax of its parts."""
+    return [
+        (
+            site.id,
+            site.symbol,
+            site.kind,
+            site.predicate,
+            [_dump(part) for part in site.parts],
+        )
+        for site in names.sites
+    ]
+
+
+def test_the_differ_takes_the_names_a_recording_kept(tmp_path: Path) -> None:
+    """A file the recorder named is not named again by the differ (and the other way round):
+    the tree is walked for the decisions' syntax, the names are taken, and every site, scope
+    and part is the fresh build's."""
+    path = ROOT / "diffgenome" / "protocol" / "naming.py"
+    source = path.read_text(encoding="utf-8")
+    recorder = NameCache(str(tmp_path))
+    build_file_map(source, "diffgenome.protocol.naming", recorder)
+    recorder.flush()
+    differ = NameCache(str(tmp_path))
+    version = codechanges._version(source, "diffgenome.protocol.naming", differ)
+    fresh = codechanges._version(source, "diffgenome.protocol.naming")
+    assert version.names.adopted and differ.read == 1 and differ.kept == 0
+    assert _parts(version.names) == _parts(fresh.names)
+    assert [(s.qualname, s.symbol, s.role, s.span) for s in version.names.scopes] == [
+        (s.qualname, s.symbol, s.role, s.span) for s in fresh.names.scopes
+    ]
+
+
+def test_code_changes_read_with_the_cache_are_the_same(tmp_path: Path) -> None:
+    """A real change (a decision edited, a function added) read three ways: without the
+    cache, filling it, and from it."""
+    path = ROOT / "diffgenome" / "protocol" / "namecache.py"
+    base = path.read_text(encoding="utf-8")
+    head = base.replace("if mode & 0o022:", "if mode & 0o002:").replace(
+        "def _remove(", "def _added(x):\n    return [y for y in x if y]\n\n\ndef _remove("
+    )
+    assert head != base
+    files = ({"m.py": base}, {"m.py": head})
+    plain = codechanges.code_changes_from_sources(*files, lambda p: "m")
+    assert plain.symbols, "the change was not seen"
+    first = NameCache(str(tmp_path))
+    filled = codechanges.code_changes_from_sources(*files, lambda p: "m", names=first)
+    first.flush()
+    later = NameCache(str(tmp_path))
+    read = codechanges.code_changes_from_sources(*files, lambda p: "m", names=later)
+    assert first.kept == 2 and later.read == 2 and later.kept == 0
+    assert filled == plain and read == plain
