@@ -959,12 +959,6 @@ class SourceNames:
             self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
             self._by_qualname.setdefault(scope.qualname, []).append(scope)
 
-    def named(self) -> Named:
-        """What this build computed, as a later session can take it back (``Named``)."""
-        return Named(
-            self.scopes, self.site_spans, [site.id for site in self.sites], self.cond_index
-        )
-
     def code_name(self, code: CodeType) -> CodeName:
         cached = self._names.get(id(code))
         if cached is not None and cached[0] is code:

@@ -13,6 +13,8 @@ import dataclasses
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,3 +353,47 @@ def test_code_changes_read_with_the_cache_are_the_same(tmp_path: Path) -> None:
     read = codechanges.code_changes_from_sources(*files, lambda p: "m", names=later)
     assert first.kept == 2 and later.read == 2 and later.kept == 0
     assert filled == plain and read == plain
+
+
+WRITER = """
+import sys
+from diffgenome.protocol.namecache import NameCache
+from diffgenome.recording.collect.codemap import build_file_map
+source = open(sys.argv[2], encoding="utf-8").read()
+for _ in range(int(sys.argv[3])):
+    cache = NameCache(sys.argv[1])
+    built = build_file_map(source, "pkg.check")
+    cache.put(cache.key(source, "pkg.check"), source, "pkg.check", built)
+    cache.flush()
+    assert cache.kept == 1, cache.lines
+"""
+
+
+def test_sessions_writing_at_once_never_leave_a_partial_entry(tmp_path: Path) -> None:
+    """Two writers replace the same entry over and over while this process reads it: every
+    read finds a whole entry or none, never one to refuse (each is written under a
+    temporary name and renamed into place)."""
+    source_file = tmp_path / "check.py"
+    source_file.write_text(SOURCE, encoding="utf-8")
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store), str(source_file), "40"], cwd=ROOT
+        )
+        for _ in range(2)
+    ]
+    fresh = build_file_map(SOURCE, "pkg.check")
+    reads = 0
+    done = False
+    while not done:
+        done = all(w.poll() is not None for w in writers)  # one more read after they end
+        cache = NameCache(str(store), debug=True)
+        loaded = build_file_map(SOURCE, "pkg.check", cache)
+        assert cache.refused == 0, cache.lines
+        reads += cache.read
+        if cache.read:
+            assert_same_map(fresh, loaded, SOURCE)
+    assert [w.wait() for w in writers] == [0, 0]
+    assert reads > 0
+    assert [p.name for p in (store / "cache" / "names").iterdir()] == [_entry(store).name]
