@@ -34,6 +34,7 @@ from diffgenome.analysis.record.git import Repository
 from diffgenome.analysis.record.process import Interrupted, sigint_ignored
 from diffgenome.analysis.record.sides import Options, Side, Sides
 from diffgenome.protocol.formats import check_comparable, naming_of, values_of
+from diffgenome.protocol.namecache import NameCache
 from diffgenome.protocol.selection import all_cases
 from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
@@ -356,7 +357,9 @@ def _code_changes(sides: Sides, notes: list[str], base: Side, head: Side) -> Cod
             notes.append("no git repository: code changes are not analysed")
         return None
     with sides.progress.step("reading", "read", "the code changes") as step:
-        changes = _read_code_changes(repo, base.code, head.code, base.document, head.document)
+        changes = _read_code_changes(
+            repo, base.code, head.code, base.document, head.document, sides.store.path
+        )
         count = len(changes.symbols)
         step.result = f"{count} changed symbol{'' if count == 1 else 's'}"
     return changes
@@ -372,7 +375,7 @@ def _carrier(sides: Sides, notes: list[str]) -> Callable[[Side, str], Sequence[s
             return ()
         base_paths, head_paths = repo.changed_files(base.code, head_code)
         changed = sorted({*base_paths, *head_paths})
-        code = _read_code_changes(repo, base.code, head_code, base.document, {})
+        code = _read_code_changes(repo, base.code, head_code, base.document, {}, sides.store.path)
         chosen = plan(base.document, changed, code, module_namer([base.document]))
         if chosen.full is not None:
             notes.append(f"--selective recorded every test at head: {chosen.full}")
@@ -387,9 +390,12 @@ def _read_code_changes(
     head_code: str,
     base: Mapping[str, Any],
     head: Mapping[str, Any],
+    store: str | None = None,
 ) -> CodeChangeInput:
     """The code changes between the sides; ``base``, ``head``: their genome documents (an
-    empty one where a side is not recorded yet), which name the modules."""
+    empty one where a side is not recorded yet), which name the modules. ``store``: the
+    store folder, whose names cache (protocol/namecache.py) the recordings share: a file
+    named by a recording, or by an earlier diff, is not named again."""
     documents = [d for d in (head, base) if d]
     module_of = module_namer(documents)
     base_files, head_files = repo.sources(
@@ -409,7 +415,10 @@ def _read_code_changes(
                 out[path] = text
         return out
 
-    changes = code_changes_from_sources(base_files, head_files, module_of, importers)
+    names = NameCache(store) if store is not None else None
+    changes = code_changes_from_sources(base_files, head_files, module_of, importers, names)
+    if names is not None:
+        names.flush()
     return replace(changes, same_program=_one_program(repo, base_code, head_code))
 
 

@@ -52,6 +52,14 @@ _CO_NEWLOCALS: Final = 0x2
 # (line, col, end_line, end_col); columns are UTF-8 byte offsets in both the AST and co_positions.
 Span = tuple[int, int, int, int]
 
+#: How many times a text fell back (an unparse or a copy that met the recursion limit, the
+#: placeholder or ``ast.dump`` written instead). Whether it does can depend on how deep the
+#: stack was when the file was named (the recorder names a file at its first event), so a
+#: map built while this moved is never kept for another session (``SourceNames.settled``).
+#: A list, to be changed in place; a count read before and after a build, so that threads
+#: naming at once only ever make that conservative.
+FALLBACKS: Final[list[int]] = [0]
+
 
 @dataclass(frozen=True, slots=True)
 class Site:
@@ -192,6 +200,7 @@ def predicate(*nodes: ast.AST | None, sep: str = " if ") -> str:
         try:
             parts.append(_ast_unparse(node))
         except Exception:  # unparse recursion on absurdly deep expressions
+            FALLBACKS[0] += 1
             parts.append(f"<{type(node).__name__}>")
     text = sep.join(parts)
     return text if len(text) <= MAX_PREDICATE else text[: MAX_PREDICATE - 1] + "\u2026"
@@ -276,7 +285,9 @@ class _Placeholders(ast.NodeTransformer):
 
     def __init__(self, names: frozenset[str], labels: Mapping[str, str] | None = None) -> None:
         self.names = names
-        self.labels = labels or {}
+        # Not ``labels or {}``: the truth of a ``BindingLabels`` is its length, which labels
+        # every local of the scope, while only the names a condition tests need one.
+        self.labels: Mapping[str, str] = labels if labels is not None else {}
         self.seen: dict[str, str] = {}
 
     def _placeholder(self, name: str) -> str:
@@ -334,6 +345,7 @@ class BindingLabels(Mapping[str, str]):
                     text = _ast_unparse(_Blank(self._locals).visit(copy.deepcopy(value)))
                     label = f"{how} {_digest(text)}"
                 except Exception:  # absurdly deep expressions: the order placeholder stays
+                    FALLBACKS[0] += 1
                     label = None
         self._done[name] = label
         return label
@@ -367,6 +379,7 @@ def condition_text(
             tree = renamer.visit(copy.deepcopy(node)) if locals_ else node
             parts.append(_ast_unparse(tree))
         except Exception:  # absurdly deep expressions: their dump still tells them apart
+            FALLBACKS[0] += 1
             parts.append(ast.dump(node))
     return "\x1f".join(parts)
 
@@ -815,11 +828,30 @@ class _Builder:
 # --- the names of one file -----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Named:
+    """What naming computed for one source, without its syntax tree: the named scopes (in
+    source order, ``bound`` and ``node`` dropped), the decisions' spans (without ``key``,
+    ``parts``, ``chain`` and ``prev``), their ids and the condition index. What the recorder
+    reads of a ``SourceNames``, and all that a later session needs to skip naming the same
+    source again (``protocol/namecache.py`` keeps it between sessions)."""
+
+    scopes: list[Scope]
+    site_spans: list[SiteSpans]
+    site_ids: list[str]
+    cond_index: dict[Span, int]
+
+
 class SourceNames:
     """Names and decision sites of one source file, for the code objects compiled from it.
 
     Parsing raises SyntaxError only, so that a caller has one failure to handle for a file it
-    cannot name.
+    cannot name. ``named`` (what an earlier build of this very source and module computed,
+    ``Named``) skips naming: without ``tree`` and ``keep_parts`` (the recorder) parsing too,
+    the names are then the same, field for field, as a fresh build's. With either (the
+    differ, which needs each decision's syntax), the tree is walked as always and only the
+    names are taken, where every scope and decision the walk finds is the one ``named``
+    holds (``adopted``); otherwise they are computed.
     """
 
     def __init__(
@@ -829,7 +861,32 @@ class SourceNames:
         tree: ast.Module | None = None,
         *,
         keep_parts: bool = False,
+        named: Named | None = None,
     ) -> None:
+        self.module = module
+        self._source = source
+        self._by_key: dict[tuple[str, int], list[Scope]] = {}
+        self._by_qualname: dict[str, list[Scope]] = {}
+        self._names: dict[int, tuple[CodeType, CodeName]] = {}
+        self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
+        #: False when a text of this build fell back (``FALLBACKS``): the names may then
+        #: depend on the stack depth the build ran at, and must not be kept for later.
+        self.settled = True
+        #: Whether the names came from ``named`` rather than being computed here.
+        self.adopted = False
+        if named is not None and tree is None and not keep_parts:
+            self.adopted = True
+            #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
+            self.scopes: list[Scope] = named.scopes
+            self.site_spans: list[SiteSpans] = named.site_spans
+            self.cond_index: dict[Span, int] = named.cond_index
+            self.sites: list[Site] = [
+                Site(sid, info.scope.symbol, info.kind, info.predicate)
+                for sid, info in zip(named.site_ids, named.site_spans, strict=True)
+            ]
+            self._index_scopes()
+            return
+        fallbacks = FALLBACKS[0]
         if tree is None:
             tree = parse_source(source, module)
         builder = _Builder()
@@ -837,16 +894,39 @@ class SourceNames:
             builder.run(tree)
         except RecursionError as exc:  # pragma: no cover - the walk is iterative
             raise SyntaxError(f"cannot analyse {module}: {exc}") from exc
-        self.module = module
-        self._source = source
         self.site_spans = builder.sites
         self.cond_index = builder.cond_index
-        self._by_key: dict[tuple[str, int], list[Scope]] = {}
-        self._by_qualname: dict[str, list[Scope]] = {}
-        self._names: dict[int, tuple[CodeType, CodeName]] = {}
-        self._compiled: dict[tuple[str, int], list[CodeType]] | None = None
 
         scopes = sorted(builder.scopes, key=lambda s: (s.span[0], s.span[1]) if s.span else (0, -1))
+        ids = _adopt(scopes, builder, named) if named is not None else None
+        self.adopted = ids is not None
+        if ids is None:
+            self._name_scopes(module, tree, scopes)
+            ids = site_ids(builder.sites)
+        self.scopes = scopes
+        self._index_scopes()
+        self.sites = [
+            Site(
+                sid,
+                info.scope.symbol,
+                info.kind,
+                info.predicate,
+                info.parts if keep_parts else (),
+            )
+            for sid, info in zip(ids, builder.sites, strict=True)
+        ]
+        for scope in builder.scopes:
+            scope.bound = {}
+        if not keep_parts:
+            for info in builder.sites:
+                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
+                info.chain = ()
+                info.prev = None
+        self.settled = FALLBACKS[0] == fallbacks
+
+    @staticmethod
+    def _name_scopes(module: str, tree: ast.Module, scopes: list[Scope]) -> None:
+        """Give every scope (in source order) its qualname and symbol."""
         parents = _anonymous_parents(tree) if any(s.node is not None for s in scopes) else {}
         counts: dict[str, int] = {}
         for scope in scopes:
@@ -872,28 +952,12 @@ class SourceNames:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}"
             else:
                 scope.symbol = f"{SYMBOL_PREFIX}{module}.{name}{suffix}"
+
+    def _index_scopes(self) -> None:
+        """How ``scope_of`` finds a code object's scope: by qualname and first line."""
+        for scope in self.scopes:
             self._by_key.setdefault((scope.qualname, scope.firstlineno), []).append(scope)
             self._by_qualname.setdefault(scope.qualname, []).append(scope)
-
-        #: Every scope of the file, in source order, named (``symbol``, ``role``, ``span``).
-        self.scopes: list[Scope] = scopes
-        self.sites: list[Site] = [
-            Site(
-                sid,
-                info.scope.symbol,
-                info.kind,
-                info.predicate,
-                info.parts if keep_parts else (),
-            )
-            for sid, info in zip(site_ids(builder.sites), builder.sites, strict=True)
-        ]
-        for scope in builder.scopes:
-            scope.bound = {}
-        if not keep_parts:
-            for info in builder.sites:
-                info.key = info.parts = ()  # the recorder keeps spans only, not the syntax tree
-                info.chain = ()
-                info.prev = None
 
     def code_name(self, code: CodeType) -> CodeName:
         cached = self._names.get(id(code))
@@ -952,6 +1016,70 @@ class SourceNames:
                 if twin.replace(co_flags=code.co_flags) == code:
                     return scope
         return candidates[0]
+
+
+def _adopt(scopes: list[Scope], builder: _Builder, named: Named) -> list[str] | None:
+    """Take the names of ``named`` onto the scopes and decisions a walk of the same source
+    found: the site ids, and each scope's qualname and symbol. Only where everything the
+    walk computes is what ``named`` holds, scope by scope and site by site (None
+    otherwise: the caller names them itself)."""
+    if len(scopes) != len(named.scopes) or len(builder.sites) != len(named.site_spans):
+        return None
+    index = {id(scope): i for i, scope in enumerate(scopes)}
+    kept = {id(scope): i for i, scope in enumerate(named.scopes)}
+
+    def place(scope: Scope | None, where: dict[int, int]) -> int:
+        return -1 if scope is None else where.get(id(scope), -2)
+
+    for mine, theirs in zip(scopes, named.scopes, strict=True):
+        if (
+            mine.kind,
+            mine.role,
+            mine.name,
+            mine.firstlineno,
+            mine.span,
+            mine.overload,
+            mine.globals_,
+            mine.stores,
+            mine.params,
+            mine.nonlocals,
+            place(mine.parent, index),
+        ) != (
+            theirs.kind,
+            theirs.role,
+            theirs.name,
+            theirs.firstlineno,
+            theirs.span,
+            theirs.overload,
+            theirs.globals_,
+            theirs.stores,
+            theirs.params,
+            theirs.nonlocals,
+            place(theirs.parent, kept),
+        ):
+            return None
+    for mine_site, their_site in zip(builder.sites, named.site_spans, strict=True):
+        if (
+            mine_site.kind,
+            mine_site.predicate,
+            mine_site.cond,
+            mine_site.body,
+            mine_site.context,
+            place(mine_site.scope, index),
+        ) != (
+            their_site.kind,
+            their_site.predicate,
+            their_site.cond,
+            their_site.body,
+            their_site.context,
+            place(their_site.scope, kept),
+        ):
+            return None
+    if builder.cond_index != named.cond_index:
+        return None
+    for mine, theirs in zip(scopes, named.scopes, strict=True):
+        mine.qualname, mine.symbol, mine.node = theirs.qualname, theirs.symbol, None
+    return list(named.site_ids)
 
 
 def parse_source(source: str, module: str) -> ast.Module:

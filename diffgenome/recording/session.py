@@ -26,6 +26,7 @@ from diffgenome.protocol.formats import (
     STORE_FORMAT,
 )
 from diffgenome.protocol.jsontext import escape_surrogates
+from diffgenome.protocol.namecache import DEBUG_WORD, NameCache
 from diffgenome.protocol.runs import (
     ENVIRONMENT_ENV,
     HOLDER_ENV,
@@ -56,7 +57,7 @@ from diffgenome.recording.collect.redact import Redactor
 from diffgenome.recording.collect.scope import Scope, discover_roots
 from diffgenome.recording.collect.standins import StandIns
 from diffgenome.recording.collect.tool import TOOL_NAME
-from diffgenome.recording.collect.tracer import Tracer
+from diffgenome.recording.collect.tracer import DEBUG_ENV, Tracer
 from diffgenome.recording.effects import IN_TEST, OWN_CAPTURE, Effects
 from diffgenome.recording.foreign import foreign_modules, imported_before, top_level_modules
 from diffgenome.recording.genome import consistency_problems, export_phase
@@ -152,7 +153,13 @@ class Recorder:
         self.redactor = Redactor(self.digester)
         #: ``--genome-preview``: previews of small scalar values, under the same rules.
         self.previews = ValuePreviews(self.redactor.located) if self.options.preview else None
-        self.tracer = Tracer(self.scope, self.digester, self.bounds)
+        #: The names of source files, kept in the store between sessions: a file an earlier
+        #: session named is read back, not named again (protocol/namecache.py).
+        self.names = NameCache(
+            self.store.path,
+            debug=DEBUG_WORD in os.environ.get(DEBUG_ENV, "").split(","),
+        )
+        self.tracer = Tracer(self.scope, self.digester, self.bounds, names=self.names)
         self.run = Run(
             self.store, options.controller_run_id or _run_id_asked() or new_run_id(), self.worker
         )
@@ -429,6 +436,7 @@ class Recorder:
         self.tracer.stop()
         self.outside.close_children()
         self._say_first_errors()
+        self._say_names()
         with contextlib.suppress(Exception):
             self.outside.say_unguarded()
         try:
@@ -485,6 +493,18 @@ class Recorder:
         caught: otherwise only counted, as ``tracer-error:N`` on the phases it struck."""
         for kind, where in sorted((self.tracer.first_errors or {}).items()):
             say(self.config, f"first {kind} caught by a callback: {where}")
+
+    def _say_names(self) -> None:
+        """Keep the names built in this session for the next (written now, when no test
+        runs: ``NameCache.put``); under ``DIFFGENOME_DEBUG=names``, say what the names cache
+        did: one line per file read, built or refused, and a count."""
+        names = self.names
+        names.flush()
+        if not names.debug:
+            return
+        for line in names.lines:
+            say(self.config, line)
+        say(self.config, names.summary())
 
     # -- tests ---------------------------------------------------------------------------
 

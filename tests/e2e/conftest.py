@@ -81,6 +81,7 @@ INTERPRETER = (
     "test_scope_roots.py",
     "test_strict_projects.py",
     "test_combine.py",
+    "test_names_cache.py",
 )
 
 

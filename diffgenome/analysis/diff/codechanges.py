@@ -26,6 +26,7 @@ from types import CodeType
 
 from diffgenome.analysis.diff.mapping import EMPTY, CodeMapping, Version, map_code
 from diffgenome.analysis.models import CodeChangeKind
+from diffgenome.protocol.namecache import NameCache
 from diffgenome.protocol.naming import (
     SourceNames,
     Span,
@@ -205,6 +206,7 @@ def code_changes_from_sources(
     head_files: Mapping[str, str],
     module_of: Callable[[str], str | None],
     importers: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
+    names: NameCache | None = None,
 ) -> CodeChangeInput:
     """Compare two versions of the changed files (path -> source text; a path missing on one
     side is a file added or deleted). ``module_of`` maps a repository path to its module name
@@ -212,7 +214,10 @@ def code_changes_from_sources(
 
     ``importers(names)``, when given, returns base's other files whose text mentions one of
     ``names``: a changed module-level name imported elsewhere (``from ._tokenizer import
-    DEFAULT_RULES``) is read there, and the functions that read it are readers too."""
+    DEFAULT_RULES``) is read there, and the functions that read it are readers too.
+
+    ``names``: where the names of source files are kept between sessions (the store's, which
+    the recordings read too): a version named before is not named again."""
     changes: list[SymbolChange] = []
     unparsed: list[str] = []
     texts: dict[str, tuple[str, str]] = {}  # modified functions: base's and head's code
@@ -223,8 +228,8 @@ def code_changes_from_sources(
         if b_src == h_src:
             continue
         try:
-            b_version = _version(b_src, module) if b_src is not None else None
-            h_version = _version(h_src, module) if h_src is not None else None
+            b_version = _version(b_src, module, names) if b_src is not None else None
+            h_version = _version(h_src, module, names) if h_src is not None else None
             b_facts = _file_facts(b_version, "", module) if b_version is not None else {}
             h_facts = _file_facts(h_version, "", module) if h_version is not None else {}
         except (SyntaxError, ValueError):
@@ -246,9 +251,18 @@ def code_changes_from_sources(
     return CodeChangeInput(tuple(changes), tuple(unparsed), mapping)
 
 
-def _version(source: str, module: str) -> Version:
+def _version(source: str, module: str, names: NameCache | None = None) -> Version:
+    """One side of a file: its tree and its names, taken from ``names`` where they are kept
+    (the tree is walked all the same: the differ reads each decision's syntax)."""
     tree = parse_source(source, module)
-    return Version(tree, SourceNames(source, module, tree, keep_parts=True))
+    if names is None:
+        return Version(tree, SourceNames(source, module, tree, keep_parts=True))
+    key = names.key(source, module)
+    kept = names.get(key, source, module)
+    version = Version(tree, SourceNames(source, module, tree, keep_parts=True, named=kept))
+    if not version.names.adopted:
+        names.put(key, source, module, version.names)
+    return version
 
 
 def _mapped(

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Final
 
-from diffgenome.protocol.naming import SourceNames, Span, span_size, within
+from diffgenome.protocol.namecache import NameCache
+from diffgenome.protocol.naming import Named, SourceNames, Span, span_size, within
 
 # Captured at import time: the recording side must not see later monkeypatching.
 _get_instructions = dis.get_instructions
@@ -78,8 +79,8 @@ class _CodeTable:
 class FileMap(SourceNames):
     """The names of one source file, and the outcome of every conditional jump compiled from it."""
 
-    def __init__(self, source: str, module: str) -> None:
-        super().__init__(source, module)
+    def __init__(self, source: str, module: str, named: Named | None = None) -> None:
+        super().__init__(source, module, named=named)
         self._tables: dict[int, _CodeTable] = {}
 
     def classify(self, code: CodeType, src: int, dest: int) -> int:
@@ -269,6 +270,21 @@ def _index_of(instrs: list[dis.Instruction], offset: object, n: int) -> int:
     return lo if lo < n and instrs[lo].offset == offset else n
 
 
-def build_file_map(source: str, module: str) -> FileMap:
-    """Parse ``source`` (the text of the module ``module``) once; raises SyntaxError only."""
-    return FileMap(source, module)
+def build_file_map(source: str, module: str, cache: NameCache | None = None) -> FileMap:
+    """Parse ``source`` (the text of the module ``module``) once; raises SyntaxError only.
+
+    With a ``cache``, names an earlier session computed for this very source are read back
+    instead (``protocol/namecache.py``: the outcomes of jumps are never kept, they are worked
+    out per code object as before), and names built here are kept for the next session."""
+    if cache is None:
+        return FileMap(source, module)
+    key = cache.key(source, module)
+    named = cache.get(key, source, module)
+    if named is not None:
+        try:
+            return FileMap(source, module, named)
+        except Exception:
+            pass  # checked on load; a map that still cannot be made is built instead
+    filemap = FileMap(source, module)
+    cache.put(key, source, module, filemap)
+    return filemap

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import CodeType, FunctionType
 
+from diffgenome.protocol.namecache import NameCache
 from diffgenome.protocol.naming import Site, fallback_name
 from diffgenome.protocol.vocab import ORIGIN_EXTERNAL, ORIGIN_REPO, REASON_UNMAPPED_SOURCE
 from diffgenome.recording.collect import codemap, reflect
@@ -27,11 +28,15 @@ _type_qualname = reflect.type_qualname
 class SymbolTable:
     """Code objects, source files and symbols seen in a session, each decided once."""
 
-    def __init__(self, scope: Scope, note: Callable[[str], None]) -> None:
+    def __init__(
+        self, scope: Scope, note: Callable[[str], None], names: NameCache | None = None
+    ) -> None:
         """``note`` takes a disclosure of the phase being recorded (a source that could not be
-        mapped)."""
+        mapped); ``names``, the store's names kept between sessions (a file named by an
+        earlier session is not named again)."""
         self.scope = scope
         self._note = note
+        self.names = names
         #: By ``id(code)``: what is known of a code object; None for code out of scope.
         self.codes: dict[int, CodeInfo | None] = {}
         # Every code object with an entry, kept alive so that its id is never another's.
@@ -85,7 +90,7 @@ class SymbolTable:
         source = read_source(filename)
         if source is not None:
             try:
-                filemap = codemap.build_file_map(source, module)
+                filemap = codemap.build_file_map(source, module, self.names)
             except SyntaxError:
                 filemap = None
         if filemap is None:

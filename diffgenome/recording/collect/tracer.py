@@ -34,6 +34,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType
 from typing import TYPE_CHECKING, Any, Final
 
+from diffgenome.protocol.namecache import NameCache
 from diffgenome.protocol.naming import Site
 from diffgenome.protocol.vocab import (
     CLASS_ATTRIBUTE_BUCKET,
@@ -105,10 +106,18 @@ class Tracer:
     RECURSION_REASON: Final = REASON_RECURSION_LIMIT
 
     def __init__(
-        self, scope: Scope, digester: values.Digester, bounds: Bounds, *, core: str = "auto"
+        self,
+        scope: Scope,
+        digester: values.Digester,
+        bounds: Bounds,
+        *,
+        core: str = "auto",
+        names: NameCache | None = None,
     ) -> None:
         """``core="python"`` records with the Python callbacks even where the compiled core
-        is built (the tests run the tracer under both); ``auto`` uses the core when it can."""
+        is built (the tests run the tracer under both); ``auto`` uses the core when it can.
+        ``names``: where the names of source files are kept between sessions (none: every
+        file is named anew)."""
         self.scope = scope
         self.digester = digester
         self.bounds = bounds
@@ -118,7 +127,7 @@ class Tracer:
             {} if "callbacks" in os.environ.get(DEBUG_ENV, "").split(",") else None
         )
         #: What is known of code: per code object, per source file, per symbol.
-        self.table = SymbolTable(scope, self._note_reason)
+        self.table = SymbolTable(scope, self._note_reason, names)
         # The table's own dictionaries (never replaced): the callbacks read ``codes``.
         self.codes: dict[int, CodeInfo | None] = self.table.codes
         self.symbols: dict[str, dict[str, object]] = self.table.symbols
