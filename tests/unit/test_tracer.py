@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib.util
 import itertools
 import textwrap
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -390,4 +392,29 @@ def test_a_thread_being_started_while_a_phase_begins_keeps_its_starter(project: 
         assert id(done) not in tracer._starters  # finished, phases ago
     finally:
         tracer.end_phase()
+        tracer.stop()
+
+
+def test_no_class_a_phase_met_outlives_the_next_phase_start(core: str, project: Path) -> None:
+    """Every phase start empties what the cores remember per class and per argument (the
+    compiled core empties its caches only when something may be in them: twice in a row, so
+    that the second phase fills them again after they were emptied)."""
+    module = _load(project)
+    tracer = _tracer(project, core)
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+        for _ in range(3):
+            made = type("Made", (), {})
+            tracer.begin_phase()
+            module.ident(made())
+            module.pair(made(), made())
+            module.ident(made())
+            tracer.end_phase()
+            gone = weakref.ref(made)
+            del made
+            tracer.begin_phase()
+            tracer.end_phase()
+            gc.collect()
+            assert gone() is None
+    finally:
         tracer.stop()
