@@ -12,6 +12,7 @@ import dataclasses
 import gc
 import importlib.util
 import itertools
+import sys
 import textwrap
 import weakref
 from collections.abc import Callable, Iterator
@@ -417,4 +418,25 @@ def test_no_class_a_phase_met_outlives_the_next_phase_start(core: str, project: 
             gc.collect()
             assert gone() is None
     finally:
+        tracer.stop()
+
+
+def test_reclaim_uses_sys_monitoring_as_it_was_at_import(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code under test may replace names in ``sys.monitoring``: the checks of every phase
+    start and end call the functions bound when the recorder was imported."""
+    tracer = _tracer(project, "python")
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+
+        def broken(*args: object) -> object:
+            raise AssertionError("called through sys.monitoring")
+
+        for name in ("get_tool", "get_events", "register_callback"):
+            monkeypatch.setattr(sys.monitoring, name, broken)
+        assert tracer.reclaim() == []
+        assert tracer.errors == 0
+    finally:
+        monkeypatch.undo()
         tracer.stop()
