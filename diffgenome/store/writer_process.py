@@ -71,6 +71,7 @@ _HEADER: Final = struct.Struct("<I")
 _dumps: Final[Callable[[Any], bytes]] = marshal.dumps
 _loads: Final[Callable[[bytes], Any]] = marshal.loads
 _sleep: Final = time.sleep
+_monotonic: Final = time.monotonic
 _TESTS: Final = "tests"
 _SYMBOLS: Final = "symbols"
 _END: Final = "end"
@@ -93,6 +94,10 @@ _GATHER_MAX_BYTES: Final = 1 << 16
 # What the pipe to the writer is asked to hold (Linux, best effort; 64 KiB otherwise): what
 # a burst of tests hands over while the writer sleeps must fit without blocking the test.
 _PIPE_BYTES: Final = 1 << 20
+# The test process reads the writer's answers after a batch once this long has passed since
+# it last did, or once this many batches wait for one.
+_ACK_READ_S: Final = 0.002
+_ACK_READ_BATCHES: Final = 64
 #: zlib's level for the phase bodies the writer process stores: off the tests' path, it can
 #: pack harder than the test process's level 3 (jinja2: 27 against 30 KB per test, measured
 #: in docs/performance.md); a body reads back the same bytes at any level.
@@ -176,6 +181,7 @@ class WriterProcess:
         self._acks = _Pipe(to_parent)
         _set_blocking(to_parent, False)
         self._seq = 0
+        self._read_at = 0.0  # when _send last read what the writer said
         self._said = b""
         #: ``(seq, kind, run_id, worker, payload)`` handed over and not yet acknowledged.
         self.unacknowledged: list[tuple[int, str, str, str, Any]] = []
@@ -221,7 +227,14 @@ class WriterProcess:
         except ValueError as exc:  # a value marshal does not take (a str subclass)
             self._lose(f"a record the pipe cannot carry ({one_line(exc)})")
         self._write(_HEADER.pack(len(data)) + data)
-        self._read_acks()
+        # The writer answers once per gathered burst (_GATHER_S), so reading after every
+        # batch mostly finds nothing: read when a few milliseconds have passed or many
+        # batches wait, so that its acknowledgements and errors are still taken in within
+        # milliseconds (what it did not acknowledge is kept, and written here if it fails).
+        now = _monotonic()
+        if now - self._read_at >= _ACK_READ_S or len(self.unacknowledged) >= _ACK_READ_BATCHES:
+            self._read_at = now
+            self._read_acks()
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
