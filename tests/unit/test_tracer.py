@@ -440,3 +440,29 @@ def test_reclaim_uses_sys_monitoring_as_it_was_at_import(
     finally:
         monkeypatch.undo()
         tracer.stop()
+
+
+def test_each_phase_that_meets_the_node_bound_says_so_and_only_those(
+    core: str, project: Path
+) -> None:
+    """The sink that takes the calls past the bound is a phase's own, made when the bound
+    is first met: a phase within it says nothing, the next one past it says so again."""
+    module = _load(project)
+    tracer = Tracer(
+        Scope(str(project), [str(project)], []), DIGESTER, Bounds(max_nodes=2), core=core
+    )
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+        found = []
+        for many in (True, False, True, True):
+            tracer.begin_phase()
+            module.ident(1)
+            if many:
+                module.pair(1)
+                module.odd_total(3)
+            capture = tracer.end_phase()
+            phase = export_phase(capture, DIGESTER)
+            found.append((len(phase["nodes"]), "truncated:nodes" in capture.reasons))
+        assert found == [(2, True), (1, False), (2, True), (2, True)]
+    finally:
+        tracer.stop()
