@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from types import BuiltinFunctionType, ModuleType
 
 import pytest
 
@@ -29,7 +30,7 @@ def param_digests(
         for name in sorted(params):
             value = params[name]
             kind = type(value)
-            if kind in _MEMO_TYPES:
+            if kind in _MEMO_TYPES or (kind is BuiltinFunctionType and _module_level(value)):
                 key = (kind, value)
                 if key in memo:
                     out[str(name)] = memo[key]
@@ -45,7 +46,18 @@ def param_digests(
 
 
 #: Parameter types whose value alone decides the digest (immutable, equal means same form).
+#: A module's builtin function (``operator.lt``: packaging's 50,784 comparison tests) is
+#: remembered too: its digest is its ``repr``'s, fixed for the session, and remembering it
+#: keeps alive only what its module does (a bound builtin method, which would keep its
+#: receiver, is digested each time).
 _MEMO_TYPES = frozenset((str, bytes, int, bool, type(None)))
+
+
+def _module_level(function: BuiltinFunctionType) -> bool:
+    owner = getattr(function, "__self__", None)
+    return owner is None or type(owner) is ModuleType
+
+
 _PARAM_MEMO_SIZE = 65536
 
 

@@ -48,6 +48,11 @@ from os.path import abspath as _abspath
 from os.path import dirname as _dirname
 from typing import Any, Final
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # not on Windows (which has no writer process)
+    _fcntl = None  # type: ignore[assignment]
+
 from diffgenome.protocol.errors import StoreError
 from diffgenome.store.layout import one_line
 from diffgenome.store.writer import ForkedCopy, StoreWriter
@@ -65,6 +70,8 @@ _HEADER: Final = struct.Struct("<I")
 # Bound at import: a test that patches ``marshal`` cannot reach the pipe.
 _dumps: Final[Callable[[Any], bytes]] = marshal.dumps
 _loads: Final[Callable[[bytes], Any]] = marshal.loads
+_sleep: Final = time.sleep
+_monotonic: Final = time.monotonic
 _TESTS: Final = "tests"
 _SYMBOLS: Final = "symbols"
 _END: Final = "end"
@@ -77,6 +84,20 @@ FINISH_TIMEOUT_S: Final = 300.0
 #: How long the test process waits for the writer to open the store before the first test.
 READY_TIMEOUT_S: Final = 60.0
 _READ_CHUNK: Final = 1 << 20
+# While tests come in quick succession, the writer sleeps this long between reads instead of
+# waiting on the pipe: a write that wakes a waiting reader costs the test process tens of
+# microseconds (a virtual machine's cross-core wake-up), a write into a pipe nobody waits on a
+# few. One wake-up and one transaction then take every test handed over meanwhile. A read
+# that finds nothing, or more than _GATHER_MAX_BYTES, goes back to waiting on the pipe.
+_GATHER_S: Final = 0.005
+_GATHER_MAX_BYTES: Final = 1 << 16
+# What the pipe to the writer is asked to hold (Linux, best effort; 64 KiB otherwise): what
+# a burst of tests hands over while the writer sleeps must fit without blocking the test.
+_PIPE_BYTES: Final = 1 << 20
+# The test process reads the writer's answers after a batch once this long has passed since
+# it last did, or once this many batches wait for one.
+_ACK_READ_S: Final = 0.002
+_ACK_READ_BATCHES: Final = 64
 #: zlib's level for the phase bodies the writer process stores: off the tests' path, it can
 #: pack harder than the test process's level 3 (jinja2: 27 against 30 KB per test, measured
 #: in docs/performance.md); a body reads back the same bytes at any level.
@@ -155,10 +176,12 @@ class WriterProcess:
             raise
         _close(to_child)
         _close(from_child)
+        _grow_pipe(from_parent)
         self._out = _Pipe(from_parent)
         self._acks = _Pipe(to_parent)
         _set_blocking(to_parent, False)
         self._seq = 0
+        self._read_at = 0.0  # when _send last read what the writer said
         self._said = b""
         #: ``(seq, kind, run_id, worker, payload)`` handed over and not yet acknowledged.
         self.unacknowledged: list[tuple[int, str, str, str, Any]] = []
@@ -204,7 +227,14 @@ class WriterProcess:
         except ValueError as exc:  # a value marshal does not take (a str subclass)
             self._lose(f"a record the pipe cannot carry ({one_line(exc)})")
         self._write(_HEADER.pack(len(data)) + data)
-        self._read_acks()
+        # The writer answers once per gathered burst (_GATHER_S), so reading after every
+        # batch mostly finds nothing: read when a few milliseconds have passed or many
+        # batches wait, so that its acknowledgements and errors are still taken in within
+        # milliseconds (what it did not acknowledge is kept, and written here if it fails).
+        now = _monotonic()
+        if now - self._read_at >= _ACK_READ_S or len(self.unacknowledged) >= _ACK_READ_BATCHES:
+            self._read_at = now
+            self._read_acks()
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -386,21 +416,30 @@ def serve(argv: list[str]) -> int:
     store.compress_level = WRITER_ZLIB_LEVEL
     buffer = b""
     ended = False
+    gathering = False
     try:
+        _set_blocking(read_fd, False)
         store.join_run(run_id, name)
         say("ready")
         while not ended:
-            ready, _, _ = select.select([read_fd], [], [], _POLL_S)
-            if not ready:
-                if _getppid() != parent:
-                    break  # the test process is gone and nothing more is coming
-                continue
+            if gathering:
+                _sleep(_GATHER_S)
+            else:
+                ready, _, _ = select.select([read_fd], [], [], _POLL_S)
+                if not ready:
+                    if _getppid() != parent:
+                        break  # the test process is gone and nothing more is coming
+                    continue
             if not inbox.intact():
                 break
             try:
                 chunk = _read(read_fd, _READ_CHUNK)
+            except BlockingIOError:  # nothing came while it slept: wait on the pipe again
+                gathering = False
+                continue
             except InterruptedError:
                 continue
+            gathering = 0 < len(chunk) <= _GATHER_MAX_BYTES
             if not chunk:
                 ended = True
             buffer += chunk
@@ -417,6 +456,16 @@ def serve(argv: list[str]) -> int:
         return 2
     say("done")
     return 0
+
+
+def _grow_pipe(fd: int) -> None:
+    """Ask for a pipe of ``_PIPE_BYTES`` where the platform can say so (Linux); else, or
+    refused, it stays as it is."""
+    set_size = getattr(_fcntl, "F_SETPIPE_SZ", None) if _fcntl is not None else None
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        _fcntl.fcntl(fd, set_size, _PIPE_BYTES)
 
 
 def _frames(buffer: bytes) -> tuple[list[tuple[int, str, str, str, Any]], bytes]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib.util
 import itertools
+import sys
 import textwrap
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -390,4 +393,76 @@ def test_a_thread_being_started_while_a_phase_begins_keeps_its_starter(project: 
         assert id(done) not in tracer._starters  # finished, phases ago
     finally:
         tracer.end_phase()
+        tracer.stop()
+
+
+def test_no_class_a_phase_met_outlives_the_next_phase_start(core: str, project: Path) -> None:
+    """Every phase start empties what the cores remember per class and per argument (the
+    compiled core empties its caches only when something may be in them: twice in a row, so
+    that the second phase fills them again after they were emptied)."""
+    module = _load(project)
+    tracer = _tracer(project, core)
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+        for _ in range(3):
+            made = type("Made", (), {})
+            tracer.begin_phase()
+            module.ident(made())
+            module.pair(made(), made())
+            module.ident(made())
+            tracer.end_phase()
+            gone = weakref.ref(made)
+            del made
+            tracer.begin_phase()
+            tracer.end_phase()
+            gc.collect()
+            assert gone() is None
+    finally:
+        tracer.stop()
+
+
+def test_reclaim_uses_sys_monitoring_as_it_was_at_import(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code under test may replace names in ``sys.monitoring``: the checks of every phase
+    start and end call the functions bound when the recorder was imported."""
+    tracer = _tracer(project, "python")
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+
+        def broken(*args: object) -> object:
+            raise AssertionError("called through sys.monitoring")
+
+        for name in ("get_tool", "get_events", "register_callback"):
+            monkeypatch.setattr(sys.monitoring, name, broken)
+        assert tracer.reclaim() == []
+        assert tracer.errors == 0
+    finally:
+        monkeypatch.undo()
+        tracer.stop()
+
+
+def test_each_phase_that_meets_the_node_bound_says_so_and_only_those(
+    core: str, project: Path
+) -> None:
+    """The sink that takes the calls past the bound is a phase's own, made when the bound
+    is first met: a phase within it says nothing, the next one past it says so again."""
+    module = _load(project)
+    tracer = Tracer(
+        Scope(str(project), [str(project)], []), DIGESTER, Bounds(max_nodes=2), core=core
+    )
+    assert tracer.start(), tracer.unavailable_reason
+    try:
+        found = []
+        for many in (True, False, True, True):
+            tracer.begin_phase()
+            module.ident(1)
+            if many:
+                module.pair(1)
+                module.odd_total(3)
+            capture = tracer.end_phase()
+            phase = export_phase(capture, DIGESTER)
+            found.append((len(phase["nodes"]), "truncated:nodes" in capture.reasons))
+        assert found == [(2, True), (1, False), (2, True), (2, True)]
+    finally:
         tracer.stop()

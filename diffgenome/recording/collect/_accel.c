@@ -275,11 +275,12 @@ static void clear_arg_entry(ArgEntry *entry);
 static void
 forget_arguments(Core *self)
 {
-    if (self->arg_cache != NULL) {
+    if (self->arg_cache != NULL && self->args_filled) {
         for (int i = 0; i < ARG_CACHE_SIZE; i++) {
             clear_arg_entry(&self->arg_cache[i]);
         }
     }
+    self->args_filled = 0;
 }
 
 /* The pair that Tracer._record_args adds for these labels and summaries: ``labels[0] + shape``
@@ -392,6 +393,7 @@ keep_arguments(Core *self, PyObject *info, PyObject **summaries, Py_ssize_t n, s
     }
     ArgEntry *entry = &self->arg_cache[index];
     clear_arg_entry(entry);
+    self->args_filled = 1;
     entry->info = Py_NewRef(info);
     for (Py_ssize_t i = 0; i < n; i++) {
         entry->summaries[i] = Py_NewRef(summaries[i]);

@@ -75,6 +75,9 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     char recording;
+    /* Whether an entry of ``classes`` / ``arg_cache`` may be filled since they were last
+     * emptied: forget_classes (every phase start) then walks them only when one may be. */
+    char classes_filled, args_filled;
     char frame_get_var;      /* capabilities.frame_get_var: arguments via PyFrame_GetVar */
     PyObject *tracer;        /* for tracer.errors */
     PyObject *codes;         /* id(code) -> CodeInfo | None */

@@ -114,6 +114,10 @@ static PyObject *walked_summary(Core *self, PyObject *value);
 static void
 forget_plain(Core *self)
 {
+    if (!self->classes_filled) {
+        return;
+    }
+    self->classes_filled = 0;
     for (int i = 0; i < PLAIN_CACHE_SIZE; i++) {
         Py_CLEAR(self->classes[i].type);
         Py_CLEAR(self->classes[i].summary);
@@ -133,6 +137,7 @@ class_entry(Core *self, PyTypeObject *kind)
         Py_XSETREF(self->plain_epoch, Py_XNewRef(epoch));
     }
     int index = (int)((((size_t)kind >> 4) ^ ((size_t)kind >> 12)) & (PLAIN_CACHE_SIZE - 1));
+    self->classes_filled = 1;  /* the caller may fill this entry */
     if (self->classes[index].type != (PyObject *)kind) {
         Py_CLEAR(self->classes[index].summary);
         Py_CLEAR(self->classes[index].bucket);

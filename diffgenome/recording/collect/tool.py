@@ -27,6 +27,11 @@ _events = _monitoring.events
 # (``Tool.watch``), and the recorder's own calls must not go through it.
 _set_local_events = _monitoring.set_local_events
 _get_local_events = _monitoring.get_local_events
+# Bound at import likewise: ``reclaim`` runs twice a phase, and code under test may replace
+# these names in ``sys.monitoring``.
+_get_tool = _monitoring.get_tool
+_get_events = _monitoring.get_events
+_register_callback = _monitoring.register_callback
 # How many code objects a watch remembers between two phase ends; past it, every armed code
 # object is looked at again.
 _TOUCHED_LIMIT: Final = 256
@@ -137,7 +142,7 @@ class Tool:
             return []
         changed: list[str] = []
         try:
-            owner = _monitoring.get_tool(tid)
+            owner = _get_tool(tid)
             if owner != TOOL_NAME:
                 if owner is not None:
                     self.lost_reason = f"{REASON_MONITORING_DISTURBED}:tool-id-taken:{owner}"
@@ -150,11 +155,11 @@ class Tool:
                 changed.append(f"{REASON_MONITORING_DISTURBED}:tool-id-freed")
             replaced = False
             for event, callback in self._registered.items():
-                if _monitoring.register_callback(tid, event, callback) is not callback:
+                if _register_callback(tid, event, callback) is not callback:
                     replaced = True
             if replaced:
                 changed.append(f"{REASON_MONITORING_DISTURBED}:callback-replaced")
-            if _monitoring.get_events(tid) != GLOBAL_EVENTS:
+            if _get_events(tid) != GLOBAL_EVENTS:
                 _monitoring.set_events(tid, GLOBAL_EVENTS)
                 changed.append(f"{REASON_MONITORING_DISTURBED}:events-changed")
             if self._local_events_changed(tid):

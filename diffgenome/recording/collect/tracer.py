@@ -234,13 +234,15 @@ class Tracer:
         """Start a fresh tree for the calling (main) thread."""
         root = Node(NODE_CALL, None, self.bounds)
         self._root = root
-        self._sink = Node(NODE_CALL, None, self.bounds)
+        # Made when the node bound is first met (``child``): most phases never meet it.
+        self._sink = None
         self._roots = {_get_ident(): (_current_thread(), root)}
         self._active.clear()
         self._task_frames.clear()
         self._phase_serial += 1
         serial = self._phase_serial
-        self._starters = {k: v for k, v in self._starters.items() if may_run(v, serial)}
+        if self._starters:
+            self._starters = {k: v for k, v in self._starters.items() if may_run(v, serial)}
         self._nodes = 0
         self._reasons = set()
         values.reset_class_summaries()
@@ -394,7 +396,8 @@ class Tracer:
         if node is None:
             sink = self._sink
             if parent is sink or self._nodes >= self.bounds.max_nodes:
-                assert sink is not None
+                if sink is None:
+                    sink = self._sink = Node(NODE_CALL, None, self.bounds)
                 return sink
             self._nodes += 1
             node = Node(ntype, key, self.bounds)
