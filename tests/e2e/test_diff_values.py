@@ -369,8 +369,10 @@ def test_with_previews_a_changed_short_string_reads_as_itself(tmp_path: Path) ->
         **{f"html {name}": text for name, text in pages.items()},
     }
     blobs = {name: text.encode() for name, text in hay.items()}
-    for path in store.iterdir():
-        blobs[f"store {path.name}"] = path.read_bytes()
+    # Every file of the store, the names cache's entries too (they keep no source text).
+    for path in store.rglob("*"):
+        if path.is_file():
+            blobs[f"store {path.relative_to(store)}"] = path.read_bytes()
     conn = sqlite3.connect(store / "genome.sqlite")
     try:
         for (body,) in conn.execute("SELECT body FROM genomes"):
