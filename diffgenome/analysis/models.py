@@ -595,7 +595,9 @@ class CauseGroup(_Model):
     code: str = Field(
         default="",
         description="what changed in its code, one line ('modified; decision `k is None` "
-        "added'); for 'several', the changed symbols in reach",
+        "added'); for 'several', the changed symbols in reach; for 'none', 'no changed code "
+        "on its call path' and, after '; changed besides code: ', the first changed files "
+        "no symbol speaks for (configuration, data), added 2026-12-07",
     )
     symbols: list[str] = Field(
         default_factory=list, description="for 'several': the changed symbols in reach"

@@ -419,13 +419,42 @@ def _read_code_changes(
     changes = code_changes_from_sources(base_files, head_files, module_of, importers, names)
     if names is not None:
         names.flush()
-    return replace(changes, same_program=_one_program(repo, base_code, head_code))
+    base_paths, head_paths = repo.changed_files(base_code, head_code)
+    return replace(
+        changes,
+        same_program=_one_program(repo, base_code, head_code, base_paths, head_paths),
+        other_files=other_files([*base_paths, *head_paths], module_of),
+    )
 
 
-def _one_program(repo: Repository, base_code: str, head_code: str) -> bool:
+#: pytest reads its configuration from these: a change to one can reach every test.
+_PYTEST_CONFIGURATION = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+_DOCUMENT_SUFFIXES = (".md", ".rst", ".adoc")
+
+
+def other_files(paths: Sequence[str], module_of: Callable[[str], str | None]) -> tuple[str, ...]:
+    """The changed ``paths`` no recorded module is read from, those a test is likeliest to
+    feel first: pytest's configuration, then the rest, documents last."""
+
+    def rank(path: str) -> tuple[int, str]:
+        name = path.rpartition("/")[2]
+        if name in _PYTEST_CONFIGURATION:
+            return (0, path)
+        return (2 if name.endswith(_DOCUMENT_SUFFIXES) else 1, path)
+
+    others = {path for path in paths if module_of(path) is None}
+    return tuple(sorted(others, key=rank))
+
+
+def _one_program(
+    repo: Repository,
+    base_code: str,
+    head_code: str,
+    base_paths: Sequence[str],
+    head_paths: Sequence[str],
+) -> bool:
     """Whether every file that differs between the sides is Python with one syntax tree on
     both (an identical tree; a comment edited): :func:`same_program`."""
-    base_paths, head_paths = repo.changed_files(base_code, head_code)
     if set(base_paths) != set(head_paths) or not all(p.endswith(".py") for p in base_paths):
         return False
     return same_program(

@@ -61,6 +61,21 @@ FILES = {
         def test_title_three_words():
             assert title("a b c")
     """,
+    "words/marks.py": """
+        MARKS = {"bold": "*", "code": "`"}
+
+
+        def mark(text, kind):
+            return MARKS[kind] + text + MARKS[kind]
+    """,
+    "tests/test_marks.py": """
+        from words.marks import MARKS, mark
+
+
+        def test_every_mark():
+            for kind in MARKS:
+                print(mark("x", kind))
+    """,
     "tests/test_page.py": """
         from words.page import heading, initials
 
@@ -102,7 +117,20 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     page = project / "words" / "page.py"
     page.write_text(page.read_text().replace("word[0] for", "word[0].upper() for"))
     git_in(project, "commit", "-qam", "initials in capitals")
+    git_in(project, "checkout", "-q", "-b", "table", "main")
+    marks = project / "words" / "marks.py"
+    marks.write_text(marks.read_text().replace('"code": "`"', '"code": "`", "strike": "~"'))
+    git_in(project, "commit", "-qam", "a third mark")
+    git_in(project, "checkout", "-q", "-b", "config", "main")
+    (project / "pytest.ini").write_text(CONFIG)
+    path.write_text(path.read_text().replace(*SLUG))
+    git_in(project, "add", "pytest.ini")
+    git_in(project, "commit", "-qam", "a filter naming a module that is not there; slug")
     return project
+
+
+#: pytest warns in every test that it cannot import the filter's module.
+CONFIG = "[pytest]\nfilterwarnings =\n    ignore::nosuchmodule.NoSuchWarning\n"
 
 
 def _groups(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -202,3 +230,49 @@ def test_a_changed_generator_expression_is_its_functions_code_change(
     assert group["reach"] == "code" and group["tests"] == 2, group
     kinds = {document["causes"][i]["kind"] for i in group["causes"]}
     assert kinds == {"result_changed"}, [document["causes"][i] for i in group["causes"]]
+
+
+def test_a_changed_module_level_table_is_the_cause_of_what_its_readers_do(
+    repo: Path, tmp_path: Path
+) -> None:
+    """termcolor 2.5.0 added ``strike`` to its module-level ``ATTRIBUTES``; a test that loops
+    over it called ``colored`` more often and printed more. No changed function ran: the
+    changed body is the module's, run at import. What the test did otherwise is that body's
+    change, read off who reads the names it binds, never "no changed code on its call path"
+    (which it was before)."""
+    code, document = cli_json(repo, tmp_path, "diff", "main", "table")
+    assert code == 1
+    groups = _groups(document)
+    assert "none" not in groups, document["cause_groups"]
+    group = groups["py:words.marks"]
+    summaries = [document["causes"][i]["summary"] for i in group["causes"]]
+    assert "py:words.marks.mark ran more often" in summaries, summaries
+    assert any(summary.startswith("output: stdout") for summary in summaries), summaries
+
+
+def test_a_warning_about_pytests_configuration_is_put_down_to_the_configuration(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A ``filterwarnings`` entry naming a module that cannot be imported makes pytest warn
+    in every test; the same commit changes ``slug``. The warning is pytest's about its
+    configuration: not ``slug``'s (only some tests run it) nor "several code changes" (as
+    it read before), but the group with no changed code in reach, which names the file."""
+    code, document = cli_json(repo, tmp_path, "diff", "main", "config")
+    assert code == 1
+    groups = _groups(document)
+    none = groups["none"]
+    assert none["code"] == "no changed code on its call path; changed besides code: pytest.ini"
+    [warned] = [
+        document["causes"][i]
+        for i in none["causes"]
+        if document["causes"][i]["kind"] == "warnings_changed"
+    ]
+    assert "PytestConfigWarning" in warned["summary"], warned
+    assert warned["tests"] == 11 and warned["origins"] == [], warned
+    assert "several" not in groups, document["cause_groups"]
+    assert groups["py:words.text.slug"]["reach"] == "code"
+    done = cli(repo, "diff", "main", "config", "--", *DIFF_PYTEST_ARGS)
+    assert (
+        "  no changed code on its call path; changed besides code: pytest.ini: 11 tests"
+        in done.stdout
+    ), done.stdout

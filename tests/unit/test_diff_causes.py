@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from diffgenome.analysis.diff.causes import find_causes
+from diffgenome.analysis.diff.causes import find_causes, unreached_text
 from diffgenome.analysis.models import Change, OutcomePair
 from diffgenome.analysis.models import TestDiff as DiffOfTest
+from diffgenome.analysis.pipeline import other_files
 
 
 def _test(test_id: str, *changes: Change, status: str = "changed", **extra: object) -> DiffOfTest:
@@ -88,3 +89,17 @@ def test_one_thing_moved_is_one_cause_whichever_words_each_test_gave_it() -> Non
     assert cause.kind == "structure"
     assert cause.summary == "`m._g` extracted from `m.f`"  # the words of a test that stayed quiet
     assert cause.statuses == {"changed": 1, "restructured": 1}
+
+
+def test_the_files_no_symbol_speaks_for_are_named_configuration_first() -> None:
+    """The heading of the causes with no changed code in reach names the changed files that
+    are no recorded module: pytest's configuration first, documents last, three at most."""
+    modules = {"src/pkg/a.py": "pkg.a"}
+    paths = ["README.md", "data/table.csv", "src/pkg/a.py", "tox.ini", "pyproject.toml", "setup.py"]
+    found = other_files(paths, modules.get)
+    assert found == ("pyproject.toml", "tox.ini", "data/table.csv", "setup.py", "README.md")
+    assert unreached_text(found) == (
+        "no changed code on its call path; changed besides code: pyproject.toml, tox.ini, "
+        "data/table.csv and 2 more"
+    )
+    assert unreached_text(()) == "no changed code on its call path"

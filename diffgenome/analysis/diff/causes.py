@@ -115,12 +115,15 @@ def causes_by_code_change(
     code_changes: Mapping[str, str] | Sequence[CodeChange],
     one_sided_sites: Iterable[str] = (),
     origins_of: OriginsOf | None = None,
+    other_files: Sequence[str] = (),
 ) -> tuple[list[Cause], list[CauseGroup]]:
     """:func:`find_causes`, each cause with the code change it descends from
     (``diff/origins.py``), and the causes grouped by it: one group per changed symbol, then
     the causes through several code changes and those with none in reach. ``code_changes``:
     the diff's entries (or symbol → added/removed/modified). Without ``origins_of`` nothing
-    is read off the recordings and there are no groups."""
+    is read off the recordings and there are no groups. ``other_files``: the changed files no
+    symbol speaks for, named in the heading of the causes with no changed code in reach
+    (where such a file is the likeliest cause)."""
     if isinstance(code_changes, Mapping):
         kinds = dict(code_changes)
         entries: dict[str, CodeChange] = {}
@@ -175,7 +178,26 @@ def causes_by_code_change(
     causes = [_cause(group, origins_of is not None) for group in ordered]
     if origins_of is None:
         return causes, []
-    return causes, _by_code_change(ordered, causes, kinds, entries, status_of)
+    return causes, _by_code_change(
+        ordered, causes, kinds, entries, status_of, unreached_text(other_files)
+    )
+
+
+#: The heading of the causes no changed code is in reach of.
+UNREACHED = "no changed code on its call path"
+#: How many of the other changed files that heading names.
+_OTHER_FILES_NAMED = 3
+
+
+def unreached_text(other_files: Sequence[str]) -> str:
+    """``no changed code on its call path; changed besides code: pyproject.toml, data.csv
+    and 4 more``: a cause with no changed code in reach comes from the tests' environment,
+    from a value made earlier, or from one of these files."""
+    if not other_files:
+        return UNREACHED
+    named = ", ".join(other_files[:_OTHER_FILES_NAMED])
+    more = len(other_files) - _OTHER_FILES_NAMED
+    return f"{UNREACHED}; changed besides code: {named}" + (f" and {more} more" if more > 0 else "")
 
 
 def _cause(group: _Group, read: bool) -> Cause:
@@ -215,6 +237,7 @@ def _by_code_change(
     kinds: Mapping[str, str],
     entries: Mapping[str, CodeChange],
     status_of: Mapping[str, str],
+    unreached: str = UNREACHED,
 ) -> list[CauseGroup]:
     """One group per code change with its causes, in the causes' order; then the causes of
     several code changes, then those of none. Groups are read as a reviewer acts: those with
@@ -256,7 +279,7 @@ def _by_code_change(
         elif reach == "several":
             code = "through several code changes: " + ", ".join(sorted(symbols))
         else:
-            code = "no changed code on its call path"
+            code = unreached
         group = CauseGroup(
             reach=reach,
             symbol=symbol,

@@ -112,6 +112,10 @@ class CodeChangeInput:
     #: are equal (comments, blank lines, layout): whatever differs between their recordings
     #: is the tests' own nondeterminism or their environment (:func:`same_program`).
     same_program: bool = False
+    #: Changed files no symbol speaks for: configuration, data, documents, Python the
+    #: recordings do not name (pytest's configuration in ``pyproject.toml``). A change no
+    #: changed code is in reach of may come from one of them; the report names them there.
+    other_files: tuple[str, ...] = ()
 
     def by_symbol(self) -> dict[str, SymbolChange]:
         return {change.symbol: change for change in self.symbols}
@@ -129,6 +133,16 @@ class CodeChangeInput:
                 if change.renames_only and change.renamed_from is not None
             )
         )
+
+    def bodies_read_by(self) -> dict[str, frozenset[str]]:
+        """Each reader (:meth:`readers`) → the modified module or class bodies whose names
+        it reads."""
+        out: dict[str, set[str]] = {}
+        for change in self.symbols:
+            if change.change == CODE_MODIFIED:
+                for reader in change.readers:
+                    out.setdefault(reader, set()).add(change.symbol)
+        return {reader: frozenset(bodies) for reader, bodies in out.items()}
 
     def readers(self) -> frozenset[str]:
         """The functions that read a name a modified module or class body binds: a test that

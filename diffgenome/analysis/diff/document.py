@@ -217,13 +217,18 @@ def diff_documents(
                 summary.internal += 1
     changed_symbols = frozenset(entry.symbol for entry in entries)
     one_sided = frozenset(entry.symbol for entry in entries if entry.change != CODE_MODIFIED)
+    reads = code_changes.bodies_read_by() if code_changes is not None else {}
 
     def origins_of(test: TestDiff) -> TestOrigins:
         b, h = b_tests.get(test.id), h_tests.get(test.id)
-        return TestOrigins.of(b, h, changed_symbols, test.changes, one_sided)
+        return TestOrigins.of(b, h, changed_symbols, test.changes, one_sided, reads)
 
     causes, cause_groups = causes_by_code_change(
-        diffs, entries, one_sided_sites, origins_of if code_changes is not None else None
+        diffs,
+        entries,
+        one_sided_sites,
+        origins_of if code_changes is not None else None,
+        code_changes.other_files if code_changes is not None else (),
     )
     return DiffDocument(
         base=_side(b_run, base_rev),

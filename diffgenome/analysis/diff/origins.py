@@ -17,6 +17,11 @@ the recordings, never guessed:
   the outermost ones only (a helper a changed function calls is part of that function's
   change), narrowed to those that show a change of their own in this test when any does;
 - with none there, the innermost changed caller above the node (it passed what differs);
+- with none there either, the innermost node on the path whose code reads a name a changed
+  module or class body binds (termcolor 2.5.0 added ``strike`` to its module-level
+  ``ATTRIBUTES``: ``colored ran more often`` under a test that loops over it is that body's);
+- a warning pytest gives about its own configuration (``PytestConfigWarning``: a filter that
+  names a module it cannot import) is no code's: it comes from a configuration file;
 - an effect (what a phase printed, logged, wrote or set) has no node: it is the innermost
   changed code the phase ran, preferring code that shows a change of its own (docopt-ng: a
   print moved to standard error in ``parse_longer`` was put down to ``parse_argv`` above it,
@@ -27,7 +32,9 @@ A cause whose changes all descend from one changed symbol is listed under it; on
 changes reach several is "through several code changes", with them named; one with no
 changed code above or below its node (a difference of the environment, of test code, or a
 value that changed code made earlier in the test and this node only reads) is "no changed
-code on its call path". Nothing is dropped: every cause is in exactly one of these places.
+code on its call path", with the changed files no symbol speaks for named beside it
+(``CodeChangeInput.other_files``). Nothing is dropped: every cause is in exactly one of these
+places.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from diffgenome.protocol.vocab import (
     CALL_COUNT_CHANGED,
     CALL_REMOVED,
     EFFECT_KINDS,
+    ESCAPED_WARNINGS_CHANGED,
     SYMBOL_PREFIX,
 )
 
@@ -53,6 +61,10 @@ _CALLER_KINDS = frozenset({CALL_ADDED, CALL_REMOVED, CALL_COUNT_CHANGED, ARGS_CH
 _PRESENCE_KINDS = frozenset({CALL_ADDED, CALL_REMOVED, CALL_COUNT_CHANGED})
 
 Path = tuple[str, ...]
+
+#: What pytest warns about its own configuration (an unknown option, a ``filterwarnings``
+#: entry naming a category it cannot import), in every test it applies the filters to.
+CONFIGURATION_WARNING = "pytest.PytestConfigWarning"
 
 
 def _symbol(part: str) -> str | None:
@@ -82,6 +94,9 @@ class TestOrigins:
     active: frozenset[str] = frozenset()
     #: The changed symbols that exist on one side only (added or removed).
     one_sided: frozenset[str] = frozenset()
+    #: A function → the modified module or class bodies whose names it reads
+    #: (``CodeChangeInput.bodies_read_by``).
+    reads: Mapping[str, frozenset[str]] = field(default_factory=dict)
     _calls: dict[tuple[str, str | None], list[Path]] = field(default_factory=dict)
 
     @classmethod
@@ -92,17 +107,18 @@ class TestOrigins:
         changed: frozenset[str],
         changes: Sequence[Change],
         one_sided: frozenset[str] = frozenset(),
+        reads: Mapping[str, frozenset[str]] | None = None,
     ) -> TestOrigins:
         """``changes``: the test's changes; the changed symbols on their paths are the ones
         whose behaviour this test saw change ("active"). ``one_sided``: the changed symbols
-        that were added or removed."""
+        that were added or removed; ``reads``: which changed bodies' names a function reads."""
         active = {
             _enclosing(symbol) or symbol
             for change in changes
             for part in change.path
             if (symbol := _symbol(part)) in changed
         }
-        return cls(base, head, changed, frozenset(active), one_sided)
+        return cls(base, head, changed, frozenset(active), one_sided, reads or {})
 
     def _paths(self, side: str, phase: str | None) -> list[Path]:
         """Calls of changed code on ``side`` in ``phase`` (None: every phase, for a change
@@ -157,6 +173,21 @@ class TestOrigins:
                 out.add(_enclosing(symbol) or symbol)
         return out
 
+    def _bodies_read(self, phase: str | None) -> frozenset[str]:
+        """The changed bodies whose names code of ``phase`` (either side) read: where an
+        effect comes from when no changed code ran (a print of every entry of a changed
+        module-level table)."""
+        if not self.reads:
+            return frozenset()
+        out: set[str] = set()
+        for test in (self.base, self.head):
+            phases = test.phases if test is not None else {}
+            chosen = list(phases.values()) if phase is None else [phases.get(phase)]
+            for index in chosen:
+                for path in index.nodes if index is not None else ():
+                    out |= self.reads.get(_symbol(path[-1]) or "", frozenset()) if path else set()
+        return frozenset(out) & self.changed
+
     def of_change(self, change: Change) -> frozenset[str]:
         """The changed symbols ``change`` descends from; empty when none is in reach."""
         path: Path = tuple(change.path)
@@ -176,10 +207,12 @@ class TestOrigins:
         site_symbol = (change.site or "").split("/", 1)[0]
         if site_symbol in self.changed:
             return frozenset({site_symbol})
+        if _configuration_warnings(change):
+            return frozenset()
         if change.kind in EFFECT_KINDS and not path:
             inner = self._innermost(change.phase)
             seen = inner & self.active
-            return frozenset(seen or inner)
+            return frozenset(seen or inner) or self._bodies_read(change.phase)
         anchor = path[:-1] if caller_kind and path else path
         holder = _symbol(anchor[-1]) if anchor else None
         if holder in self.changed and holder is not None:
@@ -194,7 +227,29 @@ class TestOrigins:
             symbol = _symbol(part)
             if symbol in self.changed and symbol is not None:
                 return frozenset({symbol})
+        for part in reversed(path):
+            bodies = self.reads.get(_symbol(part) or "")
+            if bodies:
+                return bodies & self.changed
         return frozenset()
+
+
+def _configuration_warnings(change: Change) -> bool:
+    """Whether every warning that differs between the sides of ``change`` is pytest's about
+    its configuration (:data:`CONFIGURATION_WARNING`): how often a warning came is left to
+    the other rules, which warnings came is not."""
+    if change.kind != ESCAPED_WARNINGS_CHANGED:
+        return False
+    differ = _warned(change.base) ^ _warned(change.head)
+    return bool(differ) and all(category == CONFIGURATION_WARNING for category, _ in differ)
+
+
+def _warned(side: object) -> set[tuple[object, object]]:
+    if not isinstance(side, Sequence) or isinstance(side, str):
+        return set()
+    return {
+        (item.get("category"), item.get("origin")) for item in side if isinstance(item, Mapping)
+    }
 
 
 def structure_origins(line: str, kinds: Mapping[str, str]) -> frozenset[str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffgenome.analysis.diff.causes import STRUCTURE_KIND as STRUCTURE_CAUSE
+from diffgenome.analysis.diff.causes import UNREACHED
 from diffgenome.analysis.models import (
     Cause,
     CauseGroup,
@@ -429,7 +430,7 @@ def group_text(group: CauseGroup, causes: int) -> str:
         return f"{group.symbol} ({group.code}): {tail}"
     if group.reach == "several":
         return f"through several code changes ({several_text(group.symbols)}): {tail}"
-    return f"no changed code on its call path: {tail}"
+    return f"{group.code or UNREACHED}: {tail}"
 
 
 def outcome_text(test: TestDiff) -> str:

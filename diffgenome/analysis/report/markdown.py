@@ -25,6 +25,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from diffgenome.analysis.diff.causes import UNREACHED
 from diffgenome.analysis.diff.describe import ValueLabels, describe_each
 from diffgenome.analysis.models import CauseGroup, CodeChange, DiffDocument, Drift
 from diffgenome.analysis.report.common import (
@@ -449,7 +450,8 @@ def _group_line(group: CauseGroup, causes: int) -> str:
     elif group.reach == "several":
         title = f"**through several code changes** ({several_text(group.symbols, code)})"
     else:
-        title = "**no changed code on its call path**"
+        title, _, besides = (group.code or UNREACHED).partition("; ")
+        title = f"**{title}**" + (f" ({plain(besides)})" if besides else "")
     tail = group_tail(group, causes)
     return f"- {title}{DOT}{plain(tail)}{example}"
 
