@@ -378,10 +378,25 @@ def condition_text(
         try:
             tree = renamer.visit(copy.deepcopy(node)) if locals_ else node
             parts.append(_ast_unparse(tree))
-        except Exception:  # absurdly deep expressions: their dump still tells them apart
+        except Exception:  # absurdly deep expressions: their flat text still tells them apart
             FALLBACKS[0] += 1
-            parts.append(ast.dump(node))
+            parts.append(flat_text(node))
     return "\x1f".join(parts)
+
+
+def flat_text(node: ast.AST) -> str:
+    """``node`` as its nodes' kinds and leaves, breadth first, without recursion: unparsing,
+    copying and ``ast.dump`` all recurse and fail on an expression of 1,500 terms that
+    CPython compiles. Local names stay as they are (a placeholder pass would recurse too)."""
+    parts: list[str] = []
+    for item in ast.walk(node):
+        leaf = (
+            getattr(item, "id", None) or getattr(item, "attr", None) or getattr(item, "arg", None)
+        )
+        if isinstance(item, ast.Constant):
+            leaf = repr(item.value)
+        parts.append(f"{type(item).__name__}:{leaf}" if leaf is not None else type(item).__name__)
+    return "<deep expression " + _blake2b(" ".join(parts).encode(), digest_size=8).hexdigest() + ">"
 
 
 def _anonymous_text(scope: Scope, parent: ast.AST | None, grandparent: ast.AST | None) -> str:

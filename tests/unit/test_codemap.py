@@ -893,6 +893,20 @@ def test_build_file_map_raises_syntax_error_only() -> None:
         build_file_map("x = 1\0\n", "m")
 
 
+def test_a_condition_too_deep_to_unparse_is_mapped_and_recorded() -> None:
+    """``x + x + ... > 0`` of 1,500 terms compiles, but unparsing it, copying it and
+    ``ast.dump`` all meet the recursion limit: its decision keeps a name of its own (the
+    flat text of its nodes) and is recorded like any other, where the map raised
+    RecursionError before."""
+    terms = " + x" * 1500
+    source = f"def f(x):\n    if x{terms} > 0:\n        return 1\n    return 0\n"
+    other = source.replace("> 0", "> 1")
+    run = record(source, calls_of("f", [(1,), (-1,)]))
+    [site] = run.fmap.sites
+    assert run.counts[site.id] == (1, 1)
+    assert site.id != build_file_map(other, "m").sites[0].id
+
+
 def test_long_predicates_are_cut_to_200_characters() -> None:
     cond = " and ".join(f"variable_{i}" for i in range(60))
     fmap = build_file_map(f"if {cond}:\n    pass\n", "m")

@@ -246,7 +246,7 @@ def code_changes_from_sources(
             h_version = _version(h_src, module, names) if h_src is not None else None
             b_facts = _file_facts(b_version, "", module) if b_version is not None else {}
             h_facts = _file_facts(h_version, "", module) if h_version is not None else {}
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError):
             unparsed.append(path)
             continue
         versions.append((b_version, h_version))

@@ -91,7 +91,7 @@ class SymbolTable:
         if source is not None:
             try:
                 filemap = codemap.build_file_map(source, module, self.names)
-            except SyntaxError:
+            except (SyntaxError, RecursionError):  # disclosed below, as a file with no map
                 filemap = None
         if filemap is None:
             self._note(f"{REASON_UNMAPPED_SOURCE}:{module}")
