@@ -1042,59 +1042,51 @@ def _adopt(scopes: list[Scope], builder: _Builder, named: Named) -> list[str] | 
         return None
     index = {id(scope): i for i, scope in enumerate(scopes)}
     kept = {id(scope): i for i, scope in enumerate(named.scopes)}
-
-    def place(scope: Scope | None, where: dict[int, int]) -> int:
-        return -1 if scope is None else where.get(id(scope), -2)
-
     for mine, theirs in zip(scopes, named.scopes, strict=True):
-        if (
-            mine.kind,
-            mine.role,
-            mine.name,
-            mine.firstlineno,
-            mine.span,
-            mine.overload,
-            mine.globals_,
-            mine.stores,
-            mine.params,
-            mine.nonlocals,
-            place(mine.parent, index),
-        ) != (
-            theirs.kind,
-            theirs.role,
-            theirs.name,
-            theirs.firstlineno,
-            theirs.span,
-            theirs.overload,
-            theirs.globals_,
-            theirs.stores,
-            theirs.params,
-            theirs.nonlocals,
-            place(theirs.parent, kept),
-        ):
+        if _scope_facts(mine, index) != _scope_facts(theirs, kept):
             return None
     for mine_site, their_site in zip(builder.sites, named.site_spans, strict=True):
-        if (
-            mine_site.kind,
-            mine_site.predicate,
-            mine_site.cond,
-            mine_site.body,
-            mine_site.context,
-            place(mine_site.scope, index),
-        ) != (
-            their_site.kind,
-            their_site.predicate,
-            their_site.cond,
-            their_site.body,
-            their_site.context,
-            place(their_site.scope, kept),
-        ):
+        if _site_facts(mine_site, index) != _site_facts(their_site, kept):
             return None
     if builder.cond_index != named.cond_index:
         return None
     for mine, theirs in zip(scopes, named.scopes, strict=True):
         mine.qualname, mine.symbol, mine.node = theirs.qualname, theirs.symbol, None
     return list(named.site_ids)
+
+
+def _place(scope: Scope | None, where: Mapping[int, int]) -> int:
+    """A scope's index in its build (-1: none; -2: not of that build)."""
+    return -1 if scope is None else where.get(id(scope), -2)
+
+
+def _scope_facts(scope: Scope, where: Mapping[int, int]) -> tuple[object, ...]:
+    """What a walk computes of a scope, its parent as an index into ``where``'s build."""
+    return (
+        scope.kind,
+        scope.role,
+        scope.name,
+        scope.firstlineno,
+        scope.span,
+        scope.overload,
+        scope.globals_,
+        scope.stores,
+        scope.params,
+        scope.nonlocals,
+        _place(scope.parent, where),
+    )
+
+
+def _site_facts(site: SiteSpans, where: Mapping[int, int]) -> tuple[object, ...]:
+    """What a walk computes of a decision, its scope as an index into ``where``'s build."""
+    return (
+        site.kind,
+        site.predicate,
+        site.cond,
+        site.body,
+        site.context,
+        _place(site.scope, where),
+    )
 
 
 def parse_source(source: str, module: str) -> ast.Module:

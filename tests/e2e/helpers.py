@@ -521,6 +521,18 @@ def cli_json(
 ) -> tuple[int, Any]:
     """``diffgenome ARGS --json - -- PYTEST_ARGS`` in ``repo`` (temp files under
     ``tmp_path``): the exit status, which must be one of ``codes``, and the parsed JSON."""
+    code, document, _ = cli_json_said(repo, tmp_path, *args, pytest_args=pytest_args, codes=codes)
+    return code, document
+
+
+def cli_json_said(
+    repo: Path,
+    tmp_path: Path,
+    *args: str,
+    pytest_args: Sequence[str] = DIFF_PYTEST_ARGS,
+    codes: tuple[int, ...] = (0, 1),
+) -> tuple[int, Any, str]:
+    """:func:`cli_json`, with what the command wrote on standard error (its notes)."""
     done = subprocess.run(
         [PY, "-m", "diffgenome.analysis.cli", *args, "--json", "-", "--", *pytest_args],
         cwd=repo,
@@ -531,7 +543,7 @@ def cli_json(
         check=False,
     )
     assert done.returncode in codes, done.stderr
-    return done.returncode, json.loads(done.stdout)
+    return done.returncode, json.loads(done.stdout), done.stderr
 
 
 #: A duration as progress writes it: ``0.4 s``, ``2 min 05 s``, ``1 h 02 min``.

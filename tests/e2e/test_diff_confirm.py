@@ -9,7 +9,6 @@ change stays ``changed`` with its unstable parts listed apart. ``--no-confirm`` 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ import pytest
 
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
-    PY,
     GitRepo,
-    clean_env,
     cli,
     cli_json,
+    cli_json_said,
     record_full,
     write_files,
 )
@@ -267,17 +265,7 @@ def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path
     GitRepo.init(repo).commit_all("initial")
     write_files(repo, {"pkg/calc.py": calc.replace("x * 2", "x * 2 + 1")})
     GitRepo(repo).commit_tracked("double is off by one")
-    command = [PY, "-m", "diffgenome.analysis.cli", "diff", "HEAD~1", "HEAD", "--json", "-"]
-    done = subprocess.run(
-        [*command, "--", *DIFF_PYTEST_ARGS],
-        cwd=repo,
-        env=clean_env({"TMPDIR": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    code, document = done.returncode, json.loads(done.stdout)
+    code, document, said = cli_json_said(repo, tmp_path, "diff", "HEAD~1", "HEAD")
     statuses = _statuses(document)
     assert statuses["test_double"] == "changed"
     assert statuses["test_other"] == "unchanged"
@@ -286,5 +274,5 @@ def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path
     confirming = [run for run in runs if run["origin"] == "confirmation"]
     assert len(confirming) == 2, confirming
     # The note goes beside the JSON document, on standard error.
-    assert "note: confirmation recorded the 1 test that differs once more" in done.stderr
+    assert "note: confirmation recorded the 1 test that differs once more" in said
     assert code == 1

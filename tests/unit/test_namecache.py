@@ -15,7 +15,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,29 +47,26 @@ def _module_of(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-def _scope_fields(fm: FileMap) -> list[tuple[Any, ...]]:
-    """Every field of every scope, its parent by index (scopes hold each other)."""
+def _fields_by_index(fm: FileMap, items: Sequence[Any], link: str) -> list[tuple[Any, ...]]:
+    """Every field of every item, the scope named by ``link`` as its index (scopes hold
+    each other)."""
     index = {id(scope): i for i, scope in enumerate(fm.scopes)}
     rows = []
-    for scope in fm.scopes:
+    for item in items:
         row: list[Any] = []
-        for f in dataclasses.fields(scope):
-            value = getattr(scope, f.name)
-            row.append(index[id(value)] if f.name == "parent" and value is not None else value)
+        for f in dataclasses.fields(item):
+            value = getattr(item, f.name)
+            row.append(index[id(value)] if f.name == link and value is not None else value)
         rows.append(tuple(row))
     return rows
+
+
+def _scope_fields(fm: FileMap) -> list[tuple[Any, ...]]:
+    return _fields_by_index(fm, fm.scopes, "parent")
 
 
 def _site_fields(fm: FileMap) -> list[tuple[Any, ...]]:
-    index = {id(scope): i for i, scope in enumerate(fm.scopes)}
-    rows = []
-    for info in fm.site_spans:
-        row: list[Any] = []
-        for f in dataclasses.fields(info):
-            value = getattr(info, f.name)
-            row.append(index[id(value)] if f.name == "scope" else value)
-        rows.append(tuple(row))
-    return rows
+    return _fields_by_index(fm, fm.site_spans, "scope")
 
 
 def _tracer_view(fm: FileMap, source: str) -> Iterator[tuple[Any, ...]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair, TestDiff
+from diffgenome.analysis.models import DiffDocument, DiffSide, DiffSummary, OutcomePair
+from diffgenome.analysis.models import TestDiff as DiffOfTest
 from diffgenome.analysis.pipeline import threaded_changes
 
 
@@ -15,7 +16,7 @@ def _diff(*statuses: tuple[str, str]) -> DiffDocument:
         head=DiffSide(run="h", rev="h", commit=None),
         summary=DiffSummary(),
         tests=[
-            TestDiff(id=test_id, status=status, outcome=OutcomePair(base="passed", head="passed"))
+            DiffOfTest(id=test_id, status=status, outcome=OutcomePair(base="passed", head="passed"))
             for test_id, status in statuses
         ],
     )

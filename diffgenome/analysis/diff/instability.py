@@ -175,13 +175,24 @@ def from_repeats(
     """What differs between the first recording of one side (``primary``, of ``run``) and
     each of its ``--repeat`` recordings, added to ``into`` per test as unstable."""
     for again, repeat_run in repeats:
-        digests = digests_comparable(run, repeat_run)
-        for test_id, test in primary.items():
-            other = again.get(test_id)
-            if other is None:
-                continue
-            for found in compare_tests(test, other, digests=digests):
-                into.setdefault(test_id, Instability()).add(side, found, one_commit=True)
+        _mask(primary, again, digests_comparable(run, repeat_run), side, into)
+
+
+def _mask(
+    first: Mapping[str, TestIndex],
+    again: Mapping[str, TestIndex],
+    digests: bool,
+    label: str,
+    into: dict[str, Instability],
+) -> None:
+    """Whatever differs between two recordings of one side's tests, as unstable under
+    ``label``."""
+    for test_id, test in first.items():
+        twin = again.get(test_id)
+        if twin is None:
+            continue
+        for found in compare_tests(test, twin, digests=digests):
+            into.setdefault(test_id, Instability()).add(label, found, one_commit=True)
 
 
 def from_confirmation(
@@ -206,16 +217,11 @@ def from_confirmation(
     digests = digests_comparable(first_run, recordings[1][1])
     label = f"{side} confirmation"
     for again, _ in recordings[1:]:
-        for test_id, test in first.items():
-            twin = again.get(test_id)
-            if twin is None:
-                continue
-            # <import> of a few modules says nothing about the whole import, so it is never
-            # counted as confirmed; but what differs between two imports of the same modules
-            # at one commit (a start time taken at import: boltons.ecoutils) is noise there
-            # as anywhere, and masks that field (an identical tree was `<import> changed`).
-            for found in compare_tests(test, twin, digests=digests):
-                into.setdefault(test_id, Instability()).add(label, found, one_commit=True)
+        # <import> of a few modules says nothing about the whole import, so it is never
+        # counted as confirmed; but what differs between two imports of the same modules
+        # at one commit (a start time taken at import: boltons.ecoutils) is noise there
+        # as anywhere, and masks that field (an identical tree was `<import> changed`).
+        _mask(first, again, digests, label, into)
     return set(first) - {IMPORT_TEST_ID}
 
 
