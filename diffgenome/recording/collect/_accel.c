@@ -137,10 +137,10 @@ get_by_id(Core *self, PyObject *dict, void *ptr)
 }
 
 /* Borrowed ``codes.get(id(code))`` through a direct-mapped cache of pointers. Sound because
- * the symbol table keeps every code object it has an entry for alive (``SymbolTable._keep_alive``
- * in collect/symbols.py) and
- * never replaces an entry: a cached pointer can neither dangle nor be reused by another code
- * object, and its info never changes. */
+ * the symbol table keeps every code object it has an entry for alive
+ * (``SymbolTable._keep_alive``, collect/symbols.py) and never replaces an entry: a cached
+ * pointer can neither dangle nor be reused by another code object, and its info never
+ * changes. */
 static PyObject *
 code_info(Core *self, PyObject *code)
 {
