@@ -379,6 +379,9 @@ def _carrier(sides: Sides, notes: list[str]) -> Callable[[Side, str], Sequence[s
         chosen = plan(base.document, changed, code, module_namer([base.document]))
         if chosen.full is not None:
             notes.append(f"--selective recorded every test at head: {chosen.full}")
+        why = chosen.nothing_carried()
+        if why is not None:
+            notes.append(why)
         return chosen.carried
 
     return carry

@@ -211,3 +211,20 @@ def test_a_change_no_test_reaches_carries_every_test(tmp_path: Path) -> None:
     assert {t["status"] for name, t in tests.items() if name != "<import>"} == {"unchanged"}
     assert document["summary"]["carried"] == 4
     assert code == 0
+
+
+def test_a_selective_diff_that_carries_nothing_says_why(tmp_path: Path) -> None:
+    """inflection keeps its tests in one file: a pull request that edits one test there
+    records every test at head (an edited test file is recorded whole). The diff said
+    nothing of it; it now says, beside the report, how many of base's tests it kept and why."""
+    repo = _repo(tmp_path)
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
+    _edit(repo, "tests/test_names.py", 'title("ada") == "Ada"\n', 'title("ada") != "ada"\n')
+    _edit(repo, "tests/test_table.py", "assert rows()", "assert rows() != []")
+    repo.commit_all("one change, two tests edited")
+    said = cli(repo.path, "diff", "HEAD~1", "HEAD", "--selective", "--no-preview")
+    assert said.returncode == 1, said.stdout + said.stderr
+    assert (
+        "note: --selective carried no test: of base's tests, 3 reach the change; 1 is in a "
+        "changed test file (an edited test file is recorded whole)"
+    ) in said.stdout, said.stdout

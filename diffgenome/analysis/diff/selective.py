@@ -42,6 +42,25 @@ class Plan:
 
     carried: tuple[str, ...] = ()
     full: str | None = None
+    #: How many of base's tests were kept to be recorded, by why: ``reach`` (they reach the
+    #: change), ``file`` (their file changed), ``unverified`` (their evidence is incomplete).
+    kept: tuple[tuple[str, int], ...] = ()
+
+    def nothing_carried(self) -> str | None:
+        """Why no test was carried where the plan held (a note: a selective diff that records
+        every test is no cheaper, and should say why), None otherwise."""
+        if self.full is not None or self.carried or not self.kept:
+            return None
+        words = {  # (one, several)
+            "reach": ("reaches the change", "reach the change"),
+            "file": (
+                "is in a changed test file (an edited test file is recorded whole)",
+                "are in a changed test file (an edited test file is recorded whole)",
+            ),
+            "unverified": ("was not verified at base", "were not verified at base"),
+        }
+        parts = [f"{n} {words[why][n != 1]}" for why, n in self.kept if n]
+        return "--selective carried no test: of base's tests, " + "; ".join(parts)
 
 
 def plan(
@@ -68,16 +87,20 @@ def plan(
         return Plan(full=f"{code.unparsed[0]} could not be parsed")
     reached = {item.test for item in affected_tests(dict(base), code, module_of)}
     carried: list[str] = []
+    kept = {"reach": 0, "file": 0, "unverified": 0}
     for record in base.get("tests") or ():
         test_id = str(record.get("id"))
-        if test_id == IMPORT_TEST_ID or test_id in reached:
+        if test_id == IMPORT_TEST_ID:
             continue
-        if not record.get("verified", False):
-            continue
-        if _in_changed_file(test_id, changed):
-            continue
-        carried.append(test_id)
-    return Plan(carried=tuple(sorted(set(carried))))
+        if test_id in reached:
+            kept["reach"] += 1
+        elif not record.get("verified", False):
+            kept["unverified"] += 1
+        elif _in_changed_file(test_id, changed):
+            kept["file"] += 1
+        else:
+            carried.append(test_id)
+    return Plan(carried=tuple(sorted(set(carried))), kept=tuple(kept.items()))
 
 
 def _test_file(path: str) -> bool:
