@@ -55,6 +55,9 @@ class Prepared:
     head: Side
     code_changes: CodeChangeInput | None
     notes: list[str]
+    #: Base's source of a file (path from the repository's top); None where base's code
+    #: cannot be read.
+    base_source: Callable[[str], str | None] | None = None
 
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
@@ -316,7 +319,9 @@ def _prepare(
     )
     code_changes = _code_changes(sides, notes, base, head)
     _load_sides(sides, base, head, code_changes)
-    return Prepared(base, head, code_changes, notes)
+    repo, side = sides.repo, base.code
+    source = (lambda path: repo.read(side, path)) if repo is not None and side is not None else None
+    return Prepared(base, head, code_changes, notes, source)
 
 
 def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeInput | None) -> None:
@@ -376,7 +381,14 @@ def _carrier(sides: Sides, notes: list[str]) -> Callable[[Side, str], Sequence[s
         base_paths, head_paths = repo.changed_files(base.code, head_code)
         changed = sorted({*base_paths, *head_paths})
         code = _read_code_changes(repo, base.code, head_code, base.document, {}, sides.store.path)
-        chosen = plan(base.document, changed, code, module_namer([base.document]))
+        side = base.code
+        chosen = plan(
+            base.document,
+            changed,
+            code,
+            module_namer([base.document]),
+            lambda path: repo.read(side, path),
+        )
         if chosen.full is not None:
             notes.append(f"--selective recorded every test at head: {chosen.full}")
         why = chosen.nothing_carried()

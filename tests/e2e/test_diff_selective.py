@@ -228,3 +228,101 @@ def test_a_selective_diff_that_carries_nothing_says_why(tmp_path: Path) -> None:
         "note: --selective carried no test: of base's tests, 3 reach the change; 1 is in a "
         "changed test file (an edited test file is recorded whole)"
     ) in said.stdout, said.stdout
+
+
+def test_a_module_fixture_that_reaches_the_change_reaches_every_test_of_its_module(
+    tmp_path: Path,
+) -> None:
+    """A module fixture runs in the setup of the first test that asks for it; the next test
+    gets its cached value and runs no changed code. It was carried over, ``unchanged``,
+    while at head it fails. A function-scoped fixture runs for each test: a test of its
+    file that does not ask for it is still carried."""
+    repo = _repo(
+        tmp_path,
+        {
+            "tests/test_fixture.py": """
+                import pytest
+
+                from pkg.prices import net
+
+
+                @pytest.fixture(scope="module")
+                def price():
+                    return net(10)
+
+
+                def test_first(price):
+                    assert price > 0
+
+
+                def test_second(price):
+                    assert price > 7
+            """,
+            "tests/test_each.py": """
+                import pytest
+
+                from pkg.prices import net
+
+
+                @pytest.fixture
+                def discounted():
+                    return net(10)
+
+
+                def test_uses_it(discounted):
+                    assert discounted > 0
+
+
+                def test_does_not():
+                    assert True
+            """,
+        },
+    )
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
+    repo.commit_all("a deeper discount")
+    code, document = cli_json(
+        repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,)
+    )
+    tests = _tests(document)
+    second = tests["test_second"]
+    assert second["status"] == "changed", second
+    assert (second["outcome"]["base"], second["outcome"]["head"]) == ("passed", "failed")
+    assert tests["test_uses_it"]["status"] == "changed"
+    for name in ("test_does_not", "test_title", "test_rows"):
+        assert tests[name]["reasons"], tests[name]  # carried
+    assert code == 3  # a test now fails
+    listed = cli(repo.path, "affected", "HEAD~1", "HEAD").stdout
+    assert "may use what a fixture or an import made with it for many tests" in listed, listed
+
+
+def test_a_value_a_module_made_at_import_reaches_every_test(tmp_path: Path) -> None:
+    """``DEFAULT = net(100)`` in a module of the package runs when it is imported, under no
+    test: any test may read it. A test that asserts on it was carried over, ``unchanged``,
+    while at head it fails; now every test is recorded."""
+    repo = _repo(
+        tmp_path,
+        {
+            "pkg/config.py": """
+                from pkg.prices import net
+
+                DEFAULT = net(100)
+            """,
+            "tests/test_config.py": """
+                from pkg import config
+
+
+                def test_default():
+                    assert config.DEFAULT > 70
+            """,
+        },
+    )
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
+    repo.commit_all("a deeper discount")
+    code, document = cli_json(
+        repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,)
+    )
+    tests = _tests(document)
+    default = tests["test_default"]
+    assert (default["outcome"]["base"], default["outcome"]["head"]) == ("passed", "failed")
+    assert document["summary"]["carried"] == 0
+    assert code == 3  # a test now fails

@@ -21,6 +21,15 @@ from typing import Any
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
 from diffgenome.analysis.diff.mapping import translated
+from diffgenome.analysis.diff.sharing import (
+    FIXTURE_PHASES,
+    ScopeOf,
+    fixture_domain,
+    import_domain,
+    in_domain,
+    module_kinds,
+    scope_reader,
+)
 from diffgenome.protocol.vocab import (
     CODE_ADDED,
     CODE_MODIFIED,
@@ -37,7 +46,9 @@ _CONTAINER_KINDS = ("module", "class")
 class Reason:
     """Why one test is affected: ``via`` is ``call`` (it ran the changed symbol), ``stand-in``
     (it replaced it), ``module``/``class`` (it ran code defined in a changed module or class
-    body) or ``unparsed`` (it ran code of a changed file that could not be analysed)."""
+    body), ``unparsed`` (it ran code of a changed file that could not be analysed) or
+    ``shared`` (it may use a value made once for many tests by code that reached the change:
+    a module fixture's, an import's; ``phase`` and ``path`` are where that code reached it)."""
 
     symbol: str
     change: str
@@ -79,9 +90,14 @@ def affected_tests(
     base: Mapping[str, Any],
     code: CodeChangeInput,
     module_of: Callable[[str], str | None],
+    source_of: Callable[[str], str | None] | None = None,
 ) -> list[Affected]:
     """The base document's tests that reach ``code``'s changes, sorted by test id (the base
-    document read in head's names where the mapping pairs code, as ``code`` names it)."""
+    document read in head's names where the mapping pairs code, as ``code`` names it), with
+    those that may use a value computed once for many tests by code that reaches them
+    (``via: shared``, diff/sharing.py). ``source_of(path)``: base's source of a file, where
+    the scopes of fixtures are read (without it, a change reached in a fixture reaches every
+    test)."""
     base = translated(base, code.mapping)
     changes = {c.symbol: c for c in code.symbols if c.change != CODE_ADDED}
     kinds = {
@@ -116,12 +132,67 @@ def affected_tests(
         module + ".": path for path in code.unparsed if (module := module_of(path)) is not None
     }
     out: list[Affected] = []
-    for test_id, test in sorted(index_tests(base).items()):
+    tests = index_tests(base)
+    for test_id, test in sorted(tests.items()):
         if test_id == IMPORT_TEST_ID:
             continue
         reasons = _reasons(test, changes, containers, unparsed, reads)
         if reasons:
             out.append(Affected(test_id, str(test.record.get("outcome")), reasons))
+    symbols = [s for s in base.get("symbols") or () if isinstance(s, Mapping)]
+    shared = _shared(
+        out,
+        tests.get(IMPORT_TEST_ID),
+        lambda test: _reasons(test, changes, containers, unparsed, reads, every_path=True),
+        frozenset(s for s, kind in kinds.items() if kind in _CONTAINER_KINDS),
+        scope_reader(symbols, module_of, source_of),
+        module_kinds(symbols, tests),
+    )
+    if not shared:
+        return out
+    listed = {item.test for item in out}
+    for test_id, test in sorted(tests.items()):
+        if test_id == IMPORT_TEST_ID or test_id in listed:
+            continue
+        found: dict[str, Reason] = {}
+        for domain, reason in shared:
+            if in_domain(test_id, domain) and reason.symbol not in found:
+                found[reason.symbol] = Reason(
+                    reason.symbol, reason.change, "shared", reason.phase, reason.path
+                )
+        if found:
+            out.append(Affected(test_id, str(test.record.get("outcome")), list(found.values())))
+    return sorted(out, key=lambda item: item.test)
+
+
+def _shared(
+    affected: list[Affected],
+    imports: TestIndex | None,
+    reasons_of: Callable[[TestIndex], list[Reason]],
+    containers: frozenset[str],
+    scope_of: ScopeOf,
+    module_kind: Callable[[str], str | None],
+) -> list[tuple[str, Reason]]:
+    """Each reason a value made once for many tests reached the change, with the tests that
+    may use that value (a test file, or every test): a change reached in a setup or teardown
+    under a fixture wider than one test, and a changed function (or a name a changed body
+    binds) that a module ran while it was imported. A changed module or class body run at
+    import is no such value: who reads its names is the ``reads`` rule's."""
+    out: list[tuple[str, Reason]] = []
+    for item in affected:
+        for reason in item.reasons:
+            if reason.phase not in FIXTURE_PHASES or not reason.path:
+                continue
+            domain = fixture_domain(item.test, element_symbol(reason.path[0]) or "", scope_of)
+            if domain is not None:
+                out.append((domain, reason))
+    if imports is not None:
+        for reason in reasons_of(imports):
+            if reason.via in _CONTAINER_KINDS or (
+                reason.via == "call" and reason.symbol in containers
+            ):
+                continue
+            out.append((import_domain(reason.path, module_kind), reason))
     return out
 
 
@@ -149,11 +220,15 @@ def _reasons(
     containers: Mapping[str, tuple[SymbolChange, str]],
     unparsed: Mapping[str, str],
     reads: _Reads,
+    every_path: bool = False,
 ) -> list[Reason]:
-    found: dict[tuple[str, str], Reason] = {}
+    """Why ``test`` reaches the changes: one reason per changed symbol and way, through the
+    shortest path; ``every_path``: one per path (``<import>``, whose paths say which
+    module made what)."""
+    found: dict[tuple[str, str, tuple[str, ...]], Reason] = {}
 
     def keep(reason: Reason) -> None:
-        key = (reason.symbol, reason.via)
+        key = (reason.symbol, reason.via, reason.path if every_path else ())
         known = found.get(key)
         if known is None or len(reason.path) < len(known.path):
             found[key] = reason

@@ -13,7 +13,9 @@
   says why);
 - the test is verified at base (nothing missing from its evidence);
 - it does not reach the change (:func:`~diffgenome.analysis.diff.affected.affected_tests`:
-  no call of changed code, no stand-in for it, no read of a name a changed body binds);
+  no call of changed code, no stand-in for it, no read of a name a changed body binds, and no
+  value made once for many tests by code that reached it: a fixture of module or session
+  scope, a module's import, diff/sharing.py);
 - its file did not change (an edited test is recorded again, and so is every test of it).
 
 A test added at head is not in base, so it is never carried: it runs. A carried id that head
@@ -68,10 +70,12 @@ def plan(
     changed: Sequence[str],
     code: CodeChangeInput,
     module_of: Callable[[str], str | None],
+    source_of: Callable[[str], str | None] | None = None,
 ) -> Plan:
     """The tests of ``base`` (a genome document) that the change cannot reach. ``changed``:
     every path (from the repository's top) that differs between the sides, either name of a
-    renamed one; ``code``: the code changes read from them."""
+    renamed one; ``code``: the code changes read from them; ``source_of(path)``: base's
+    source of a file, where the scopes of fixtures are read (diff/sharing.py)."""
     run = base.get("run") or {}
     if not run.get("complete", False):
         return Plan(full="base's run is incomplete")
@@ -85,7 +89,7 @@ def plan(
             return Plan(full=f"{path} changed (outside the code the recording names)")
     if code.unparsed:
         return Plan(full=f"{code.unparsed[0]} could not be parsed")
-    reached = {item.test for item in affected_tests(dict(base), code, module_of)}
+    reached = {item.test for item in affected_tests(dict(base), code, module_of, source_of)}
     carried: list[str] = []
     kept = {"reach": 0, "file": 0, "unverified": 0}
     for record in base.get("tests") or ():

@@ -21,6 +21,7 @@ _HOW = {
     "class": "run{s} code of the changed class",
     "unparsed": "run{s} code of an unparsable changed file",
     "reads": "read{s} {names}, bound by a changed statement",
+    "shared": "may use what a fixture or an import made with it for many tests",
 }
 
 

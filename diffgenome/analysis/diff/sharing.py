@@ -1,0 +1,193 @@
+"""Tests that may see a change through a value computed once for many of them.
+
+A test's genome holds what ran while it ran. A fixture of scope ``module`` runs in the setup
+of the first test that asks for it, and every later test of the module gets its cached value
+with no call at all; a value a module computes when it is imported (``PRICE = net(10)``,
+a decorator that registers what it decorates) runs in ``<import>``, under no test. When such
+code reaches a change, the genomes name only the first test (or none) as reaching it, yet the
+others use what it made: a selection by reach alone would carry them over as ``unchanged``
+while at head they fail (a module fixture computing ``net(10)``: the second test asserting on
+it was carried, and would have failed).
+
+So a change reached in a setup or teardown phase under a fixture whose scope is wider than
+one test, or under code of unknown scope, reaches every test that may share that fixture's
+value: the tests of the same file for ``class`` and ``module`` scope, every test for
+``package`` and ``session`` scope and for a scope this cannot read (a fixture of a plugin,
+a scope decided at run time, a finalizer of unknown origin). A change reached while a module
+was imported reaches the tests of that module when it is a test module, every test otherwise.
+This is read from the source of base's code; without it every test is reached (never fewer).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final
+
+from diffgenome.protocol.vocab import SYMBOL_PREFIX
+
+#: pytest's fixture scopes, narrowest first.
+SCOPES: Final = ("function", "class", "module", "package", "session")
+#: The scopes whose value lives beyond one test but within one test file.
+_FILE_SCOPES: Final = frozenset({"class", "module"})
+#: Phases in which pytest runs fixtures (their setup and their finalizers).
+FIXTURE_PHASES: Final = frozenset({"setup", "teardown"})
+#: Every test: the domain of a value whose sharing cannot be bounded.
+EVERY_TEST: Final = ""
+
+
+def fixture_scope(source: str, qualname: str) -> str | None:
+    """The scope of the fixture ``qualname`` defines in ``source`` (a finalizer defined in a
+    fixture counts as that fixture: ``price.<locals>.done`` is ``price``'s); None when the
+    function is not decorated as a fixture or its scope is no literal (a callable decides)."""
+    owner = qualname.split(".<locals>.", 1)[0]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    node = _definition(tree, owner.split("."))
+    if node is None:
+        return None
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call is not None else decorator
+        name = (
+            target.attr
+            if isinstance(target, ast.Attribute)
+            else target.id
+            if isinstance(target, ast.Name)
+            else None
+        )
+        if name not in ("fixture", "yield_fixture"):
+            continue
+        if call is None:
+            return "function"
+        scope: object = "function"
+        if call.args:
+            first = call.args[0]
+            scope = first.value if isinstance(first, ast.Constant) else None
+        for keyword in call.keywords:
+            if keyword.arg == "scope":
+                value = keyword.value
+                scope = value.value if isinstance(value, ast.Constant) else None
+        return scope if isinstance(scope, str) and scope in SCOPES else None
+    return None
+
+
+def _definition(
+    tree: ast.Module, names: list[str]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    body: list[ast.stmt] = tree.body
+    found: ast.stmt | None = None
+    for name in names:
+        found = next(
+            (
+                stmt
+                for stmt in reversed(body)  # the last definition of a name is the one in force
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and stmt.name == name
+            ),
+            None,
+        )
+        if found is None:
+            return None
+        body = found.body
+    return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+ScopeOf = Callable[[str], str | None]
+
+
+def scope_reader(
+    symbols: Iterable[Mapping[str, object]],
+    module_of: Callable[[str], str | None],
+    source_of: Callable[[str], str | None] | None,
+) -> ScopeOf:
+    """``symbol`` → the fixture scope of its function (:func:`fixture_scope`), read from base's
+    source (``source_of(path)``) at the path base's symbol table gives it; None when any of
+    that is missing."""
+    paths = {
+        str(entry.get("id")): str(entry.get("path"))
+        for entry in symbols
+        if entry.get("path") is not None
+    }
+    sources: dict[str, str | None] = {}
+
+    def scope_of(symbol: str) -> str | None:
+        path = paths.get(symbol.split("#", 1)[0])
+        if path is None or source_of is None:
+            return None
+        module = module_of(path)
+        name = symbol.split("#", 1)[0].removeprefix(SYMBOL_PREFIX)
+        if module is None or not name.startswith(module + "."):
+            return None
+        if path not in sources:
+            sources[path] = source_of(path)
+        source = sources[path]
+        return fixture_scope(source, name[len(module) + 1 :]) if source is not None else None
+
+    return scope_of
+
+
+def fixture_domain(test_id: str, top: str, scope_of: ScopeOf) -> str | None:
+    """Which tests may share what the fixture ``top`` (the first node of a setup or teardown
+    phase's path) made in ``test_id``'s run: None (only that test: a function-scoped
+    fixture), the test's file (class and module scope), or :data:`EVERY_TEST`."""
+    scope = scope_of(top)
+    if scope == "function":
+        return None
+    if scope in _FILE_SCOPES:
+        return test_file(test_id)
+    return EVERY_TEST
+
+
+def import_domain(path: tuple[str, ...], module_kind: Callable[[str], str | None]) -> str:
+    """Which tests may use what a module made while it was imported (``path``: ``<import>``'s
+    path to the changed call): the tests of the innermost module body on it when that is a
+    test module, else every test. ``module_kind(symbol)``: None for what is no module, the
+    test file for a test module, :data:`EVERY_TEST` for any other module."""
+    for part in reversed(path[:-1]):
+        kind = module_kind(part.split(" ", 1)[0])
+        if kind is not None:
+            return kind
+    return EVERY_TEST
+
+
+def module_kinds(
+    symbols: Iterable[Mapping[str, object]], test_ids: Iterable[str]
+) -> Callable[[str], str | None]:
+    """:func:`import_domain`'s ``module_kind``, from base's symbol table and test ids (a test
+    id's file is from pytest's rootdir, a symbol's path from the repository's top)."""
+    files = {test_file(test_id) for test_id in test_ids}
+    kinds: dict[str, str] = {}
+    for entry in symbols:
+        if entry.get("kind") != "module" or entry.get("path") is None:
+            continue
+        path = str(entry.get("path"))
+        match = next((f for f in files if path == f or path.endswith("/" + f)), EVERY_TEST)
+        kinds[str(entry.get("id"))] = match
+    return kinds.get
+
+
+def test_file(test_id: str) -> str:
+    """The file part of a pytest node id."""
+    return test_id.split("::", 1)[0]
+
+
+def in_domain(test_id: str, domain: str) -> bool:
+    return domain == EVERY_TEST or test_file(test_id) == domain
+
+
+__all__ = [
+    "EVERY_TEST",
+    "FIXTURE_PHASES",
+    "SCOPES",
+    "ScopeOf",
+    "fixture_domain",
+    "fixture_scope",
+    "import_domain",
+    "in_domain",
+    "module_kinds",
+    "scope_reader",
+    "test_file",
+]
