@@ -326,3 +326,60 @@ def test_a_value_a_module_made_at_import_reaches_every_test(tmp_path: Path) -> N
     assert (default["outcome"]["base"], default["outcome"]["head"]) == ("passed", "failed")
     assert document["summary"]["carried"] == 0
     assert code == 3  # a test now fails
+
+
+def test_a_test_that_reads_what_changed_code_left_in_a_module_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """``register`` (changed) appends to a module-level list; a later test only reads the
+    list through ``names``, which did not change. Its genome runs no changed code, and it
+    was carried over as ``unchanged`` while at head it fails; it reads a name the changed
+    code changes in place, so it is recorded."""
+    repo = _repo(
+        tmp_path,
+        {
+            "pkg/registry.py": """
+                NAMES = []
+
+
+                def register(name):
+                    NAMES.append(name.upper())
+
+
+                def names():
+                    return list(NAMES)
+            """,
+            "tests/test_registry.py": """
+                from pkg.registry import names, register
+
+
+                def test_register():
+                    register("x")
+                    assert names()
+
+
+                def test_names():
+                    assert names() == ["X"]
+            """,
+        },
+    )
+    _edit(repo, "pkg/registry.py", "name.upper()", "name.lower()")
+    repo.commit_all("names as they come")
+    code, document = cli_json(
+        repo.path,
+        tmp_path,
+        "diff",
+        "HEAD~1",
+        "HEAD",
+        "--selective",
+        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
+        codes=(3,),
+    )
+    tests = _tests(document)
+    read = tests["test_names"]
+    assert (read["outcome"]["base"], read["outcome"]["head"]) == ("passed", "failed"), read
+    for name in ("test_net", "test_title", "test_rows"):
+        assert tests[name]["reasons"], tests[name]  # carried
+    assert code == 3
+    listed = cli(repo.path, "affected", "HEAD~1", "HEAD").stdout
+    assert "1 test reads NAMES, which it changes in place:" in listed, listed

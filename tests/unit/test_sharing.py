@@ -9,6 +9,7 @@ from diffgenome.analysis.diff.sharing import (
     fixture_domain,
     fixture_scope,
     import_domain,
+    written_globals,
 )
 
 SOURCE = """
@@ -94,3 +95,53 @@ def test_what_an_import_made_is_shared_by_the_innermost_module_on_its_path() -> 
     assert import_domain(through_test_module, kinds.get) == "tests/test_a.py"
     assert import_domain(through_package, kinds.get) == EVERY_TEST
     assert import_domain(("py:pkg.prices.net",), kinds.get) == EVERY_TEST
+
+
+WRITERS = """
+import registry
+
+NAMES = []
+CACHE = {}
+COUNT = 0
+
+
+def appends(name):
+    NAMES.append(name)
+
+
+def stores(key, value):
+    CACHE[key] = value
+
+
+def counts():
+    global COUNT
+    COUNT += 1
+
+
+def through_a_module(name):
+    registry.SEEN.add(name)
+
+
+def only_locals(items):
+    result = []
+    result.append(len(items))
+    items.sort()
+    seen = {}
+    seen["a"] = 1
+    return result, NAMES[0], CACHE.get("a")
+"""
+
+
+@pytest.mark.parametrize(
+    ("qualname", "names"),
+    [
+        ("appends", {"NAMES"}),
+        ("stores", {"CACHE"}),
+        ("counts", {"COUNT"}),
+        ("through_a_module", {"SEEN"}),
+        ("only_locals", set()),  # its own list, a parameter, reads: nothing beyond its call
+    ],
+)
+def test_the_names_a_function_changes_beyond_its_call(qualname: str, names: set[str]) -> None:
+    assert written_globals(WRITERS, qualname) == frozenset(names)
+    assert written_globals(WRITERS, "missing") is None

@@ -24,11 +24,11 @@ from diffgenome.analysis.diff.mapping import translated
 from diffgenome.analysis.diff.sharing import (
     FIXTURE_PHASES,
     ScopeOf,
+    SourceReader,
     fixture_domain,
     import_domain,
     in_domain,
     module_kinds,
-    scope_reader,
 )
 from diffgenome.protocol.vocab import (
     CODE_ADDED,
@@ -48,7 +48,9 @@ class Reason:
     (it replaced it), ``module``/``class`` (it ran code defined in a changed module or class
     body), ``unparsed`` (it ran code of a changed file that could not be analysed) or
     ``shared`` (it may use a value made once for many tests by code that reached the change:
-    a module fixture's, an import's; ``phase`` and ``path`` are where that code reached it)."""
+    a module fixture's, an import's; ``phase`` and ``path`` are where that code reached it)
+    or ``state`` (it reads a module-level name, ``names``, that changed code changed in place
+    in another test: a registry, a cache)."""
 
     symbol: str
     change: str
@@ -140,15 +142,17 @@ def affected_tests(
         if reasons:
             out.append(Affected(test_id, str(test.record.get("outcome")), reasons))
     symbols = [s for s in base.get("symbols") or () if isinstance(s, Mapping)]
+    source = SourceReader(symbols, module_of, source_of)
     shared = _shared(
         out,
         tests.get(IMPORT_TEST_ID),
         lambda test: _reasons(test, changes, containers, unparsed, reads, every_path=True),
         frozenset(s for s, kind in kinds.items() if kind in _CONTAINER_KINDS),
-        scope_reader(symbols, module_of, source_of),
+        source.scope,
         module_kinds(symbols, tests),
     )
-    if not shared:
+    touched = _touched_globals(out, tests, source)
+    if not shared and not touched:
         return out
     listed = {item.test for item in out}
     for test_id, test in sorted(tests.items()):
@@ -160,9 +164,63 @@ def affected_tests(
                 found[reason.symbol] = Reason(
                     reason.symbol, reason.change, "shared", reason.phase, reason.path
                 )
+        for reason in _reads_touched(test, touched) if touched else ():
+            found.setdefault(reason.symbol, reason)
         if found:
             out.append(Affected(test_id, str(test.record.get("outcome")), list(found.values())))
     return sorted(out, key=lambda item: item.test)
+
+
+def _touched_globals(
+    affected: list[Affected], tests: Mapping[str, TestIndex], source: SourceReader
+) -> dict[str, Reason]:
+    """Module-level names changed code may have changed for the tests after it: in each
+    call of changed code, the names its code and the code it called change in place or
+    assign (``NAMES.append(...)`` in ``register``, read from base's source), and the globals
+    whose state a call of it found otherwise on exit than on entry. A name whose writer's
+    source cannot be read counts when the call records state of it at all."""
+    touched: dict[str, Reason] = {}
+    for item in affected:
+        test = tests.get(item.test)
+        if test is None:
+            continue
+        for reason in item.reasons:
+            if reason.via != "call" or reason.phase not in test.phases:
+                continue
+            depth = len(reason.path)
+            for path, node in test.phases[reason.phase].nodes.items():
+                if path[:depth] != reason.path or node.get("type") != TYPE_CALL:
+                    continue
+                written = source.written(element_symbol(path[-1]) or "")
+                entry: dict[str, object] = {}
+                for fact in node.get("state") or ():
+                    target = str(fact.get("target") or "")
+                    if not target.startswith("global:"):
+                        continue
+                    name = target[len("global:") :]
+                    if fact.get("when") == "entry":
+                        entry[name] = fact.get("bucket")
+                    elif name in entry and entry[name] != fact.get("bucket"):
+                        touched.setdefault(name, reason)
+                    if written is None:
+                        touched.setdefault(name, reason)
+                for name in written or ():
+                    touched.setdefault(name, reason)
+    return touched
+
+
+def _reads_touched(test: TestIndex, touched: Mapping[str, Reason]) -> list[Reason]:
+    """``test``'s reads of a global that changed code may have changed (``via: state``)."""
+    out: list[Reason] = []
+    for phase_name, phase in test.phases.items():
+        for path, node in phase.nodes.items():
+            for name in _state_names(node, ("global:",)):
+                writer = touched.get(name)
+                if writer is not None:
+                    out.append(
+                        Reason(writer.symbol, writer.change, "state", phase_name, path, (), (name,))
+                    )
+    return out
 
 
 def _shared(
@@ -204,11 +262,13 @@ class _Reads:
     names: Mapping[str, list[SymbolChange]]
 
 
-def _state_names(node: Mapping[str, Any]) -> set[str]:
+def _state_names(
+    node: Mapping[str, Any], prefixes: tuple[str, ...] = ("global:", "self.")
+) -> set[str]:
     out: set[str] = set()
     for fact in node.get("state") or ():
         target = str(fact.get("target") or "")
-        for prefix in ("global:", "self."):
+        for prefix in prefixes:
             if target.startswith(prefix):
                 out.add(target[len(prefix) :])
     return out

@@ -95,38 +95,127 @@ def _definition(
     return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
+#: Methods that change the object they are called on (a list's, a dict's, a set's).
+_MUTATORS: Final = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "pop",
+        "popitem",
+        "clear",
+        "sort",
+        "reverse",
+        "add",
+        "discard",
+        "update",
+        "setdefault",
+        "appendleft",
+        "extendleft",
+        "__setitem__",
+        "__delitem__",
+    }
+)
+
+
+def written_globals(source: str, qualname: str) -> frozenset[str] | None:
+    """The names a function may change beyond its own call (None: its source cannot be read):
+    those it declares ``global`` and assigns, and those whose object it changes in place
+    (``NAMES.append(x)``, ``CACHE[key] = v``, ``registry.NAMES.clear()``, ``COUNT += 1``
+    with ``global``; the last attribute of a chain names the object). Its own parameters and
+    locals are no such names."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    node = _definition(tree, qualname.split(".<locals>.", 1)[0].split("."))
+    if node is None:
+        return None
+    declared: set[str] = set()
+    local: set[str] = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    changed: set[str] = set()
+    for item in ast.walk(node):
+        if isinstance(item, ast.Global | ast.Nonlocal):
+            declared.update(item.names)
+        elif isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store | ast.Del):
+            local.add(item.id)
+            changed.add(item.id)
+        elif isinstance(item, ast.Subscript | ast.Attribute) and isinstance(
+            item.ctx, ast.Store | ast.Del
+        ):
+            changed.add(_object_name(item.value))
+        elif (
+            isinstance(item, ast.Call)
+            and isinstance(item.func, ast.Attribute)
+            and item.func.attr in _MUTATORS
+        ):
+            changed.add(_object_name(item.func.value))
+    changed.discard("")
+    return frozenset(name for name in changed if name in declared or name not in local)
+
+
+def _object_name(node: ast.expr) -> str:
+    """The name an expression's object goes by: ``NAMES``, ``registry.NAMES`` → ``NAMES``,
+    ``CACHE[k]`` → ``CACHE``; empty for anything else (a call's result)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
 ScopeOf = Callable[[str], str | None]
 
 
-def scope_reader(
-    symbols: Iterable[Mapping[str, object]],
-    module_of: Callable[[str], str | None],
-    source_of: Callable[[str], str | None] | None,
-) -> ScopeOf:
-    """``symbol`` → the fixture scope of its function (:func:`fixture_scope`), read from base's
-    source (``source_of(path)``) at the path base's symbol table gives it; None when any of
-    that is missing."""
-    paths = {
-        str(entry.get("id")): str(entry.get("path"))
-        for entry in symbols
-        if entry.get("path") is not None
-    }
-    sources: dict[str, str | None] = {}
+class SourceReader:
+    """What base's source says of a function symbol, at the path base's symbol table gives
+    it (``source_of(path)``: base's text of a file); each file read once."""
 
-    def scope_of(symbol: str) -> str | None:
-        path = paths.get(symbol.split("#", 1)[0])
-        if path is None or source_of is None:
+    def __init__(
+        self,
+        symbols: Iterable[Mapping[str, object]],
+        module_of: Callable[[str], str | None],
+        source_of: Callable[[str], str | None] | None,
+    ) -> None:
+        self._paths = {
+            str(entry.get("id")): str(entry.get("path"))
+            for entry in symbols
+            if entry.get("path") is not None
+        }
+        self._module_of = module_of
+        self._source_of = source_of
+        self._sources: dict[str, str | None] = {}
+        self._written: dict[str, frozenset[str] | None] = {}
+
+    def _located(self, symbol: str) -> tuple[str, str] | None:
+        """(source, qualname) of ``symbol``; None when any of it is unknown."""
+        symbol = symbol.split("#", 1)[0]
+        path = self._paths.get(symbol)
+        if path is None or self._source_of is None:
             return None
-        module = module_of(path)
-        name = symbol.split("#", 1)[0].removeprefix(SYMBOL_PREFIX)
+        module = self._module_of(path)
+        name = symbol.removeprefix(SYMBOL_PREFIX)
         if module is None or not name.startswith(module + "."):
             return None
-        if path not in sources:
-            sources[path] = source_of(path)
-        source = sources[path]
-        return fixture_scope(source, name[len(module) + 1 :]) if source is not None else None
+        if path not in self._sources:
+            self._sources[path] = self._source_of(path)
+        source = self._sources[path]
+        return (source, name[len(module) + 1 :]) if source is not None else None
 
-    return scope_of
+    def scope(self, symbol: str) -> str | None:
+        """:func:`fixture_scope` of ``symbol``."""
+        located = self._located(symbol)
+        return fixture_scope(*located) if located is not None else None
+
+    def written(self, symbol: str) -> frozenset[str] | None:
+        """:func:`written_globals` of ``symbol`` (None: unknown)."""
+        if symbol not in self._written:
+            located = self._located(symbol)
+            self._written[symbol] = written_globals(*located) if located is not None else None
+        return self._written[symbol]
 
 
 def fixture_domain(test_id: str, top: str, scope_of: ScopeOf) -> str | None:
@@ -183,11 +272,12 @@ __all__ = [
     "FIXTURE_PHASES",
     "SCOPES",
     "ScopeOf",
+    "SourceReader",
     "fixture_domain",
     "fixture_scope",
     "import_domain",
     "in_domain",
     "module_kinds",
-    "scope_reader",
     "test_file",
+    "written_globals",
 ]

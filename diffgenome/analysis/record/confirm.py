@@ -25,7 +25,6 @@ from diffgenome.analysis.record.worktree import Workspace
 from diffgenome.protocol.runs import ORIGIN_CONFIRMATION
 from diffgenome.protocol.selection import (
     ALL_CASES,
-    case_indexed,
     node_id,
     path_words,
     pytest_node_id,
@@ -203,16 +202,15 @@ def _only(
 
     ``--genome-only`` names them by recorded id, so that a path among the user's
     arguments (``-- tests``: sqlparse's 465 tests were all recorded again for 3 that
-    differed) cannot widen the selection. The node ids are also given as arguments, which
-    spares collecting the other files: where the user's arguments hold no word pytest
-    reads as a path (an option's value, ``-o addopts=``, is none), and where every such
-    word is a path each node id lies under (``-- tests``), which the node ids then stand
-    for. Not where a word may be a path or an unknown option's value
-    (:func:`path_words`), not when ``whole``: then pytest collects what the first
-    recordings collected, so that the confirming ``<import>`` records are the whole import
-    too, comparable with each other (confirmation in one place). Nor when a test's id
-    ends in an index (``#1``, items that share a node id): handed to pytest without it, a
-    node id that ends so by itself would select nothing, and pytest would stop on it.
+    differed) cannot widen the selection. The tests' files (``node_ids``,
+    :func:`_node_ids`) are also given as arguments, which spares collecting the other
+    files: where the user's arguments hold no word pytest reads as a path (an option's
+    value, ``-o addopts=``, is none), and where every such word is a path each file lies
+    under (``-- tests``), which the files then stand for. Not where a word may be a path
+    or an unknown option's value (:func:`path_words`), not when ``whole``: then pytest
+    collects what the first recordings collected, so that the confirming ``<import>``
+    records are the whole import too, comparable with each other (confirmation in one
+    place).
 
     The file is named by what it lists: the same tests confirmed on both sides give both
     sides the same command line, which tests can read (``sys.argv`` in a profile).
@@ -226,7 +224,7 @@ def _only(
     only = [f"--genome-only={listed}"]
     user = list(pytest_args)
     words = path_words(user)
-    if whole or words is None or "--" in user or any(case_indexed(t) for t in wanted):
+    if whole or words is None or "--" in user:
         return user, only
     paths = [user[index] for index in words]
     if paths and not all(any(_under(node, path) for path in paths) for node in node_ids):
@@ -241,9 +239,13 @@ def _under(node: str, path: str) -> bool:
 
 
 def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
-    """pytest node ids (relative to where pytest runs, ``prefix`` of the repository) of
-    recorded test ids (relative to the repository root); subtests confirm through their
-    test."""
+    """The files (pytest node ids of modules, relative to where pytest runs, ``prefix`` of
+    the repository) of recorded test ids (relative to the repository root), sorted as pytest
+    collects a folder. Files, not the tests' own node ids: pytest runs node ids in the order
+    they are given, and a test that reads what an earlier test of its file left (a registry
+    ``register`` fills, read by the next test) ran before it in the confirming recordings of
+    both sides, failed on both, and its change read as ``unstable``. A file collects its
+    tests in their order; ``--genome-only`` still narrows them to those confirmed."""
     out: dict[str, None] = {}
     for test_id in test_ids:
         if test_id == IMPORT_TEST_ID or not test_id.startswith(prefix):
@@ -251,8 +253,8 @@ def _node_ids(prefix: str, test_ids: Sequence[str]) -> list[str]:
         relative = test_id[len(prefix) :]
         if relative.endswith(ALL_CASES):  # every case of a function: the function's node id
             relative = relative[: -len(ALL_CASES)]
-        out[pytest_node_id(relative)] = None
-    return list(out)
+        out[pytest_node_id(relative).split("::", 1)[0]] = None
+    return sorted(out)
 
 
 __all__ = ["CONFIRMATIONS", "Settled", "confirm"]

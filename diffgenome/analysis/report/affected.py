@@ -22,6 +22,7 @@ _HOW = {
     "unparsed": "run{s} code of an unparsable changed file",
     "reads": "read{s} {names}, bound by a changed statement",
     "shared": "may use what a fixture or an import made with it for many tests",
+    "state": "read{s} {names}, which it changes in place",
 }
 
 
