@@ -53,6 +53,17 @@ class TestThing:
     def per_class(self):
         return 1
 
+    @classmethod
+    def setup_class(cls):
+        pass
+
+    def setup_method(self):
+        pass
+
+
+def setup_module():
+    pass
+
 
 @pytest.fixture(scope="module")
 def plain():  # redefined: the last definition is in force
@@ -70,6 +81,9 @@ def plain():  # redefined: the last definition is in force
         ("decided_at_run_time", None),
         ("helper", None),
         ("TestThing.per_class", "class"),
+        ("TestThing.setup_class", "class"),
+        ("TestThing.setup_method", "function"),
+        ("setup_module", "module"),
         ("plain", "module"),
         ("missing", None),
     ],

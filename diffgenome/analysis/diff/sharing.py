@@ -34,12 +34,30 @@ _FILE_SCOPES: Final = frozenset({"class", "module"})
 FIXTURE_PHASES: Final = frozenset({"setup", "teardown"})
 #: Every test: the domain of a value whose sharing cannot be bounded.
 EVERY_TEST: Final = ""
+#: The set-up and tear-down functions pytest and unittest call by name, and their scopes.
+_BY_NAME: Final = {
+    "setup_module": "module",
+    "teardown_module": "module",
+    "setUpModule": "module",
+    "tearDownModule": "module",
+    "setup_class": "class",
+    "teardown_class": "class",
+    "setUpClass": "class",
+    "tearDownClass": "class",
+    "setup_method": "function",
+    "teardown_method": "function",
+    "setup_function": "function",
+    "teardown_function": "function",
+    "setUp": "function",
+    "tearDown": "function",
+}
 
 
 def fixture_scope(source: str, qualname: str) -> str | None:
     """The scope of the fixture ``qualname`` defines in ``source`` (a finalizer defined in a
-    fixture counts as that fixture: ``price.<locals>.done`` is ``price``'s); None when the
-    function is not decorated as a fixture or its scope is no literal (a callable decides)."""
+    fixture counts as that fixture: ``price.<locals>.done`` is ``price``'s), or of the
+    set-up function pytest or unittest calls by its name (``setup_module``, ``setUpClass``);
+    None when it is neither or its scope is no literal (a callable decides)."""
     owner = qualname.split(".<locals>.", 1)[0]
     try:
         tree = ast.parse(source)
@@ -71,7 +89,7 @@ def fixture_scope(source: str, qualname: str) -> str | None:
                 value = keyword.value
                 scope = value.value if isinstance(value, ast.Constant) else None
         return scope if isinstance(scope, str) and scope in SCOPES else None
-    return None
+    return _BY_NAME.get(node.name)
 
 
 def _definition(
