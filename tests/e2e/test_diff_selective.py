@@ -230,6 +230,13 @@ def test_a_selective_diff_that_carries_nothing_says_why(tmp_path: Path) -> None:
     ) in said.stdout, said.stdout
 
 
+def _failing_discount(repo: GitRepo, tmp_path: Path) -> tuple[int, Any]:
+    """A deeper discount committed, diffed with ``--selective``: a test now fails (exit 3)."""
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
+    repo.commit_all("a deeper discount")
+    return cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,))
+
+
 def test_a_module_fixture_that_reaches_the_change_reaches_every_test_of_its_module(
     tmp_path: Path,
 ) -> None:
@@ -278,11 +285,7 @@ def test_a_module_fixture_that_reaches_the_change_reaches_every_test_of_its_modu
             """,
         },
     )
-    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
-    repo.commit_all("a deeper discount")
-    code, document = cli_json(
-        repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,)
-    )
+    code, document = _failing_discount(repo, tmp_path)
     tests = _tests(document)
     second = tests["test_second"]
     assert second["status"] == "changed", second
@@ -316,11 +319,7 @@ def test_a_value_a_module_made_at_import_reaches_every_test(tmp_path: Path) -> N
             """,
         },
     )
-    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
-    repo.commit_all("a deeper discount")
-    code, document = cli_json(
-        repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,)
-    )
+    code, document = _failing_discount(repo, tmp_path)
     tests = _tests(document)
     default = tests["test_default"]
     assert (default["outcome"]["base"], default["outcome"]["head"]) == ("passed", "failed")
