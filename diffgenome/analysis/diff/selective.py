@@ -45,7 +45,7 @@ class Plan:
     carried: tuple[str, ...] = ()
     full: str | None = None
     #: How many of base's tests were kept to be recorded, by why: ``reach`` (they reach the
-    #: change), ``file`` (their file changed), ``unverified`` (their evidence is incomplete).
+    #: change), ``file`` (their file changed), ``incomplete`` (their evidence is incomplete).
     kept: tuple[tuple[str, int], ...] = ()
 
     def nothing_carried(self) -> str | None:
@@ -59,7 +59,7 @@ class Plan:
                 "is in a changed test file (an edited test file is recorded whole)",
                 "are in a changed test file (an edited test file is recorded whole)",
             ),
-            "unverified": ("was not verified at base", "were not verified at base"),
+            "incomplete": ("was not verified at base", "were not verified at base"),
         }
         parts = [f"{n} {words[why][n != 1]}" for why, n in self.kept if n]
         return "--selective carried no test: of base's tests, " + "; ".join(parts)
@@ -91,7 +91,7 @@ def plan(
         return Plan(full=f"{code.unparsed[0]} could not be parsed")
     reached = {item.test for item in affected_tests(dict(base), code, module_of, source_of)}
     carried: list[str] = []
-    kept = {"reach": 0, "file": 0, "unverified": 0}
+    kept = {"reach": 0, "file": 0, "incomplete": 0}
     for record in base.get("tests") or ():
         test_id = str(record.get("id"))
         if test_id == IMPORT_TEST_ID:
@@ -99,7 +99,7 @@ def plan(
         if test_id in reached:
             kept["reach"] += 1
         elif not record.get("verified", False):
-            kept["unverified"] += 1
+            kept["incomplete"] += 1
         elif _in_changed_file(test_id, changed):
             kept["file"] += 1
         else:
