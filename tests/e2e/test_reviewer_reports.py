@@ -515,3 +515,35 @@ def test_affected_ids_with_a_space_reach_pytest_whole(tmp_path: Path) -> None:
     assert "2 passed" in selected.stdout.splitlines()[-1]
     split = run(repo, "bash", "-c", f"{PY} -m pytest -p no:randomly $(cat affected.txt)")
     assert split.returncode == 4, split.stdout + split.stderr  # "a" and "b]" are no tests
+
+
+def test_affected_ids_from_a_folder_beside_the_tests_name_them_from_there(
+    tmp_path: Path,
+) -> None:
+    """Run from the package's folder (inflection's tests are above it), the ids were written
+    from the top, and ``pytest @affected.txt`` there found no such file; they are written
+    as pytest takes them where it runs: ``../tests/test_core.py::…``."""
+    repo = tmp_path / "top"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def words(text):\n    return text.split()\n",
+        "tests/test_core.py": (
+            "from pkg.core import words\n\n\ndef test_words():\n    assert words('a b')\n"
+        ),
+        "pytest.ini": "[pytest]\npythonpath = .\n",
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git_in(repo, "init", "-q")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-qm", "base")
+    core = repo / "pkg" / "core.py"
+    core.write_text(core.read_text().replace("text.split()", "text.split(' ')"))
+    git_in(repo, "commit", "-qam", "split on spaces only")
+    below = repo / "pkg"
+    ids = dg(below, "affected", "HEAD~1", "HEAD", "--ids", "-q", "--", "-p", "no:randomly", "..")
+    assert ids.stdout.splitlines() == ["../tests/test_core.py::test_words"], ids.stderr
+    (below / "affected.txt").write_text(ids.stdout)
+    selected = run(below, PY, "-m", "pytest", "-p", "no:randomly", "@affected.txt")
+    assert "1 passed" in selected.stdout.splitlines()[-1], selected.stdout + selected.stderr

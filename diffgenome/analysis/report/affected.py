@@ -8,6 +8,7 @@ JSON (``--json``) keeps every path and decision of every test.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 
 from diffgenome.analysis.diff.affected import Affected, Reason
@@ -86,14 +87,17 @@ def _sites(reasons: Iterable[Reason]) -> list[str]:
 
 def render_ids(affected: list[Affected], prefix: str) -> str:
     """``--ids``: one pytest node id per line, as pytest takes them where diffgenome runs
-    (``prefix``, the folder below the git top, is cut off), ready for ``pytest $(...)``; a
-    subtest is its test, a case whose id the secret rules masked is its function (pytest
-    knows no masked id), and each is there once."""
+    (``prefix``, the folder below the git top: a test under it is named from there, one
+    above or beside it through ``..``, as inflection's top-level ``test_inflection.py`` is
+    from its package folder), ready for ``pytest @FILE``; a subtest is its test, a case
+    whose id the secret rules masked is its function (pytest knows no masked id), and each
+    is there once."""
     out: dict[str, None] = {}
     for item in affected:
         node = pytest_node_id(item.test)
-        if prefix and node.startswith(prefix):
-            node = node[len(prefix) :]
+        if prefix:
+            file, sep, rest = node.partition("::")
+            node = posixpath.relpath(file, prefix.rstrip("/")) + sep + rest
         out[node] = None
     return "".join(f"{node}\n" for node in out)
 
