@@ -479,6 +479,16 @@ def test_a_gap_names_its_predicate_and_place_and_links_it(proj: Path, tmp_path: 
     )
 
 
+def _committed(repo: Path, files: dict[str, str]) -> None:
+    """``files`` written into ``repo`` and committed as its first commit, ``base``."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git_in(repo, "init", "-q")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-qm", "base")
+
+
 def test_affected_ids_with_a_space_reach_pytest_whole(tmp_path: Path) -> None:
     """A parametrized id with a space in it (python-dotenv has eleven): through pytest's
     argument file, as the README writes it, each line is one argument; ``pytest $(…)``
@@ -493,12 +503,7 @@ def test_affected_ids_with_a_space_reach_pytest_whole(tmp_path: Path) -> None:
             "def test_words(text):\n    assert words(text)\n"
         ),
     }
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git_in(repo, "init", "-q")
-    git_in(repo, "add", "-A")
-    git_in(repo, "commit", "-qm", "base")
+    _committed(repo, files)
     done = run(repo, PY, "-m", "pytest", "-q", "-p", "no:randomly", "--genome")
     assert done.returncode == 0, done.stdout + done.stderr
     core = repo / "pkg" / "core.py"
@@ -532,12 +537,7 @@ def test_affected_ids_from_a_folder_beside_the_tests_name_them_from_there(
         ),
         "pytest.ini": "[pytest]\npythonpath = .\n",
     }
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git_in(repo, "init", "-q")
-    git_in(repo, "add", "-A")
-    git_in(repo, "commit", "-qm", "base")
+    _committed(repo, files)
     core = repo / "pkg" / "core.py"
     core.write_text(core.read_text().replace("text.split()", "text.split(' ')"))
     git_in(repo, "commit", "-qam", "split on spaces only")
