@@ -7,9 +7,11 @@ class), or it reads a name that a changed statement binds (``via: reads``: a fun
 same file whose code reads the name, or any recorded state fact ``global:NAME`` or
 ``self.NAME``). A changed body statement that does more than bind names (a call, an assert)
 has effects no name tells: then every test that ran code of that module or class is selected,
-as before (``via: module``/``class``). Each reason names the changed symbol and the call path
-through which the test reached it, so the selection can be audited. Tests added at head have
-no base genome and are never listed: run them as well.
+as before (``via: module``/``class``). A test that may use what changed code made once for
+many tests (a wider fixture's value, an import's) or left in a module-level name is affected
+too (``via: shared``/``state``, diff/sharing.py). Each reason names the changed symbol and
+the call path through which the test reached it, so the selection can be audited. Tests added
+at head have no base genome and are never listed: run them as well.
 """
 
 from __future__ import annotations
@@ -97,9 +99,10 @@ def affected_tests(
     """The base document's tests that reach ``code``'s changes, sorted by test id (the base
     document read in head's names where the mapping pairs code, as ``code`` names it), with
     those that may use a value computed once for many tests by code that reaches them
-    (``via: shared``, diff/sharing.py). ``source_of(path)``: base's source of a file, where
-    the scopes of fixtures are read (without it, a change reached in a fixture reaches every
-    test)."""
+    (``via: shared``) and those that read a global changed code changes in place (``via:
+    state``), diff/sharing.py. ``source_of(path)``: base's source of a file, where fixture
+    scopes and the names a function changes are read (without it, a change reached in a
+    fixture reaches every test, and every global a changed call records counts)."""
     base = translated(base, code.mapping)
     changes = {c.symbol: c for c in code.symbols if c.change != CODE_ADDED}
     kinds = {
