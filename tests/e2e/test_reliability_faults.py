@@ -435,13 +435,16 @@ def test_first():
 
 
 def test_fills_the_disk():
-    with open(os.environ["FILLER"], "wb") as out:
-        try:
-            for _ in range(256):  # 16 MB at most: the disk is a 2 MB tmpfs
-                out.write(b"x" * 65536)
-                out.flush()
-        except OSError:
-            pass  # the disk is full, and stays full to the end of the session
+    # Unbuffered: a buffered file keeps the bytes a failed write left over and raises again
+    # when closed, whenever the free space is not a whole number of chunks.
+    out = os.open(os.environ["FILLER"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for _ in range(256):  # 16 MB at most: the disk is a 2 MB tmpfs
+            os.write(out, b"x" * 65536)
+    except OSError:
+        pass  # the disk is full, and stays full to the end of the session
+    finally:
+        os.close(out)
 
 
 def test_after_the_disk_is_full():
