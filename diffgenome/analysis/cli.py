@@ -592,7 +592,9 @@ def _run_affected(args: argparse.Namespace) -> int:
         )
     base = prepared.base.document
     module_of = module_namer([base])
-    found = affected_tests(base, prepared.code_changes, module_of, prepared.base_source)
+    found = affected_tests(
+        base, prepared.code_changes, module_of, prepared.base_source, prepared.base_imports
+    )
     if args.ids:
         # Only the ids: for `pytest $(diffgenome affected main HEAD --ids)` where this runs.
         write_output(render_ids(found, request.place.prefix), None)

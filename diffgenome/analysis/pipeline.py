@@ -25,6 +25,7 @@ from diffgenome.analysis.diff.codechanges import (
     same_program,
 )
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
+from diffgenome.analysis.diff.importers import ImportGraph, import_graph
 from diffgenome.analysis.diff.instability import first_round_settles
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.diff.selective import plan
@@ -58,6 +59,8 @@ class Prepared:
     #: Base's source of a file (path from the repository's top); None where base's code
     #: cannot be read.
     base_source: Callable[[str], str | None] | None = None
+    #: The imports of base's Python files (None where base's code cannot be read).
+    base_imports: Callable[[], ImportGraph] | None = None
 
 
 def prepare(options: Options, *, need_head_recording: bool = True) -> Prepared:
@@ -320,8 +323,29 @@ def _prepare(
     code_changes = _code_changes(sides, notes, base, head)
     _load_sides(sides, base, head, code_changes)
     repo, side = sides.repo, base.code
-    source = (lambda path: repo.read(side, path)) if repo is not None and side is not None else None
-    return Prepared(base, head, code_changes, notes, source)
+    if repo is None or side is None:
+        return Prepared(base, head, code_changes, notes)
+    return Prepared(
+        base,
+        head,
+        code_changes,
+        notes,
+        lambda path: repo.read(side, path),
+        base_imports(repo, side),
+    )
+
+
+def base_imports(repo: Repository, side: str) -> Callable[[], ImportGraph]:
+    """The imports of ``side``'s Python files, read when first asked for (only a change a
+    module's import reached asks, diff/importers.py)."""
+
+    def read() -> ImportGraph:
+        return import_graph(
+            lambda: repo.files(side, lambda path: path.endswith(".py")),
+            lambda paths: repo.read_many(side, paths),
+        )
+
+    return read
 
 
 def _load_sides(sides: Sides, base: Side, head: Side, code_changes: CodeChangeInput | None) -> None:
@@ -388,6 +412,7 @@ def _carrier(sides: Sides, notes: list[str]) -> Callable[[Side, str], Sequence[s
             code,
             module_namer([base.document]),
             lambda path: repo.read(side, path),
+            base_imports(repo, side),
         )
         if chosen.full is not None:
             notes.append(f"--selective recorded every test at head: {chosen.full}")

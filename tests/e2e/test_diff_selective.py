@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.helpers import GitRepo, cli, cli_json, write_files
 
 PROJECT = {
@@ -298,10 +300,15 @@ def test_a_module_fixture_that_reaches_the_change_reaches_every_test_of_its_modu
     assert "may use what a fixture or an import made with it for many tests" in listed, listed
 
 
-def test_a_value_a_module_made_at_import_reaches_every_test(tmp_path: Path) -> None:
+def test_a_value_a_module_made_at_import_reaches_the_tests_that_import_it(
+    tmp_path: Path,
+) -> None:
     """``DEFAULT = net(100)`` in a module of the package runs when it is imported, under no
-    test: any test may read it. A test that asserts on it was carried over, ``unchanged``,
-    while at head it fails; now every test is recorded."""
+    test: a test that asserts on it was carried over, ``unchanged``, while at head it fails.
+    Then every test was recorded; now the tests whose files import that module (directly,
+    through another module, through a conftest's fixture) are, and the others are carried
+    (packaging: a helper of its property tests built Versions at import, and not one of
+    62,424 tests was carried)."""
     repo = _repo(
         tmp_path,
         {
@@ -317,14 +324,126 @@ def test_a_value_a_module_made_at_import_reaches_every_test(tmp_path: Path) -> N
                 def test_default():
                     assert config.DEFAULT > 70
             """,
+            "tests/conftest.py": "",
+            "tests/helpers.py": """
+                from pkg.prices import net
+
+                PRICE = net(10)
+            """,
+            "tests/more.py": """
+                from helpers import PRICE
+
+                DOUBLE = PRICE * 2
+            """,
+            "tests/test_helper_direct.py": """
+                from helpers import PRICE
+
+
+                def test_price():
+                    assert PRICE > 7
+            """,
+            "tests/test_helper_through.py": """
+                import more
+
+
+                def test_double():
+                    assert more.DOUBLE > 14
+            """,
+            "tests/sub/conftest.py": """
+                import pytest
+
+                from helpers import PRICE
+
+
+                @pytest.fixture
+                def price():
+                    return PRICE
+            """,
+            "tests/sub/test_fixture_user.py": """
+                def test_fixture(price):
+                    assert price > 7
+            """,
         },
     )
     code, document = _failing_discount(repo, tmp_path)
     tests = _tests(document)
-    default = tests["test_default"]
-    assert (default["outcome"]["base"], default["outcome"]["head"]) == ("passed", "failed")
-    assert document["summary"]["carried"] == 0
+    for name in ("test_default", "test_price", "test_double", "test_fixture"):
+        seen = tests[name]
+        assert (seen["outcome"]["base"], seen["outcome"]["head"]) == ("passed", "failed"), seen
+    for name in ("test_title", "test_title_twice", "test_rows"):
+        assert tests[name]["reasons"], tests[name]  # carried
+    assert document["summary"]["carried"] == 3
     assert code == 3  # a test now fails
+
+
+_HANDED_ON = {
+    "a bare call": """
+        from pkg.prices import net
+        from pkg.registry import NAMES
+
+        NAMES.append(net(100))
+    """,
+    "a call that keeps it": """
+        from pkg.prices import net
+        from pkg.registry import remember
+
+        DEFAULT = remember(net(100))
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(_HANDED_ON))
+def test_a_value_an_import_hands_to_another_module_reaches_every_test(
+    tmp_path: Path, how: str
+) -> None:
+    """What a module makes at import can leave its namespace: a body that appends it to
+    another module's list, a function it calls that keeps it there. A test that reads that
+    list without importing the module sees it all the same (an earlier test imported it);
+    such an import reaches every test."""
+    repo = _repo(
+        tmp_path,
+        {
+            "pkg/registry.py": """
+                NAMES = []
+
+
+                def remember(value):
+                    NAMES.append(value)
+                    return value
+            """,
+            "pkg/config.py": _HANDED_ON[how],
+            "tests/test_a_config.py": """
+                import pkg.config
+
+
+                def test_imports_it():
+                    assert pkg.config
+            """,
+            "tests/test_z_reads.py": """
+                from pkg.registry import NAMES
+
+
+                def test_reads_the_list():
+                    assert NAMES[0] > 70
+            """,
+        },
+    )
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
+    repo.commit_all("a deeper discount")
+    _, document = cli_json(
+        repo.path,
+        tmp_path,
+        "diff",
+        "HEAD~1",
+        "HEAD",
+        "--selective",
+        "--no-confirm",
+        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
+        codes=(3,),
+    )
+    read = _tests(document)["test_reads_the_list"]
+    assert (read["outcome"]["base"], read["outcome"]["head"]) == ("passed", "failed"), read
+    assert document["summary"]["carried"] == 0
 
 
 def test_a_test_that_reads_what_changed_code_left_in_a_module_is_recorded(

@@ -106,9 +106,9 @@ def test_what_an_import_made_is_shared_by_the_innermost_module_on_its_path() -> 
     kinds = {"py:tests.test_a": "tests/test_a.py", "py:pkg.config": EVERY_TEST}
     through_test_module = ("py:tests.test_a", "py:pkg.prices.net")
     through_package = ("py:tests.test_a", "py:pkg.config", "py:pkg.prices.net")
-    assert import_domain(through_test_module, kinds.get) == "tests/test_a.py"
-    assert import_domain(through_package, kinds.get) == EVERY_TEST
-    assert import_domain(("py:pkg.prices.net",), kinds.get) == EVERY_TEST
+    assert import_domain(through_test_module, kinds.get) == (0, "tests/test_a.py")
+    assert import_domain(through_package, kinds.get) == (1, EVERY_TEST)
+    assert import_domain(("py:pkg.prices.net",), kinds.get) == (-1, EVERY_TEST)
 
 
 WRITERS = """

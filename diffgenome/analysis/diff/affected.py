@@ -22,15 +22,20 @@ from typing import Any
 
 from diffgenome.analysis.diff.align import PhaseIndex, TestIndex, element_symbol, index_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput, SymbolChange
+from diffgenome.analysis.diff.importers import ImportGraph
 from diffgenome.analysis.diff.mapping import translated
 from diffgenome.analysis.diff.sharing import (
+    EVERY_TEST,
     FIXTURE_PHASES,
+    Domain,
     ScopeOf,
     SourceReader,
+    body_keeps_to_itself,
     fixture_domain,
     import_domain,
     in_domain,
     module_kinds,
+    test_file,
 )
 from diffgenome.protocol.vocab import (
     CODE_ADDED,
@@ -95,6 +100,7 @@ def affected_tests(
     code: CodeChangeInput,
     module_of: Callable[[str], str | None],
     source_of: Callable[[str], str | None] | None = None,
+    graph_of: Callable[[], ImportGraph] | None = None,
 ) -> list[Affected]:
     """The base document's tests that reach ``code``'s changes, sorted by test id (the base
     document read in head's names where the mapping pairs code, as ``code`` names it), with
@@ -102,7 +108,9 @@ def affected_tests(
     (``via: shared``) and those that read a global changed code changes in place (``via:
     state``), diff/sharing.py. ``source_of(path)``: base's source of a file, where fixture
     scopes and the names a function changes are read (without it, a change reached in a
-    fixture reaches every test, and every global a changed call records counts)."""
+    fixture reaches every test, and every global a changed call records counts);
+    ``graph_of()``: the imports of base's Python files, where the tests that can see what a
+    module made while imported are read (without it, every test can, diff/importers.py)."""
     base = translated(base, code.mapping)
     changes = {c.symbol: c for c in code.symbols if c.change != CODE_ADDED}
     kinds = {
@@ -146,6 +154,11 @@ def affected_tests(
             out.append(Affected(test_id, str(test.record.get("outcome")), reasons))
     symbols = [s for s in base.get("symbols") or () if isinstance(s, Mapping)]
     source = SourceReader(symbols, module_of, source_of)
+    seeing = (
+        _ImportSeers(source, kinds, graph_of, {test_file(t) for t in tests if t != IMPORT_TEST_ID})
+        if graph_of is not None
+        else None
+    )
     shared = _shared(
         out,
         tests.get(IMPORT_TEST_ID),
@@ -153,6 +166,7 @@ def affected_tests(
         frozenset(s for s, kind in kinds.items() if kind in _CONTAINER_KINDS),
         source.scope,
         module_kinds(symbols, tests),
+        seeing,
     )
     touched = _touched_globals(out, tests, source)
     if not shared and not touched:
@@ -233,13 +247,16 @@ def _shared(
     containers: frozenset[str],
     scope_of: ScopeOf,
     module_kind: Callable[[str], str | None],
-) -> list[tuple[str, Reason]]:
+    seeing: _ImportSeers | None = None,
+) -> list[tuple[Domain, Reason]]:
     """Each reason a value made once for many tests reached the change, with the tests that
     may use that value (a test file, or every test): a change reached in a setup or teardown
     under a fixture wider than one test, and a changed function (or a name a changed body
     binds) that a module ran while it was imported. A changed module or class body run at
-    import is no such value: who reads its names is the ``reads`` rule's."""
-    out: list[tuple[str, Reason]] = []
+    import is no such value: who reads its names is the ``reads`` rule's. ``seeing``: the
+    test files that can see what a module other than a test module made (every test
+    without it)."""
+    out: list[tuple[Domain, Reason]] = []
     for item in affected:
         for reason in item.reasons:
             if reason.phase not in FIXTURE_PHASES or not reason.path:
@@ -253,8 +270,70 @@ def _shared(
                 reason.via == "call" and reason.symbol in containers
             ):
                 continue
-            out.append((import_domain(reason.path, module_kind), reason))
+            at, made_by = import_domain(reason.path, module_kind)
+            shared_with: Domain = made_by
+            if made_by == EVERY_TEST and at >= 0 and seeing is not None:
+                shared_with = seeing.domain(reason.path[: at + 1], imports)
+            out.append((shared_with, reason))
     return out
+
+
+class _ImportSeers:
+    """The test files that can see what a module (not a test module) made while imported:
+    those whose imports reach it (diff/importers.py), when nothing of that import can have
+    handed what it made elsewhere. Every test otherwise: when the module's body, a class
+    body or module body it ran, or a module importing it, stores into another object or
+    calls for nothing but effects (``register(PRICE)``); when a function that import
+    called changes a global (or its source cannot be read); when its file is unknown."""
+
+    def __init__(
+        self,
+        source: SourceReader,
+        kinds: Mapping[str, str],
+        graph_of: Callable[[], ImportGraph],
+        test_files: set[str],
+    ) -> None:
+        self._source = source
+        self._kinds = kinds
+        self._graph_of = graph_of
+        self._graph: ImportGraph | None = None
+        self._test_files = test_files
+        self._found: dict[tuple[str, ...], Domain] = {}
+
+    def domain(self, prefix: tuple[str, ...], imports: TestIndex) -> Domain:
+        """``prefix``: ``<import>``'s path down to the module that made the value."""
+        if prefix not in self._found:
+            self._found[prefix] = self._domain(prefix, imports)
+        return self._found[prefix]
+
+    def _domain(self, prefix: tuple[str, ...], imports: TestIndex) -> Domain:
+        module = element_symbol(prefix[-1]) or ""
+        path = self._source.path(module)
+        if path is None or not self._import_keeps_to_itself(prefix, imports):
+            return EVERY_TEST
+        if self._graph is None:
+            self._graph = self._graph_of()
+        graph = self._graph
+        for importer in graph.importers(path) - {path}:
+            text = graph.source(importer)
+            if text is None or not body_keeps_to_itself(text, "", decorators=True):
+                return EVERY_TEST
+        return graph.test_files_seeing(path, self._test_files)
+
+    def _import_keeps_to_itself(self, prefix: tuple[str, ...], imports: TestIndex) -> bool:
+        """Whether every body and call the recording saw under ``prefix`` keeps to itself."""
+        depth = len(prefix)
+        for phase in imports.phases.values():
+            for path, _node in phase.calls():
+                if path[:depth] != prefix:
+                    continue
+                symbol = element_symbol(path[-1]) or ""
+                if self._kinds.get(symbol) in _CONTAINER_KINDS:
+                    if not self._source.keeps_to_itself(symbol):
+                        return False
+                elif self._source.written(symbol) != frozenset():
+                    return False
+        return True
 
 
 @dataclass(frozen=True)

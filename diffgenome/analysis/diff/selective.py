@@ -31,6 +31,7 @@ from typing import Any
 
 from diffgenome.analysis.diff.affected import affected_tests
 from diffgenome.analysis.diff.codechanges import CodeChangeInput
+from diffgenome.analysis.diff.importers import ImportGraph
 from diffgenome.protocol.vocab import IMPORT_TEST_ID
 
 #: The reason a carried test's entry gives.
@@ -71,11 +72,14 @@ def plan(
     code: CodeChangeInput,
     module_of: Callable[[str], str | None],
     source_of: Callable[[str], str | None] | None = None,
+    graph_of: Callable[[], ImportGraph] | None = None,
 ) -> Plan:
     """The tests of ``base`` (a genome document) that the change cannot reach. ``changed``:
     every path (from the repository's top) that differs between the sides, either name of a
     renamed one; ``code``: the code changes read from them; ``source_of(path)``: base's
-    source of a file, where the scopes of fixtures are read (diff/sharing.py)."""
+    source of a file, where the scopes of fixtures are read (diff/sharing.py); ``graph_of()``:
+    the imports of base's files, where the tests that can see what a module made while
+    imported are read (diff/importers.py)."""
     run = base.get("run") or {}
     if not run.get("complete", False):
         return Plan(full="base's run is incomplete")
@@ -89,7 +93,8 @@ def plan(
             return Plan(full=f"{path} changed (outside the code the recording names)")
     if code.unparsed:
         return Plan(full=f"{code.unparsed[0]} could not be parsed")
-    reached = {item.test for item in affected_tests(dict(base), code, module_of, source_of)}
+    found = affected_tests(dict(base), code, module_of, source_of, graph_of)
+    reached = {item.test for item in found}
     carried: list[str] = []
     kept = {"reach": 0, "file": 0, "incomplete": 0}
     for record in base.get("tests") or ():

@@ -93,8 +93,8 @@ def fixture_scope(source: str, qualname: str) -> str | None:
 
 
 def _definition(
-    tree: ast.Module, names: list[str]
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    tree: ast.Module, names: list[str], *, classes: bool = False
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
     body: list[ast.stmt] = tree.body
     found: ast.stmt | None = None
     for name in names:
@@ -110,6 +110,8 @@ def _definition(
         if found is None:
             return None
         body = found.body
+    if isinstance(found, ast.ClassDef):
+        return found if classes else None
     return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
@@ -148,7 +150,7 @@ def written_globals(source: str, qualname: str) -> frozenset[str] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     node = _definition(tree, qualname.split(".<locals>.", 1)[0].split("."))
-    if node is None:
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return None
     declared: set[str] = set()
     local: set[str] = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
@@ -185,6 +187,73 @@ def _object_name(node: ast.expr) -> str:
     return ""
 
 
+#: Class decorators that only read the class they are given (they register it nowhere).
+_READING_DECORATORS: Final = frozenset(
+    {"dataclass", "total_ordering", "final", "runtime_checkable", "unique"}
+)
+
+
+def body_keeps_to_itself(source: str, qualname: str, *, decorators: bool = False) -> bool:
+    """Whether the body of a module (``qualname`` empty) or of a class, as Python runs it
+    once, can hand what it makes to nothing but its own names: no statement that is a bare
+    call (``register(PRICE)``), no store into another object (``REGISTRY[k] = v``,
+    ``other.X = v``), no ``global``, no decorator called with arguments, no class decorator
+    but those that only read the class (``dataclass``). A call whose result is bound to a
+    name may still keep what it is given; the calls the recording saw are judged by what
+    their code writes (:func:`written_globals`). ``decorators``: any decorator passes (a
+    test module's ``@pytest.mark.parametrize(...)``, for a module that only imports the one
+    that made the value). False when the source cannot be read."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    body: list[ast.stmt] = tree.body
+    if qualname:
+        found = _definition(tree, qualname.split("."), classes=True)
+        if not isinstance(found, ast.ClassDef):
+            return False
+        body = found.body
+    return all(_keeps_to_itself(stmt, decorators) for stmt in body)
+
+
+def _keeps_to_itself(stmt: ast.stmt, decorators: bool) -> bool:
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    if isinstance(stmt, ast.Global | ast.Nonlocal):
+        return False
+    if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+        targets = stmt.targets if isinstance(stmt, ast.Assign | ast.Delete) else [stmt.target]
+        return not any(
+            isinstance(part, ast.Attribute | ast.Subscript)
+            and isinstance(part.ctx, ast.Store | ast.Del)
+            for target in targets
+            for part in ast.walk(target)
+        )
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        return decorators or not any(isinstance(d, ast.Call) for d in stmt.decorator_list)
+    if isinstance(stmt, ast.ClassDef):
+        return (decorators or all(_reading(d) for d in stmt.decorator_list)) and all(
+            _keeps_to_itself(inner, decorators) for inner in stmt.body
+        )
+    inner_bodies: list[list[ast.stmt]] = [
+        getattr(stmt, name) for name in ("body", "orelse", "finalbody") if hasattr(stmt, name)
+    ]
+    inner_bodies += [handler.body for handler in getattr(stmt, "handlers", ())]
+    inner_bodies += [case.body for case in getattr(stmt, "cases", ())]
+    return all(_keeps_to_itself(inner, decorators) for body in inner_bodies for inner in body)
+
+
+def _reading(decorator: ast.expr) -> bool:
+    name = (
+        decorator.attr
+        if isinstance(decorator, ast.Attribute)
+        else decorator.id
+        if isinstance(decorator, ast.Name)
+        else None
+    )
+    return name in _READING_DECORATORS
+
+
 ScopeOf = Callable[[str], str | None]
 
 
@@ -216,12 +285,21 @@ class SourceReader:
             return None
         module = self._module_of(path)
         name = symbol.removeprefix(SYMBOL_PREFIX)
-        if module is None or not name.startswith(module + "."):
+        if module is None or not (name == module or name.startswith(module + ".")):
             return None
         if path not in self._sources:
             self._sources[path] = self._source_of(path)
         source = self._sources[path]
         return (source, name[len(module) + 1 :]) if source is not None else None
+
+    def path(self, symbol: str) -> str | None:
+        """The file of ``symbol`` in base's symbol table (from the repository's top)."""
+        return self._paths.get(symbol.split("#", 1)[0])
+
+    def keeps_to_itself(self, symbol: str) -> bool:
+        """:func:`body_keeps_to_itself` of a module or class symbol (False: unknown)."""
+        located = self._located(symbol)
+        return located is not None and body_keeps_to_itself(*located)
 
     def scope(self, symbol: str) -> str | None:
         """:func:`fixture_scope` of ``symbol``."""
@@ -248,16 +326,20 @@ def fixture_domain(test_id: str, top: str, scope_of: ScopeOf) -> str | None:
     return EVERY_TEST
 
 
-def import_domain(path: tuple[str, ...], module_kind: Callable[[str], str | None]) -> str:
+def import_domain(
+    path: tuple[str, ...], module_kind: Callable[[str], str | None]
+) -> tuple[int, str]:
     """Which tests may use what a module made while it was imported (``path``: ``<import>``'s
-    path to the changed call): the tests of the innermost module body on it when that is a
-    test module, else every test. ``module_kind(symbol)``: None for what is no module, the
-    test file for a test module, :data:`EVERY_TEST` for any other module."""
-    for part in reversed(path[:-1]):
-        kind = module_kind(part.split(" ", 1)[0])
+    path to the changed call), with the place on ``path`` of the module that made it (-1:
+    none): the tests of the innermost module body on it when that is a test module, else
+    every test (which the files that import that module may narrow, diff/importers.py).
+    ``module_kind(symbol)``: None for what is no module, the test file for a test module,
+    :data:`EVERY_TEST` for any other module."""
+    for at in range(len(path) - 2, -1, -1):
+        kind = module_kind(path[at].split(" ", 1)[0])
         if kind is not None:
-            return kind
-    return EVERY_TEST
+            return at, kind
+    return -1, EVERY_TEST
 
 
 def module_kinds(
@@ -281,7 +363,13 @@ def test_file(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
-def in_domain(test_id: str, domain: str) -> bool:
+#: Which tests may share a value: :data:`EVERY_TEST`, one test file, or several.
+Domain = str | frozenset[str]
+
+
+def in_domain(test_id: str, domain: Domain) -> bool:
+    if isinstance(domain, frozenset):
+        return test_file(test_id) in domain
     return domain == EVERY_TEST or test_file(test_id) == domain
 
 
@@ -289,8 +377,10 @@ __all__ = [
     "EVERY_TEST",
     "FIXTURE_PHASES",
     "SCOPES",
+    "Domain",
     "ScopeOf",
     "SourceReader",
+    "body_keeps_to_itself",
     "fixture_domain",
     "fixture_scope",
     "import_domain",

@@ -315,6 +315,43 @@ class Repository:
             data = shown
         return data.decode("utf-8", errors="replace")
 
+    def read_many(self, side: str, paths: Sequence[str]) -> dict[str, str]:
+        """The texts of ``paths`` at a commit (or in the working tree), in one git call for
+        a commit: a file missing from the answer could not be read."""
+        if side == WORKTREE:
+            return {p: text for p in paths if (text := self.read(side, p)) is not None}
+        asked = [p for p in paths if "\n" not in p]
+        try:
+            done = subprocess.run(
+                ["git", "-c", "core.quotepath=off", "cat-file", "--batch"],
+                cwd=self.toplevel,
+                input="".join(f"{side}:{p}\n" for p in asked).encode(),
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                env=git_env(),
+            )
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        out: dict[str, str] = {}
+        data, at = done.stdout, 0
+        for path in asked:
+            end = data.find(b"\n", at)
+            if end < 0:
+                break
+            line = data[at:end]
+            at = end + 1
+            if line.endswith((b" missing", b" ambiguous")):
+                continue
+            header = line.split()
+            if len(header) != 3 or not header[2].isdigit():
+                break  # not git's batch answer: what was read stands
+            size = int(header[2])
+            if header[1] == b"blob":
+                out[path] = data[at : at + size].decode("utf-8", errors="replace")
+            at += size + 1
+        return out
+
     def files(self, side: str, wanted: Callable[[str], bool]) -> list[str]:
         """Every file of a side (a commit, or WORKTREE: the tracked and untracked files) that
         ``wanted`` accepts, from the top."""
