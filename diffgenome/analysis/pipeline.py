@@ -26,7 +26,12 @@ from diffgenome.analysis.diff.codechanges import (
 )
 from diffgenome.analysis.diff.document import diff_documents, environments_differ
 from diffgenome.analysis.diff.importers import ImportGraph, import_graph
-from diffgenome.analysis.diff.instability import first_round_settles
+from diffgenome.analysis.diff.instability import (
+    NOT_REPRODUCED,
+    NOT_REPRODUCED_ONE_ENVIRONMENT,
+    NOT_REPRODUCED_ONE_SELECTION,
+    first_round_settles,
+)
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.diff.selective import plan
 from diffgenome.analysis.models import DiffDocument, DiffSide
@@ -42,6 +47,7 @@ from diffgenome.protocol.vocab import (
     STATUS_ADDED,
     STATUS_CHANGED,
     STATUS_REMOVED,
+    STATUS_UNSTABLE,
     STATUS_UNVERIFIED,
 )
 from diffgenome.store.holds import StoreUse
@@ -118,6 +124,8 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
         values_of(head_config),
     )
 
+    context: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+
     def compare(
         base_confirmation: Sequence[dict[str, Any]] = (),
         head_confirmation: Sequence[dict[str, Any]] = (),
@@ -133,6 +141,8 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
             base_confirmation=base_confirmation,
             head_confirmation=head_confirmation,
             carried_tests=head.carried,
+            base_context=context[0],
+            head_context=context[1],
         )
 
     progress = sides.progress
@@ -180,6 +190,36 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
             with progress.step("diffing", "diffed", "again, with the confirmations") as step:
                 diff = compare(base_again, head_again)
                 step.result = _tests_text(diff)
+            alone = shown_only_in_context(diff, set(differing))
+            if alone:
+                # Narrowed to the tests that differ, a test that reads what another file's
+                # test left (a registry filled at import) fails alike on both sides, and
+                # its change read as unstable: every test is recorded once more on each
+                # side, so that it runs after what it ran after the first time.
+                one = len(alone) == 1
+                subject = (
+                    f"{len(alone)} test{'' if one else 's'} whose change the narrowed "
+                    "recordings did not show"
+                )
+                paired = {t.id: t.base_id or t.id for t in diff.tests}
+                with progress.step("confirming", "confirmed", subject) as step:
+                    found = confirm(
+                        sides.recordings,
+                        prepared.notes,
+                        _recordable(base),
+                        _recordable(head),
+                        alone,
+                        [paired.get(test_id, test_id) for test_id in alone],
+                        one_place=environments_differ(base.document, head.document),
+                        in_context=head.carried,
+                    )
+                    context[0].extend(found[0])
+                    context[1].extend(found[1])
+                    step.result = "recorded every test once more on each side"
+                if context[0] and context[1]:
+                    with progress.step("diffing", "diffed", "again, with them") as step:
+                        diff = compare(base_again, head_again)
+                        step.result = _tests_text(diff)
             racy = threaded_changes(diff, head.document)
             if racy:
                 # Threads racing (three workers printing after a barrier): a side's three
@@ -204,6 +244,28 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
                         diff = compare([*base_again, *more_base], [*head_again, *more_head])
                         step.result = _tests_text(diff)
     return diff
+
+
+def shown_only_in_context(diff: DiffDocument, differing: Collection[str]) -> list[str]:
+    """The tests of ``differing`` (they differed between the first recordings) with a
+    difference the narrowed confirming recordings did not show (set apart as not
+    reproduced), where nothing says the test varies between recordings of one commit (no
+    repeat, no confirming recording of a side differed): the narrowing itself may be why."""
+    not_reproduced = (NOT_REPRODUCED, NOT_REPRODUCED_ONE_ENVIRONMENT, NOT_REPRODUCED_ONE_SELECTION)
+    out = []
+    for test in diff.tests:
+        if test.id not in differing:
+            continue
+        wheres = [
+            reason[len(STATUS_UNSTABLE) + 2 : reason.find("): ")]
+            for reason in test.reasons
+            if reason.startswith(f"{STATUS_UNSTABLE} (") and "): " in reason
+        ]
+        if any(where in not_reproduced for where in wheres) and not any(
+            where.endswith((" confirmation", " repeats")) for where in wheres
+        ):
+            out.append(test.id)
+    return sorted(out)
 
 
 def threaded_changes(diff: DiffDocument, head: Mapping[str, Any]) -> list[str]:

@@ -276,3 +276,63 @@ def test_a_change_every_recording_shows_alike_is_confirmed_in_one_round(tmp_path
     # The note goes beside the JSON document, on standard error.
     assert "note: confirmation recorded the 1 test that differs once more" in said
     assert code == 1
+
+
+def test_a_test_reading_what_another_files_import_left_is_confirmed_in_context(
+    tmp_path: Path,
+) -> None:
+    """``pkg/config.py`` appends ``net(100)`` to a list when ``tests/test_a_config.py``
+    imports it; ``tests/test_z_reads.py`` only reads the list. A deeper discount makes the
+    reader fail at head. Confirmation recorded the reader alone, where the list is empty:
+    it failed alike on both sides, and its failure read as ``unstable`` (not reproduced),
+    the diff passing. Where the narrowed recordings show a difference on neither side and
+    nothing says the test varies, every test is recorded once more on each side."""
+    repo = tmp_path / "repo"
+    write_files(
+        repo,
+        {
+            "pkg/__init__.py": "",
+            "pkg/prices.py": "def net(amount):\n    return amount * 0.8\n",
+            "pkg/registry.py": "NAMES = []\n",
+            "pkg/config.py": """
+                from pkg.prices import net
+                from pkg.registry import NAMES
+
+                NAMES.append(net(100))
+            """,
+            "tests/test_a_config.py": """
+                import pkg.config
+
+
+                def test_imports_it():
+                    assert pkg.config
+            """,
+            "tests/test_z_reads.py": """
+                from pkg.registry import NAMES
+
+
+                def test_reads_the_list():
+                    assert NAMES[0] > 70
+            """,
+        },
+    )
+    GitRepo.init(repo).commit_all("initial")
+    write_files(repo, {"pkg/prices.py": "def net(amount):\n    return amount * 0.5\n"})
+    GitRepo(repo).commit_tracked("a deeper discount")
+    code, document, said = cli_json_said(
+        repo,
+        tmp_path,
+        "diff",
+        "HEAD~1",
+        "HEAD",
+        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
+        codes=(3,),
+    )
+    [read] = [t for t in document["tests"] if t["id"].endswith("::test_reads_the_list")]
+    assert read["status"] == "changed", read
+    assert (read["outcome"]["base"], read["outcome"]["head"]) == ("passed", "failed"), read
+    assert "confirmed 1 test whose change the narrowed recordings did not show" in said, said
+    runs = json.loads(cli(repo, "runs", "--json", "-").stdout)
+    whole = [r for r in runs if r["origin"] == "confirmation" and r["tests"] == 2]
+    assert len(whole) == 2, runs
+    assert code == 3

@@ -437,7 +437,6 @@ def test_a_value_an_import_hands_to_another_module_reaches_every_test(
         "HEAD~1",
         "HEAD",
         "--selective",
-        "--no-confirm",
         pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
         codes=(3,),
     )

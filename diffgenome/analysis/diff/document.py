@@ -82,6 +82,8 @@ def diff_documents(
     head_confirmation: Sequence[Mapping[str, Any]] = (),
     contract: bool = True,
     carried_tests: frozenset[str] = frozenset(),
+    base_context: Sequence[Mapping[str, Any]] = (),
+    head_context: Sequence[Mapping[str, Any]] = (),
 ) -> DiffDocument:
     """Diff two validated ``diffgenome-genome`` documents (plain dicts, as exported).
 
@@ -92,6 +94,9 @@ def diff_documents(
     no contraction of one-sided code (the control of experiments/truth/mutants.py).
     ``carried_tests``: base's tests head did not run, the change not reaching them
     (``diff --selective``, diff/selective.py): ``unchanged``, with the reason that says so.
+    ``*_context``: the confirming recordings of every test (not narrowed), made where the
+    narrowed ones showed a change on neither side: a difference they show too was
+    reproduced (pipeline.py, "in context").
     """
     if code_changes is not None and code_changes.mapping:
         # Base's recordings in head's names (mapping.py): what the mapping pairs is compared
@@ -100,6 +105,7 @@ def diff_documents(
         base = translated(base, mapping)
         base_repeats = [translated(repeat, mapping) for repeat in base_repeats]
         base_confirmation = [translated(again, mapping) for again in base_confirmation]
+        base_context = [translated(again, mapping) for again in base_context]
     b_run, h_run = base.get("run") or {}, head.get("run") or {}
     recorded_b_tests, h_tests = index_tests(base), index_tests(head)
     digests = digests_comparable(b_run, h_run)
@@ -149,6 +155,13 @@ def diff_documents(
         if code_changes is not None
         else {}
     )
+    if code_changes is not None and (base_context or head_context):
+        in_context = reproduced_differences(
+            further_recordings(base_context, paired), further_recordings(head_context, {})
+        )
+        for test_id, keys in in_context.items():
+            if test_id in reproduced:
+                reproduced[test_id] |= keys
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     region = (
         Region.of(code_changes, _module_symbols(base, head)) if code_changes is not None else None

@@ -52,6 +52,7 @@ def confirm(
     *,
     one_place: bool = False,
     settled: Settled | None = None,
+    in_context: frozenset[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Record ``test_ids`` again, twice on each side, in new worktrees: what differs
     between those two recordings of one commit is noise, not change. Sides that cannot
@@ -66,7 +67,13 @@ def confirm(
     folder is part of it: ``PWD``, paths under the tree). The diff asks for it where its
     first recordings ran in different environments (a user's ``pytest --genome`` run
     reused beside a side it recorded): the confirming pairs are then its only evidence
-    of what the code did, and they must differ by nothing but the code."""
+    of what the code did, and they must differ by nothing but the code.
+
+    ``in_context``: once on each side, not narrowed: every test the first recordings ran,
+    but for those ids, which head's first recording carried over (``--selective``), so
+    that the tests run after the same tests as the first time. Asked for the tests whose
+    change the narrowed recordings did not show on either side, alike on both: a test that
+    reads what another file's test left (a registry) fails alone on both sides."""
     repo = recordings.repo
     prefix = f"{repo.prefix}/" if repo and repo.prefix else ""
     node_ids = _node_ids(prefix, test_ids)
@@ -83,9 +90,13 @@ def confirm(
         trees: list[Callable[[str], str] | None] = []
         selections: list[tuple[str, list[str], str]] = []
         for which, (side, ids, named) in zip(("base", "head"), sides, strict=True):
-            user, only = _only(workspace, ids, named, recordings.pytest_args, whole=one_place)
-            selection = [*recordings.selection(workspace, user), *only]
-            subject = f"{side_subject(which, side.spec, side.sha)} again"
+            if in_context is not None:
+                selection = [*recordings.selection(workspace), *_carry(workspace, in_context)]
+                subject = f"{side_subject(which, side.spec, side.sha)} again, whole"
+            else:
+                user, only = _only(workspace, ids, named, recordings.pytest_args, whole=one_place)
+                selection = [*recordings.selection(workspace, user), *only]
+                subject = f"{side_subject(which, side.spec, side.sha)} again"
             selections.append((f"{side.spec} (confirming)", selection, subject))
             if side.kind == "revision" and side.sha is not None:
                 trees.append(functools.partial(recordings.checkouts.checkout, workspace, side.sha))
@@ -97,6 +108,7 @@ def confirm(
                 )
                 trees.append(None)
         out: list[list[dict[str, Any]]] = [[], []]
+        rounds = 1 if in_context is not None else CONFIRMATIONS
 
         def enough(n: int) -> bool:
             return (
@@ -108,7 +120,7 @@ def confirm(
             )
 
         if one_place:
-            for n in range(1, CONFIRMATIONS + 1):
+            for n in range(1, rounds + 1):
                 for index, make in enumerate(trees):
                     if make is None:
                         continue
@@ -117,7 +129,7 @@ def confirm(
                         tree = make(_ONE_PLACE)
                     job = (spec, tree, selection, subject)
                     try:
-                        for _, run_id in _record_at_once(recordings, workspace, [job], n):
+                        for _, run_id in _record_at_once(recordings, workspace, [job], n, rounds):
                             out[index].append(
                                 documents.stored(store.handle, run_id, progress, None)
                             )
@@ -137,8 +149,8 @@ def confirm(
                 tail = "worktree" if side.kind == "worktree" else str(side.sha)[:12]
                 tree = make(f"confirm-{which}-{tail}")
             plan.append((spec, tree, selection, subject))
-        for n in range(1, CONFIRMATIONS + 1):
-            for index, run_id in _record_at_once(recordings, workspace, plan, n):
+        for n in range(1, rounds + 1):
+            for index, run_id in _record_at_once(recordings, workspace, plan, n, rounds):
                 # Loaded within the confirmation's step: no step of its own.
                 out[index].append(documents.stored(store.handle, run_id, progress, None))
             if enough(n):
@@ -154,7 +166,11 @@ _ONE_PLACE = "confirm"
 
 
 def _record_at_once(
-    recordings: Recordings, workspace: Workspace, plan: Sequence[_Job | None], n: int
+    recordings: Recordings,
+    workspace: Workspace,
+    plan: Sequence[_Job | None],
+    n: int,
+    rounds: int = CONFIRMATIONS,
 ) -> list[tuple[int, str]]:
     """One confirming recording of each planned side (the ``n``-th), the sides at the same
     time, each a step of its own while the other runs.
@@ -170,7 +186,7 @@ def _record_at_once(
         return []
 
     def record(spec: str, tree: str, selection: list[str], subject: str) -> str:
-        which = f"{subject} ({n} of {CONFIRMATIONS})"
+        which = f"{subject} ({n} of {rounds})" if rounds > 1 else subject
         return recordings.record(
             spec, tree, workspace, selection, ORIGIN_CONFIRMATION, subject=which
         )
@@ -187,6 +203,16 @@ def _record_at_once(
             # thread would keep the pool, and the diff, waiting until it ends).
             interrupt_children()
             raise
+
+
+def _carry(workspace: Workspace, carried: frozenset[str]) -> list[str]:
+    """The arguments that leave out what head's first recording carried over."""
+    if not carried:
+        return []
+    path = os.path.join(workspace.temp_path(), "carry-again.txt")
+    with open(path, "w", encoding="utf-8", errors="surrogateescape") as out:
+        out.writelines(f"{test_id}\n" for test_id in sorted(carried))
+    return [f"--genome-carry={path}"]
 
 
 def _only(
