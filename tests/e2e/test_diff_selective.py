@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import GitRepo, cli, cli_json, write_files
+from e2e.helpers import DIFF_PYTEST_ARGS, GitRepo, cli, cli_json, write_files
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -374,6 +374,48 @@ def test_a_value_a_module_made_at_import_reaches_the_tests_that_import_it(
         assert tests[name]["reasons"], tests[name]  # carried
     assert document["summary"]["carried"] == 3
     assert code == 3  # a test now fails
+
+
+def test_a_test_module_whose_tests_are_deselected_shares_only_with_its_tests(
+    tmp_path: Path,
+) -> None:
+    """packaging's property tests are deselected by its ``-m "not property"`` and imported
+    all the same; one builds ``Version``s at import. No test id names its file, so it was
+    read as a module of the package, whose import reaches every test: none of 62,424 was
+    carried. It is a test module by its name: its own tests alone (none ran) use it."""
+    repo = _repo(
+        tmp_path,
+        {
+            "tests/test_slow.py": """
+                import pytest
+
+                from pkg.prices import net
+
+                PRICE = net(10)
+
+
+                @pytest.mark.parametrize("price", [PRICE])
+                def test_slow_price(price):
+                    assert price > 7
+            """,
+        },
+    )
+    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
+    repo.commit_all("a discount")
+    code, document = cli_json(
+        repo.path,
+        tmp_path,
+        "diff",
+        "HEAD~1",
+        "HEAD",
+        "--selective",
+        pytest_args=(*DIFF_PYTEST_ARGS, "-k", "not slow"),
+    )
+    tests = _tests(document)
+    assert not [name for name in tests if name.startswith("test_slow_price")]
+    assert tests["test_net"]["status"] == "changed", tests["test_net"]
+    assert document["summary"]["carried"] == 3, document["summary"]
+    assert code == 1
 
 
 _HANDED_ON = {

@@ -272,8 +272,13 @@ def _shared(
                 continue
             at, made_by = import_domain(reason.path, module_kind)
             shared_with: Domain = made_by
-            if made_by == EVERY_TEST and at >= 0 and seeing is not None:
-                shared_with = seeing.domain(reason.path[: at + 1], imports)
+            if at >= 0 and seeing is not None:
+                prefix = reason.path[: at + 1]
+                shared_with = (
+                    seeing.domain(prefix, imports)
+                    if made_by == EVERY_TEST
+                    else seeing.with_importers(prefix, made_by)
+                )
             out.append((shared_with, reason))
     return out
 
@@ -314,11 +319,25 @@ class _ImportSeers:
         if self._graph is None:
             self._graph = self._graph_of()
         graph = self._graph
-        for importer in graph.importers(path) - {path}:
+        for importer in sorted(graph.importers(path) - {path}):
             text = graph.source(importer)
-            if text is None or not body_keeps_to_itself(text, "", decorators=True):
+            if text is not None and body_keeps_to_itself(text, "", decorators=True):
+                continue
+            # A file no test can reach does not run in the session (packaging's
+            # docs/conf.py, which may import anything).
+            if graph.test_files_seeing(importer, self._test_files):
                 return EVERY_TEST
         return graph.test_files_seeing(path, self._test_files)
+
+    def with_importers(self, prefix: tuple[str, ...], test_file: str) -> Domain:
+        """A test module's tests, and those of the test files that import it (a helper
+        defined in a test file and imported by another)."""
+        path = self._source.path(element_symbol(prefix[-1]) or "")
+        if path is None:
+            return test_file
+        if self._graph is None:
+            self._graph = self._graph_of()
+        return self._graph.test_files_seeing(path, self._test_files) | {test_file}
 
     def _import_keeps_to_itself(self, prefix: tuple[str, ...], imports: TestIndex) -> bool:
         """Whether every body and call the recording saw under ``prefix`` keeps to itself."""

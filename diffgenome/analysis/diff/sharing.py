@@ -353,9 +353,20 @@ def module_kinds(
         if entry.get("kind") != "module" or entry.get("path") is None:
             continue
         path = str(entry.get("path"))
-        match = next((f for f in files if path == f or path.endswith("/" + f)), EVERY_TEST)
-        kinds[str(entry.get("id"))] = match
+        match = next((f for f in files if path == f or path.endswith("/" + f)), None)
+        if match is None and _test_file_name(path):
+            # A test module none of whose tests ran (packaging's property tests, deselected
+            # by its ``-m "not property"``, are imported all the same): its tests alone use
+            # what it made.
+            match = path
+        kinds[str(entry.get("id"))] = match if match is not None else EVERY_TEST
     return kinds.get
+
+
+def _test_file_name(path: str) -> bool:
+    """Whether pytest's default ``python_files`` (``test_*.py``, ``*_test.py``) names it."""
+    name = path.rpartition("/")[2]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def test_file(test_id: str) -> str:

@@ -43,15 +43,16 @@ def render_affected(affected: list[Affected], total: int, base: str, head: str) 
         tests = {item.test for item, _ in reached}
         lines.append("")
         lines.append(f"{symbol} ({change}): {_count(len(tests))}")
-        by_how: dict[str, list[Affected]] = {}
+        # By test id, in the order reached: packaging's 47,814 tests compared as
+        # dataclasses, each with every one listed before it, took 14 minutes.
+        by_how: dict[str, dict[str, Affected]] = {}
         for item, reason in reached:
             how = _HOW.get(reason.via, reason.via + "{s}").replace(
                 "{names}", ", ".join(reason.names)
             )
-            listed = by_how.setdefault(how, [])
-            if item not in listed:
-                listed.append(item)
-        for how, items in by_how.items():
+            by_how.setdefault(how, {}).setdefault(item.test, item)
+        for how, listed in by_how.items():
+            items = list(listed.values())
             verb = how.replace("{s}", "s" if len(items) == 1 else "")
             lines.append(f"  {_count(len(items))} {verb}:")
             lines.extend(f"    {item.test}  ({item.outcome})" for item in items)
