@@ -29,6 +29,7 @@ from diffgenome.analysis.diff.instability import (
     from_repeats,
     further_recordings,
     moving_case_ids,
+    replicated_in_context,
     reproduced_differences,
 )
 from diffgenome.analysis.diff.mapping import translated
@@ -94,9 +95,10 @@ def diff_documents(
     no contraction of one-sided code (the control of experiments/truth/mutants.py).
     ``carried_tests``: base's tests head did not run, the change not reaching them
     (``diff --selective``, diff/selective.py): ``unchanged``, with the reason that says so.
-    ``*_context``: the confirming recordings of every test (not narrowed), made where the
-    narrowed ones showed a change on neither side: a difference they show too was
-    reproduced (pipeline.py, "in context").
+    ``*_context``: a recording of every test of each side made again (not narrowed),
+    where the narrowed confirmations showed a difference on neither side: a difference
+    this pair makes again field for field, each side as first recorded, was reproduced
+    (:func:`~diffgenome.analysis.diff.instability.replicated_in_context`).
     """
     if code_changes is not None and code_changes.mapping:
         # Base's recordings in head's names (mapping.py): what the mapping pairs is compared
@@ -155,13 +157,14 @@ def diff_documents(
         if code_changes is not None
         else {}
     )
-    if code_changes is not None and (base_context or head_context):
-        in_context = reproduced_differences(
-            further_recordings(base_context, paired), further_recordings(head_context, {})
+    if code_changes is not None and base_context and head_context:
+        in_context = replicated_in_context(
+            (b_tests, h_tests),
+            (further_recordings(base_context, paired), further_recordings(head_context, {})),
+            reproduced,
         )
         for test_id, keys in in_context.items():
-            if test_id in reproduced:
-                reproduced[test_id] |= keys
+            reproduced[test_id] |= keys
     one_sided_sites = code_changes.one_sided_sites() if code_changes is not None else frozenset()
     region = (
         Region.of(code_changes, _module_symbols(base, head)) if code_changes is not None else None

@@ -411,6 +411,35 @@ def reproduced_differences(
     return out
 
 
+def replicated_in_context(
+    first: tuple[Mapping[str, TestIndex], Mapping[str, TestIndex]],
+    context: tuple[Sequence[Again], Sequence[Again]],
+    test_ids: Iterable[str],
+) -> dict[str, set[StabilityKey]]:
+    """Per test of ``test_ids``, what differs between base and head in the recordings of
+    every test made again (confirmation "in context", not narrowed) where each side shows
+    what its first recording showed: the first pair's difference made again, field for
+    field. A field whose value moved between a side's first recording and its recording
+    in context is no such evidence (a decision on the time a loaded run takes, which went
+    one way in the first pair, can go either way in any other): it is left out."""
+    b_first, h_first = first
+    b_context, h_context = context
+    if not b_context or not h_context:
+        return {}
+    (b_again, b_run), (h_again, h_run) = b_context[0], h_context[0]
+    digests = digests_comparable(b_run, h_run)
+    out: dict[str, set[StabilityKey]] = {}
+    for test_id in test_ids:
+        b1, h1 = b_first.get(test_id), h_first.get(test_id)
+        b2, h2 = b_again.get(test_id), h_again.get(test_id)
+        if b1 is None or h1 is None or b2 is None or h2 is None:
+            continue
+        moved = {item.key() for item in compare_tests(b1, b2, digests=digests)}
+        moved |= {item.key() for item in compare_tests(h1, h2, digests=digests)}
+        out[test_id] = {item.key() for item in compare_tests(b2, h2, digests=digests)} - moved
+    return out
+
+
 def recordings_of(
     test_id: str,
     first: TestIndex,
