@@ -506,6 +506,26 @@ def ids(items: Iterable[Mapping[str, Any]]) -> list[str]:
 
 DIFF_PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
 
+#: Two test files: the first imports ``pkg.config``, whose import fills ``pkg.registry``'s
+#: ``NAMES``; the second reads that list and imports neither (what another file's import
+#: left: tests/e2e/test_diff_selective.py, test_diff_confirm.py).
+IMPORT_LEAVES_A_LIST = {
+    "tests/test_a_config.py": """
+        import pkg.config
+
+
+        def test_imports_it():
+            assert pkg.config
+    """,
+    "tests/test_z_reads.py": """
+        from pkg.registry import NAMES
+
+
+        def test_reads_the_list():
+            assert NAMES[0] > 70
+    """,
+}
+
 
 def git_in(repo: Path, *args: str) -> None:
     """A git command in ``repo`` that must succeed (a shorthand of :meth:`GitRepo.git`)."""

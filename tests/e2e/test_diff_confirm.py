@@ -16,6 +16,7 @@ import pytest
 
 from e2e.helpers import (
     DIFF_PYTEST_ARGS,
+    IMPORT_LEAVES_A_LIST,
     GitRepo,
     cli,
     cli_json,
@@ -300,34 +301,13 @@ def test_a_test_reading_what_another_files_import_left_is_confirmed_in_context(
 
                 NAMES.append(net(100))
             """,
-            "tests/test_a_config.py": """
-                import pkg.config
-
-
-                def test_imports_it():
-                    assert pkg.config
-            """,
-            "tests/test_z_reads.py": """
-                from pkg.registry import NAMES
-
-
-                def test_reads_the_list():
-                    assert NAMES[0] > 70
-            """,
+            **IMPORT_LEAVES_A_LIST,
         },
     )
     GitRepo.init(repo).commit_all("initial")
     write_files(repo, {"pkg/prices.py": "def net(amount):\n    return amount * 0.5\n"})
     GitRepo(repo).commit_tracked("a deeper discount")
-    code, document, said = cli_json_said(
-        repo,
-        tmp_path,
-        "diff",
-        "HEAD~1",
-        "HEAD",
-        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
-        codes=(3,),
-    )
+    code, document, said = cli_json_said(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(3,))
     [read] = [t for t in document["tests"] if t["id"].endswith("::test_reads_the_list")]
     assert read["status"] == "changed", read
     assert (read["outcome"]["base"], read["outcome"]["head"]) == ("passed", "failed"), read

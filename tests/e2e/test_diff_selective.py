@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from e2e.helpers import DIFF_PYTEST_ARGS, GitRepo, cli, cli_json, write_files
+from e2e.helpers import (
+    DIFF_PYTEST_ARGS,
+    IMPORT_LEAVES_A_LIST,
+    GitRepo,
+    cli,
+    cli_json,
+    write_files,
+)
 
 PROJECT = {
     "pkg/__init__.py": "",
@@ -454,34 +461,10 @@ def test_a_value_an_import_hands_to_another_module_reaches_every_test(
                     return value
             """,
             "pkg/config.py": _HANDED_ON[how],
-            "tests/test_a_config.py": """
-                import pkg.config
-
-
-                def test_imports_it():
-                    assert pkg.config
-            """,
-            "tests/test_z_reads.py": """
-                from pkg.registry import NAMES
-
-
-                def test_reads_the_list():
-                    assert NAMES[0] > 70
-            """,
+            **IMPORT_LEAVES_A_LIST,
         },
     )
-    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
-    repo.commit_all("a deeper discount")
-    _, document = cli_json(
-        repo.path,
-        tmp_path,
-        "diff",
-        "HEAD~1",
-        "HEAD",
-        "--selective",
-        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
-        codes=(3,),
-    )
+    _, document = _failing_discount(repo, tmp_path)
     read = _tests(document)["test_reads_the_list"]
     assert (read["outcome"]["base"], read["outcome"]["head"]) == ("passed", "failed"), read
     assert document["summary"]["carried"] == 0
