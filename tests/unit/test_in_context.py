@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from diffgenome.analysis.diff.align import TestIndex, index_test
-from diffgenome.analysis.diff.instability import replicated_in_context
+from diffgenome.analysis.diff.instability import Again, replicated_in_context
 
 
 def _tests(outcome: str) -> dict[str, TestIndex]:
@@ -20,7 +20,7 @@ def _tests(outcome: str) -> dict[str, TestIndex]:
 
 def _made_again(base: str, head: str) -> set[Any]:
     first = (_tests("passed"), _tests("failed"))
-    context = ([(_tests(base), {})], [(_tests(head), {})])
+    context: tuple[list[Again], list[Again]] = ([(_tests(base), {})], [(_tests(head), {})])
     return replicated_in_context(first, context, ["t::x"])["t::x"]
 
 
