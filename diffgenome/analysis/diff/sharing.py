@@ -68,14 +68,7 @@ def fixture_scope(source: str, qualname: str) -> str | None:
         return None
     for decorator in node.decorator_list:
         call = decorator if isinstance(decorator, ast.Call) else None
-        target = call.func if call is not None else decorator
-        name = (
-            target.attr
-            if isinstance(target, ast.Attribute)
-            else target.id
-            if isinstance(target, ast.Name)
-            else None
-        )
+        name = _last_name(call.func if call is not None else decorator)
         if name not in ("fixture", "yield_fixture"):
             continue
         if call is None:
@@ -244,14 +237,14 @@ def _keeps_to_itself(stmt: ast.stmt, decorators: bool) -> bool:
 
 
 def _reading(decorator: ast.expr) -> bool:
-    name = (
-        decorator.attr
-        if isinstance(decorator, ast.Attribute)
-        else decorator.id
-        if isinstance(decorator, ast.Name)
-        else None
-    )
-    return name in _READING_DECORATORS
+    return _last_name(decorator) in _READING_DECORATORS
+
+
+def _last_name(node: ast.expr) -> str | None:
+    """``fixture`` of ``pytest.fixture`` and of ``fixture``; None for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 ScopeOf = Callable[[str], str | None]
