@@ -239,11 +239,34 @@ def test_a_selective_diff_that_carries_nothing_says_why(tmp_path: Path) -> None:
     ) in said.stdout, said.stdout
 
 
+def _changed_and_diffed(
+    repo: GitRepo,
+    tmp_path: Path,
+    change: tuple[str, str, str],
+    *pytest_words: str,
+    codes: tuple[int, ...] = (0, 1),
+) -> tuple[int, Any]:
+    """``change`` (a file, a text in it, what it becomes) committed, diffed with
+    ``--selective`` (``pytest_words`` after the usual arguments)."""
+    _edit(repo, *change)
+    repo.commit_all("the change")
+    return cli_json(
+        repo.path,
+        tmp_path,
+        "diff",
+        "HEAD~1",
+        "HEAD",
+        "--selective",
+        pytest_args=(*DIFF_PYTEST_ARGS, *pytest_words),
+        codes=codes,
+    )
+
+
 def _failing_discount(repo: GitRepo, tmp_path: Path) -> tuple[int, Any]:
     """A deeper discount committed, diffed with ``--selective``: a test now fails (exit 3)."""
-    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.5")
-    repo.commit_all("a deeper discount")
-    return cli_json(repo.path, tmp_path, "diff", "HEAD~1", "HEAD", "--selective", codes=(3,))
+    return _changed_and_diffed(
+        repo, tmp_path, ("pkg/prices.py", "amount * 0.8", "amount * 0.5"), codes=(3,)
+    )
 
 
 def test_a_module_fixture_that_reaches_the_change_reaches_every_test_of_its_module(
@@ -407,16 +430,8 @@ def test_a_test_module_whose_tests_are_deselected_shares_only_with_its_tests(
             """,
         },
     )
-    _edit(repo, "pkg/prices.py", "amount * 0.8", "amount * 0.75")
-    repo.commit_all("a discount")
-    code, document = cli_json(
-        repo.path,
-        tmp_path,
-        "diff",
-        "HEAD~1",
-        "HEAD",
-        "--selective",
-        pytest_args=(*DIFF_PYTEST_ARGS, "-k", "not slow"),
+    code, document = _changed_and_diffed(
+        repo, tmp_path, ("pkg/prices.py", "amount * 0.8", "amount * 0.75"), "-k", "not slow"
     )
     tests = _tests(document)
     assert not [name for name in tests if name.startswith("test_slow_price")]
@@ -505,17 +520,8 @@ def test_a_test_that_reads_what_changed_code_left_in_a_module_is_recorded(
             """,
         },
     )
-    _edit(repo, "pkg/registry.py", "name.upper()", "name.lower()")
-    repo.commit_all("names as they come")
-    code, document = cli_json(
-        repo.path,
-        tmp_path,
-        "diff",
-        "HEAD~1",
-        "HEAD",
-        "--selective",
-        pytest_args=("-p", "no:cacheprovider", "-p", "no:randomly"),
-        codes=(3,),
+    code, document = _changed_and_diffed(
+        repo, tmp_path, ("pkg/registry.py", "name.upper()", "name.lower()"), codes=(3,)
     )
     tests = _tests(document)
     read = tests["test_names"]
