@@ -31,6 +31,7 @@ from diffgenome.analysis.diff.instability import (
     NOT_REPRODUCED_ONE_ENVIRONMENT,
     NOT_REPRODUCED_ONE_SELECTION,
     first_round_settles,
+    unstable_where,
 )
 from diffgenome.analysis.diff.modules import module_namer
 from diffgenome.analysis.diff.selective import plan
@@ -47,7 +48,6 @@ from diffgenome.protocol.vocab import (
     STATUS_ADDED,
     STATUS_CHANGED,
     STATUS_REMOVED,
-    STATUS_UNSTABLE,
     STATUS_UNVERIFIED,
 )
 from diffgenome.store.holds import StoreUse
@@ -201,7 +201,7 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
                     f"{len(alone)} test{'' if one else 's'} whose change the narrowed "
                     "recordings did not show"
                 )
-                paired = {t.id: t.base_id or t.id for t in diff.tests}
+                paired = dict(zip(differing, base_ids, strict=True))
                 with progress.step("confirming", "confirmed", subject) as step:
                     found = confirm(
                         sides.recordings,
@@ -209,7 +209,7 @@ def _diff(prepared: Prepared, sides: Sides) -> DiffDocument:
                         _recordable(base),
                         _recordable(head),
                         alone,
-                        [paired.get(test_id, test_id) for test_id in alone],
+                        [paired[test_id] for test_id in alone],
                         one_place=environments_differ(base.document, head.document),
                         in_context=head.carried,
                     )
@@ -260,11 +260,7 @@ def shown_only_in_context(diff: DiffDocument, differing: Collection[str]) -> lis
     for test in diff.tests:
         if test.id not in differing or test.outcome.base == test.outcome.head:
             continue
-        wheres = [
-            reason[len(STATUS_UNSTABLE) + 2 : reason.find("): ")]
-            for reason in test.reasons
-            if reason.startswith(f"{STATUS_UNSTABLE} (") and "): " in reason
-        ]
+        wheres = [w for w in map(unstable_where, test.reasons) if w is not None]
         if any(where in not_reproduced for where in wheres) and not any(
             where.endswith((" confirmation", " repeats")) for where in wheres
         ):
@@ -407,7 +403,7 @@ def base_imports(repo: Repository, side: str) -> Callable[[], ImportGraph]:
 
     def read() -> ImportGraph:
         return import_graph(
-            lambda: repo.files(side, lambda path: path.endswith(".py")),
+            repo.files(side, lambda path: path.endswith(".py")),
             lambda paths: repo.read_many(side, paths),
         )
 

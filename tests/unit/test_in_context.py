@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from diffgenome.analysis.diff.align import TestIndex, index_test
-from diffgenome.analysis.diff.instability import Again, replicated_in_context
+from diffgenome.analysis.diff.instability import (
+    NOT_REPRODUCED,
+    Again,
+    replicated_in_context,
+    unstable_reason,
+    unstable_where,
+)
 
 
 def _tests(outcome: str) -> dict[str, TestIndex]:
@@ -41,3 +47,14 @@ def test_a_difference_whose_sides_both_moved_is_not_made_again() -> None:
 def test_nothing_is_said_without_both_sides_recorded_again() -> None:
     first = (_tests("passed"), _tests("failed"))
     assert replicated_in_context(first, ([], [(_tests("failed"), {})]), ["t::x"]) == {}
+
+
+def test_where_a_change_varied_is_read_back_from_the_reason_that_says_it() -> None:
+    """Whether to record every test once more turns on where a test's change was set apart
+    (``pipeline.shown_only_in_context``): read from the reason's own form, whatever the
+    described change says, and from no other reason."""
+    described = "outcome: passed → failed (a message with '): ' in it)"
+    assert unstable_where(unstable_reason(NOT_REPRODUCED, described)) == NOT_REPRODUCED
+    assert unstable_where(unstable_reason("base confirmation", described)) == "base confirmation"
+    assert unstable_where(f"base: {described}") is None
+    assert unstable_where("unstable: and 3 more items") is None

@@ -264,11 +264,12 @@ def _under(path: str, folder: str) -> bool:
 
 
 def import_graph(
-    files: Callable[[], Sequence[str]], read_many: Callable[[Sequence[str]], Mapping[str, str]]
+    files: Sequence[str], read_many: Callable[[Sequence[str]], Mapping[str, str]]
 ) -> ImportGraph:
-    """The :class:`ImportGraph` of a tree: ``files()`` lists its Python files,
-    ``read_many(paths)`` reads them (a file missing from its answer may import anything)."""
-    paths = [path for path in files() if path.endswith(".py")]
+    """The :class:`ImportGraph` of a tree whose files are ``files`` (only its Python files
+    count); ``read_many(paths)`` reads them (a file missing from its answer may import
+    anything)."""
+    paths = [path for path in files if path.endswith(".py")]
     sources = read_many(paths)
     return ImportGraph(paths, {path: sources.get(path) for path in paths})
 

@@ -35,6 +35,7 @@ from diffgenome.protocol.vocab import (
     IMPORT_TEST_ID,
     RESULT_CHANGED,
     STATE_CHANGED,
+    STATUS_UNSTABLE,
 )
 
 # What a call makes of its arguments: when the arguments themselves differ between recordings
@@ -45,6 +46,20 @@ _PRODUCTS = frozenset({RESULT_CHANGED, EXIT_CHANGED, STATE_CHANGED, BRANCH_CHANG
 
 
 MAX_UNSTABLE_REASONS = 20
+
+
+def unstable_reason(where: str, what: str) -> str:
+    """A test's reason for an item set apart as unstable: ``unstable (<where>): <what>``,
+    the form the export documents (``models.py``), so that ``where`` (which recordings
+    showed it vary) can be read back by :func:`unstable_where`."""
+    return f"{STATUS_UNSTABLE} ({where}): {what}"
+
+
+def unstable_where(reason: str) -> str | None:
+    """The ``where`` of a reason :func:`unstable_reason` wrote; None for any other."""
+    prefix = f"{STATUS_UNSTABLE} ("
+    end = reason.find("): ", len(prefix)) if reason.startswith(prefix) else -1
+    return reason[len(prefix) : end] if end >= 0 else None
 
 
 @dataclass(slots=True)
@@ -73,7 +88,7 @@ class Instability:
         if found.kind in PRESENCE_KINDS:
             self.presence.add((found.phase, found.path))
         if len(self.reasons) < MAX_UNSTABLE_REASONS:
-            self.reasons.append(f"unstable ({where}): {describe(found.change())}")
+            self.reasons.append(unstable_reason(where, describe(found.change())))
         else:
             self.hidden += 1
 
@@ -308,10 +323,11 @@ def moving_case_ids(recordings: Sequence[Mapping[str, Any]], side: str) -> dict[
                 if gone and new
                 else f"{len(first)} {ARROW} {len(again)} cases"
             )
-            moving[function] = (
-                f"unstable ({side} confirmation): the case ids of {function} differ between "
-                f"two recordings of one commit ({example}), so a case on one side only is "
-                "its id moving, not a test added or removed"
+            moving[function] = unstable_reason(
+                f"{side} confirmation",
+                f"the case ids of {function} differ between two recordings of one commit "
+                f"({example}), so a case on one side only is its id moving, not a test added "
+                "or removed",
             )
     return moving
 
