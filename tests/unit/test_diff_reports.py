@@ -378,3 +378,45 @@ def test_a_node_id_selects_the_items_that_share_it() -> None:
     assert matches("t.cases::greet#1", "t.cases::greet#1")
     assert not matches("t.cases::greet", "t.cases::greet#1")
     assert not matches("t.cases::greeting", "t.cases::greet")
+
+
+def test_the_summary_names_the_tests_recorded_again_apart_from_the_last_count() -> None:
+    """The count of tests confirmation recorded again follows a semicolon: in parentheses
+    after "32 unchanged" it read as 28 of those 32, where it counts the tests that differed."""
+    diff = big_diff(2)
+    diff.summary.confirmed = 3
+    first = text_of(diff).splitlines()[0]
+    assert first.endswith(
+        "3 tests: 2 changed, 1 unverified; 3 recorded again to tell change from noise"
+    ), first
+
+
+def test_a_test_whose_own_file_was_edited_where_it_runs_says_so() -> None:
+    """A release that changes behaviour and the test's assertion together: the reviewer
+    reads the changed test as intended, once the report says its own code was edited too."""
+    diff = big_diff(2)
+    edited, other = diff.tests[0].id, diff.tests[1].id
+    diff.code_changes = [
+        CodeChange(symbol="py:pkg.f", change="modified", path="pkg.py", tests_head=[edited, other]),
+        CodeChange(
+            symbol="py:tests.test_x.test_case",
+            change="modified",
+            path="tests/test_x.py",
+            tests_base=[edited],
+            tests_head=[edited],
+        ),
+        # A file of another folder with the same name is not the test's file.
+        CodeChange(
+            symbol="py:other.tests.test_x.helper",
+            change="modified",
+            path="other/tests/test_x.py",
+            tests_head=[other],
+        ),
+    ]
+    text = text_of(diff, selection=Selection(everything=True))
+    titles = {line.split()[0]: line for line in text.splitlines() if line.startswith("  tests/")}
+    assert "· reaches the changed code  · its test code was edited" in titles[edited], titles
+    assert "reaches the changed code" in titles[other]
+    assert "edited" not in titles[other]
+    comment = render_markdown(diff)
+    assert comment.count("its test code was edited") == 1, comment

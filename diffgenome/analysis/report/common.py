@@ -112,6 +112,10 @@ class Block:
     test: TestDiff
     reaches_changed_code: bool
     changes: list[Change]
+    #: The test's own file was edited where the test runs it (the test function, a helper
+    #: or fixture of that file): a changed test whose assertions changed with the code is
+    #: read differently from one that only meets the change.
+    test_code_edited: bool = False
 
     @property
     def quiet(self) -> bool:
@@ -167,7 +171,9 @@ def test_count(diff: DiffDocument) -> int:
 
 def summary_text(diff: DiffDocument) -> str:
     """``9 tests: 3 changed, 6 unchanged``, the tests as :func:`test_count` counts them;
-    ``<import>`` is named after them when it is not unchanged (``; <import> changed``)."""
+    ``<import>`` is named after them when it is not unchanged (``; <import> changed``), then
+    how many tests confirmation recorded again (``; 3 recorded again to tell change from
+    noise``)."""
     s = diff.summary
     statuses: Counter[str] = Counter(
         str(test.status) for test in diff.tests if test.id != IMPORT_TEST_ID
@@ -196,7 +202,9 @@ def summary_text(diff: DiffDocument) -> str:
     if imported not in (None, STATUS_UNCHANGED):
         text += f"; {IMPORT_TEST_ID} {imported}"
     if s.confirmed:
-        text += f" ({s.confirmed} confirmed by recording them again)"
+        # After a semicolon: in parentheses it read as a part of the last count ("32
+        # unchanged (28 confirmed ...)") where the 28 are the tests that differed.
+        text += f"; {s.confirmed} recorded again to tell change from noise"
     return text
 
 
@@ -263,9 +271,16 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
     ``<import>`` after the tests of its tier (what importing the test modules did is read
     after the tests themselves)."""
     reaching: set[str] = set()
+    edited: set[str] = set()
     for entry in diff.code_changes:
         reaching.update(entry.tests_base)
         reaching.update(entry.tests_head)
+        if entry.path is not None:
+            edited.update(
+                test_id
+                for test_id in (*entry.tests_base, *entry.tests_head)
+                if test_id.split("::", 1)[0] == entry.path
+            )
     changed = frozenset(entry.symbol for entry in diff.code_changes)
     blocks = []
     for test in diff.tests:
@@ -274,7 +289,14 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
                 continue
         elif test.status == STATUS_UNCHANGED and not selection.everything:
             continue
-        blocks.append(Block(test, test.id in reaching, ordered_changes(test.changes, changed)))
+        blocks.append(
+            Block(
+                test,
+                test.id in reaching,
+                ordered_changes(test.changes, changed),
+                test.id in edited or (test.base_id is not None and test.base_id in edited),
+            )
+        )
     # ``<import>`` is a record, not a test: within its tier it comes after the tests.
     blocks.sort(
         key=lambda b: (

@@ -217,6 +217,8 @@ def _test_entry(
         parts.append(count(len(block.reasons), "reason"))
     if test.status == STATUS_UNVERIFIED and test.may_hide_change:
         parts.append("may hide a change")
+    if block.test_code_edited:
+        parts.append("its test code was edited")
     items = [code(_short(renamed_line(test.base_id)))] if test.base_id else []
     items += [f"structure: {code(_short(moved))}" for moved in test.structure]
     items += [code(_short(line)) for line in describe_each(block.changes, labels)]

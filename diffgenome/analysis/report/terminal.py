@@ -57,6 +57,8 @@ _STATUS_STYLE = {
 ELLIPSIS = "\u2026"
 #: Shown with the tests that reach the changed code.
 REACHES = "reaches the changed code"
+#: Its own file's code that the test runs was edited (common.Block.test_code_edited).
+TEST_CODE_EDITED = "its test code was edited"
 
 
 def _more(hidden: int, what: str, indent: str = "  ", how: str = "") -> Text:
@@ -78,6 +80,8 @@ def _block(
         title.append(f"  {outcome}")
     if block.reaches_changed_code:
         title.append(f"  \u00b7 {REACHES}", style="cyan")
+    if block.test_code_edited:
+        title.append(f"  \u00b7 {TEST_CODE_EDITED}", style="cyan")
     lines = [Text("    " + renamed_line(test.base_id))] if test.base_id else []
     reasons = [Text("    " + labels.rewrite(reason), style="dim") for reason in block.reasons]
     if reasons_first:  # a short block: what explains its changes (cross-test state) first
