@@ -992,3 +992,85 @@ def test_a_field_a_new_branch_names_is_no_change_of_a_test_that_never_takes_it(
     _, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD", codes=(1,))
     statuses = _statuses(document)
     assert (statuses["test_contains"], statuses["test_index"]) == ("touched", "changed")
+
+
+COLLECTOR = """
+    class Collector:
+        def __init__(self, sep):
+            self.sep = sep
+            self.data = []
+            self.out = []
+
+        def add(self, text):
+            self.data.append(text)
+
+        def end(self):
+            data = (None if not self.data
+                    else self.sep.join(self.data))
+            self.data = []
+            if data:
+                data = data.strip() or None
+            self.out.append(data)
+            return data
+"""
+COLLECTOR_TESTS = """
+    from sax.collect import Collector
+
+
+    def test_end():
+        c = Collector(" ")
+        c.add("a")
+        c.add(" b ")
+        assert c.end() == "a  b"
+        assert c.end() is None
+"""
+# The same class, the joined data extracted into a helper (xmltodict's ``_joined_data``).
+JOINED = COLLECTOR.replace(
+    """
+        def end(self):
+            data = (None if not self.data
+                    else self.sep.join(self.data))
+""",
+    """
+        def _joined(self):
+            return (None if not self.data
+                    else self.sep.join(self.data))
+
+        def end(self):
+            data = self._joined()
+""",
+)
+
+
+def test_a_field_read_moved_into_an_extracted_helper_is_structure(tmp_path: Path) -> None:
+    """xmltodict's SAX handler, refactored: the joined character data extracted into
+    ``_joined_data`` (``data = self._joined_data()``). The caller no longer reads
+    ``self.data`` (it only stores it), the helper does; its facts lifted into the caller are
+    the helper's moments (``exit self.data=one``), where base's caller said its own (``exit
+    self.data=empty``). The field is named by the caller on one side only, which the differ
+    missed because a *local* ``data`` is read on both sides: every test was ``changed``.
+    The same extraction joining the data reversed stays ``changed``."""
+    repo = make_project(
+        tmp_path,
+        {
+            "sax/__init__.py": "",
+            "sax/collect.py": COLLECTOR,
+            "tests/test_collect.py": COLLECTOR_TESTS,
+        },
+    )
+    assert "data = self._joined()" in JOINED
+    (repo / "sax" / "collect.py").write_text(textwrap.dedent(JOINED))
+    git_in(repo, "commit", "-qam", "the joined data in one helper")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert _statuses(document)["test_end"] == "restructured", document["tests"]
+    assert code == 0
+    # A mutant of the extraction: what the helper returns differs, the test still passes.
+    (repo / "sax" / "collect.py").write_text(
+        textwrap.dedent(JOINED).replace("join(self.data))", "join(self.data[::-1]))")
+    )
+    (repo / "tests" / "test_collect.py").write_text(
+        textwrap.dedent(COLLECTOR_TESTS).replace('== "a  b"', "")
+    )
+    git_in(repo, "commit", "-qam", "joined the other way round; the test no longer says")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~2", "HEAD", codes=(1,))
+    assert _statuses(document)["test_end"] == "changed", document["tests"]

@@ -74,9 +74,9 @@ class SymbolChange:
     # Names the body binds on one side only (a new module-level regex, a removed constant):
     # a state fact about such a name is new code being there, not behaviour.
     one_sided_names: tuple[str, ...] = ()
-    # For a modified function: the names and attribute names it reads on one side only
-    # (``self.fixed`` named by a new branch), whose state facts the recorder takes from the
-    # code, at every call, whichever way the call goes.
+    # For a modified function: the state targets it reads on one side only (``self.fixed``
+    # named by a new branch, ``global:LIMIT``), whose facts the recorder takes from the code,
+    # at every call, whichever way the call goes.
     one_sided_reads: tuple[str, ...] = ()
     # For an added or removed function or class: a digest of its code without its own name,
     # so that a rename (the same code under another name) can be told from new code.
@@ -160,10 +160,9 @@ class CodeChangeInput:
         function reads on one side only (docs/diffing.md, "Touched")."""
         bound = {f"global:{name}" for change in self.symbols for name in change.one_sided_names}
         read = {
-            f"{change.symbol} {prefix}{name}"
+            f"{change.symbol} {target}"
             for change in self.symbols
-            for name in change.one_sided_reads
-            for prefix in ("self.", "global:")
+            for target in change.one_sided_reads
         }
         return frozenset(bound | read)
 
@@ -186,6 +185,9 @@ class _ScopeFacts:
     statements: dict[str, list[ast.stmt]] | None = None
     # functions: every name and attribute name their code reads
     loads: frozenset[str] = frozenset()
+    # functions: the state targets their own code reads, as the recorder names them
+    # (``self.<field>``, ``global:<name>``)
+    reads: frozenset[str] = frozenset()
     # where the scope starts, and each site's condition, for people (never compared)
     line: int | None = None
     lines: dict[str, int] = field(default_factory=dict)
@@ -316,7 +318,7 @@ def _mapped(
             sites=_site_changes(b.sites, h.sites, b.lines, h.lines, mapping),
             renamed_from=old,
             renames_only=same,
-            one_sided_reads=tuple(sorted(b.loads ^ h.loads)),
+            one_sided_reads=tuple(sorted(b.reads ^ h.reads)),
             onto_argument=old.rpartition(".")[0] != new.rpartition(".")[0]
             and b.arity is not None
             and h.arity is not None
@@ -459,7 +461,7 @@ def _compare_files(
                     CODE_MODIFIED,
                     sites,
                     path,
-                    one_sided_reads=tuple(sorted(b.loads ^ h.loads)),
+                    one_sided_reads=tuple(sorted(b.reads ^ h.reads)),
                     line=h.line,
                 )
                 continue
@@ -675,6 +677,7 @@ def _file_facts(version: Version | None, source: str, module: str) -> dict[str, 
             _body_digest(scope_node, local_names),
             statements=_own_statements(scope_node),
             loads=_loads(scope_node),
+            reads=_state_targets(code_object, scope_node),
             line=_first_line(scope_node),
             arity=_arity(scope_node),
         )
@@ -736,6 +739,56 @@ def _loads(top: ast.AST) -> frozenset[str]:
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
     return frozenset(names)
+
+
+def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
+    """The state targets a function's own code reads, named as the recorder names them from
+    its bytecode (recording/collect/contract.py): ``self.<field>`` for an attribute read on
+    a method's receiver (its first parameter, ``self`` or ``cls``, in code defined in a
+    class), ``global:<name>`` for a name that is no local, cell or free variable of it.
+
+    Not :func:`_loads`: a local ``data`` is no read of ``self.data``, and a method that stopped
+    reading ``self.data`` when its reading moved into an extracted helper
+    (``data = self._joined_data()``) reads it on one side only."""
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
+        return frozenset()
+    params = code.co_argcount + code.co_kwonlyargcount
+    params += bool(code.co_flags & inspect.CO_VARARGS) + bool(
+        code.co_flags & inspect.CO_VARKEYWORDS
+    )
+    names = code.co_varnames[:params]
+    owner = code.co_qualname.rpartition(".")[0]
+    receiver = (
+        names[0]
+        if names and owner and not owner.endswith("<locals>") and names[0] in ("self", "cls")
+        else None
+    )
+    own = frozenset((*code.co_varnames, *code.co_cellvars, *code.co_freevars))
+    # ``self.n += 1`` reads ``self.n`` before it stores it.
+    augmented = {id(n.target) for n in ast.walk(top) if isinstance(n, ast.AugAssign)}
+    targets: set[str] = set()
+    stack: list[ast.AST] = list(ast.iter_child_nodes(top))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            # Its own code object, with its own facts; only what it is defined with is ours.
+            stack.extend(getattr(node, "decorator_list", ()))
+            arguments = getattr(node, "args", None)
+            if isinstance(arguments, ast.arguments):
+                stack.extend(d for d in (*arguments.defaults, *arguments.kw_defaults) if d)
+            continue
+        if (
+            isinstance(node, ast.Attribute)
+            and receiver is not None
+            and isinstance(node.value, ast.Name)
+            and node.value.id == receiver
+            and (isinstance(node.ctx, ast.Load) or id(node) in augmented)
+        ):
+            targets.add(f"self.{node.attr}")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own:
+            targets.add(f"global:{node.id}")
+        stack.extend(ast.iter_child_nodes(node))
+    return frozenset(targets)
 
 
 # --- fingerprints ----------------------------------------------------------------------------
