@@ -1024,22 +1024,21 @@ COLLECTOR_TESTS = """
         assert c.end() == "a  b"
         assert c.end() is None
 """
-# The same class, the joined data extracted into a helper (xmltodict's ``_joined_data``).
-JOINED = COLLECTOR.replace(
-    """
+COLLECTOR_END = """
         def end(self):
             data = (None if not self.data
                     else self.sep.join(self.data))
-""",
-    """
+"""
+JOINED_END = """
         def _joined(self):
             return (None if not self.data
                     else self.sep.join(self.data))
 
         def end(self):
             data = self._joined()
-""",
-)
+"""
+# The same class, the joined data extracted into a helper (xmltodict's ``_joined_data``).
+JOINED = COLLECTOR.replace(COLLECTOR_END, JOINED_END)
 
 
 def test_a_field_read_moved_into_an_extracted_helper_is_structure(tmp_path: Path) -> None:
@@ -1074,3 +1073,37 @@ def test_a_field_read_moved_into_an_extracted_helper_is_structure(tmp_path: Path
     git_in(repo, "commit", "-qam", "joined the other way round; the test no longer says")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~2", "HEAD", codes=(1,))
     assert _statuses(document)["test_end"] == "changed", document["tests"]
+
+
+def test_a_method_that_names_many_fields_keeps_them_all_through_an_extraction(
+    tmp_path: Path,
+) -> None:
+    """The same extraction in a method that names twenty more fields (xmltodict's
+    ``endElement`` names 13): a node kept 32 state facts, and which ones an overflowing set
+    kept depended on the order they came in, so moving one read into a helper changed the
+    others, and an overflowed set cannot be merged: ``changed``. A node keeps 256 now
+    (values revision 7)."""
+    fields = [f"f{i}" for i in range(20)]
+    collector = COLLECTOR.replace(
+        "            self.out = []\n",
+        "            self.out = []\n"
+        + "".join(f"            self.{f} = {i}\n" for i, f in enumerate(fields)),
+    ).replace(
+        "            self.out.append(data)\n",
+        "            self.out.append((data, " + " + ".join(f"self.{f}" for f in fields) + "))\n",
+    )
+    joined = collector.replace(COLLECTOR_END, JOINED_END)
+    assert collector != COLLECTOR and "data = self._joined()" in joined
+    repo = make_project(
+        tmp_path,
+        {
+            "sax/__init__.py": "",
+            "sax/collect.py": collector,
+            "tests/test_collect.py": COLLECTOR_TESTS,
+        },
+    )
+    (repo / "sax" / "collect.py").write_text(textwrap.dedent(joined))
+    git_in(repo, "commit", "-qam", "the joined data in one helper")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert _statuses(document)["test_end"] == "restructured", document["tests"]
+    assert code == 0

@@ -294,7 +294,8 @@ def test_blocks(diff: DiffDocument, selection: Selection = DEFAULT_SELECTION) ->
                 test,
                 test.id in reaching,
                 ordered_changes(test.changes, changed),
-                test.id in edited or (test.base_id is not None and test.base_id in edited),
+                test.status not in (STATUS_ADDED, STATUS_REMOVED)
+                and (test.id in edited or (test.base_id is not None and test.base_id in edited)),
             )
         )
     # ``<import>`` is a record, not a test: within its tier it comes after the tests.
