@@ -491,3 +491,68 @@ def test_one_program_is_one_syntax_tree_for_every_file_that_differs() -> None:
     assert not same_program({"data.txt": "x"}, {"data.txt": "x "})  # not Python
     assert not same_program({"a.py": code}, {"a.py": None})  # deleted
     assert not same_program({"a.py": code}, {"a.py": "def f(:\n"})  # unparsed
+
+
+READERS = """
+    import itertools
+
+    LIMIT = 3
+
+
+    class Handler:
+        def end(self, a):
+            data = self.data
+            self.n += 1
+            self.out = [x for x in self.items if x > LIMIT]
+            pairs = (y + a for y in self.seq)
+            def inner():
+                return a + OTHER
+            return data, len(self.out), pairs, inner, self.flush()
+
+        def shared(self):
+            def inner():
+                return self.hidden
+            return self.data, inner
+
+        @classmethod
+        def make(cls, n):
+            return cls.DEFAULT + n + itertools.count().__next__()
+
+
+    def plain(obj):
+        return obj.data, LIMIT
+"""
+
+
+def test_the_state_a_function_reads_is_read_as_the_recorder_reads_it() -> None:
+    """A function's one-sided reads decide which state facts say only that the code changed
+    (docs/diffing.md, "Touched"): read from the syntax tree, they must name what the
+    recorder names from the bytecode (``self.<field>`` on a method's receiver, unless a nested
+    scope shares it; ``global:<name>``), a local ``data`` never being ``self.data``."""
+    import ast
+    from types import CodeType
+
+    from diffgenome.analysis.diff.codechanges import _state_targets
+    from diffgenome.recording.collect.contract import _argument_names, _read_state_reads
+
+    source = textwrap.dedent(READERS)
+    tree = ast.parse(source)
+    functions = {
+        node.name: node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name != "inner"
+    }
+    codes: dict[str, CodeType] = {}
+    stack = [compile(tree, "<readers>", "exec")]
+    while stack:
+        code = stack.pop()
+        if code.co_name in functions:
+            codes[code.co_name] = code
+        stack.extend(c for c in code.co_consts if isinstance(c, CodeType))
+    assert set(codes) == set(functions)
+    for name, code in codes.items():
+        fields, globals_read = _read_state_reads(code, _argument_names(code)[1])
+        recorded = {f"self.{f}" for f in fields} | {f"global:{g}" for g in globals_read}
+        assert _state_targets(code, functions[name]) == recorded, name
+    assert "self.data" in _state_targets(codes["end"], functions["end"])
+    assert _state_targets(codes["shared"], functions["shared"]) == frozenset()

@@ -761,15 +761,24 @@ def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
     receiver = (
         names[0]
         if names and owner and not owner.endswith("<locals>") and names[0] in ("self", "cls")
+        # A receiver a nested scope shares is a cell, read by another instruction, whose
+        # fields the recorder does not name.
+        and names[0] not in code.co_cellvars
         else None
     )
     own = frozenset((*code.co_varnames, *code.co_cellvars, *code.co_freevars))
     # ``self.n += 1`` reads ``self.n`` before it stores it.
     augmented = {id(n.target) for n in ast.walk(top) if isinstance(n, ast.AugAssign)}
     targets: set[str] = set()
-    stack: list[ast.AST] = list(ast.iter_child_nodes(top))
+    # The body only: decorators, defaults and annotations are evaluated where it is defined.
+    stack: list[ast.AST] = list(top.body)
     while stack:
         node = stack.pop()
+        if isinstance(node, ast.GeneratorExp):
+            # Its own code object (comprehensions are inlined since 3.12, generator
+            # expressions are not); only its first iterable is evaluated here.
+            stack.append(node.generators[0].iter)
+            continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
             # Its own code object, with its own facts; only what it is defined with is ours.
             stack.extend(getattr(node, "decorator_list", ()))
