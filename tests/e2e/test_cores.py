@@ -47,6 +47,11 @@ WORKOUT = {
             def kind(self):
                 return self.KIND + self.label
 
+            def weighed(self, factors):
+                # ``self`` is a cell here (the generator expression reads it): the core
+                # hands the receiver's state to Python, which reads the cell.
+                return sum(f * self.size for f in factors) + len(self.label)
+
             def grow(self, by):
                 if by < 0:
                     raise ValueError("shrink")
@@ -187,6 +192,7 @@ WORKOUT = {
                 box.grow(-1)
             assert len({core.Box(1), core.Box(1), core.Box(2)}) == 2
             assert box.kind() == "cratebox"
+            assert box.weighed([1, 2]) == 18
             crate = core.Crate(4, "c")
             for _ in range(3):
                 assert crate.describe() == "cratec" + "lid" + "crate" + "-"
@@ -292,6 +298,15 @@ def test_workout_records_the_same_genomes_with_both_cores(
     expected = "diffgenome: recording with the pure-Python core (DIFFGENOME_CORE=python)"
     assert expected in python_header
     assert '"type":"call"' in compiled and "work.core.chained" in compiled
+    # A method whose receiver is a cell records the fields it reads itself (values revision 7).
+    weighed = [
+        {fact["target"] for fact in node["state"]}
+        for test in json.loads(compiled)["tests"]
+        for genome in test["phases"].values()
+        for node in genome["nodes"]
+        if node.get("symbol") == "py:work.core.Box.weighed"
+    ]
+    assert weighed == [{"self.label"}], weighed
     assert compiled == python
 
 

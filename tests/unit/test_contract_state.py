@@ -35,6 +35,10 @@ class Pricing:
         other.seen += 1
         return self.tax
 
+    def shared(self, amounts: list[int]) -> int:
+        # The generator expression reads ``self``: it is a cell here, read by LOAD_DEREF.
+        return sum(a * self.tax for a in amounts) + self.seen
+
 
 def test_a_field_read_after_a_fused_pair_of_loads_is_seen() -> None:
     assert _state_reads(Pricing.fused.__code__, "self") == (("tax",), ())
@@ -90,3 +94,11 @@ def test_a_hash_method_records_no_receiver_state() -> None:
         Hashed.size.__code__, "py:m.Hashed.size", "repo", "function", 1, "/m.py", None
     )
     assert sizing.self_attrs == ("_cached",)
+
+
+def test_a_receiver_a_generator_expression_shares_is_still_read() -> None:
+    """A method whose ``self`` a nested scope reads holds it in a cell (``LOAD_DEREF``): its
+    own reads of fields were not seen, and such a method recorded no state (values revision
+    7). The generator expression's own read is its code object's, not the method's."""
+    assert "self" in Pricing.shared.__code__.co_cellvars
+    assert _state_reads(Pricing.shared.__code__, "self") == (("seen",), ("sum",))

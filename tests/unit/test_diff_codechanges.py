@@ -527,8 +527,8 @@ READERS = """
 def test_the_state_a_function_reads_is_read_as_the_recorder_reads_it() -> None:
     """A function's one-sided reads decide which state facts say only that the code changed
     (docs/diffing.md, "Touched"): read from the syntax tree, they must name what the
-    recorder names from the bytecode (``self.<field>`` on a method's receiver, unless a nested
-    scope shares it; ``global:<name>``), a local ``data`` never being ``self.data``."""
+    recorder names from the bytecode (``self.<field>`` on a method's receiver, a cell or not;
+    ``global:<name>``), a local ``data`` never being ``self.data``."""
     import ast
     from types import CodeType
 
@@ -555,4 +555,5 @@ def test_the_state_a_function_reads_is_read_as_the_recorder_reads_it() -> None:
         recorded = {f"self.{f}" for f in fields} | {f"global:{g}" for g in globals_read}
         assert _state_targets(code, functions[name]) == recorded, name
     assert "self.data" in _state_targets(codes["end"], functions["end"])
-    assert _state_targets(codes["shared"], functions["shared"]) == frozenset()
+    # A receiver a closure shares is a cell: its own reads are named, the closure's are not.
+    assert _state_targets(codes["shared"], functions["shared"]) == {"self.data"}

@@ -745,7 +745,8 @@ def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
     """The state targets a function's own code reads, named as the recorder names them from
     its bytecode (recording/collect/contract.py): ``self.<field>`` for an attribute read on
     a method's receiver (its first parameter, ``self`` or ``cls``, in code defined in a
-    class), ``global:<name>`` for a name that is no local, cell or free variable of it.
+    class, a cell or not), ``global:<name>`` for a name that is no local, cell or free
+    variable of it.
 
     Not :func:`_loads`: a local ``data`` is no read of ``self.data``, and a method that stopped
     reading ``self.data`` when its reading moved into an extracted helper
@@ -761,9 +762,6 @@ def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
     receiver = (
         names[0]
         if names and owner and not owner.endswith("<locals>") and names[0] in ("self", "cls")
-        # A receiver a nested scope shares is a cell, read by another instruction, whose
-        # fields the recorder does not name.
-        and names[0] not in code.co_cellvars
         else None
     )
     own = frozenset((*code.co_varnames, *code.co_cellvars, *code.co_freevars))

@@ -499,8 +499,10 @@ def _state_reads(code: CodeType, receiver: str | None) -> tuple[tuple[str, ...],
 
 
 #: Instructions that push one local, and those that push two (3.13's superinstructions;
-#: the BORROW forms are 3.14's, behind the capability table and untested here).
-_LOAD_ONE = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW"))
+#: the BORROW forms are 3.14's, behind the capability table and untested here). A receiver
+#: a nested scope shares (a generator expression or closure that reads ``self``) is a cell,
+#: pushed by ``LOAD_DEREF`` (values revision 7; before, such a method recorded no fields).
+_LOAD_ONE = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW", "LOAD_DEREF"))
 _LOAD_PAIR = frozenset(("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"))
 
 
