@@ -7,9 +7,17 @@ the collector only when recording is switched on.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+try:
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+except ImportError:  # a pytest laid out otherwise: its rewriting is left as it is
+    AssertionRewritingHook = None  # type: ignore[assignment,misc]
 
 if TYPE_CHECKING:
     from diffgenome.recording.netns import Isolation
@@ -137,6 +145,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@contextlib.contextmanager
+def _not_rewritten() -> Iterator[None]:
+    """Import the recorder's modules past pytest's assertion rewriting, then put it back.
+
+    pytest rewrites the asserts of every module of a plugin's distribution: each is parsed
+    and compiled anew in every session whose bytecode cannot be kept (``diffgenome diff``
+    records with ``PYTHONDONTWRITEBYTECODE``; a read-only site-packages), 0.4 s a session
+    for the recorder's 65 modules, whose asserts are its own. The hook is stepped aside from
+    ``sys.meta_path`` for the imports only, and put back where it was."""
+    hooks = (
+        [
+            (index, finder)
+            for index, finder in enumerate(sys.meta_path)
+            if isinstance(finder, AssertionRewritingHook)
+        ]
+        if AssertionRewritingHook is not None
+        else []
+    )
+    for _, finder in hooks:
+        sys.meta_path.remove(finder)
+    try:
+        yield
+    finally:
+        for index, finder in hooks:
+            if finder not in sys.meta_path:
+                sys.meta_path.insert(min(index, len(sys.meta_path)), finder)
+
+
 def _enabled(config: pytest.Config) -> bool:
     option = config.getoption("genome")
     if option is not None:
@@ -158,17 +194,20 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     policy = str(policy or "loopback")
     if policy not in _POLICIES or policy == "allow":
         return  # options.py says what is wrong with a policy; allow refuses nothing
-    from diffgenome.protocol import identity
+    with _not_rewritten():
+        from diffgenome.protocol import identity
 
     finding = identity.check()
     if finding is not None and finding.fatal:
         return  # pytest_configure says so; nothing of ours may run
     if policy == "isolate":
-        from diffgenome.recording import netns
-        from diffgenome.recording.options import ISOLATION
+        with _not_rewritten():
+            from diffgenome.recording import netns
+            from diffgenome.recording.options import ISOLATION
 
         early_config.stash[ISOLATION] = netns.isolate()
-    from diffgenome.recording.collect import egress
+    with _not_rewritten():
+        from diffgenome.recording.collect import egress
 
     egress.install_connect_ex()
     early_config.stash[_CONNECT_EX] = True
@@ -180,8 +219,9 @@ def pytest_configure(config: pytest.Config) -> None:
     or store (pytest's usage error, before any test runs) may stop the session."""
     if not _enabled(config):
         return
-    from diffgenome.protocol import identity
-    from diffgenome.recording.notices import say
+    with _not_rewritten():
+        from diffgenome.protocol import identity
+        from diffgenome.recording.notices import say
 
     # Before the recorder is imported: with another project's diffgenome/__init__.py it would
     # record under that project's version, or not import at all.
@@ -190,7 +230,8 @@ def pytest_configure(config: pytest.Config) -> None:
         say(config, ("recording is off for this session: " if finding.fatal else "") + finding.text)
         if finding.fatal:
             return
-    from diffgenome.recording.session import Recorder
+    with _not_rewritten():
+        from diffgenome.recording.session import Recorder
 
     try:
         recorder = Recorder(config)

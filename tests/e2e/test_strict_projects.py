@@ -233,3 +233,44 @@ def test_source_with_an_invalid_escape_is_mapped_under_error_filters(tmp_path: P
     assert "SyntaxWarning" not in strict.output
     default = record_full(project, "-W", "default::SyntaxWarning")
     assert "SyntaxWarning" not in default.output, default.output
+
+
+@ALL_PLUGINS
+def test_the_recorder_is_not_rewritten_and_the_project_still_is(tmp_path: Path) -> None:
+    """pytest rewrites the asserts of every module of a plugin's distribution; where bytecode
+    is not kept (``diffgenome diff`` records with ``PYTHONDONTWRITEBYTECODE``) it parsed and
+    compiled the recorder's modules anew in every session, 0.4 s each. They are imported
+    past the rewriting hook, which is put back at once: the project's own asserts are still
+    rewritten, and nothing of it is a warning under ``filterwarnings = error``."""
+    tests = """
+        import sys
+
+        from _pytest.assertion.rewrite import AssertionRewritingHook
+
+
+        def test_the_hook_is_back_and_the_recorder_was_not_rewritten():
+            assert any(isinstance(f, AssertionRewritingHook) for f in sys.meta_path)
+            session = sys.modules["diffgenome.recording.session"]
+            assert not isinstance(session.__loader__, AssertionRewritingHook)
+
+
+        def test_a_failing_assert_is_explained():
+            seen = [1, 2]
+            assert seen == [1, 3]
+    """
+    # This test environment installs diffgenome editable, whose files pytest does not mark;
+    # an installed distribution has every module marked, as this marks the recorder's.
+    conftest = """
+        import pytest
+
+        pytest.register_assert_rewrite("diffgenome.recording.session")
+    """
+    project = make_project(
+        tmp_path, {"pytest.ini": STRICT_INI, "conftest.py": conftest, "tests/test_a.py": tests}
+    )
+    done = run_pytest(project, "--genome", "-q", env={"PYTHONDONTWRITEBYTECODE": "1"})
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "1 failed, 1 passed" in out, out
+    assert "At index 1 diff: 2 != 3" in out, out  # pytest's rewritten assert
+    assert "Warning" not in out, out
