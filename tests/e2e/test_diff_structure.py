@@ -713,6 +713,45 @@ def test_an_edited_decision_no_test_tells_apart_is_a_gap(tmp_path: Path) -> None
     assert not any(gap.startswith("decision edited") for gap in entry["gaps"]), entry["gaps"]
 
 
+def test_a_condition_that_only_calls_a_renamed_method_is_no_edit(tmp_path: Path) -> None:
+    """xmltodict's ``_should_force_list`` renamed ``_forced_list`` (the same code): its
+    caller's ``if self._should_force_list(key, data):`` became ``if self._forced_list(key,
+    data):``, and the first screen listed it as "decision edited, and no test that reaches
+    it behaves otherwise" under a diff that was otherwise all ``restructured``. The caller
+    changed only by naming renamed code anew, and so did its condition."""
+    source = """
+        class Box:
+            def __init__(self):
+                self.items = {}
+
+            def put(self, key, value):
+                if self._wanted(key):
+                    self.items[key] = value
+                return self
+
+            def _wanted(self, key):
+                return not key.startswith("_")
+    """
+    tests = """
+        from box.core import Box
+
+
+        def test_put():
+            assert Box().put("a", 1).put("_b", 2).items == {"a": 1}
+    """
+    repo = make_project(
+        tmp_path, {"box/__init__.py": "", "box/core.py": source, "tests/test_box.py": tests}
+    )
+    renamed = textwrap.dedent(source).replace("_wanted", "_kept")
+    (repo / "box" / "core.py").write_text(renamed)
+    git_in(repo, "commit", "-qam", "rename _wanted")
+    code, document = cli_json(repo, tmp_path, "diff", "HEAD~1", "HEAD")
+    assert _statuses(document)["test_put"] == "restructured", document["tests"]
+    assert code == 0
+    gaps = {c["symbol"]: c["gaps"] for c in document["code_changes"]}
+    assert gaps.get("py:box.core.Box.put") == [], gaps
+
+
 def test_a_module_that_became_a_package_is_compared_with_itself(tmp_path: Path) -> None:
     """inflection 0.5.0 → 0.5.1: ``inflection.py`` became ``inflection/__init__.py``, with
     ``__version__`` edited. Every symbol read as removed and added again, and the one edit

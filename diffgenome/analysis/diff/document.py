@@ -215,7 +215,7 @@ def diff_documents(
         if stable is not None:
             stable_changes[test_id] = stable
 
-    untold_edits(entries, diffs)
+    untold_edits(entries, diffs, code_changes)
     quiet_edits(entries, diffs, code_changes)
     test_code = test_symbols((base, head))
     summary = DiffSummary(tests=len(diffs), confirmed=len(confirmed))

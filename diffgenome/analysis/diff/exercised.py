@@ -185,18 +185,26 @@ def _reaching(seen: Observed, change: SymbolChange) -> set[str]:
 GAP_UNTOLD_EDIT = "decision edited, and no test that reaches it behaves otherwise: {edit}"
 
 
-def untold_edits(entries: Sequence[CodeChange], diffs: Sequence[TestDiff]) -> None:
+def untold_edits(
+    entries: Sequence[CodeChange],
+    diffs: Sequence[TestDiff],
+    code_changes: CodeChangeInput | None = None,
+) -> None:
     """Add a gap to each changed symbol whose decision was edited in place (one condition
     gone and one come in the same function: itsdangerous' ``age > max_age`` made ``age >=
     max_age``) when none of the tests that reach it changed: each took the same ways with
-    either condition, so none tells them apart, and the edit (a fix, or a slip) is untested."""
+    either condition, so none tells them apart, and the edit (a fix, or a slip) is untested.
+    Not a symbol modified only by naming renamed code anew (``if self._should_force_list(...)``
+    made ``if self._forced_list(...)`` where the method was renamed, its code the same):
+    its condition is the same call."""
     loud = {diff.id for diff in diffs if diff.status in (STATUS_CHANGED, STATUS_UNVERIFIED)}
+    renames = code_changes.same_code() if code_changes is not None else frozenset()
 
     def predicates(entry: CodeChange, kind: str) -> list[str]:
         return [str(site.get("predicate")) for site in entry.sites if site.get("change") == kind]
 
     for entry in entries:
-        if entry.change != CODE_MODIFIED:
+        if entry.change != CODE_MODIFIED or entry.symbol in renames:
             continue
         # A condition that went to another changed symbol (an extracted helper), or came
         # from one (an inlined helper), moved: it was not edited here.
