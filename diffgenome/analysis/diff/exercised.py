@@ -223,7 +223,9 @@ def untold_edits(
             for site in entry.sites
             if site.get("change") == CODE_MODIFIED and site.get("was") is not None
         ]
-        if len(gone) == 1 and len(came) == 1:
+        if len(gone) == 1 and len(came) == 1 and gone[0] != came[0]:
+            # (The same condition under another kind of decision, an ``if`` made a
+            # conditional expression, is no edit of it.)
             edits.append((gone[0], came[0]))
         reached = set(entry.tests_base) | set(entry.tests_head)
         # One condition for another: an edit. Several for several is the function rewritten
