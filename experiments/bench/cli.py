@@ -94,7 +94,7 @@ def diffgenome_info() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        ver = version("diffgenome")
+        ver = version("pytest-diffgenome")  # the distribution's name, not the package's
     except PackageNotFoundError:
         ver = "unknown"
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
