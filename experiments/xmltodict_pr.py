@@ -28,10 +28,15 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+# `truth` is the package next to this file (the release and mutant harness).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from truth.history import git
+
 REPO = Path(__file__).resolve().parents[1]
 FILES = ("LICENSE", "MANIFEST.in", "README.md", "setup.cfg", "setup.py", "xmltodict.py", "tests")
 
-# (branch, parent, [(file, old, new)], message): each ``old`` must occur exactly once.
+# A commit: (its message, its edits (file, old text, new text)); each old text occurs once.
 Edit = tuple[str, str, str]
 PR: list[tuple[str, list[Edit]]] = [
     (
@@ -179,15 +184,6 @@ REFACTORS: dict[str, list[Edit]] = {
         ),
     ],
 }
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=dev@example.org", "-c", "user.name=dev", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
 
 
 def apply(repo: Path, edits: list[Edit]) -> None:
