@@ -741,6 +741,16 @@ def _loads(top: ast.AST) -> frozenset[str]:
     return frozenset(names)
 
 
+def _parameters(code: CodeType) -> int:
+    """How many of ``code.co_varnames`` are its parameters (``*args`` and ``**kwargs`` too)."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    return (
+        count
+        + bool(code.co_flags & inspect.CO_VARARGS)
+        + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    )
+
+
 def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
     """The state targets a function's own code reads, named as the recorder names them from
     its bytecode (recording/collect/contract.py): ``self.<field>`` for an attribute read on
@@ -753,11 +763,7 @@ def _state_targets(code: CodeType, top: ast.AST) -> frozenset[str]:
     (``data = self._joined_data()``) reads it on one side only."""
     if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
         return frozenset()
-    params = code.co_argcount + code.co_kwonlyargcount
-    params += bool(code.co_flags & inspect.CO_VARARGS) + bool(
-        code.co_flags & inspect.CO_VARKEYWORDS
-    )
-    names = code.co_varnames[:params]
+    names = code.co_varnames[: _parameters(code)]
     owner = code.co_qualname.rpartition(".")[0]
     receiver = (
         names[0]
@@ -847,11 +853,7 @@ def _renamable_locals(code: CodeType, top: ast.AST) -> frozenset[str]:
             return frozenset()
         if isinstance(node, ast.Attribute) and node.attr in ("f_locals", "_getframe"):
             return frozenset()
-    params = code.co_argcount + code.co_kwonlyargcount
-    params += bool(code.co_flags & inspect.CO_VARARGS) + bool(
-        code.co_flags & inspect.CO_VARKEYWORDS
-    )
-    return frozenset(code.co_varnames[params:]) - frozenset(code.co_cellvars)
+    return frozenset(code.co_varnames[_parameters(code) :]) - frozenset(code.co_cellvars)
 
 
 def _fingerprint(top: ast.AST, renames: _Renames | None = None) -> str | None:
