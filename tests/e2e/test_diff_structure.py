@@ -1112,6 +1112,10 @@ def test_a_field_read_moved_into_an_extracted_helper_is_structure(tmp_path: Path
     git_in(repo, "commit", "-qam", "joined the other way round; the test no longer says")
     code, document = cli_json(repo, tmp_path, "diff", "HEAD~2", "HEAD", codes=(1,))
     assert _statuses(document)["test_end"] == "changed", document["tests"]
+    # Its assertion was edited with the code: the first screen says so beside the test.
+    screen = cli(repo, "diff", "HEAD~2", "HEAD").stdout
+    [title] = [line for line in screen.splitlines() if "test_collect.py::test_end" in line]
+    assert "· its test code was edited" in title, screen
 
 
 def test_a_method_that_names_many_fields_keeps_them_all_through_an_extraction(
